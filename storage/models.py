@@ -1,0 +1,62 @@
+"""Plain records passed between storage, services and the Discord layer (no discord types)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class PaperRecord:
+    """A paper as a parser produced it, before it is merged into the store."""
+
+    title: str = ""
+    title_derived: bool = False
+    abstract: str = ""
+    authors: tuple[str, ...] = ()
+    venue: str | None = None
+    year: int | None = None
+    status: str | None = None
+    url: str | None = None
+    pdf_url: str | None = None
+    code_url: str | None = None
+    arxiv_id: str | None = None  # without version, e.g. "2401.01234" or "hep-th/9901001"
+    openreview_id: str | None = None
+    doi: str | None = None  # lower-cased
+    external_id: str | None = None  # the record's own id (`id`/`_id`/`uid`)
+    source: str | None = None  # where it came from (file name, "arxiv", ...)
+    published: str | None = None  # ISO date (YYYY-MM-DD) when known
+
+
+@dataclass(frozen=True, slots=True)
+class Paper:
+    """A paper as stored."""
+
+    id: int
+    title: str
+    title_derived: bool
+    abstract: str
+    authors: tuple[str, ...]
+    venue: str | None
+    year: int | None
+    status: str | None
+    url: str | None
+    pdf_url: str | None
+    code_url: str | None
+    arxiv_id: str | None
+    openreview_id: str | None
+    doi: str | None
+    external_id: str | None
+    source: str | None
+    published: str | None
+    added_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSummary:
+    """What one ingest did: counts and the reasons records were rejected."""
+
+    added: int = 0
+    merged: int = 0
+    unchanged: int = 0
+    rejected: int = 0
+    problems: tuple[str, ...] = field(default=())
