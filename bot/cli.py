@@ -1,0 +1,200 @@
+"""The `paperbot` command line: run the bot, the sandbox, and the operator commands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.errors import SettingsError, UserFacingError
+from bot.log import setup_logging
+from bot.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="paperbot", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    commands.add_parser("run", help="run the bot on Discord (needs DISCORD_TOKEN)")
+    commands.add_parser(
+        "start", help="run on Discord when DISCORD_TOKEN is set, otherwise in the local sandbox"
+    )
+    sandbox = commands.add_parser("sandbox", help="try paperbot offline against a local Discord server")
+    sandbox.add_argument("--db", type=Path, help="use this database instead of a temporary one")
+    sandbox.add_argument("--script", type=Path, help="run these console lines, then exit")
+
+    ingest = commands.add_parser(
+        "ingest", help="load papers from files or folders (.txt, .json, .jsonl, Atom, .gz)"
+    )
+    ingest.add_argument("paths", nargs="+", type=Path)
+
+    fetch = commands.add_parser("fetch", help="fetch recent papers from a live source")
+    fetch_sources = fetch.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    arxiv = fetch_sources.add_parser("arxiv", help="recent arXiv papers (one request per 3 s)")
+    arxiv.add_argument("--category", action="append", required=True, help="e.g. cs.LG (repeatable)")
+    arxiv.add_argument("--days", type=int, default=1, help="how many days back (default 1)")
+
+    search = commands.add_parser("search", help="search the corpus from the terminal")
+    search.add_argument("query", nargs="?", help="the query (omit with --batch)")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--json", action="store_true", help="one JSON object per result")
+    search.add_argument("--batch", type=Path, help="one query per line, or JSONL with _id and text")
+
+    digest = commands.add_parser("digest", help="build (and send) one user's digest now")
+    digest.add_argument("--user", type=int, required=True, help="Discord user id")
+    digest.add_argument("--dry-run", action="store_true", help="print it; send and record nothing")
+
+    commands.add_parser("stats", help="papers, users, subscriptions")
+    backup = commands.add_parser("backup", help="online backup of the database (safe while the bot runs)")
+    backup.add_argument("path", type=Path)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        print(f"paperbot: {error}", file=sys.stderr)
+        return 2
+    setup_logging(settings.log_level, token=settings.discord_token)
+    handler = _HANDLERS[args.command]
+    try:
+        return asyncio.run(handler(args, settings))
+    except (SettingsError, UserFacingError) as error:
+        print(f"paperbot: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.runner import run_bot
+
+    return await run_bot(settings)
+
+
+async def _start(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.discord_token:
+        print("paperbot: DISCORD_TOKEN is set: starting the bot on Discord.", file=sys.stderr)
+        return await _run(args, settings)
+    print(
+        "paperbot: no DISCORD_TOKEN set: starting the local sandbox (an offline Discord) "
+        "with the shipped corpus. Type 'help'.",
+        flush=True,
+    )
+    return await _sandbox(argparse.Namespace(db=None, script=None), settings)
+
+
+async def _sandbox(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.sandbox.console import run_console
+
+    return await run_console(settings, db_path=args.db, script=args.script)
+
+
+async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.services.ingest.runner import ingest_paths
+    from storage.db import Database
+
+    missing = [str(path) for path in args.paths if not path.exists()]
+    if missing:
+        raise UserFacingError(f"no such file or folder: {', '.join(missing)}")
+    bar = _ProgressBar()
+    async with await Database.open(settings.db_path) as db:
+        summary = await ingest_paths(db, args.paths, progress=bar.update)
+    bar.close()
+    print(
+        f"added {summary.added}, merged {summary.merged}, unchanged {summary.unchanged}, "
+        f"rejected {summary.rejected}"
+    )
+    for problem in summary.problems:
+        print(f"  rejected: {problem}")
+    return 0
+
+
+async def _fetch(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.services.arxiv_fetch import fetch_arxiv_live
+    from storage.db import Database
+
+    if not 1 <= args.days <= 30:
+        raise UserFacingError("--days must be between 1 and 30")
+    async with await Database.open(settings.db_path) as db:
+        summary = await fetch_arxiv_live(db, categories=args.category, days=args.days)
+    print(summary.describe())
+    return 0
+
+
+async def _search(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.services.search_cli import run_search_cli
+
+    return await run_search_cli(
+        settings, query=args.query, limit=args.limit, as_json=args.json, batch=args.batch
+    )
+
+
+async def _digest(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.services.digest_cli import run_digest_cli
+
+    return await run_digest_cli(settings, user_id=args.user, dry_run=args.dry_run)
+
+
+async def _stats(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.db import Database
+    from storage.repositories.stats import store_counts
+
+    async with await Database.open(settings.db_path) as db:
+        counts = await store_counts(db)
+    print(json.dumps({"database": str(settings.db_path), **counts.__dict__}, indent=2))
+    return 0
+
+
+async def _backup(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.db import Database
+
+    if args.path.resolve() == settings.db_path.resolve():
+        raise UserFacingError("the backup path is the database itself; choose another file")
+    if not settings.db_path.exists():
+        raise UserFacingError(f"no database at {settings.db_path} (PAPERBOT_DB)")
+    async with await Database.open(settings.db_path, migrate=False) as db:
+        await db.backup(args.path)
+    print(f"backed up {settings.db_path} to {args.path}")
+    return 0
+
+
+class _ProgressBar:
+    """A one-line progress bar on stderr for long ingests (only on a terminal)."""
+
+    def __init__(self) -> None:
+        self._shown = False
+
+    def update(self, done: int, total: int) -> None:
+        if not sys.stderr.isatty() or total < 2000:
+            return
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} papers")
+        sys.stderr.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            sys.stderr.write("\n")
+
+
+_HANDLERS = {
+    "run": _run,
+    "start": _start,
+    "sandbox": _sandbox,
+    "ingest": _ingest,
+    "fetch": _fetch,
+    "search": _search,
+    "digest": _digest,
+    "stats": _stats,
+    "backup": _backup,
+}

@@ -1,0 +1,53 @@
+"""The composition root: open the database, build every service, close them in order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from storage.repositories.papers import PaperRepository
+
+from bot.services.ingest.runner import ensure_shipped_corpus
+from bot.services.search import SearchEngine
+from bot.settings import Settings
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    """Everything the Discord layer and the CLI use; built once per process."""
+
+    settings: Settings
+    db: Database
+    papers: PaperRepository
+    search: SearchEngine
+
+
+async def build_search_engine(papers: PaperRepository) -> SearchEngine:
+    started = time.perf_counter()
+    rows = await papers.iter_index_rows()
+    engine = await asyncio.to_thread(SearchEngine.build, rows)
+    log.info("search index: %d papers in %.2fs", len(engine), time.perf_counter() - started)
+    return engine
+
+
+@contextlib.asynccontextmanager
+async def open_services(settings: Settings, *, load_shipped_corpus: bool = True) -> AsyncIterator[Services]:
+    """Open the store (migrating it), load the shipped corpus into an empty one, build the index."""
+    db = await Database.open(settings.db_path)
+    try:
+        if load_shipped_corpus:
+            summary = await ensure_shipped_corpus(db)
+            if summary is not None:
+                log.info("empty database: loaded the shipped corpus (%d papers)", summary.added)
+        papers = PaperRepository(db)
+        search = await build_search_engine(papers)
+        yield Services(settings=settings, db=db, papers=papers, search=search)
+    finally:
+        await db.close()

@@ -1,0 +1,66 @@
+"""Slash-command errors become one friendly ephemeral line; unexpected ones are logged with context."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+
+from bot.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+
+log = logging.getLogger(__name__)
+
+GENERIC_FAILURE = "Something went wrong on my side; it has been logged. Please try again in a moment."
+
+
+def friendly_message(error: Exception) -> str | None:
+    """The line to show for an error the user can act on, or None for an unexpected one."""
+    original = getattr(error, "original", None) or error.__cause__ or error
+    if isinstance(original, UserFacingError):
+        return str(original)
+    if isinstance(error, app_commands.MissingPermissions):
+        return "You need the Manage Server permission for this command."
+    if isinstance(error, app_commands.NoPrivateMessage):
+        return "This command only works in a server channel."
+    if isinstance(error, app_commands.CommandOnCooldown):
+        return f"Slow down a little: try again in {error.retry_after:.0f} s."
+    if isinstance(error, app_commands.TransformerError):
+        return f"I could not understand {error.value!r} for that option."
+    if isinstance(error, app_commands.CheckFailure):
+        return "You cannot use this command here."
+    return None
+
+
+async def reply_ephemeral(interaction: discord.Interaction, message: str) -> None:
+    """Send `message` ephemerally whether or not the interaction was already answered."""
+    try:
+        if interaction.response.is_done():
+            await interaction.followup.send(message, ephemeral=True)
+        else:
+            await interaction.response.send_message(message, ephemeral=True)
+    except discord.HTTPException:
+        log.warning("could not tell user %s about an error", interaction.user.id, exc_info=True)
+
+
+class PaperTree(app_commands.CommandTree["PaperBot"]):
+    async def on_error(
+        self, interaction: discord.Interaction[PaperBot], error: app_commands.AppCommandError
+    ) -> None:
+        message = friendly_message(error)
+        if message is None:
+            command = interaction.command.qualified_name if interaction.command else "?"
+            log.error(
+                "command /%s failed (guild=%s channel=%s user=%s)",
+                command,
+                interaction.guild_id,
+                interaction.channel_id,
+                interaction.user.id,
+                exc_info=error,
+            )
+            message = GENERIC_FAILURE
+        await reply_ephemeral(interaction, message)
