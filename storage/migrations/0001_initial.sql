@@ -137,3 +137,18 @@ CREATE TABLE app_state (
     value       TEXT NOT NULL,
     updated_at  TEXT NOT NULL
 );
+
+-- A search or similar-papers listing, so its paging buttons work after a restart
+-- (a button's custom_id holds only this id and the page).
+CREATE TABLE searches (
+    id          INTEGER PRIMARY KEY,
+    kind        TEXT    NOT NULL CHECK (kind IN ('search', 'similar')),
+    query       TEXT    NOT NULL DEFAULT '',
+    paper_id    INTEGER REFERENCES papers(id) ON DELETE CASCADE,
+    author      TEXT,
+    venue       TEXT,
+    year        INTEGER,
+    page_size   INTEGER NOT NULL,
+    user_id     INTEGER,
+    created_at  TEXT    NOT NULL
+);

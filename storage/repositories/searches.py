@@ -1,0 +1,56 @@
+"""Stored search listings, looked up when someone pages through one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storage.db import Database, utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSearch:
+    id: int
+    kind: str  # "search" or "similar"
+    query: str
+    paper_id: int | None
+    author: str | None
+    venue: str | None
+    year: int | None
+    page_size: int
+
+
+class SearchRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def save(
+        self,
+        *,
+        kind: str,
+        query: str = "",
+        paper_id: int | None = None,
+        author: str | None = None,
+        venue: str | None = None,
+        year: int | None = None,
+        page_size: int,
+        user_id: int | None = None,
+    ) -> StoredSearch:
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO searches (kind, query, paper_id, author, venue, year, page_size, user_id,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (kind, query, paper_id, author, venue, year, page_size, user_id, utcnow()),
+            )
+            search_id = cursor.lastrowid
+        assert search_id is not None
+        return StoredSearch(search_id, kind, query, paper_id, author, venue, year, page_size)
+
+    async def get(self, search_id: int) -> StoredSearch | None:
+        row = await self._db.fetchone(
+            "SELECT id, kind, query, paper_id, author, venue, year, page_size FROM searches WHERE id = ?",
+            (search_id,),
+        )
+        return None if row is None else StoredSearch(*row)
+
+    async def forget_user(self, user_id: int) -> None:
+        await self._db.execute("DELETE FROM searches WHERE user_id = ?", (user_id,))
