@@ -131,11 +131,71 @@ async def _fetch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.services.search_cli import run_search_cli
+    from bot.runtime import open_services
 
-    return await run_search_cli(
-        settings, query=args.query, limit=args.limit, as_json=args.json, batch=args.batch
-    )
+    if (args.query is None) == (args.batch is None):
+        raise UserFacingError("give either a QUERY or --batch FILE")
+    if not 1 <= args.limit <= 1000:
+        raise UserFacingError("--limit must be between 1 and 1000")
+    queries = _read_batch(args.batch) if args.batch else [(None, args.query)]
+    async with open_services(settings) as services:
+        for query_id, text in queries:
+            try:
+                results = services.search.search(text, limit=args.limit)
+            except UserFacingError as error:
+                if args.batch is None:
+                    raise
+                print(json.dumps({"query_id": query_id, "query": text, "error": str(error), "results": []}))
+                continue
+            papers = await services.papers.get_many([hit.paper_id for hit in results.hits])
+            rows = [
+                {
+                    "rank": rank,
+                    "id": hit.paper_id,
+                    "external_id": papers[hit.paper_id].external_id,
+                    "arxiv_id": papers[hit.paper_id].arxiv_id,
+                    "openreview_id": papers[hit.paper_id].openreview_id,
+                    "doi": papers[hit.paper_id].doi,
+                    "score": round(hit.score, 6),
+                    "title": papers[hit.paper_id].title,
+                }
+                for rank, hit in enumerate(results.hits, 1)
+            ]
+            if args.batch:
+                print(json.dumps({"query_id": query_id, "query": text, "results": rows}, ensure_ascii=False))
+            elif args.json:
+                for row in rows:
+                    print(json.dumps(row, ensure_ascii=False))
+            else:
+                if not rows:
+                    print(f"No papers match {text!r}.")
+                for row in rows:
+                    print(f"{row['rank']:>3}. [{row['score']:.3f}] {row['title']}  (#{row['id']})")
+    return 0
+
+
+def _read_batch(path: Path) -> list[tuple[str | None, str]]:
+    """One query per line, or JSONL records with `_id` (or `id`) and `text` (or `query`)."""
+    if not path.is_file():
+        raise UserFacingError(f"no such batch file: {path}")
+    queries: list[tuple[str | None, str]] = []
+    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise UserFacingError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+            text = record.get("text") or record.get("query")
+            if not isinstance(text, str):
+                raise UserFacingError(f"{path}:{number}: a JSON query needs a 'text' field")
+            query_id = record.get("_id", record.get("id"))
+            queries.append((None if query_id is None else str(query_id), text))
+        else:
+            queries.append((str(number), line))
+    return queries
 
 
 async def _digest(args: argparse.Namespace, settings: Settings) -> int:

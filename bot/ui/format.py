@@ -1,0 +1,81 @@
+"""Text helpers for rendering papers: short author lists, venue lines, trimming, links."""
+
+from __future__ import annotations
+
+import re
+
+from storage.models import Paper
+
+_MARKDOWN = re.compile(r"([\\*_~`|>\[\]])")
+
+
+def escape_markdown(text: str) -> str:
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
+def trim(text: str, limit: int, *, ellipsis: str = "…") -> str:
+    """Cut `text` to at most `limit` characters, at a word boundary when one is near."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - len(ellipsis)]
+    space = cut.rfind(" ")
+    if space > limit * 0.6:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-") + ellipsis
+
+
+def short_authors(authors: tuple[str, ...], *, limit: int = 3) -> str:
+    """ "A, B, C" for up to `limit` authors, else "A, B, C et al. (12 authors)"."""
+    if not authors:
+        return "Unknown authors"
+    if len(authors) <= limit:
+        return ", ".join(authors)
+    return f"{', '.join(authors[:limit])} et al. ({len(authors)} authors)"
+
+
+def venue_line(paper: Paper) -> str:
+    parts = [part for part in (paper.venue, str(paper.year) if paper.year else None) if part]
+    line = " ".join(parts) if parts else "Venue unknown"
+    if paper.venue and paper.year and str(paper.year) in paper.venue:
+        line = paper.venue
+    if paper.status:
+        line += f" · {paper.status}"
+    return line
+
+
+def paper_link(paper: Paper) -> str | None:
+    """The landing page for the paper's title link."""
+    if paper.url:
+        return paper.url
+    if paper.arxiv_id:
+        return f"https://arxiv.org/abs/{paper.arxiv_id}"
+    if paper.openreview_id:
+        return f"https://openreview.net/forum?id={paper.openreview_id}"
+    if paper.doi:
+        return f"https://doi.org/{paper.doi}"
+    return paper.pdf_url
+
+
+def links(paper: Paper) -> list[tuple[str, str]]:
+    """Named links for a paper (OpenReview, arXiv, PDF, code), without duplicates."""
+    found: list[tuple[str, str]] = []
+    if paper.openreview_id:
+        found.append(("OpenReview", f"https://openreview.net/forum?id={paper.openreview_id}"))
+    if paper.arxiv_id:
+        found.append(("arXiv", f"https://arxiv.org/abs/{paper.arxiv_id}"))
+    if paper.doi:
+        found.append(("DOI", f"https://doi.org/{paper.doi}"))
+    if paper.url and all(url != paper.url for _, url in found):
+        found.append(("Page", paper.url))
+    if paper.pdf_url:
+        found.append(("PDF", paper.pdf_url))
+    elif paper.arxiv_id:
+        found.append(("PDF", f"https://arxiv.org/pdf/{paper.arxiv_id}"))
+    if paper.code_url:
+        found.append(("Code", paper.code_url))
+    return found
+
+
+def display_title(paper: Paper) -> str:
+    return paper.title if not paper.title_derived else f"{paper.title} (derived title)"

@@ -1,0 +1,112 @@
+"""Buttons whose custom_id carries their state, so they keep working after a restart."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from bot.tree import GENERIC_FAILURE, friendly_message, reply_ephemeral
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+
+log = logging.getLogger(__name__)
+
+SIGNAL_EMOJI = {"like": "👍", "dislike": "👎", "save": "🔖"}
+
+
+async def report_item_error(interaction: discord.Interaction[Any], error: Exception, what: str) -> None:
+    message = friendly_message(error)
+    if message is None:
+        log.error(
+            "%s failed (guild=%s channel=%s user=%s)",
+            what,
+            interaction.guild_id,
+            interaction.channel_id,
+            interaction.user.id,
+            exc_info=error,
+        )
+        message = GENERIC_FAILURE
+    await reply_ephemeral(interaction, message)
+
+
+class RateButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"pb:(?P<signal>like|dislike|save):(?P<paper>\d+)",
+):
+    """👍 / 👎 / 🔖 for one paper of a multi-paper message; pressing again takes it back."""
+
+    def __init__(
+        self, signal: str, paper_id: int, *, label: str | None = None, row: int | None = None
+    ) -> None:
+        self.signal = signal
+        self.paper_id = paper_id
+        super().__init__(
+            discord.ui.Button(
+                style=discord.ButtonStyle.secondary,
+                emoji=SIGNAL_EMOJI[signal],
+                label=label,
+                custom_id=f"pb:{signal}:{paper_id}",
+                row=row,
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Button[Any], match: re.Match[str], /
+    ) -> RateButton:
+        return cls(match["signal"], int(match["paper"]), label=item.label)
+
+    async def callback(self, interaction: discord.Interaction[PaperBot]) -> None:
+        try:
+            note = await interaction.client.services.feedback.apply_button(
+                user_id=interaction.user.id,
+                paper_id=self.paper_id,
+                signal=self.signal,
+                guild_id=interaction.guild_id,
+            )
+            await interaction.response.send_message(note, ephemeral=True)
+        except Exception as error:
+            await report_item_error(interaction, error, f"rating button {self.signal}:{self.paper_id}")
+
+
+class PageButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"pb:page:(?P<search>\d+):(?P<page>\d+)(?::(?P<tag>[a-z]))?",
+):
+    """Moves a stored search listing to another page by editing the message in place."""
+
+    def __init__(self, search_id: int, page: int, *, label: str, tag: str, disabled: bool = False) -> None:
+        self.search_id = search_id
+        self.page = page
+        # the tag keeps "previous" and "next" distinct when both point to the same page
+        super().__init__(
+            discord.ui.Button(
+                style=discord.ButtonStyle.primary,
+                label=label,
+                custom_id=f"pb:page:{search_id}:{page}:{tag}",
+                disabled=disabled,
+                row=4,
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Button[Any], match: re.Match[str], /
+    ) -> PageButton:
+        return cls(int(match["search"]), int(match["page"]), label=item.label or "", tag=match["tag"] or "n")
+
+    async def callback(self, interaction: discord.Interaction[PaperBot]) -> None:
+        from bot.ui.listing import render_stored_listing
+
+        try:
+            listing = await render_stored_listing(interaction.client.services, self.search_id, self.page)
+            await interaction.response.edit_message(embed=listing.embed, view=listing.view)
+        except Exception as error:
+            await report_item_error(interaction, error, f"page button {self.search_id}:{self.page}")
+
+
+DYNAMIC_ITEMS: tuple[type[discord.ui.DynamicItem[Any]], ...] = (RateButton, PageButton)
