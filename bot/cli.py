@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import sys
@@ -210,7 +211,7 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
 
     async with await Database.open(settings.db_path) as db:
         counts = await store_counts(db)
-    print(json.dumps({"database": str(settings.db_path), **counts.__dict__}, indent=2))
+    print(json.dumps({"database": str(settings.db_path), **dataclasses.asdict(counts)}, indent=2))
     return 0
 
 
