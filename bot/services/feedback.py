@@ -1,0 +1,185 @@
+"""Feedback capture: 👍 like, 👎 not for me, 🔖 save — from reactions and from rating buttons.
+
+Rules (PRODUCT.md journey 6):
+
+* like and dislike exclude each other; save is independent;
+* every write is idempotent (a repeated event changes nothing), and removing a reaction takes the
+  signal back;
+* while a user's learning is paused, new likes and dislikes are not recorded (saves still are:
+  a bookmark is not learning), but taking a signal back always works.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
+
+from bot.errors import NotFoundError, UserFacingError
+from storage.db import Database
+from storage.repositories.feedback import FeedbackRepository, Signal
+from storage.repositories.messages import PostedMessageRepository
+from storage.repositories.papers import PaperRepository
+from storage.repositories.users import UserRepository
+
+log = logging.getLogger(__name__)
+
+SIGNAL_EMOJI: Final[dict[Signal, str]] = {"like": "👍", "dislike": "👎", "save": "🔖"}
+_EMOJI_SIGNAL: Final[dict[str, Signal]] = {emoji: signal for signal, emoji in SIGNAL_EMOJI.items()}
+# Emoji modifiers a client may attach: skin tones and the emoji variation selector.
+_MODIFIERS: Final = frozenset(chr(c) for c in range(0x1F3FB, 0x1F400)) | {"\ufe0f", "\ufe0e"}
+
+TITLE_IN_NOTE = 90
+
+
+def signal_for_emoji(emoji: str) -> Signal | None:
+    """👍 → like, 👎 → dislike, 🔖 → save (skin tones and variation selectors ignored); else None."""
+    base = "".join(ch for ch in emoji if ch not in _MODIFIERS)
+    return _EMOJI_SIGNAL.get(base)
+
+
+def parse_signal(value: str) -> Signal:
+    if value == "like":
+        return "like"
+    if value == "dislike":
+        return "dislike"
+    if value == "save":
+        return "save"
+    raise UserFacingError(f"Unknown rating {value!r}: use like, dislike or save.")
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackChange:
+    """What one feedback event did."""
+
+    paper_id: int
+    signal: Signal
+    added: bool  # True for a set, False for a take-back
+    changed: bool  # False when it was already so (idempotent repeat) or learning is paused
+    paused: bool = False  # True when a like/dislike was not recorded because learning is paused
+    replaced: Signal | None = None  # the opposite signal a like/dislike removed
+
+
+def _iso(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _short(title: str) -> str:
+    title = " ".join(title.split())
+    return title if len(title) <= TITLE_IN_NOTE else title[: TITLE_IN_NOTE - 1].rstrip() + "…"
+
+
+class FeedbackService:
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] | None = None) -> None:
+        self.feedback = FeedbackRepository(db)
+        self.messages = PostedMessageRepository(db)
+        self.users = UserRepository(db)
+        self.papers = PaperRepository(db)
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    async def paper_for_message(self, message_id: int) -> int | None:
+        """The paper a bot message is about, or None when it is not one of ours."""
+        return await self.messages.paper_for(message_id)
+
+    async def record_message(
+        self,
+        message_id: int,
+        channel_id: int,
+        guild_id: int | None,
+        paper_id: int,
+        *,
+        recipient_id: int | None = None,
+        kind: str = "paper",
+    ) -> None:
+        """Remember a posted single-paper message so reactions on it count (any age)."""
+        await self.messages.record(message_id, channel_id, guild_id, paper_id, recipient_id, kind)
+
+    # -- the three operations -----------------------------------------------------------------
+
+    async def set(
+        self,
+        user_id: int,
+        paper_id: int,
+        signal: Signal,
+        *,
+        guild_id: int | None = None,
+        now: datetime | None = None,
+    ) -> FeedbackChange:
+        """Record a signal. Idempotent; like and dislike replace each other."""
+        if signal != "save" and await self.users.learning_paused(user_id):
+            log.debug("learning paused: %s on paper %d by user %d not recorded", signal, paper_id, user_id)
+            return FeedbackChange(paper_id, signal, added=True, changed=False, paused=True)
+        result = await self.feedback.set_signal(
+            user_id, paper_id, signal, guild_id=guild_id, at=_iso(now or self._clock())
+        )
+        if result.added or result.replaced:
+            log.info("feedback: user %d %s paper %d", user_id, signal, paper_id)
+        return FeedbackChange(
+            paper_id,
+            signal,
+            added=True,
+            changed=result.added or result.replaced is not None,
+            replaced=result.replaced,
+        )
+
+    async def unset(self, user_id: int, paper_id: int, signal: Signal) -> FeedbackChange:
+        """Take a signal back (always allowed, even while learning is paused)."""
+        removed = await self.feedback.remove_signal(user_id, paper_id, signal)
+        if removed:
+            log.info("feedback: user %d took back %s on paper %d", user_id, signal, paper_id)
+        return FeedbackChange(paper_id, signal, added=False, changed=removed)
+
+    async def react(
+        self,
+        *,
+        user_id: int,
+        message_id: int,
+        emoji: str,
+        guild_id: int | None,
+        added: bool,
+        now: datetime | None = None,
+    ) -> FeedbackChange | None:
+        """A reaction was added or removed; None when it is not a rating on one of our messages."""
+        signal = signal_for_emoji(emoji)
+        if signal is None:
+            return None
+        paper_id = await self.messages.paper_for(message_id)
+        if paper_id is None:
+            return None
+        if added:
+            return await self.set(user_id, paper_id, signal, guild_id=guild_id, now=now)
+        return await self.unset(user_id, paper_id, signal)
+
+    async def apply_button(self, *, user_id: int, paper_id: int, signal: str, guild_id: int | None) -> str:
+        """A rating button: set the signal, or take it back when the user already gave it.
+
+        Returns the one-line ephemeral confirmation.
+        """
+        parsed = parse_signal(signal)
+        paper = await self.papers.get(paper_id)
+        if paper is None:
+            raise NotFoundError("That paper is no longer in the library.")
+        title = _short(paper.title)
+        emoji = SIGNAL_EMOJI[parsed]
+        if parsed in await self.feedback.signals_on(user_id, paper_id):
+            await self.unset(user_id, paper_id, parsed)
+            return f"Removed your {emoji} on “{title}”."
+        change = await self.set(user_id, paper_id, parsed, guild_id=guild_id)
+        if change.paused:
+            return (
+                f"Learning is paused, so I did not record your {emoji} on “{title}”. "
+                "Turn it back on with `/paper interests pause`."
+            )
+        return confirmation(parsed, title)
+
+
+def confirmation(signal: Signal, title: str) -> str:
+    if signal == "like":
+        return f"👍 Noted — I'll show you more like “{title}”."
+    if signal == "dislike":
+        return f"👎 Noted — I'll show you fewer papers like “{title}”."
+    return f"🔖 Saved “{title}”. See your bookmarks with `/paper saved`."

@@ -1,0 +1,187 @@
+"""Reactions (like / dislike / save), bookmarks, and which papers a user has already been shown.
+
+like and dislike exclude each other (setting one removes the other in the same transaction);
+save is independent. Every write is idempotent: repeating it changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from storage.db import Database, utcnow
+from storage.repositories.users import ensure_user
+
+Signal = Literal["like", "dislike", "save"]
+SIGNALS: Final[tuple[Signal, ...]] = ("like", "dislike", "save")
+OPPOSITE: Final[dict[str, Signal]] = {"like": "dislike", "dislike": "like"}
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackRow:
+    paper_id: int
+    signal: Signal
+    created_at: str  # ISO-8601 UTC
+
+
+@dataclass(frozen=True, slots=True)
+class SetResult:
+    added: bool  # False when the signal was already there
+    replaced: Signal | None  # the opposite signal it removed (like <-> dislike), if any
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackCounts:
+    likes: int = 0
+    dislikes: int = 0
+    saves: int = 0
+
+
+def _signal(value: object) -> Signal:
+    text = str(value)
+    if text == "like":
+        return "like"
+    if text == "dislike":
+        return "dislike"
+    if text == "save":
+        return "save"
+    raise ValueError(f"unknown feedback signal {text!r}")
+
+
+class FeedbackRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def set_signal(
+        self, user_id: int, paper_id: int, signal: Signal, *, guild_id: int | None, at: str | None = None
+    ) -> SetResult:
+        """Record one signal (idempotent); a like removes a dislike of the same paper and vice versa."""
+        at = at or utcnow()
+        replaced: Signal | None = None
+        async with self._db.transaction() as conn:
+            await ensure_user(conn, user_id, at)
+            opposite = OPPOSITE.get(signal)
+            if opposite is not None:
+                async with conn.execute(
+                    "DELETE FROM feedback WHERE user_id = ? AND paper_id = ? AND signal = ?",
+                    (user_id, paper_id, opposite),
+                ) as cursor:
+                    if cursor.rowcount > 0:
+                        replaced = opposite
+            async with conn.execute(
+                "INSERT OR IGNORE INTO feedback (user_id, paper_id, signal, guild_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (user_id, paper_id, signal, guild_id, at),
+            ) as cursor:
+                added = cursor.rowcount > 0
+        return SetResult(added=added, replaced=replaced)
+
+    async def remove_signal(self, user_id: int, paper_id: int, signal: Signal) -> bool:
+        """Take one signal back; False when it was not there."""
+        changed = await self._db.execute(
+            "DELETE FROM feedback WHERE user_id = ? AND paper_id = ? AND signal = ?",
+            (user_id, paper_id, signal),
+        )
+        return changed > 0
+
+    async def clear_learned(self, user_id: int) -> FeedbackCounts:
+        """Forget every like and dislike of the user (bookmarks stay); returns what was removed."""
+        async with self._db.transaction() as conn:
+            async with conn.execute(
+                "SELECT signal, COUNT(*) FROM feedback WHERE user_id = ? AND signal IN ('like', 'dislike') "
+                "GROUP BY signal",
+                (user_id,),
+            ) as cursor:
+                counts = {str(row[0]): int(row[1]) for row in await cursor.fetchall()}
+            await conn.execute(
+                "DELETE FROM feedback WHERE user_id = ? AND signal IN ('like', 'dislike')", (user_id,)
+            )
+        return FeedbackCounts(likes=counts.get("like", 0), dislikes=counts.get("dislike", 0))
+
+    async def mark_shown(self, user_id: int, paper_ids: Iterable[int], *, at: str | None = None) -> None:
+        ids = list(dict.fromkeys(paper_ids))
+        if not ids:
+            return
+        at = at or utcnow()
+        async with self._db.transaction() as conn:
+            await ensure_user(conn, user_id, at)
+            await conn.executemany(
+                "INSERT OR IGNORE INTO recommendations_shown (user_id, paper_id, shown_at) VALUES (?, ?, ?)",
+                [(user_id, paper_id, at) for paper_id in ids],
+            )
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def signals_for(self, user_id: int) -> list[FeedbackRow]:
+        """Every signal of the user, oldest first."""
+        rows = await self._db.fetchall(
+            "SELECT paper_id, signal, created_at FROM feedback WHERE user_id = ? ORDER BY created_at, rowid",
+            (user_id,),
+        )
+        return [FeedbackRow(int(r[0]), _signal(r[1]), str(r[2])) for r in rows]
+
+    async def signals_on(self, user_id: int, paper_id: int) -> set[Signal]:
+        rows = await self._db.fetchall(
+            "SELECT signal FROM feedback WHERE user_id = ? AND paper_id = ?", (user_id, paper_id)
+        )
+        return {_signal(r[0]) for r in rows}
+
+    async def counts(self, user_id: int) -> FeedbackCounts:
+        rows = await self._db.fetchall(
+            "SELECT signal, COUNT(*) FROM feedback WHERE user_id = ? GROUP BY signal", (user_id,)
+        )
+        counts = {str(r[0]): int(r[1]) for r in rows}
+        return FeedbackCounts(counts.get("like", 0), counts.get("dislike", 0), counts.get("save", 0))
+
+    async def saved(self, user_id: int, *, limit: int | None = None) -> list[int]:
+        """Bookmarked paper ids, newest first."""
+        sql = "SELECT paper_id FROM feedback WHERE user_id = ? AND signal = 'save' ORDER BY created_at DESC, rowid DESC"
+        params: tuple[int, ...] = (user_id,)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (user_id, limit)
+        return [int(r[0]) for r in await self._db.fetchall(sql, params)]
+
+    async def seen_ids(self, user_id: int) -> set[int]:
+        """Papers the user must not be recommended again: shown, sent by a digest, or rated."""
+        rows = await self._db.fetchall(
+            "SELECT paper_id FROM recommendations_shown WHERE user_id = ? "
+            "UNION SELECT paper_id FROM digest_sent WHERE user_id = ? "
+            "UNION SELECT paper_id FROM feedback WHERE user_id = ?",
+            (user_id, user_id, user_id),
+        )
+        return {int(r[0]) for r in rows}
+
+    async def shown_ids(self, user_id: int) -> set[int]:
+        rows = await self._db.fetchall(
+            "SELECT paper_id FROM recommendations_shown WHERE user_id = ?", (user_id,)
+        )
+        return {int(r[0]) for r in rows}
+
+    async def popular(
+        self, *, guild_id: int | None, limit: int, exclude: Collection[int] = ()
+    ) -> list[tuple[int, int]]:
+        """(paper id, score) of papers people liked or saved, in one guild (or everywhere).
+
+        Score = likes + saves − dislikes, counted per distinct person; only positive scores.
+        """
+        where = "" if guild_id is None else "WHERE guild_id = ?"
+        params: Sequence[int] = () if guild_id is None else (guild_id,)
+        rows = await self._db.fetchall(
+            f"""
+            SELECT paper_id,
+                   SUM(CASE signal WHEN 'dislike' THEN -1 ELSE 1 END) AS score,
+                   MAX(created_at) AS latest
+            FROM feedback {where}
+            GROUP BY paper_id
+            HAVING score > 0
+            ORDER BY score DESC, latest DESC
+            LIMIT ?
+            """,
+            (*params, limit + len(exclude)),
+        )
+        excluded = set(exclude)
+        return [(int(r[0]), int(r[1])) for r in rows if int(r[0]) not in excluded][:limit]
