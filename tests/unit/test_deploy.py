@@ -1,0 +1,388 @@
+"""deploy/ and .env.example: what an operator copies must match what the code reads and needs.
+
+Docker itself is not available here, so the image is checked by reading the Dockerfile and by running
+its build-stage instructions (COPY, RUN) as a plain script in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pytest
+import yaml
+
+from bot.settings import Settings, load_settings
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+
+
+def settings_read_by_code() -> set[str]:
+    """Every NAME in `get("NAME")` inside bot/settings.py (the one place settings are read)."""
+    tree = ast.parse((REPO / "bot" / "settings.py").read_text("utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "get"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names.add(node.args[0].value)
+    return names
+
+
+def env_example_names() -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in (REPO / ".env.example").read_text("utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, sep, value = line.partition("=")
+            assert sep, f".env.example: not NAME=value: {line!r}"
+            values[name.strip()] = value
+    return values
+
+
+# --- .env.example ----------------------------------------------------------------------------------
+
+
+def test_settings_are_found_in_the_code() -> None:
+    """The scan itself works (otherwise the next test would pass on nothing)."""
+    assert {
+        "DISCORD_TOKEN",
+        "PAPERBOT_DB",
+        "PAPERBOT_DEV_GUILD",
+        "DISCORD_API_BASE",
+    } <= settings_read_by_code()
+
+
+def test_env_example_lists_every_setting_the_code_reads_and_nothing_else() -> None:
+    listed = set(env_example_names())
+    read = settings_read_by_code()
+    assert read - listed == set(), f"settings missing from .env.example: {sorted(read - listed)}"
+    assert listed - read == set(), (
+        f".env.example lists settings the code never reads: {sorted(listed - read)}"
+    )
+
+
+def test_env_example_has_a_comment_above_every_setting() -> None:
+    lines = (REPO / ".env.example").read_text("utf-8").splitlines()
+    for index, line in enumerate(lines):
+        if line.strip() and not line.startswith("#"):
+            above = lines[index - 1] if index else ""
+            assert above.startswith("#"), f"no comment explains {line.split('=')[0]}"
+
+
+def test_env_example_as_copied_is_a_valid_configuration_with_the_defaults() -> None:
+    """`cp .env.example .env` must not break start-up: it loads, and equals the built-in defaults."""
+    settings = load_settings(environ={}, env_file=REPO / ".env.example")
+    assert settings == Settings()
+    assert settings.discord_token is None
+
+
+def test_env_example_has_no_inline_comments_or_quotes() -> None:
+    """Docker Compose, systemd's EnvironmentFile= and python-dotenv read it alike only when it is plain."""
+    for name, value in env_example_names().items():
+        assert "#" not in value, f"{name}: inline comment"
+        assert not value.startswith(("'", '"')), f"{name}: quoted value"
+        assert value == value.strip(), f"{name}: surrounding spaces"
+
+
+# --- docker-compose.yml ----------------------------------------------------------------------------
+
+
+def load_compose() -> dict:
+    return yaml.safe_load((DEPLOY / "docker-compose.yml").read_text("utf-8"))
+
+
+def test_compose_mounts_a_named_volume_at_the_database_directory() -> None:
+    compose = load_compose()
+    (service,) = compose["services"].values()
+    db_dir = PurePosixPath(service["environment"]["PAPERBOT_DB"]).parent
+    mounts = {}
+    for volume in service["volumes"]:
+        source, target = volume.split(":")[:2]
+        mounts[PurePosixPath(target)] = source
+    assert db_dir in mounts, f"nothing mounted at the database directory {db_dir} (WAL files live there)"
+    source = mounts[db_dir]
+    assert not source.startswith((".", "/")), "the database directory should be a named volume"
+    assert source in compose["volumes"], f"volume {source} is not declared"
+
+
+def test_compose_reads_the_env_file_restarts_and_builds_the_dockerfile() -> None:
+    (service,) = load_compose()["services"].values()
+    env_files = service["env_file"] if isinstance(service["env_file"], list) else [service["env_file"]]
+    assert any(PurePosixPath(str(f)).name == ".env" for f in env_files)
+    assert (DEPLOY / env_files[0]).resolve() == REPO / ".env", "env_file should be the repository's .env"
+    assert service["restart"] in ("unless-stopped", "always", "on-failure")
+    build = service["build"]
+    assert (DEPLOY / build["context"]).resolve() == REPO
+    assert (REPO / build["dockerfile"]).resolve() == DEPLOY / "Dockerfile"
+    assert service.get("stop_signal", "SIGTERM") == "SIGTERM"
+
+
+def test_compose_database_path_matches_the_image_volume() -> None:
+    (service,) = load_compose()["services"].values()
+    image = parse_dockerfile()
+    runtime = image.stages[-1]
+    assert runtime.env["PAPERBOT_DB"] == service["environment"]["PAPERBOT_DB"]
+    assert str(PurePosixPath(runtime.env["PAPERBOT_DB"]).parent) in runtime.volumes
+
+
+def test_compose_file_passes_docker_compose_config(tmp_path: Path) -> None:
+    """The Compose implementation validates the file (skipped when no docker-compose is installed)."""
+    tool = shutil.which("docker-compose")
+    command = [tool] if tool else None
+    if command is None and shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
+        command = ["docker", "compose"] if probe.returncode == 0 else None
+    if command is None:
+        pytest.skip("neither docker-compose nor the docker compose plugin is installed here")
+    (tmp_path / "deploy").mkdir()
+    shutil.copy(DEPLOY / "docker-compose.yml", tmp_path / "deploy")
+    shutil.copy(REPO / ".env.example", tmp_path / ".env")
+    result = subprocess.run(
+        [*command, "-f", "deploy/docker-compose.yml", "config"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    resolved = yaml.safe_load(result.stdout)
+    service = resolved["services"]["paperbot"]
+    assert service["environment"]["PAPERBOT_DB"] == "/data/paperbot.db"
+    assert "DISCORD_TOKEN" in service["environment"], "the .env file was not read"
+
+
+# --- Dockerfile ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stage:
+    name: str | None
+    instructions: list[tuple[str, str]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    volumes: list[str] = field(default_factory=list)
+
+    def last(self, keyword: str) -> str | None:
+        found = [args for kw, args in self.instructions if kw == keyword]
+        return found[-1] if found else None
+
+
+@dataclass
+class Dockerfile:
+    global_args: dict[str, str]
+    stages: list[Stage]
+
+
+def parse_dockerfile() -> Dockerfile:
+    logical: list[str] = []
+    pending = ""
+    for raw in (DEPLOY / "Dockerfile").read_text("utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        logical.append(pending + line)
+        pending = ""
+    global_args: dict[str, str] = {}
+    stages: list[Stage] = []
+    for line in logical:
+        keyword, _, args = line.partition(" ")
+        keyword, args = keyword.upper(), args.strip()
+        if keyword == "FROM":
+            parts = args.split()
+            stages.append(Stage(parts[2] if len(parts) == 3 and parts[1].upper() == "AS" else None))
+            continue
+        if not stages:
+            assert keyword == "ARG", f"{keyword} before the first FROM"
+            name, _, default = args.partition("=")
+            global_args[name] = default
+            continue
+        stage = stages[-1]
+        stage.instructions.append((keyword, args))
+        if keyword == "ENV":
+            for pair in shlex.split(args):
+                name, _, value = pair.partition("=")
+                stage.env[name] = value
+        if keyword == "VOLUME":
+            stage.volumes.extend(json.loads(args) if args.startswith("[") else args.split())
+    return Dockerfile(global_args, stages)
+
+
+def test_dockerfile_installs_dependencies_before_copying_the_source() -> None:
+    """A code change must not reinstall every dependency: pyproject.toml and the deps step come first."""
+    build = parse_dockerfile().stages[0]
+    order = [(kw, args) for kw, args in build.instructions if kw in ("COPY", "RUN")]
+    copies = [i for i, (kw, _) in enumerate(order) if kw == "COPY"]
+    pyproject = next(i for i in copies if "pyproject.toml" in order[i][1])
+    deps = next(i for i, (kw, args) in enumerate(order) if kw == "RUN" and " deps " in f" {args} ")
+    sources = [i for i in copies if order[i][1].split()[0] in ("bot", "storage")]
+    assert len(sources) == 2, "bot/ and storage/ are each copied once"
+    assert pyproject < deps < min(sources)
+    assert all("bot" not in order[i][1].split() for i in range(deps)), "source copied before the deps step"
+
+
+def test_dockerfile_runtime_stage_is_small_non_root_and_runs_paperbot() -> None:
+    image = parse_dockerfile()
+    assert len(image.stages) == 2, "a build stage and a runtime stage"
+    runtime = image.stages[-1]
+    user = runtime.last("USER")
+    assert user is not None, "no USER: the container would run as root"
+    assert user.split(":")[0] not in ("root", "0"), "the container must not run as root"
+    assert json.loads(runtime.last("ENTRYPOINT") or "null") == ["paperbot"]
+    assert json.loads(runtime.last("CMD") or "null") == ["run"]
+    assert "slim" in image.global_args["PYTHON_IMAGE"]
+    # Only the virtualenv is carried over, not the build tree.
+    copies = [args for kw, args in runtime.instructions if kw == "COPY"]
+    assert copies
+    assert all(args.startswith("--from=build ") for args in copies)
+
+
+def test_dockerignore_lets_through_everything_the_dockerfile_copies() -> None:
+    patterns = (DEPLOY / "Dockerfile.dockerignore").read_text("utf-8").splitlines()
+    allowed = {p[1:].removesuffix("/**") for p in patterns if p.startswith("!")}
+    for keyword, args in parse_dockerfile().stages[0].instructions:
+        if keyword == "COPY":
+            *sources, _ = args.split()
+            for source in sources:
+                assert source in allowed, f"{source} is copied but excluded from the build context"
+
+
+@pytest.mark.slow
+def test_dockerfile_build_steps_run_as_a_plain_script(tmp_path: Path) -> None:
+    """Run the build stage's COPY and RUN in order in a temporary folder; the result runs paperbot.
+
+    Each COPY copies only what it names, so the dependency step proves it needs nothing but
+    pyproject.toml, as it does in the image's cached layer.
+    """
+    build = parse_dockerfile().stages[0]
+    workdir = tmp_path / "src"
+    venv = tmp_path / "venv"
+    env = {**os.environ, "VENV": str(venv), "PYTHON": sys.executable, "PIP_NO_CACHE_DIR": "1"}
+    env.pop("PYTHONPATH", None)
+    for keyword, args in build.instructions:
+        if keyword == "WORKDIR":
+            workdir.mkdir(parents=True, exist_ok=True)
+        elif keyword == "ENV":
+            env.update(build.env)
+        elif keyword == "COPY":
+            *sources, dest = args.split()
+            for source in sources:
+                origin = REPO / source
+                target = workdir / dest if not dest.endswith("/") else workdir / dest / origin.name
+                if dest in ("./", "."):
+                    target = workdir / origin.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if origin.is_dir():
+                    shutil.copytree(origin, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                else:
+                    shutil.copy2(origin, target)
+        elif keyword == "RUN":
+            result = subprocess.run(
+                ["sh", "-c", args], cwd=workdir, env=env, capture_output=True, text=True, check=False
+            )
+            offline = ("Failed to establish a new connection", "Temporary failure in name resolution")
+            if result.returncode != 0 and any(marker in result.stderr for marker in offline):
+                pytest.skip(f"no package index reachable for `{args}`")
+            assert result.returncode == 0, f"RUN {args}\n{result.stderr[-3000:]}"
+        elif keyword != "ARG":
+            pytest.fail(f"the plain-script runner does not know {keyword}")
+    paperbot = venv / "bin" / "paperbot"
+    assert paperbot.exists()
+    run_env = {k: v for k, v in env.items() if not k.startswith(("DISCORD_", "PAPERBOT_"))}
+    run_env["PAPERBOT_DB"] = str(tmp_path / "data" / "paperbot.db")
+    stats = subprocess.run(
+        [str(paperbot), "stats"], cwd=tmp_path, env=run_env, capture_output=True, text=True, check=False
+    )
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["papers"] == 0  # migrations are shipped in the package
+    seeds = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "from importlib import resources; "
+            "print(len([f for f in (resources.files('bot') / 'data' / 'seeds').iterdir() "
+            "if f.name.endswith('.txt')]))",
+        ],
+        cwd=tmp_path,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert int(seeds.stdout) == 2, "the shipped seed corpus is missing from the installed package"
+
+
+def test_install_script_rejects_an_unknown_step(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["sh", str(DEPLOY / "install.sh"), "everything", str(tmp_path / "venv")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "usage" in result.stderr
+
+
+# --- systemd unit ----------------------------------------------------------------------------------
+
+
+def load_unit() -> configparser.ConfigParser:
+    unit = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
+    unit.optionxform = str  # type: ignore[assignment,method-assign]
+    unit.read_string((DEPLOY / "paperbot.service").read_text("utf-8"))
+    return unit
+
+
+def test_systemd_unit_runs_paperbot_from_an_env_file_and_restarts_on_failure() -> None:
+    service = load_unit()["Service"]
+    assert service["EnvironmentFile"].startswith("/etc/")
+    assert service["Restart"] == "on-failure"
+    assert service["ExecStart"].endswith("paperbot run")
+    assert service["User"] not in ("root", "0")
+    assert service["KillSignal"] == "SIGTERM"
+    assert service["RestartPreventExitStatus"] == "2", "a settings error (exit 2) must not restart-loop"
+    # Environment= repeats and configparser keeps only the last one, so read the text for this:
+    text = (DEPLOY / "paperbot.service").read_text("utf-8")
+    assert f"Environment=PAPERBOT_DB=/var/lib/{service['StateDirectory']}/paperbot.db" in text
+    for hardening in (
+        "NoNewPrivileges",
+        "ProtectSystem",
+        "ProtectHome",
+        "PrivateTmp",
+        "CapabilityBoundingSet",
+    ):
+        assert hardening in service, f"{hardening}= missing"
+    assert service["ProtectSystem"] == "strict"
+
+
+def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+    """`systemd-analyze verify` prints nothing for a sound unit (skipped where systemd is absent)."""
+    tool = shutil.which("systemd-analyze")
+    if tool is None:
+        pytest.skip("systemd-analyze is not installed on this machine")
+    # verify checks that ExecStart= exists: point it at this checkout's paperbot for the check.
+    executable = Path(sys.executable).parent / "paperbot"
+    if not executable.exists():
+        pytest.skip(f"no paperbot executable beside {sys.executable} to stand in for /opt/paperbot/venv")
+    text = (DEPLOY / "paperbot.service").read_text("utf-8")
+    assert "ExecStart=/opt/paperbot/venv/bin/paperbot run" in text
+    unit = tmp_path / "paperbot.service"
+    unit.write_text(text.replace("/opt/paperbot/venv/bin/paperbot", str(executable)), "utf-8")
+    result = subprocess.run([tool, "verify", str(unit)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "", f"systemd-analyze warnings:\n{result.stderr}"
