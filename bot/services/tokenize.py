@@ -1,0 +1,204 @@
+"""Turn titles, abstracts and queries into BM25 index terms.
+
+One pipeline is used for papers and queries alike, so a query word and the same word in a paper
+always become the same term.  The steps, each chosen on BEIR SciFact (training split, 809
+queries; ``bench/scifact_eval.py`` prints the variants side by side):
+
+1. Unicode NFKC normalisation and ``casefold`` ("ﬁne-tuning" → "fine-tuning", "ＧＰＴ" → "gpt").
+2. Words are runs of letters and digits; a word may carry internal hyphens and apostrophes, dots
+   between digits and a trailing ``+``, so "gpt-4", "il-6", "cd4+", "c++" and "3.5" stay one word.
+   A hyphenated word also yields its parts ("kv-cache" → "kv-cach", "kv", "cach"), so the query
+   "kv cache" finds "KV-cache" while the query "kv-cache" prefers papers that hyphenate it.
+3. English stop words are dropped.  rank-bm25 floors the idf of every term found in more than
+   half of the papers to 0.25 × the mean idf, which on ML abstracts gives "the", "of" and "we"
+   more weight than "neural"; with function words removed only content words rank papers.
+   Single letters (stray variables, list markers) go too; single digits stay ("1 in 5").
+4. Snowball English stemming (PyStemmer), cached word → terms in a dict.
+
+Speed: a text is cut into raw pieces with C-level ``bytes.translate``/``split`` (ASCII) or one
+regex substitution (other text); everything per piece is cached, so the per-word Python work is a
+dict look-up.  :func:`count_terms` goes one step further and looks up each distinct piece of a
+document once.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
+from typing import Final
+
+import Stemmer
+
+#: Bump whenever the terms produced for some text change.
+TOKENIZER_VERSION: Final = 1
+
+#: English function words (pronouns, determiners, auxiliaries, prepositions, conjunctions).
+#: Content words that look generic in papers ("model", "show", "result") are kept: BM25's idf
+#: weighs them down already, and a user may search for them.
+_STOP_WORDS_TEXT: Final = """
+    a about above after again against all also am an and any are aren't as at be because been
+    before being below between both but by can cannot could couldn't did didn't do does doesn't
+    doing don't down during each either etc few for from further had hadn't has hasn't have
+    haven't having he he'd he'll he's her here here's hers herself him himself his how how's i
+    i'd i'll i'm i've ie eg if in into is isn't it it's its itself just let's may me might more
+    most must mustn't my myself neither no nor not of off on once only or other ought our ours
+    ourselves out over own per same shall shan't she she'd she'll she's should shouldn't so some
+    such than that that's the their theirs them themselves then there there's these they they'd
+    they'll they're they've this those though through thus to too under until up upon us very via
+    was wasn't we we'd we'll we're we've were weren't what what's when when's where where's
+    whether which while who who's whom whose why why's will with within without won't would
+    wouldn't yet you you'd you'll you're you've your yours yourself yourselves
+"""
+STOP_WORDS: Final[frozenset[str]] = frozenset(_STOP_WORDS_TEXT.split())
+
+# A word inside a raw piece: letters/digits joined by single hyphens or apostrophes, or by dots
+# between digits ("3.5"), with an optional run of trailing "+" ("cd4+", "c++").
+WORD_RE: Final = re.compile(r"[^\W_]+(?:(?:[-'](?=[^\W_])|\.(?=\d))[^\W_]+)*\+*")
+# Characters that can never be part of a word: everything else separates raw pieces.
+_SEPARATORS_RE: Final = re.compile(r"[^\w\-'.+]+|_+")
+_KEEP_ASCII: Final = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-'.+")
+_ASCII_TABLE: Final = bytes(c if c in _KEEP_ASCII else (c + 32 if 65 <= c <= 90 else 32) for c in range(256))
+_APOSTROPHES: Final = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})
+_CACHE_LIMIT: Final = 1_000_000
+
+_stemmer = Stemmer.Stemmer("english")
+
+
+def _keep(word: str) -> bool:
+    if word in STOP_WORDS:
+        return False
+    return len(word) > 1 or word.isdigit()
+
+
+_VOWELS: Final = frozenset("aeiouy")
+
+
+def _stem(word: str) -> str:
+    stem: str = _stemmer.stemWord(word)
+    # Snowball keeps the "s" of vowel-less acronyms ("llms", "cnns"); a user types "LLM" too.
+    if (
+        stem == word
+        and len(word) > 3
+        and word[-1] == "s"
+        and word[-2] != "s"
+        and word[:-1].isalpha()
+        and _VOWELS.isdisjoint(word[:-1])
+    ):
+        return word[:-1]
+    return stem
+
+
+def _word_terms(word: str) -> tuple[str, ...]:
+    """Index terms of one normalised word: its stem, plus the parts of a hyphenated word."""
+    if not _keep(word):
+        return ()
+    if "-" not in word:
+        return (_stem(word),)
+    return (_stem(word), *(_stem(part) for part in word.split("-") if _keep(part)))
+
+
+def _piece_terms(piece: str) -> tuple[str, ...]:
+    """Index terms of one raw piece (text between separators), e.g. "models." → ("model",)."""
+    if piece.isalnum():
+        return _word_terms(piece)
+    return tuple(chain.from_iterable(_word_terms(w) for w in WORD_RE.findall(piece)))
+
+
+class _StrCache(dict[str, tuple[str, ...]]):
+    def __missing__(self, piece: str) -> tuple[str, ...]:
+        terms = _piece_terms(piece)
+        if len(self) < _CACHE_LIMIT:  # bounded on adversarial input
+            self[piece] = terms
+        return terms
+
+
+class _BytesCache(dict[bytes, tuple[str, ...]]):
+    def __missing__(self, piece: bytes) -> tuple[str, ...]:
+        terms = _piece_terms(piece.decode("ascii"))
+        if len(self) < _CACHE_LIMIT:
+            self[piece] = terms
+        return terms
+
+
+_str_terms: Callable[[str], tuple[str, ...]] = _StrCache().__getitem__
+_bytes_terms: Callable[[bytes], tuple[str, ...]] = _BytesCache().__getitem__
+
+
+def normalize(text: str) -> str:
+    """NFKC, casefold and one kind of apostrophe: the form in which words are compared."""
+    return unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)
+
+
+def _piece_term_tuples(text: str) -> Iterable[tuple[str, ...]]:
+    """The terms of each raw piece of ``text``, piece by piece."""
+    if text.isascii():
+        return map(_bytes_terms, text.encode("ascii").translate(_ASCII_TABLE).split())
+    return map(_str_terms, _SEPARATORS_RE.sub(" ", normalize(text)).split())
+
+
+def tokenize(text: str) -> list[str]:
+    """Index terms of ``text`` in order, with repeats (BM25 counts them)."""
+    return list(chain.from_iterable(_piece_term_tuples(text)))
+
+
+def count_terms(text: str, *, weight: int = 1, into: dict[str, int] | None = None) -> int:
+    """Add ``weight`` × the term frequencies of ``text`` to ``into``; return the tokens added.
+
+    Equivalent to counting ``tokenize(text) * weight`` (same counts, and terms first seen in the
+    same order, which keeps BM25 statistics identical), but each distinct piece is looked up once.
+    """
+    if text.isascii():
+        pieces: Counter[bytes] | Counter[str] = Counter(text.encode("ascii").translate(_ASCII_TABLE).split())
+        lookup: Callable[[bytes], tuple[str, ...]] | Callable[[str], tuple[str, ...]] = _bytes_terms
+    else:
+        pieces = Counter(_SEPARATORS_RE.sub(" ", normalize(text)).split())
+        lookup = _str_terms
+    counts = {} if into is None else into
+    get = counts.get
+    added = 0
+    for piece, n in pieces.items():
+        terms = lookup(piece)  # type: ignore[arg-type]
+        if not terms:
+            continue
+        n *= weight
+        for term in terms:
+            counts[term] = get(term, 0) + n
+        added += n * len(terms)
+    return added
+
+
+def word_terms(word: str) -> tuple[str, ...]:
+    """Index terms of one word as it appears in text (``()`` for a stop word)."""
+    return _str_terms(normalize(word))
+
+
+def display_terms(query: str) -> list[tuple[str, str]]:
+    """(word as the user wrote it, index term) for each distinct searchable term of ``query``.
+
+    The word keeps the user's spelling (after NFKC), so callers can say "matched: KV, caching"
+    while the index matched "kv" and "cach".  A hyphenated word also lists its parts.
+    """
+    seen: set[str] = set()
+    pairs: list[tuple[str, str]] = []
+    text = unicodedata.normalize("NFKC", query).translate(_APOSTROPHES)
+    for match in WORD_RE.finditer(text):
+        shown = match.group()
+        folded = shown.casefold()
+        candidates = [(shown, t) for t in _word_terms(folded)[:1]]
+        if "-" in shown:
+            candidates += [
+                (part, _stem(part.casefold())) for part in shown.split("-") if _keep(part.casefold())
+            ]
+        for word, term in candidates:
+            if term not in seen:
+                seen.add(term)
+                pairs.append((word, term))
+    return pairs
+
+
+def query_weights(terms: Iterable[str]) -> Mapping[str, int]:
+    """How many times each term occurs, in first-seen order."""
+    return Counter(terms)
