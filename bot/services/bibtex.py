@@ -63,7 +63,7 @@ def base_key(paper: Paper) -> str:
     """`<first author's last name><year><first significant title word>`, e.g. vaswani2017attention."""
     name = _last_name(paper.authors[0]) if paper.authors else ""
     year = str(paper.year) if paper.year else (paper.published or "")[:4]
-    title_words = [w for w in _ascii_words(paper.title) if w not in _SKIP_TITLE_WORDS]
+    title_words = [w for w in _ascii_words(paper.title) if w not in _SKIP_TITLE_WORDS and not w.isdigit()]
     word = title_words[0] if title_words else ""
     key = f"{name or 'anon'}{year if year.isdigit() else ''}{word}"
     return key or f"paper{paper.id}"
