@@ -1,33 +1,64 @@
-"""Logging set-up, called once from the CLI: one line per event, discord.http at WARNING."""
+"""Logging set-up, called once from the CLI: one line per event, discord.http at WARNING.
+
+Every record becomes exactly one line, `time LEVEL logger: message`; a traceback is folded into that
+line (newlines written as `\\n`), so `grep`, `journalctl` and `docker logs` see one event per line.
+The bot token is replaced by `[token]` in the final line, whatever logged it and wherever it
+appears (message, arguments or traceback).
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
+
+LINE_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
-class _RedactToken(logging.Filter):
-    """Never let the bot token reach a log line, whatever logged it."""
+class OneLineFormatter(logging.Formatter):
+    """Formats a record as one line and removes the bot token from it."""
 
-    def __init__(self, token: str | None) -> None:
-        super().__init__()
+    def __init__(self, token: str | None = None) -> None:
+        super().__init__(LINE_FORMAT, DATE_FORMAT)
         self._token = token
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
         if self._token:
-            message = record.getMessage()
-            if self._token in message:
-                record.msg = message.replace(self._token, "[token]")
-                record.args = None
-        return True
+            line = line.replace(self._token, "[token]")
+        return line.replace("\r", "").replace("\n", "\\n")
+
+
+def context_ids(
+    *,
+    guild: int | None = None,
+    channel: int | None = None,
+    user: int | None = None,
+    command: str | None = None,
+) -> str:
+    """The ids of an event as `guild=… channel=… user=… command=/…`, for the end of a log line."""
+    parts = [f"guild={guild}", f"channel={channel}", f"user={user}"]
+    if command:
+        parts.append(f"command=/{command.lstrip('/')}")
+    return " ".join(parts)
+
+
+def interaction_ids(interaction: Any) -> str:
+    """`context_ids` of a discord.Interaction (read by attribute, so this module needs no discord)."""
+    command = getattr(interaction, "command", None)
+    user = getattr(interaction, "user", None)
+    return context_ids(
+        guild=getattr(interaction, "guild_id", None),
+        channel=getattr(interaction, "channel_id", None),
+        user=getattr(user, "id", None),
+        command=getattr(command, "qualified_name", None),
+    )
 
 
 def setup_logging(level: str = "INFO", *, token: str | None = None) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
-    )
-    handler.addFilter(_RedactToken(token))
+    handler.setFormatter(OneLineFormatter(token))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
