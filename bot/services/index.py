@@ -365,8 +365,8 @@ class BM25Index:
             idf[~present] = 0.0
             avgdl = self._total_len / n
             if avgdl > 0:
-                factor: FloatArray = self.k1 * (1 - self.b + self.b * self._dl / avgdl)
-                self._len_factor = factor
+                relative = np.asarray(self.b * self._dl / avgdl, dtype=np.float64)
+                self._len_factor = self.k1 * (1 - self.b + relative)
             else:
                 self._len_factor = np.full(len(self._dl), self.k1 * (1 - self.b))
         else:
