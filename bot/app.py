@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from typing import Any
 
@@ -14,6 +16,7 @@ from bot.exts._groups import TOP_LEVEL
 from bot.runtime import Services
 from bot.settings import Settings
 from bot.tree import PaperTree
+from storage.repositories.state import StateRepository
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +29,15 @@ def point_discord_at(settings: Settings) -> None:
     """
     discord.http.Route.BASE = settings.api_base
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
+
+
+def command_definitions_hash(tree: discord.app_commands.CommandTree[Any]) -> str:
+    """A stable hash of the global command definitions, exactly as a sync would send them."""
+    payload = sorted(
+        (command.to_dict(tree) for command in tree.get_commands()),
+        key=lambda command: (command.get("type", 1), command["name"]),
+    )
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 class PaperBot(commands.Bot):
@@ -57,11 +69,27 @@ class PaperBot(commands.Bot):
         await self.sync_commands()
 
     async def sync_commands(self) -> None:
+        """Dev guild set: sync to it on every start. Otherwise sync globally only when the definitions
+        changed since the last global sync (their hash is kept in app_state), never on every start."""
         if self.settings.dev_guild_id:
             guild = discord.Object(self.settings.dev_guild_id)
             self.tree.copy_global_to(guild=guild)
             synced = await self.tree.sync(guild=guild)
             log.info("synced %d commands to dev guild %s", len(synced), self.settings.dev_guild_id)
+            return
+        state = StateRepository(self.services.db)
+        key = f"commands:global_hash:{self.application_id}"
+        digest = command_definitions_hash(self.tree)
+        if await state.get(key) == digest:
+            log.info("command definitions unchanged since the last global sync: not syncing")
+            return
+        try:
+            synced = await self.tree.sync()
+        except discord.HTTPException:
+            log.exception("global command sync failed; it will be retried on the next start")
+            return
+        await state.set(key, digest)
+        log.info("command definitions changed: synced %d global commands", len(synced))
 
     async def on_ready(self) -> None:
         log.info("ready as %s (%s) in %d guilds", self.user, getattr(self.user, "id", "?"), len(self.guilds))
