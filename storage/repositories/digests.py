@@ -1,0 +1,275 @@
+"""Digest runs, their planned papers, and what each recipient was already sent (exactly-once delivery).
+
+The life of one period of one subscription:
+
+1. :meth:`DigestRepository.claim_run` inserts ``(subscription_id, period_key)``; the UNIQUE constraint
+   makes the insert a lock — a double fire, a second process or a restart finds it taken.
+2. :meth:`plan_items` stores the chosen papers (in order, with their reasons).
+3. For each paper, :meth:`reserve_item` marks it attempted *and* records it in ``digest_sent`` in one
+   transaction before the message goes out; :meth:`record_message` then stores the message id and the
+   ``posted_messages`` row (so reactions on it map to the paper) in one transaction. A send that fails
+   with a known error is undone by :meth:`release_item`. A crash between reserve and record leaves the
+   paper "in doubt": it is never sent again (a paper is never sent twice), only logged.
+4. :meth:`finish_run` sets the final status. Runs still ``claimed`` after a crash are resumed with
+   their unreserved items (:meth:`open_runs`, :meth:`unsent_items`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from storage.db import Database, utcnow
+from storage.repositories.users import ensure_user
+
+RUN_STATUSES = ("claimed", "sent", "empty", "failed", "skipped")
+
+_RUN_COLUMNS = "id, subscription_id, period_key, status, detail, claimed_at, finished_at"
+_ITEM_COLUMNS = "run_id, paper_id, position, reason, message_id, sent_at"
+
+
+@dataclass(frozen=True, slots=True)
+class DigestRun:
+    id: int
+    subscription_id: int
+    period_key: str
+    status: str
+    detail: str | None
+    claimed_at: str
+    finished_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DigestItem:
+    run_id: int
+    paper_id: int
+    position: int
+    reason: str
+    message_id: int | None
+    sent_at: str | None
+
+    @property
+    def delivered(self) -> bool:
+        return self.message_id is not None
+
+    @property
+    def in_doubt(self) -> bool:
+        """Reserved but never confirmed: the process died while sending it."""
+        return self.sent_at is not None and self.message_id is None
+
+
+@dataclass(frozen=True, slots=True)
+class Recipient:
+    """Who a digest goes to: a user (by DM) or a channel. Exactly one is set."""
+
+    user_id: int | None = None
+    channel_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.user_id is None) == (self.channel_id is None):
+            raise ValueError("a recipient is either a user or a channel")
+
+
+def _run(row: aiosqlite.Row | Sequence[Any]) -> DigestRun:
+    return DigestRun(int(row[0]), int(row[1]), str(row[2]), str(row[3]), row[4], str(row[5]), row[6])
+
+
+def _item(row: aiosqlite.Row | Sequence[Any]) -> DigestItem:
+    return DigestItem(
+        int(row[0]), int(row[1]), int(row[2]), str(row[3]), None if row[4] is None else int(row[4]), row[5]
+    )
+
+
+class DigestRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    # ---- runs ---------------------------------------------------------------------------------
+
+    async def claim_run(
+        self,
+        subscription_id: int,
+        period_key: str,
+        *,
+        status: str = "claimed",
+        detail: str | None = None,
+        at: str | None = None,
+    ) -> DigestRun | None:
+        """Claim one period; None when it was already claimed (by anyone, at any time)."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"unknown run status {status!r}")
+        now = at or utcnow()
+        finished = None if status == "claimed" else now
+        async with self._db.transaction() as conn:
+            async with conn.execute(
+                """
+                INSERT INTO digest_runs (subscription_id, period_key, status, detail, claimed_at, finished_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (subscription_id, period_key) DO NOTHING
+                """,
+                (subscription_id, period_key, status, detail, now, finished),
+            ) as cursor:
+                if cursor.rowcount == 0:
+                    return None
+                run_id = cursor.lastrowid
+            async with conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE id = ?", (run_id,)
+            ) as cursor:
+                row = await cursor.fetchone()
+        assert row is not None
+        return _run(row)
+
+    async def get_run(self, run_id: int) -> DigestRun | None:
+        row = await self._db.fetchone(f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE id = ?", (run_id,))
+        return None if row is None else _run(row)
+
+    async def run_for(self, subscription_id: int, period_key: str) -> DigestRun | None:
+        row = await self._db.fetchone(
+            f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE subscription_id = ? AND period_key = ?",
+            (subscription_id, period_key),
+        )
+        return None if row is None else _run(row)
+
+    async def runs(self, subscription_id: int) -> list[DigestRun]:
+        rows = await self._db.fetchall(
+            f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE subscription_id = ? ORDER BY id",
+            (subscription_id,),
+        )
+        return [_run(row) for row in rows]
+
+    async def open_runs(self, *, claimed_since: str | None = None) -> list[DigestRun]:
+        """Runs still in progress (the process stopped mid-digest), oldest first."""
+        rows = await self._db.fetchall(
+            f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE status = 'claimed' AND claimed_at >= ? ORDER BY id",
+            (claimed_since or "",),
+        )
+        return [_run(row) for row in rows]
+
+    async def finish_run(
+        self, run_id: int, status: str, detail: str | None = None, *, at: str | None = None
+    ) -> None:
+        if status not in RUN_STATUSES or status == "claimed":
+            raise ValueError(f"cannot finish a run as {status!r}")
+        await self._db.execute(
+            "UPDATE digest_runs SET status = ?, detail = ?, finished_at = ? WHERE id = ?",
+            (status, detail, at or utcnow(), run_id),
+        )
+
+    # ---- items --------------------------------------------------------------------------------
+
+    async def plan_items(self, run_id: int, planned: Sequence[tuple[int, str]]) -> list[DigestItem]:
+        """Store the chosen ``(paper_id, reason)`` pairs in order (once: a re-plan keeps the first)."""
+        async with self._db.transaction() as conn:
+            await conn.executemany(
+                "INSERT OR IGNORE INTO digest_items (run_id, paper_id, position, reason) VALUES (?, ?, ?, ?)",
+                [(run_id, paper_id, position, reason) for position, (paper_id, reason) in enumerate(planned)],
+            )
+        return await self.items(run_id)
+
+    async def items(self, run_id: int) -> list[DigestItem]:
+        rows = await self._db.fetchall(
+            f"SELECT {_ITEM_COLUMNS} FROM digest_items WHERE run_id = ? ORDER BY position", (run_id,)
+        )
+        return [_item(row) for row in rows]
+
+    async def unsent_items(self, run_id: int) -> list[DigestItem]:
+        """Planned papers not yet attempted (what a resumed run still sends)."""
+        return [item for item in await self.items(run_id) if item.sent_at is None]
+
+    async def reserve_item(
+        self, run_id: int | None, paper_id: int, recipient: Recipient, *, at: str | None = None
+    ) -> bool:
+        """Mark a paper as going out to ``recipient`` (before sending). False: it already went to them.
+
+        ``run_id`` None is a delivery outside any run (an on-demand digest without a subscription).
+        """
+        now = at or utcnow()
+        async with self._db.transaction() as conn:
+            if recipient.user_id is not None:
+                await ensure_user(conn, recipient.user_id, now)
+            async with conn.execute(
+                "INSERT OR IGNORE INTO digest_sent (user_id, channel_id, paper_id, sent_at) VALUES (?, ?, ?, ?)",
+                (recipient.user_id, recipient.channel_id, paper_id, now),
+            ) as cursor:
+                fresh = cursor.rowcount > 0
+            if run_id is not None and fresh:
+                await conn.execute(
+                    "UPDATE digest_items SET sent_at = ? WHERE run_id = ? AND paper_id = ?",
+                    (now, run_id, paper_id),
+                )
+            elif run_id is not None:
+                # Sent to them by another digest meanwhile: drop it from this one.
+                await conn.execute(
+                    "DELETE FROM digest_items WHERE run_id = ? AND paper_id = ? AND sent_at IS NULL",
+                    (run_id, paper_id),
+                )
+        return fresh
+
+    async def release_item(self, run_id: int | None, paper_id: int, recipient: Recipient) -> None:
+        """Undo :meth:`reserve_item` after a send that is known to have failed."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM digest_sent WHERE paper_id = ? AND user_id IS ? AND channel_id IS ?",
+                (paper_id, recipient.user_id, recipient.channel_id),
+            )
+            if run_id is not None:
+                await conn.execute(
+                    "UPDATE digest_items SET sent_at = NULL WHERE run_id = ? AND paper_id = ? AND message_id IS NULL",
+                    (run_id, paper_id),
+                )
+
+    async def record_message(
+        self,
+        run_id: int | None,
+        paper_id: int,
+        *,
+        message_id: int,
+        channel_id: int,
+        guild_id: int | None,
+        recipient_id: int | None,
+        kind: str,
+        at: str | None = None,
+    ) -> None:
+        """The message is out: store its id on the item and in ``posted_messages`` (reactions map to it)."""
+        now = at or utcnow()
+        async with self._db.transaction() as conn:
+            if run_id is not None:
+                await conn.execute(
+                    "UPDATE digest_items SET message_id = ?, sent_at = COALESCE(sent_at, ?) "
+                    "WHERE run_id = ? AND paper_id = ?",
+                    (message_id, now, run_id, paper_id),
+                )
+            await conn.execute(
+                """
+                INSERT INTO posted_messages (message_id, channel_id, guild_id, paper_id, recipient_id, kind,
+                                             posted_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (message_id) DO NOTHING
+                """,
+                (message_id, channel_id, guild_id, paper_id, recipient_id, kind, now),
+            )
+
+    # ---- history ------------------------------------------------------------------------------
+
+    async def sent_paper_ids(self, recipient: Recipient) -> set[int]:
+        """Every paper any digest ever sent (or is sending) to this recipient."""
+        if recipient.user_id is not None:
+            rows = await self._db.fetchall(
+                "SELECT paper_id FROM digest_sent WHERE user_id = ?", (recipient.user_id,)
+            )
+        else:
+            rows = await self._db.fetchall(
+                "SELECT paper_id FROM digest_sent WHERE channel_id = ?", (recipient.channel_id,)
+            )
+        return {int(row[0]) for row in rows}
+
+    async def all_sent_paper_ids(self) -> dict[Recipient, set[int]]:
+        """Sent papers of every recipient at once (for building thousands of digests in one go)."""
+        sent: dict[Recipient, set[int]] = {}
+        for row in await self._db.fetchall("SELECT user_id, channel_id, paper_id FROM digest_sent"):
+            key = Recipient(user_id=row[0]) if row[0] is not None else Recipient(channel_id=row[1])
+            sent.setdefault(key, set()).add(int(row[2]))
+        return sent

@@ -1,0 +1,207 @@
+"""Digest subscriptions: one DM digest per user, one feed per channel (the scheduler's source of truth)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from storage.db import Database, utcnow
+from storage.repositories.users import ensure_user
+
+_COLUMNS = (
+    "id, kind, user_id, guild_id, channel_id, topics, time_local, timezone, frequency, weekday, "
+    "count, active, paused_reason, created_by, created_at, updated_at"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    id: int
+    kind: str  # 'user' (DM digest) or 'channel' (channel feed)
+    user_id: int | None
+    guild_id: int | None
+    channel_id: int | None
+    topics: tuple[str, ...]
+    time_local: str  # HH:MM
+    timezone: str  # IANA name
+    frequency: str  # daily | weekdays | weekly
+    weekday: int  # 0 = Monday (weekly only)
+    count: int
+    active: bool
+    paused_reason: str | None
+    created_by: int | None
+    created_at: str
+    updated_at: str
+
+    @property
+    def is_channel(self) -> bool:
+        return self.kind == "channel"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleFields:
+    """What a subscribe or feed-set call stores (already validated by the service)."""
+
+    topics: tuple[str, ...]
+    time_local: str
+    timezone: str
+    frequency: str
+    weekday: int
+    count: int
+
+
+def _row_to_subscription(row: aiosqlite.Row | Sequence[Any]) -> Subscription:
+    return Subscription(
+        id=int(row[0]),
+        kind=str(row[1]),
+        user_id=None if row[2] is None else int(row[2]),
+        guild_id=None if row[3] is None else int(row[3]),
+        channel_id=None if row[4] is None else int(row[4]),
+        topics=tuple(str(t) for t in json.loads(row[5] or "[]")),
+        time_local=str(row[6]),
+        timezone=str(row[7]),
+        frequency=str(row[8]),
+        weekday=int(row[9]),
+        count=int(row[10]),
+        active=bool(row[11]),
+        paused_reason=row[12],
+        created_by=None if row[13] is None else int(row[13]),
+        created_at=str(row[14]),
+        updated_at=str(row[15]),
+    )
+
+
+class SubscriptionRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def get(self, subscription_id: int) -> Subscription | None:
+        row = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM subscriptions WHERE id = ?", (subscription_id,)
+        )
+        return None if row is None else _row_to_subscription(row)
+
+    async def for_user(self, user_id: int) -> Subscription | None:
+        row = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM subscriptions WHERE kind = 'user' AND user_id = ?", (user_id,)
+        )
+        return None if row is None else _row_to_subscription(row)
+
+    async def for_channel(self, channel_id: int) -> Subscription | None:
+        row = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM subscriptions WHERE kind = 'channel' AND channel_id = ?", (channel_id,)
+        )
+        return None if row is None else _row_to_subscription(row)
+
+    async def channel_feeds(self, guild_id: int) -> list[Subscription]:
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM subscriptions WHERE kind = 'channel' AND guild_id = ? ORDER BY id",
+            (guild_id,),
+        )
+        return [_row_to_subscription(row) for row in rows]
+
+    async def active(self) -> list[Subscription]:
+        """Every subscription the scheduler should run."""
+        rows = await self._db.fetchall(f"SELECT {_COLUMNS} FROM subscriptions WHERE active = 1 ORDER BY id")
+        return [_row_to_subscription(row) for row in rows]
+
+    async def upsert_user(
+        self, user_id: int, fields: ScheduleFields, *, at: str | None = None
+    ) -> Subscription:
+        """Create or replace a user's DM digest; (re)activates it and clears any pause."""
+        now = at or utcnow()
+        async with self._db.transaction() as conn:
+            await ensure_user(conn, user_id, now)
+            await conn.execute(
+                """
+                INSERT INTO subscriptions (kind, user_id, topics, time_local, timezone, frequency, weekday,
+                                           count, active, paused_reason, created_by, created_at, updated_at)
+                VALUES ('user', ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, ?, ?)
+                ON CONFLICT (user_id) WHERE kind = 'user' DO UPDATE SET
+                    topics = excluded.topics, time_local = excluded.time_local,
+                    timezone = excluded.timezone, frequency = excluded.frequency,
+                    weekday = excluded.weekday, count = excluded.count,
+                    active = 1, paused_reason = NULL, updated_at = excluded.updated_at
+                """,
+                (user_id, *_field_values(fields), user_id, now, now),
+            )
+            async with conn.execute(
+                f"SELECT {_COLUMNS} FROM subscriptions WHERE kind = 'user' AND user_id = ?", (user_id,)
+            ) as cursor:
+                row = await cursor.fetchone()
+        assert row is not None
+        return _row_to_subscription(row)
+
+    async def upsert_channel(
+        self,
+        channel_id: int,
+        guild_id: int,
+        fields: ScheduleFields,
+        *,
+        created_by: int,
+        at: str | None = None,
+    ) -> Subscription:
+        """Create or replace a channel's feed; (re)activates it and clears any pause."""
+        now = at or utcnow()
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                """
+                INSERT INTO subscriptions (kind, guild_id, channel_id, topics, time_local, timezone, frequency,
+                                           weekday, count, active, paused_reason, created_by, created_at,
+                                           updated_at)
+                VALUES ('channel', ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, ?, ?)
+                ON CONFLICT (channel_id) WHERE kind = 'channel' DO UPDATE SET
+                    guild_id = excluded.guild_id, topics = excluded.topics,
+                    time_local = excluded.time_local, timezone = excluded.timezone,
+                    frequency = excluded.frequency, weekday = excluded.weekday, count = excluded.count,
+                    active = 1, paused_reason = NULL, created_by = excluded.created_by,
+                    updated_at = excluded.updated_at
+                """,
+                (guild_id, channel_id, *_field_values(fields), created_by, now, now),
+            )
+            async with conn.execute(
+                f"SELECT {_COLUMNS} FROM subscriptions WHERE kind = 'channel' AND channel_id = ?",
+                (channel_id,),
+            ) as cursor:
+                row = await cursor.fetchone()
+        assert row is not None
+        return _row_to_subscription(row)
+
+    async def delete(self, subscription_id: int) -> bool:
+        """Remove a subscription (its run history goes with it)."""
+        return await self._db.execute("DELETE FROM subscriptions WHERE id = ?", (subscription_id,)) > 0
+
+    async def pause(
+        self,
+        subscription_id: int,
+        reason: str,
+        *,
+        notify_user: int | None = None,
+        notice: str | None = None,
+        at: str | None = None,
+    ) -> None:
+        """Stop delivering; optionally leave a notice for a user's next command, in the same transaction."""
+        now = at or utcnow()
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE subscriptions SET active = 0, paused_reason = ?, updated_at = ? WHERE id = ?",
+                (reason, now, subscription_id),
+            )
+            if notify_user is not None and notice is not None:
+                await ensure_user(conn, notify_user, now)
+                await conn.execute("UPDATE users SET pending_notice = ? WHERE id = ?", (notice, notify_user))
+
+
+def _field_values(fields: ScheduleFields) -> tuple[object, ...]:
+    return (
+        json.dumps(list(fields.topics), ensure_ascii=False),
+        fields.time_local,
+        fields.timezone,
+        fields.frequency,
+        fields.weekday,
+        fields.count,
+    )

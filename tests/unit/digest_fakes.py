@@ -1,0 +1,153 @@
+"""Fakes for digest tests: a settable clock, a scripted recommender, a recording sender, a paper store."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from bot.services.digest import DigestService, SentMessage
+from storage.db import Database
+from storage.models import Paper
+
+
+class FakeClock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def set(self, now: datetime) -> None:
+        self.now = now
+
+    def advance(self, **kwargs: float) -> None:
+        self.now += timedelta(**kwargs)
+
+
+@dataclass(frozen=True)
+class Rec:
+    paper_id: int
+    score: float
+    reason: str
+
+
+class FakeRecommender:
+    """Ranks papers by a fixed score table; records every call."""
+
+    def __init__(self, scores: dict[int, float]) -> None:
+        self.scores = scores
+        self.calls: list[dict[str, object]] = []
+
+    async def recommend(
+        self,
+        user_id: int | None,
+        *,
+        count: int,
+        topics: Sequence[str] = (),
+        exclude: Collection[int] = (),
+        now: datetime | None = None,
+        mark_shown: bool = True,
+    ) -> list[Rec]:
+        self.calls.append(
+            {
+                "user_id": user_id,
+                "count": count,
+                "topics": tuple(topics),
+                "exclude": set(exclude),
+                "mark_shown": mark_shown,
+            }
+        )
+        ranked = sorted((pid for pid in self.scores if pid not in exclude), key=lambda p: -self.scores[p])
+        return [Rec(pid, self.scores[pid], f"matched: topic {pid}") for pid in ranked[:count]]
+
+
+class DbPapers:
+    """get_many over the papers table (only the columns a digest shows)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def get_many(self, ids: Sequence[int]) -> dict[int, Paper]:
+        ids = list(ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = await self.db.fetchall(
+            f"SELECT id, title, abstract, added_at FROM papers WHERE id IN ({marks})", ids
+        )
+        return {
+            int(r[0]): Paper(
+                id=int(r[0]),
+                title=str(r[1]),
+                title_derived=False,
+                abstract=str(r[2]),
+                authors=("A. Author",),
+                venue="ICML",
+                year=2024,
+                status=None,
+                url=None,
+                pdf_url=None,
+                code_url=None,
+                arxiv_id=None,
+                openreview_id=None,
+                doi=None,
+                external_id=None,
+                source=None,
+                published=None,
+                added_at=str(r[3]),
+            )
+            for r in rows
+        }
+
+
+async def add_papers(db: Database, ids: Sequence[int]) -> None:
+    stamp = datetime(2026, 1, 1, tzinfo=UTC).isoformat()
+    await db.executemany(
+        "INSERT INTO papers (id, title, abstract, added_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        [(pid, f"Paper {pid}", f"Abstract of paper {pid}.", stamp, stamp) for pid in ids],
+    )
+
+
+_MESSAGE_IDS = itertools.count(9000)  # message ids are unique across senders, like Discord's
+
+
+@dataclass
+class FakeSender:
+    """Records what a digest posted; can fail at a chosen paper with a chosen exception."""
+
+    channel_id: int = 555
+    guild_id: int | None = None
+    headers: list[str] = field(default_factory=list)
+    papers: list[tuple[int, str]] = field(default_factory=list)
+    nothing: list[str] = field(default_factory=list)
+    fail_header: BaseException | None = None
+    fail_at: dict[int, BaseException] = field(default_factory=dict)  # 0-based paper index → error
+    attempts: int = 0
+
+    async def send_header(self, text: str) -> None:
+        if self.fail_header is not None:
+            raise self.fail_header
+        self.headers.append(text)
+
+    async def send_paper(self, paper: Paper, reason: str) -> SentMessage:
+        index = self.attempts
+        self.attempts += 1
+        if index in self.fail_at:
+            raise self.fail_at[index]
+        self.papers.append((paper.id, reason))
+        return SentMessage(next(_MESSAGE_IDS), self.channel_id, self.guild_id)
+
+    async def send_nothing_today(self, text: str) -> None:
+        if self.fail_header is not None:
+            raise self.fail_header
+        self.nothing.append(text)
+
+    @property
+    def paper_ids(self) -> list[int]:
+        return [pid for pid, _ in self.papers]
+
+
+def make_service(db: Database, clock: FakeClock, scores: dict[int, float], **kwargs: object) -> DigestService:
+    return DigestService(db, papers=DbPapers(db), recommender=FakeRecommender(scores), clock=clock, **kwargs)  # type: ignore[arg-type]

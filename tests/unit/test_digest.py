@@ -1,0 +1,442 @@
+"""DigestService with a real migrated database, a scripted recommender and a recording sender."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from digest_fakes import FakeClock, FakeRecommender, FakeSender, add_papers, make_service
+
+from bot.errors import InvalidScheduleError
+from bot.services.digest import ChannelGoneError, DMsClosedError
+from storage.db import Database
+from storage.repositories.digests import Recipient
+
+USER = 111
+OTHER = 222
+
+# 09:00 Europe/Berlin on Monday 30 Nov 2026 is 08:00 UTC.
+MONDAY_0800Z = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+async def papers(db: Database) -> list[int]:
+    ids = list(range(1, 31))
+    await add_papers(db, ids)
+    return ids
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(MONDAY_0800Z - timedelta(hours=2))
+
+
+def scores(ids: list[int]) -> dict[int, float]:
+    return {pid: 100.0 - pid for pid in ids}
+
+
+async def test_subscribe_stores_a_validated_schedule(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Subscribing stores canonical values and the next delivery is in the user's zone."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(
+        USER, topics="kv cache, quantization", time="9:00", timezone="europe/berlin", count=3
+    )
+    assert (sub.time_local, sub.timezone, sub.frequency, sub.count) == ("09:00", "Europe/Berlin", "daily", 3)
+    assert sub.topics == ("kv cache", "quantization")
+    assert service.next_delivery(sub).due_utc == MONDAY_0800Z
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"time": "25:00"}, {"timezone": "Berlin"}, {"frequency": "hourly"}, {"count": 11}, {"count": 0}],
+)
+async def test_invalid_input_stores_nothing(
+    db: Database, clock: FakeClock, options: dict[str, object]
+) -> None:
+    """A bad time, timezone, frequency or count raises a user-facing error and writes nothing."""
+    service = make_service(db, clock, {})
+    with pytest.raises(InvalidScheduleError):
+        await service.subscribe(USER, **options)  # type: ignore[arg-type]
+    assert await db.fetchval("SELECT COUNT(*) FROM subscriptions") == 0
+    assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
+
+
+async def test_resubscribing_keeps_unset_options_and_resumes(db: Database, clock: FakeClock) -> None:
+    """Running subscribe again changes only the options given, and un-pauses a paused digest."""
+    service = make_service(db, clock, {})
+    first = await service.subscribe(USER, topics="graphs", time="07:30", timezone="Asia/Tokyo", count=4)
+    await service.subscriptions.pause(first.id, "DMs closed")
+    again = await service.subscribe(USER, count=6)
+    assert again.id == first.id
+    assert (again.topics, again.time_local, again.timezone, again.count) == (
+        ("graphs",),
+        "07:30",
+        "Asia/Tokyo",
+        6,
+    )
+    assert again.active
+    assert again.paused_reason is None
+
+
+async def test_unsubscribe(db: Database, clock: FakeClock) -> None:
+    """Unsubscribing removes the subscription; a second time reports there was none."""
+    service = make_service(db, clock, {})
+    await service.subscribe(USER)
+    removed = await service.unsubscribe(USER)
+    assert removed is not None
+    assert await service.unsubscribe(USER) is None
+    assert await service.subscriptions.for_user(USER) is None
+
+
+async def test_scheduled_digest_sends_header_then_one_message_per_paper(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """A due period sends a header and `count` papers with reasons, each recorded for reactions."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, topics="kv cache", time="09:00", timezone="Europe/Berlin", count=3)
+    clock.set(MONDAY_0800Z)
+    sender = FakeSender()
+    outcome = await service.deliver_period(sub.id, sender)
+    assert outcome.status == "sent"
+    assert outcome.period_key == "2026-11-30"
+    assert len(sender.headers) == 1
+    assert "Monday 30 November (Europe/Berlin)" in sender.headers[0]
+    assert "3 new papers" in sender.headers[0]
+    assert sender.paper_ids == [1, 2, 3]
+    assert all(reason.startswith("matched:") for _, reason in sender.papers)
+    rows = await db.fetchall("SELECT paper_id, recipient_id, kind FROM posted_messages ORDER BY paper_id")
+    assert [tuple(r) for r in rows] == [(1, USER, "digest"), (2, USER, "digest"), (3, USER, "digest")]
+    run = await service.digests.run_for(sub.id, "2026-11-30")
+    assert run is not None
+    assert run.status == "sent"
+    assert await service.digests.sent_paper_ids(Recipient(user_id=USER)) == {1, 2, 3}
+    recommender = service.recommender
+    assert isinstance(recommender, FakeRecommender)
+    assert recommender.calls[-1]["topics"] == ("kv cache",)
+    assert recommender.calls[-1]["mark_shown"] is False
+
+
+async def test_a_period_is_sent_once_even_when_fired_twice(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """A double fire (or a second process) finds the period claimed and sends nothing."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=2)
+    clock.set(MONDAY_0800Z)
+    first, second = FakeSender(), FakeSender()
+    results = await asyncio.gather(
+        service.deliver_period(sub.id, first), service.deliver_period(sub.id, second)
+    )
+    assert sorted(r.status for r in results) == ["already", "sent"]
+    assert len(first.papers) + len(second.papers) == 2
+    assert len(first.headers) + len(second.headers) == 1
+    clock.advance(minutes=30)
+    third = FakeSender()
+    assert (await service.deliver_period(sub.id, third)).status == "already"
+    assert third.headers == third.papers == third.nothing == []
+
+
+async def test_next_digest_never_repeats_a_paper(db: Database, clock: FakeClock, papers: list[int]) -> None:
+    """The next day's digest leaves out everything sent before (the recommender is told to exclude it)."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=5)
+    seen: list[int] = []
+    for day in range(4):
+        clock.set(MONDAY_0800Z + timedelta(days=day))
+        sender = FakeSender()
+        outcome = await service.deliver_period(sub.id, sender)
+        assert outcome.status == "sent"
+        assert not set(sender.paper_ids) & set(seen)
+        seen += sender.paper_ids
+    assert len(seen) == len(set(seen)) == 20
+
+
+async def test_recommender_repeats_are_filtered_anyway(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Even if a recommender ignored `exclude`, an already-sent paper is not sent again."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    await service.deliver_period(sub.id, FakeSender())
+
+    class Stubborn(FakeRecommender):
+        async def recommend(self, user_id, *, count, topics=(), exclude=(), now=None, mark_shown=True):  # type: ignore[no-untyped-def]
+            return await super().recommend(user_id, count=count, topics=topics, exclude=(), now=now)
+
+    service.recommender = Stubborn(scores(papers))
+    clock.advance(days=1)
+    sender = FakeSender()
+    outcome = await service.deliver_period(sub.id, sender)
+    assert sender.paper_ids == []
+    assert outcome.status == "empty"
+
+
+async def test_nothing_new_is_said_in_one_short_message(db: Database, clock: FakeClock) -> None:
+    """With nothing above the bar, one message says so (never silence) and the run is 'empty'."""
+    service = make_service(db, clock, {})
+    sub = await service.subscribe(USER, topics="obscure topic", time="09:00", timezone="Europe/Berlin")
+    clock.set(MONDAY_0800Z)
+    sender = FakeSender()
+    outcome = await service.deliver_period(sub.id, sender)
+    assert outcome.status == "empty"
+    assert sender.headers == []
+    assert len(sender.nothing) == 1
+    text = sender.nothing[0]
+    assert "Nothing new" in text
+    assert "obscure topic" in text
+    assert "Tuesday 1 December 2026 at 09:00 CET" in text
+    assert len(text) < 400
+    run = await service.digests.run_for(sub.id, "2026-11-30")
+    assert run is not None
+    assert run.status == "empty"
+
+
+async def test_low_scores_count_as_nothing(db: Database, clock: FakeClock, papers: list[int]) -> None:
+    """Picks at or below the bar are not sent."""
+    service = make_service(db, clock, {1: 0.0, 2: 0.5}, min_score=0.5)
+    sub = await service.subscribe(USER, count=5)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    sender = FakeSender()
+    assert (await service.deliver_period(sub.id, sender)).status == "empty"
+
+
+async def test_crash_mid_digest_resumes_with_unsent_papers_only(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """A failure after two papers leaves the run open; resuming sends the other three, no header again."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=5)
+    clock.set(MONDAY_0800Z)
+    sender = FakeSender(fail_at={2: RuntimeError("network down")})
+    with pytest.raises(RuntimeError):
+        await service.deliver_period(sub.id, sender)
+    assert sender.paper_ids == [1, 2]
+    run = await service.digests.run_for(sub.id, "2026-11-30")
+    assert run is not None
+    assert run.status == "claimed"
+    # The failed paper was released: it is still to be sent.
+    assert [item.paper_id for item in await service.digests.unsent_items(run.id)] == [3, 4, 5]
+
+    clock.advance(minutes=10)
+    (open_run,) = await service.runs_to_resume()
+    resumed = FakeSender()
+    outcome = await service.resume(open_run, resumed)
+    assert outcome.status == "sent"
+    assert resumed.headers == []
+    assert resumed.paper_ids == [3, 4, 5]
+    # A fire of the same period later (e.g. after a restart) sends nothing more.
+    assert (await service.deliver_period(sub.id, FakeSender())).status == "already"
+    assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 5
+
+
+async def test_a_paper_in_doubt_after_a_hard_crash_is_not_sent_again(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """If the process died while a paper was going out, resume skips it: never twice beats once more."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    sender = FakeSender(fail_at={1: asyncio.CancelledError()})
+    with pytest.raises(asyncio.CancelledError):
+        await service.deliver_period(sub.id, sender)
+    (run,) = await service.runs_to_resume()
+    items = await service.digests.items(run.id)
+    assert [(i.paper_id, i.delivered, i.in_doubt) for i in items] == [
+        (1, True, False),
+        (2, False, True),
+        (3, False, False),
+    ]
+    resumed = FakeSender()
+    outcome = await service.resume(run, resumed)
+    assert resumed.paper_ids == [3]
+    assert outcome.in_doubt == 1
+
+
+async def test_interrupted_runs_beyond_grace_are_closed_not_resumed(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """A run interrupted long ago is marked failed instead of arriving a day late."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    with pytest.raises(RuntimeError):
+        await service.deliver_period(sub.id, FakeSender(fail_at={0: RuntimeError("boom")}))
+    clock.advance(hours=7)
+    assert await service.runs_to_resume() == []
+    run = await service.digests.run_for(sub.id, "2026-11-30")
+    assert run is not None
+    assert run.status == "failed"
+
+
+async def test_closed_dms_pause_and_leave_a_notice(db: Database, clock: FakeClock, papers: list[int]) -> None:
+    """Discord 50007 pauses the subscription, records why, and leaves a notice for the next command."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    sender = FakeSender(fail_header=DMsClosedError("Cannot send messages to this user", code=50007))
+    outcome = await service.deliver_period(sub.id, sender)
+    assert outcome.status == "unreachable"
+    paused = await service.subscriptions.get(sub.id)
+    assert paused is not None
+    assert not paused.active
+    assert paused.paused_reason is not None
+    assert "DMs closed" in paused.paused_reason
+    notice = await db.fetchval("SELECT pending_notice FROM users WHERE id = ?", (USER,))
+    assert "paused" in notice
+    assert "/paper subscribe" in notice
+    assert "Direct Messages" in notice
+    assert await service.digests.sent_paper_ids(Recipient(user_id=USER)) == set()
+    # Paused subscriptions are not delivered (nor caught up) until the user resubscribes.
+    clock.advance(days=1)
+    assert (await service.deliver_period(sub.id, FakeSender())).status == "inactive"
+    assert await service.missed_periods() == []
+    await service.subscribe(USER)
+    resumed = await service.subscriptions.get(sub.id)
+    assert resumed is not None
+    assert resumed.active
+
+
+async def test_dms_closed_mid_digest_keeps_sent_papers_sent(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """If DMs close after one paper, that paper stays sent and the rest are released."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    sender = FakeSender(fail_at={1: DMsClosedError("closed", code=50007)})
+    assert (await service.deliver_period(sub.id, sender)).status == "unreachable"
+    assert await service.digests.sent_paper_ids(Recipient(user_id=USER)) == {1}
+
+
+async def test_channel_feed_delivers_and_pauses_when_the_channel_is_gone(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """A feed posts to its channel (reactions there train the reacting person: recipient NULL)."""
+    service = make_service(db, clock, scores(papers))
+    with pytest.raises(InvalidScheduleError, match="topics"):
+        await service.set_feed(7, 700, created_by=OTHER, time="09:00")
+    feed = await service.set_feed(
+        7,
+        700,
+        created_by=OTHER,
+        topics="llm efficiency",
+        time="09:00",
+        timezone="Europe/Berlin",
+        frequency="weekdays",
+    )
+    assert [f.channel_id for f in await service.list_feeds(7)] == [700]
+    assert await service.list_feeds(8) == []
+    clock.set(MONDAY_0800Z)
+    sender = FakeSender(channel_id=700, guild_id=7)
+    outcome = await service.deliver_period(feed.id, sender)
+    assert outcome.status == "sent"
+    assert "Paper feed" in sender.headers[0]
+    rows = await db.fetchall("SELECT channel_id, guild_id, recipient_id, kind FROM posted_messages")
+    assert {tuple(r) for r in rows} == {(700, 7, None, "feed")}
+    assert await service.digests.sent_paper_ids(Recipient(channel_id=700)) == set(sender.paper_ids)
+    recommender = service.recommender
+    assert isinstance(recommender, FakeRecommender)
+    assert recommender.calls[-1]["user_id"] is None
+
+    clock.advance(days=1)
+    gone = FakeSender(fail_header=ChannelGoneError("Unknown Channel", code=10003))
+    assert (await service.deliver_period(feed.id, gone)).status == "unreachable"
+    notice = await db.fetchval("SELECT pending_notice FROM users WHERE id = ?", (OTHER,))
+    assert "<#700>" in notice
+    assert "/paperadmin feed set" in notice
+    assert await service.clear_feed(8, 700) is None  # another server cannot clear it
+    assert await service.clear_feed(7, 700) is not None
+    assert await service.list_feeds(7) == []
+
+
+async def test_digest_now_is_not_a_scheduled_period_and_never_repeats(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """/paper digest sends now without using up today's period, and the 09:00 digest has other papers."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=3)
+    clock.set(MONDAY_0800Z - timedelta(minutes=5))
+    manual = FakeSender()
+    outcome = await service.deliver_now(USER, manual)
+    assert outcome.status == "sent"
+    assert "(on demand)" in manual.headers[0]
+    assert await service.digests.run_for(sub.id, "2026-11-30") is None
+    clock.set(MONDAY_0800Z)
+    scheduled = FakeSender()
+    assert (await service.deliver_period(sub.id, scheduled)).status == "sent"
+    assert set(manual.paper_ids).isdisjoint(scheduled.paper_ids)
+    again = FakeSender()
+    await service.deliver_now(USER, again)
+    assert set(again.paper_ids).isdisjoint(manual.paper_ids + scheduled.paper_ids)
+
+
+async def test_digest_now_without_a_subscription(db: Database, clock: FakeClock, papers: list[int]) -> None:
+    """A user without a subscription still gets a preview from their profile (default count)."""
+    service = make_service(db, clock, scores(papers))
+    sender = FakeSender()
+    outcome = await service.deliver_now(OTHER, sender)
+    assert outcome.status == "sent"
+    assert len(sender.paper_ids) == 5
+    second = FakeSender()
+    await service.deliver_now(OTHER, second)
+    assert set(second.paper_ids).isdisjoint(sender.paper_ids)
+    with pytest.raises(DMsClosedError):
+        await service.deliver_now(OTHER, FakeSender(fail_header=DMsClosedError("closed", code=50007)))
+
+
+async def test_missed_period_within_grace_is_caught_up_once(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Down at 09:00, back at 11:00: the 09:00 digest is due once; after delivery it is not due again."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=2)
+    clock.set(MONDAY_0800Z + timedelta(hours=2))
+    missed = await service.missed_periods()
+    assert [(s.id, p.key) for s, p in missed] == [(sub.id, "2026-11-30")]
+    sender = FakeSender()
+    await service.deliver_period(sub.id, sender, period=missed[0][1])
+    assert len(sender.paper_ids) == 2
+    assert await service.missed_periods() == []
+
+
+async def test_missed_period_beyond_grace_is_skipped_and_logged(
+    db: Database, clock: FakeClock, papers: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Back after the grace window: nothing is sent late; the skip is recorded and logged once."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin")
+    clock.set(MONDAY_0800Z + timedelta(hours=7))
+    assert await service.missed_periods() == []
+    run = await service.digests.run_for(sub.id, "2026-11-30")
+    assert run is not None
+    assert run.status == "skipped"
+    assert "missed its 2026-11-30 digest" in caplog.text
+    caplog.clear()
+    assert await service.missed_periods() == []
+    assert "missed" not in caplog.text
+
+
+async def test_subscribing_after_todays_time_does_not_count_as_missed(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Subscribing at 10:00 for 09:00 starts tomorrow; a restart does not send today's."""
+    service = make_service(db, clock, scores(papers))
+    clock.set(MONDAY_0800Z + timedelta(hours=1))
+    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin")
+    assert service.next_delivery(sub).key == "2026-12-01"
+    clock.advance(minutes=30)
+    assert await service.missed_periods() == []
+
+
+async def test_build_writes_nothing(db: Database, clock: FakeClock, papers: list[int]) -> None:
+    """Building a digest (the CLI dry run, the bench) records nothing."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=4)
+    plan = await service.build(sub)
+    assert [p.paper.id for p in plan.papers] == [1, 2, 3, 4]
+    for table in ("digest_runs", "digest_items", "digest_sent", "posted_messages"):
+        assert await db.fetchval(f"SELECT COUNT(*) FROM {table}") == 0
