@@ -1,0 +1,239 @@
+"""Operator commands: `paperbot stats`, and `paperbot backup` taken while the bot writes, then restored
+exactly as deploy/README.md says (stop, put the file in place, drop stale -wal/-shm, start)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from storage.db import Database, utcnow
+from storage.migrate import available_migrations
+
+BATCH = 50
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Run the CLI in a clean folder (no stray .env) and restore logging after it reconfigures it."""
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.startswith(("PAPERBOT_", "DISCORD_")):
+            monkeypatch.delenv(name)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+async def write_batch(db: Database, batch: int) -> None:
+    """One transaction: BATCH papers, one user, and that user's like of each paper."""
+    now = utcnow()
+    async with db.transaction() as conn:
+        await conn.execute("INSERT INTO users (id, created_at) VALUES (?, ?)", (batch + 1, now))
+        for i in range(BATCH):
+            cursor = await conn.execute(
+                "INSERT INTO papers (title, abstract, added_at, updated_at) VALUES (?, ?, ?, ?)",
+                (f"Batch {batch} paper {i}", f"abstract {batch}-{i}", now, now),
+            )
+            await conn.execute(
+                "INSERT INTO feedback (user_id, paper_id, signal, created_at) VALUES (?, ?, 'like', ?)",
+                (batch + 1, cursor.lastrowid, now),
+            )
+
+
+def counts(path: Path) -> dict[str, int]:
+    with sqlite3.connect(path) as conn:
+        return {
+            table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for table in ("papers", "users", "feedback")
+        }
+
+
+def check_integrity(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(available_migrations())
+    finally:
+        conn.close()
+
+
+def restore_as_documented(backup: Path, live: Path) -> None:
+    """deploy/README.md's restore: with the bot stopped, put the backup in place of the database,
+    remove any -wal/-shm left beside it (they belong to the old database), start again."""
+    Path(f"{live}-wal").write_bytes(b"a stale write-ahead log from the old database")
+    shutil.copy2(backup, live)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{live}{suffix}").unlink(missing_ok=True)
+
+
+# --- stats -------------------------------------------------------------------------------------------
+
+
+def test_stats_on_a_new_database_prints_zero_counts_as_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PAPERBOT_DB", str(tmp_path / "data" / "paperbot.db"))
+    code, out, _ = cli(capsys, "stats")
+    assert code == 0
+    stats = json.loads(out)
+    assert stats["database"] == str(tmp_path / "data" / "paperbot.db")
+    assert stats["papers"] == stats["users"] == stats["subscriptions"] == 0
+
+
+def test_stats_counts_papers_users_and_subscriptions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "paperbot.db"
+
+    async def fill() -> None:
+        async with await Database.open(path) as db:
+            await write_batch(db, 0)
+            await write_batch(db, 1)
+            now = utcnow()
+            await db.execute(
+                "INSERT INTO subscriptions (kind, user_id, created_at, updated_at) VALUES ('user', 1, ?, ?)",
+                (now, now),
+            )
+            await db.execute(
+                "INSERT INTO subscriptions (kind, guild_id, channel_id, created_at, updated_at) "
+                "VALUES ('channel', 9, 10, ?, ?)",
+                (now, now),
+            )
+
+    asyncio.run(fill())
+    monkeypatch.setenv("PAPERBOT_DB", str(path))
+    code, out, _ = cli(capsys, "stats")
+    assert code == 0
+    stats = json.loads(out)
+    assert stats["papers"] == 2 * BATCH
+    assert stats["users"] == 2
+    assert stats["subscriptions"] == 1
+    assert stats["channel_feeds"] == 1
+    assert stats["feedback"] == 2 * BATCH
+
+
+# --- backup and restore ------------------------------------------------------------------------------
+
+
+async def test_backup_while_the_bot_writes_is_consistent_and_restores(tmp_path: Path) -> None:
+    """A second process backs up the live database mid-write; the copy holds whole transactions only."""
+    live = tmp_path / "data" / "paperbot.db"
+    backup = tmp_path / "backups" / "paperbot-backup.db"
+    db = await Database.open(live)
+    written = 0
+    stop = asyncio.Event()
+    progress = asyncio.Event()
+
+    async def writer() -> None:
+        nonlocal written
+        while not stop.is_set():
+            await write_batch(db, written)
+            written += 1
+            progress.set()
+            await asyncio.sleep(0)
+
+    async def until_written(batches: int) -> None:
+        while written < batches:
+            progress.clear()
+            await progress.wait()
+
+    try:
+        task = asyncio.create_task(writer())
+        await until_written(5)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "DISCORD_"))}
+        env["PAPERBOT_DB"] = str(live)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            "backup",
+            str(backup),
+            env=env,
+            cwd=tmp_path,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await process.communicate()
+        await until_written(written + 5)
+        stop.set()
+        await task
+    finally:
+        await db.close()
+
+    assert process.returncode == 0, err.decode()
+    assert f"backed up {live} to {backup}" in out.decode()
+    assert sorted(p.name for p in backup.parent.iterdir()) == [backup.name], "the backup is one file"
+    check_integrity(backup)
+    copy = counts(backup)
+    live_counts = counts(live)
+    assert copy["papers"] % BATCH == 0, "a transaction was cut in half"
+    assert copy["feedback"] == copy["papers"]
+    assert copy["users"] == copy["papers"] // BATCH
+    assert 5 * BATCH <= copy["papers"] < live_counts["papers"], "the copy is a snapshot taken mid-writing"
+
+    restore_as_documented(backup, live)
+    async with await Database.open(live) as restored:
+        assert await restored.fetchval("SELECT COUNT(*) FROM papers") == copy["papers"]
+        assert await restored.fetchval("PRAGMA integrity_check") == "ok"
+    check_integrity(live)
+
+
+def test_backup_overwrites_an_older_backup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    live = tmp_path / "paperbot.db"
+    target = tmp_path / "latest.db"
+    monkeypatch.setenv("PAPERBOT_DB", str(live))
+
+    async def add(batch: int) -> None:
+        async with await Database.open(live) as db:
+            await write_batch(db, batch)
+
+    asyncio.run(add(0))
+    assert cli(capsys, "backup", str(target))[0] == 0
+    asyncio.run(add(1))
+    assert cli(capsys, "backup", str(target))[0] == 0
+    assert counts(target)["papers"] == 2 * BATCH
+    check_integrity(target)
+
+
+def test_backup_refuses_to_overwrite_the_database_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    live = tmp_path / "paperbot.db"
+    monkeypatch.setenv("PAPERBOT_DB", str(live))
+    assert cli(capsys, "stats")[0] == 0
+    code, _, err = cli(capsys, "backup", "./paperbot.db")
+    assert code == 2
+    assert err.startswith("paperbot: the backup path is the database itself")
+    check_integrity(live)
+
+
+def test_backup_of_a_missing_database_names_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PAPERBOT_DB", str(tmp_path / "nowhere" / "paperbot.db"))
+    code, _, err = cli(capsys, "backup", str(tmp_path / "b.db"))
+    assert code == 2
+    assert "PAPERBOT_DB" in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "nowhere").exists(), "a backup must not create an empty database"
