@@ -601,14 +601,14 @@ class DigestService:
         for sub in await self.subscriptions.active():
             schedule = subscription_schedule(sub)
             period = latest_due(schedule, now)
-            if period.due_at < _parse_stamp(sub.updated_at):
+            if period.due_utc < _parse_stamp(sub.updated_at):
                 continue  # due before the subscription was set up in this form
             if await self.digests.run_for(sub.id, period.key) is not None:
                 continue
             if due_within(schedule, now, self.grace) is not None:
                 missed.append((sub, period))
                 continue
-            late = now - period.due_at
+            late = now - period.due_utc
             if await self.digests.claim_run(
                 sub.id, period.key, status="skipped", detail="missed; beyond grace", at=self._stamp()
             ):

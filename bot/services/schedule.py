@@ -338,9 +338,11 @@ def _require_aware(now: datetime) -> None:
 def next_delivery(schedule: Schedule, now: datetime) -> Period:
     """The first delivery strictly after ``now``."""
     _require_aware(now)
+    # Compare in UTC: Python compares two datetimes sharing a tzinfo by wall time, ignoring DST.
+    now = now.astimezone(UTC)
     start = now.astimezone(schedule.zone).date() - timedelta(days=1)
     for period in _periods_from(schedule, start, 1):
-        if period.due_at > now:
+        if period.due_utc > now:
             return period
     raise AssertionError("unreachable: a schedule runs at least weekly")  # pragma: no cover
 
@@ -348,9 +350,10 @@ def next_delivery(schedule: Schedule, now: datetime) -> Period:
 def latest_due(schedule: Schedule, now: datetime) -> Period:
     """The most recent delivery at or before ``now`` (the one a fire at ``now`` delivers)."""
     _require_aware(now)
+    now = now.astimezone(UTC)
     start = now.astimezone(schedule.zone).date() + timedelta(days=1)
     for period in _periods_from(schedule, start, -1):
-        if period.due_at <= now:
+        if period.due_utc <= now:
             return period
     raise AssertionError("unreachable: a schedule runs at least weekly")  # pragma: no cover
 
@@ -364,9 +367,9 @@ def due_within(
     subscription existed in this form: subscribing at 10:00 for 09:00 does not mean "send today's".
     """
     period = latest_due(schedule, now)
-    if now - period.due_at > grace:
+    if now.astimezone(UTC) - period.due_utc > grace:
         return None
-    if not_before is not None and period.due_at < not_before:
+    if not_before is not None and period.due_utc < not_before.astimezone(UTC):
         return None
     return period
 

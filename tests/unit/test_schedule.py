@@ -186,6 +186,9 @@ def test_nonexistent_local_time_is_sent_when_the_clock_jumps_past_it() -> None:
     following = next_delivery(schedule, period.due_at)
     assert following.key == "2026-03-30"
     assert following.due_utc == utc(2026, 3, 30, 0, 30)
+    # "now" given as the (nonexistent) local wall time in the same zone still compares by instant.
+    assert latest_due(schedule, datetime(2026, 3, 29, 2, 30, tzinfo=BERLIN)).key == "2026-03-29"
+    assert latest_due(schedule, datetime(2026, 3, 29, 3, 29, tzinfo=BERLIN)).key == "2026-03-28"
 
 
 def test_ambiguous_local_time_is_sent_once_at_its_first_occurrence() -> None:

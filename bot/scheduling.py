@@ -1,0 +1,373 @@
+"""Digest jobs on APScheduler 3.x: rebuilt from the subscriptions table at start, one job per subscription.
+
+* ``AsyncIOScheduler`` with the default in-memory job store: the database is the source of truth and
+  :meth:`DigestScheduler.sync_all` recreates every job at start (APScheduler's user guide: "if you
+  always recreate your jobs at the start of your application, then you can probably go with the
+  default (MemoryJobStore)").
+* Stable ids ``digest:{subscription_id}``, ``replace_existing=True``, ``coalesce=True``,
+  ``max_instances=1`` and a bounded ``misfire_grace_time``; a ``CronTrigger`` in the subscriber's own
+  timezone, so DST keeps the local wall-clock time.
+* The job claims its period in the database before sending (see ``bot.services.digest``), so a
+  double fire — CronTrigger fires twice at an ambiguous fall-back time — sends once.
+* At start: interrupted runs are resumed, and a period missed while the bot was down is delivered
+  once if still within the grace window, otherwise recorded as skipped and logged.
+* Each job catches and logs its own errors (one failing subscriber never stops the others) and
+  retries a failed run a few times. Deliveries share a semaphore and a request pacer, so thousands
+  of digests due at 09:00 queue up instead of tripping Discord's global rate limit.
+
+Nothing here imports discord: the Discord layer passes a sender factory and ``wait_until_ready``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.job import Job
+from apscheduler.jobstores.base import JobLookupError
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.date import DateTrigger
+
+from bot.services.digest import (
+    DeliveryOutcome,
+    DigestSender,
+    DigestService,
+    SentMessage,
+    subscription_schedule,
+)
+from bot.services.schedule import Clock, Period, latest_due, utc_now
+from storage.models import Paper
+from storage.repositories.digests import DigestRun
+from storage.repositories.subscriptions import Subscription
+
+log = logging.getLogger(__name__)
+
+JOB_PREFIX = "digest:"
+RETRY_PREFIX = "digest-retry:"
+
+SenderFactory = Callable[[Subscription], DigestSender]
+
+
+def job_id(subscription_id: int) -> str:
+    return f"{JOB_PREFIX}{subscription_id}"
+
+
+def make_trigger(sub: Subscription) -> CronTrigger:
+    schedule = subscription_schedule(sub)
+    return CronTrigger(timezone=schedule.zone, **schedule.cron_fields())
+
+
+class RequestPacer:
+    """A token bucket shared by every digest delivery: at most ``rate`` requests a second on average.
+
+    Discord allows a bot 50 requests a second globally; digests stay below that (default 40/s), so
+    interactive commands keep headroom and a 09:00 rush queues here instead of collecting 429s.
+    discord.py still honours per-route limits and any 429 on top of this.
+    """
+
+    def __init__(
+        self, rate: float = 40.0, burst: int = 10, *, monotonic: Callable[[], float] = time.monotonic
+    ):
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be positive and burst at least 1")
+        self.rate = rate
+        self.burst = burst
+        self._monotonic = monotonic
+        self._tokens = float(burst)
+        self._updated = monotonic()
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self._lock:
+            while True:
+                now = self._monotonic()
+                self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)
+                self._updated = now
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return
+                await asyncio.sleep((1 - self._tokens) / self.rate)
+
+
+@dataclass
+class StartupReport:
+    """What :meth:`DigestScheduler.recover` did at start."""
+
+    resumed: list[DeliveryOutcome] = field(default_factory=list)
+    caught_up: list[DeliveryOutcome] = field(default_factory=list)
+
+
+class DigestScheduler:
+    def __init__(
+        self,
+        service: DigestService,
+        sender_for: SenderFactory,
+        *,
+        clock: Clock = utc_now,
+        wait_until_ready: Callable[[], Awaitable[object]] | None = None,
+        concurrency: int = 4,
+        spacing: float = 0.05,
+        misfire_grace: timedelta | None = None,
+        retry_delay: timedelta = timedelta(minutes=5),
+        max_retries: int = 3,
+        scheduler: AsyncIOScheduler | None = None,
+    ) -> None:
+        self.service = service
+        self.sender_for = sender_for
+        self.clock = clock
+        self.wait_until_ready = wait_until_ready
+        self.spacing = spacing
+        grace = misfire_grace if misfire_grace is not None else service.grace
+        # Bounded: a late fire is still useful up to the grace window, never longer (and at least 1 min).
+        self.misfire_grace_seconds = max(60, int(grace.total_seconds()))
+        self.retry_delay = retry_delay
+        self.max_retries = max_retries
+        self.scheduler = scheduler or AsyncIOScheduler(timezone=UTC)
+        self._slots = asyncio.Semaphore(max(1, concurrency))
+        self._attempts: dict[int, int] = {}
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    # ---- lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self, *, recover: bool = True) -> int:
+        """Start the scheduler (inside the running loop), rebuild every job, then recover in the background.
+
+        Returns the number of jobs scheduled. Recovery (resume + catch-up) waits for ``wait_until_ready``
+        in a task of its own, so calling this from ``setup_hook`` never blocks the login.
+        """
+        if not self.scheduler.running:
+            self.scheduler.start()
+        count = await self.sync_all()
+        if recover:
+            self.spawn(self.recover(), name="digest-recovery")
+        return count
+
+    def shutdown(self) -> None:
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        for task in list(self._tasks):
+            task.cancel()
+
+    def spawn(self, coro: Awaitable[object], *, name: str) -> asyncio.Task[object]:
+        """A background task that is kept referenced and whose failure is logged, never lost."""
+
+        async def runner() -> object:
+            return await coro
+
+        task: asyncio.Task[object] = asyncio.get_running_loop().create_task(runner(), name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[object]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+    async def wait_idle(self) -> None:
+        """Wait for background work started here (tests, orderly shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # ---- jobs ----------------------------------------------------------------------------------
+
+    async def sync_all(self) -> int:
+        """Make the jobs exactly the active subscriptions (stale jobs removed)."""
+        subs = await self.service.subscriptions.active()
+        wanted = {job_id(sub.id) for sub in subs}
+        for job in self.scheduler.get_jobs():
+            if job.id.startswith(JOB_PREFIX) and job.id not in wanted:
+                job.remove()
+        scheduled = 0
+        for sub in subs:
+            try:
+                self.schedule(sub)
+                scheduled += 1
+            except Exception:
+                log.exception(
+                    "could not schedule subscription %s (%s %s)", sub.id, sub.time_local, sub.timezone
+                )
+        log.info("digest scheduler: %d subscription jobs", scheduled)
+        return scheduled
+
+    def schedule(self, sub: Subscription) -> Job | None:
+        """Add or replace a subscription's job (removes it when the subscription is paused)."""
+        if not sub.active:
+            self.unschedule(sub.id)
+            return None
+        return self.scheduler.add_job(
+            self.run_job,
+            trigger=make_trigger(sub),
+            args=[sub.id],
+            id=job_id(sub.id),
+            name=f"digest for subscription {sub.id}",
+            replace_existing=True,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=self.misfire_grace_seconds,
+        )
+
+    def unschedule(self, subscription_id: int) -> bool:
+        removed = False
+        for jid in (job_id(subscription_id), f"{RETRY_PREFIX}{subscription_id}"):
+            with contextlib.suppress(JobLookupError):
+                self.scheduler.remove_job(jid)
+                removed = True
+        self._attempts.pop(subscription_id, None)
+        return removed
+
+    def next_run_time(self, subscription_id: int) -> datetime | None:
+        job = self.scheduler.get_job(job_id(subscription_id))
+        return None if job is None else job.next_run_time
+
+    # ---- running ---------------------------------------------------------------------------------
+
+    async def run_job(self, subscription_id: int) -> DeliveryOutcome | None:
+        """The scheduled job: deliver the period that just fell due. Never raises."""
+        fired_at = self.clock()
+        try:
+            sub = await self.service.subscriptions.get(subscription_id)
+            if sub is None or not sub.active:
+                self.unschedule(subscription_id)
+                return None
+            period = latest_due(subscription_schedule(sub), fired_at)
+            if fired_at.astimezone(UTC) - period.due_utc > self.service.grace:
+                log.warning(
+                    "subscription %s fired %s after its period %s: skipped", sub.id, fired_at, period.key
+                )
+                return None
+            if self.wait_until_ready is not None:
+                await self.wait_until_ready()
+            return await self.deliver(sub, period)
+        except Exception:
+            log.exception("digest job for subscription %s failed before delivery", subscription_id)
+            return None
+
+    async def deliver(self, sub: Subscription, period: Period | None = None) -> DeliveryOutcome | None:
+        """One delivery, paced and guarded: errors are logged (and retried), never raised."""
+        async with self._slots:
+            try:
+                outcome = await self.service.deliver_period(sub.id, self.sender_for(sub), period=period)
+            except Exception:
+                log.exception(
+                    "digest for subscription %s (period %s) failed", sub.id, period.key if period else "?"
+                )
+                self._schedule_retry(sub.id)
+                return None
+            finally:
+                if self.spacing:
+                    await asyncio.sleep(self.spacing)
+        self._attempts.pop(sub.id, None)
+        self._log_outcome(sub, outcome)
+        return outcome
+
+    async def resume(self, run: DigestRun) -> DeliveryOutcome | None:
+        sub = await self.service.subscriptions.get(run.subscription_id)
+        if sub is None:
+            return await self.service.resume(run, _NoSender())
+        async with self._slots:
+            try:
+                outcome = await self.service.resume(run, self.sender_for(sub))
+            except Exception:
+                log.exception("resuming digest run %s (subscription %s) failed", run.id, sub.id)
+                self._schedule_retry(sub.id)
+                return None
+            finally:
+                if self.spacing:
+                    await asyncio.sleep(self.spacing)
+        self._attempts.pop(sub.id, None)
+        self._log_outcome(sub, outcome)
+        return outcome
+
+    def _schedule_retry(self, subscription_id: int) -> None:
+        attempt = self._attempts.get(subscription_id, 0) + 1
+        if attempt > self.max_retries:
+            log.error("subscription %s: giving up after %d retries", subscription_id, self.max_retries)
+            self._attempts.pop(subscription_id, None)
+            return
+        self._attempts[subscription_id] = attempt
+        if not self.scheduler.running:
+            return
+        when = self.clock() + self.retry_delay
+        self.scheduler.add_job(
+            self.retry_job,
+            trigger=DateTrigger(run_date=when, timezone=UTC),
+            args=[subscription_id],
+            id=f"{RETRY_PREFIX}{subscription_id}",
+            replace_existing=True,
+            misfire_grace_time=self.misfire_grace_seconds,
+        )
+        log.info("subscription %s: retry %d scheduled at %s", subscription_id, attempt, when.isoformat())
+
+    async def retry_job(self, subscription_id: int) -> None:
+        """Resume the subscription's interrupted runs (the papers not yet sent). Never raises."""
+        try:
+            for run in await self.service.runs_to_resume():
+                if run.subscription_id == subscription_id:
+                    await self.resume(run)
+        except Exception:
+            log.exception("retry for subscription %s failed", subscription_id)
+
+    async def deliver_many(self, subs: Iterable[tuple[Subscription, Period | None]]) -> list[DeliveryOutcome]:
+        """Deliver several at once (bounded by the semaphore); one failure never stops the rest."""
+        results = await asyncio.gather(*(self.deliver(sub, period) for sub, period in subs))
+        return [outcome for outcome in results if outcome is not None]
+
+    async def recover(self) -> StartupReport:
+        """At start: resume runs a stopped process left unfinished, then catch up missed periods."""
+        report = StartupReport()
+        if self.wait_until_ready is not None:
+            await self.wait_until_ready()
+        try:
+            runs = await self.service.runs_to_resume()
+        except Exception:
+            log.exception("could not look for interrupted digests")
+            runs = []
+        for outcome in await asyncio.gather(*(self.resume(run) for run in runs)):
+            if outcome is not None:
+                report.resumed.append(outcome)
+        try:
+            missed = await self.service.missed_periods()
+        except Exception:
+            log.exception("could not look for missed digests")
+            missed = []
+        if missed:
+            log.info("catching up %d digest(s) missed while the bot was down", len(missed))
+        report.caught_up = await self.deliver_many(missed)
+        return report
+
+    def _log_outcome(self, sub: Subscription, outcome: DeliveryOutcome) -> None:
+        target = f"channel {sub.channel_id}" if sub.is_channel else f"user {sub.user_id}"
+        if outcome.status in ("sent", "empty"):
+            log.info(
+                "digest %s for %s (subscription %s): %s, %d papers",
+                outcome.period_key,
+                target,
+                sub.id,
+                outcome.status,
+                outcome.sent,
+            )
+        elif outcome.status == "unreachable":
+            log.warning("digest for %s (subscription %s) paused: %s", target, sub.id, outcome.detail)
+            self.unschedule(sub.id)
+        else:
+            log.info("digest for %s (subscription %s): %s", target, sub.id, outcome.status)
+
+
+class _NoSender:
+    """For runs whose subscription is gone: resume() closes them without sending."""
+
+    async def send_header(self, text: str) -> None:  # pragma: no cover - never called
+        raise RuntimeError("subscription removed")
+
+    async def send_paper(self, paper: Paper, reason: str) -> SentMessage:  # pragma: no cover
+        raise RuntimeError("subscription removed")
+
+    async def send_nothing_today(self, text: str) -> None:  # pragma: no cover
+        raise RuntimeError("subscription removed")

@@ -1,0 +1,282 @@
+"""Digest jobs on a real APScheduler AsyncIOScheduler: rebuild, triggers, failures, pacing, recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from apscheduler.triggers.cron import CronTrigger
+from digest_fakes import FakeClock, FakeSender, add_papers, make_service
+
+from bot.scheduling import DigestScheduler, RequestPacer, job_id, make_trigger
+from bot.services.digest import DigestService
+from bot.services.schedule import latest_due, make_schedule, next_delivery, occurrence
+from storage.db import Database
+from storage.repositories.subscriptions import Subscription
+
+
+def utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+@pytest.fixture
+async def service(db: Database) -> DigestService:
+    await add_papers(db, range(1, 41))
+    return make_service(db, FakeClock(datetime.now(UTC)), {pid: 100.0 - pid for pid in range(1, 41)})
+
+
+class Senders:
+    """A sender factory that remembers one FakeSender per subscription."""
+
+    def __init__(self) -> None:
+        self.by_sub: dict[int, FakeSender] = {}
+        self.failing: set[int] = set()
+
+    def __call__(self, sub: Subscription) -> FakeSender:
+        fail = {0: RuntimeError("Discord 500")} if sub.id in self.failing else {}
+        sender = self.by_sub.setdefault(sub.id, FakeSender())
+        sender.fail_at = fail
+        return sender
+
+
+@pytest.fixture
+async def jobs(service: DigestService) -> AsyncIterator[DigestScheduler]:
+    scheduler = DigestScheduler(service, Senders(), clock=service.clock, spacing=0)
+    yield scheduler
+    scheduler.shutdown()
+
+
+async def test_jobs_are_rebuilt_from_the_database_with_stable_ids(
+    service: DigestService, jobs: DigestScheduler
+) -> None:
+    """At start every active subscription gets one job `digest:{id}` with the agreed options."""
+    berlin = await service.subscribe(1, time="09:00", timezone="Europe/Berlin")
+    tokyo = await service.subscribe(2, time="07:30", timezone="Asia/Tokyo", frequency="weekdays")
+    paused = await service.subscribe(3)
+    await service.subscriptions.pause(paused.id, "DMs closed")
+    assert await jobs.start(recover=False) == 2
+    ids = sorted(job.id for job in jobs.scheduler.get_jobs())
+    assert ids == [job_id(berlin.id), job_id(tokyo.id)]
+    job = jobs.scheduler.get_job(job_id(berlin.id))
+    assert job is not None
+    assert job.coalesce is True
+    assert job.max_instances == 1
+    assert 60 <= job.misfire_grace_time <= 6 * 3600
+    assert isinstance(job.trigger, CronTrigger)
+    assert str(job.trigger.timezone) == "Europe/Berlin"
+    now = datetime.now(UTC)
+    for sub in (berlin, tokyo):
+        expected = service.next_delivery(sub, now).due_at
+        assert jobs.next_run_time(sub.id) == expected
+    # A second rebuild (restart) replaces rather than duplicates, and drops jobs of removed subscriptions.
+    await service.unsubscribe(2)
+    assert await jobs.sync_all() == 1
+    assert [job.id for job in jobs.scheduler.get_jobs()] == [job_id(berlin.id)]
+
+
+async def test_subscribe_and_unsubscribe_update_the_job_at_once(
+    service: DigestService, jobs: DigestScheduler
+) -> None:
+    """Changing the time moves the job; pausing or unsubscribing removes it."""
+    await jobs.start(recover=False)
+    sub = await service.subscribe(1, time="09:00", timezone="UTC")
+    jobs.schedule(sub)
+    before = jobs.next_run_time(sub.id)
+    assert before is not None
+    assert (before.hour, before.minute) == (9, 0)
+    moved = await service.subscribe(1, time="18:45", timezone="America/Los_Angeles")
+    jobs.schedule(moved)
+    after = jobs.next_run_time(sub.id)
+    assert after is not None
+    assert after.astimezone(moved_zone := make_schedule(timezone="America/Los_Angeles").zone).hour == 18
+    assert str(moved_zone) == "America/Los_Angeles"
+    assert len(jobs.scheduler.get_jobs()) == 1
+    assert jobs.unschedule(sub.id) is True
+    assert jobs.scheduler.get_jobs() == []
+
+
+@pytest.mark.parametrize(
+    ("zone", "hhmm"),
+    [
+        ("Europe/Berlin", "09:00"),
+        ("Europe/Berlin", "02:30"),  # skipped in March, doubled in October
+        ("America/New_York", "01:30"),  # doubled in November
+        ("America/New_York", "02:30"),  # skipped in March
+        ("Australia/Lord_Howe", "02:15"),  # a 30-minute DST shift
+        ("Asia/Kolkata", "23:59"),
+        ("Pacific/Chatham", "03:00"),
+    ],
+)
+def test_cron_trigger_agrees_with_next_delivery_for_a_year(zone: str, hhmm: str) -> None:
+    """Every period APScheduler fires is one of ours, first fire at our due time; a doubled fire maps
+    to the period already fired (so the claim turns it into a no-op)."""
+    schedule = make_schedule(time_local=hhmm, timezone=zone)
+    trigger = CronTrigger(timezone=schedule.zone, **schedule.cron_fields())
+    start = utc(2026, 1, 1)
+    fires: list[datetime] = []
+    previous = None
+    now = start
+    while True:
+        fire = trigger.get_next_fire_time(previous, now)
+        assert fire is not None
+        if fire >= utc(2027, 1, 1):
+            break
+        fires.append(fire)
+        previous, now = fire, fire
+    first_fire: dict[str, datetime] = {}
+    for fire in fires:
+        period = latest_due(schedule, fire)
+        first_fire.setdefault(period.key, fire)
+    expected = {}
+    day = next_delivery(schedule, start)
+    while day.due_at < utc(2027, 1, 1):
+        expected[day.key] = day.due_at
+        day = next_delivery(schedule, day.due_at)
+    assert {k: v.astimezone(UTC) for k, v in first_fire.items()} == {
+        k: v.astimezone(UTC) for k, v in expected.items()
+    }
+    assert len(fires) - len(first_fire) <= 1  # at most one doubled (fall-back) fire a year
+
+
+async def test_ambiguous_time_double_fire_delivers_once(
+    service: DigestService, jobs: DigestScheduler
+) -> None:
+    """CronTrigger fires 02:30 twice on the fall-back night; the second fire sends nothing."""
+    sub = await service.subscribe(1, time="02:30", timezone="Europe/Berlin", count=2)
+    clock = service.clock
+    assert isinstance(clock, FakeClock)
+    trigger = make_trigger(sub)
+    first = trigger.get_next_fire_time(None, utc(2026, 10, 24, 12))
+    second = trigger.get_next_fire_time(first, first)
+    assert second.astimezone(UTC) - first.astimezone(UTC) == timedelta(hours=1)
+    clock.set(first)
+    one = await jobs.run_job(sub.id)
+    clock.set(second)
+    two = await jobs.run_job(sub.id)
+    assert one is not None
+    assert two is not None
+    assert (one.status, two.status) == ("sent", "already")
+    assert one.period_key == two.period_key == "2026-10-25"
+
+
+async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
+    service: DigestService, jobs: DigestScheduler
+) -> None:
+    """Through APScheduler itself: when the job's time comes, the period is delivered once."""
+    sub = await service.subscribe(1, time="09:00", timezone="Europe/Berlin", count=3)
+    clock = service.clock
+    assert isinstance(clock, FakeClock)
+    await jobs.start(recover=False)
+    due = occurrence(make_schedule(time_local="09:00", timezone="Europe/Berlin"), datetime.now(UTC).date())
+    clock.set(due.due_utc)
+    job = jobs.scheduler.get_job(job_id(sub.id))
+    assert job is not None
+    job.modify(next_run_time=datetime.now(UTC))
+    senders = jobs.sender_for
+    assert isinstance(senders, Senders)
+    for _ in range(200):
+        if sub.id in senders.by_sub and len(senders.by_sub[sub.id].papers) == 3:
+            break
+        await asyncio.sleep(0.01)
+    assert senders.by_sub[sub.id].paper_ids == [1, 2, 3]
+    run = await service.digests.run_for(sub.id, due.key)
+    assert run is not None
+    assert run.status == "sent"
+
+
+async def test_one_failing_subscriber_never_stops_the_others(
+    service: DigestService, jobs: DigestScheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A subscriber whose send fails is logged and retried; everyone else still gets their digest."""
+    subs = [await service.subscribe(user, time="09:00", timezone="UTC", count=2) for user in range(1, 7)]
+    senders = jobs.sender_for
+    assert isinstance(senders, Senders)
+    senders.failing = {subs[2].id}
+    await jobs.start(recover=False)
+    clock = service.clock
+    assert isinstance(clock, FakeClock)
+    clock.set(utc(2026, 11, 30, 9, 0))
+    outcomes = await asyncio.gather(*(jobs.run_job(sub.id) for sub in subs))
+    assert [o is not None and o.status for o in outcomes] == ["sent", "sent", False, "sent", "sent", "sent"]
+    assert f"digest for subscription {subs[2].id}" in caplog.text
+    retry = jobs.scheduler.get_job(f"digest-retry:{subs[2].id}")
+    assert retry is not None
+    # The retry resumes the open run once the problem is gone.
+    senders.failing = set()
+    await jobs.retry_job(subs[2].id)
+    assert len(senders.by_sub[subs[2].id].papers) == 2
+
+
+async def test_deliveries_are_bounded_by_the_semaphore(service: DigestService) -> None:
+    """Thousands due at once queue up: never more than `concurrency` digests in flight."""
+    in_flight = 0
+    peak = 0
+
+    class Slow(FakeSender):
+        async def send_paper(self, paper, reason):  # type: ignore[no-untyped-def]
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.005)
+            in_flight -= 1
+            return await super().send_paper(paper, reason)
+
+    jobs = DigestScheduler(service, lambda sub: Slow(), clock=service.clock, concurrency=3, spacing=0)
+    subs = [await service.subscribe(user, time="09:00", timezone="UTC", count=1) for user in range(1, 13)]
+    clock = service.clock
+    assert isinstance(clock, FakeClock)
+    clock.set(utc(2026, 11, 30, 9, 0))
+    outcomes = await jobs.deliver_many([(sub, None) for sub in subs])
+    assert [o.status for o in outcomes] == ["sent"] * 12
+    assert peak == 3
+
+
+async def test_recover_resumes_then_catches_up_after_ready(service: DigestService) -> None:
+    """At start: wait for the gateway, finish the interrupted run, deliver the missed period once."""
+    clock = service.clock
+    assert isinstance(clock, FakeClock)
+    clock.set(utc(2026, 11, 30, 6, 0))
+    interrupted = await service.subscribe(1, time="07:00", timezone="UTC", count=3)
+    missed = await service.subscribe(2, time="08:00", timezone="UTC", count=2)
+    clock.set(utc(2026, 11, 30, 7, 0))
+    with pytest.raises(RuntimeError):
+        await service.deliver_period(interrupted.id, FakeSender(fail_at={1: RuntimeError("killed")}))
+    clock.set(utc(2026, 11, 30, 9, 30))  # the bot was down from 07:00 to 09:30
+
+    ready = asyncio.Event()
+    senders = Senders()
+    jobs = DigestScheduler(service, senders, clock=clock, wait_until_ready=ready.wait, spacing=0)
+    task = asyncio.create_task(jobs.recover())
+    await asyncio.sleep(0.01)
+    assert senders.by_sub == {}  # nothing before the client is ready
+    ready.set()
+    report = await task
+    assert [o.status for o in report.resumed] == ["sent"]
+    assert [(o.status, o.period_key) for o in report.caught_up] == [("sent", "2026-11-30")]
+    assert senders.by_sub[interrupted.id].paper_ids == [2, 3]
+    assert len(senders.by_sub[missed.id].papers) == 2
+    again = await DigestScheduler(service, senders, clock=clock, spacing=0).recover()
+    assert again.resumed == again.caught_up == []
+
+
+async def test_job_for_a_removed_subscription_removes_itself(
+    service: DigestService, jobs: DigestScheduler
+) -> None:
+    """A job whose subscription vanished (e.g. forget-me) cleans up instead of failing every day."""
+    sub = await service.subscribe(1)
+    await jobs.start(recover=False)
+    await service.unsubscribe(1)
+    assert await jobs.run_job(sub.id) is None
+    assert jobs.scheduler.get_jobs() == []
+
+
+async def test_request_pacer_limits_the_rate() -> None:
+    """After the burst, requests go out at `rate` per second."""
+    pacer = RequestPacer(rate=200.0, burst=5)
+    started = time.monotonic()
+    for _ in range(25):
+        await pacer.wait()
+    assert time.monotonic() - started >= 20 / 200 * 0.9
