@@ -49,12 +49,12 @@ class RankingParams:
     """Weights of the profile query and of the ranking; tuned on `bench/recommend_eval.py`."""
 
     topic_weight: float = 1.0  # α: each topic term
-    like_weight: float = 1.0  # β: liked and saved papers
-    dislike_weight: float = 0.5  # γ: disliked papers
+    like_weight: float = 2.0  # β: liked and saved papers
+    dislike_weight: float = 2.0  # γ: disliked papers
     half_life_days: float = 30.0  # older signals count less
-    terms_per_paper: int = 20  # distinctive terms kept per paper
-    query_terms: int = 40  # the profile query keeps its strongest terms
-    min_coverage: float = 0.12  # the bar: share of the query's positive mass a pick must match
+    terms_per_paper: int = 40  # distinctive terms kept per paper
+    query_terms: int = 80  # the profile query keeps its strongest terms
+    min_coverage: float = 0.04  # the bar: share of the query's positive mass a pick must match
     recency_floor: float = 0.85  # score multiplier for a very old paper (new papers get 1.0)
     recency_half_life_days: float = 365.0
     duplicate_jaccard: float = 0.6  # top-term overlap above which two picks are near-copies
@@ -161,7 +161,7 @@ class Profile:
     learned: Mapping[str, float]  # index term → signed weight learned from feedback
     sources: tuple[Source, ...]  # liked / saved / disliked papers that shaped `learned`
     words: Mapping[str, str]  # index term → a word to show
-    query_terms: int = 40
+    query_terms: int = 80
 
     @property
     def empty(self) -> bool:

@@ -60,11 +60,19 @@ class RecommendationEngine(Protocol):
 
 
 class TermIndex(Protocol):
-    """Per-term and per-paper statistics of the BM25 index."""
+    """Per-term and per-paper statistics of the BM25 index (``bot.services.index.BM25Index``)."""
+
+    k1: float
+    b: float
+
+    @property
+    def avgdl(self) -> float: ...
 
     def idf(self, term: str) -> float: ...
 
     def doc_terms(self, doc_id: int) -> Mapping[str, int]: ...
+
+    def doc_length(self, doc_id: int) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,14 +214,18 @@ class Recommender:
         """Rank unseen papers for a profile (no database writes)."""
         query = profile.query()
         positive = {t: w for t, w in query.items() if w > 0}
+        negative = {t: w for t, w in query.items() if w < 0}
         if not positive:
             return []
-        pool = max(4 * count, 30)
-        hits = self.engine.weighted(query, limit=pool, exclude=exclude)
+        # Stage 1: the positive part of the query picks a pool of candidates (fast top-k on the
+        # index); stage 2 subtracts the disliked terms' BM25 score from each candidate exactly.
+        pool = max(6 * count, 40)
+        hits = self.engine.weighted(positive, limit=pool, exclude=exclude)
         if not hits:
             return []
         idf = {t: self.index.idf(t) for t in query}
         mass = sum(w * idf[t] for t, w in positive.items()) or 1.0
+        k1, b, avgdl = self.index.k1, self.index.b, self.index.avgdl or 1.0
         candidates: list[_Candidate] = []
         for hit in hits:
             if hit.score <= 0:
@@ -222,7 +234,16 @@ class Recommender:
             coverage = sum(w * idf[t] for t, w in positive.items() if t in terms) / mass
             if coverage < self.params.min_coverage:
                 continue
-            candidates.append(_Candidate(hit.paper_id, hit.score, terms, self._top(hit.paper_id, terms)))
+            score = hit.score
+            if negative:
+                norm = k1 * (1 - b + b * self.index.doc_length(hit.paper_id) / avgdl)
+                for term, weight in negative.items():
+                    tf = terms.get(term)
+                    if tf:
+                        score += weight * idf[term] * tf * (k1 + 1) / (tf + norm)
+            if score <= 0:
+                continue
+            candidates.append(_Candidate(hit.paper_id, score, terms, self._top(hit.paper_id, terms)))
         if not candidates:
             return []
         source_ids = [s.paper_id for s in profile.sources if s.signal != "dislike"]
