@@ -341,11 +341,15 @@ def test_install_script_rejects_an_unknown_step(tmp_path: Path) -> None:
 # --- systemd unit ----------------------------------------------------------------------------------
 
 
-def load_unit() -> configparser.ConfigParser:
+def load_unit_file(name: str) -> configparser.ConfigParser:
     unit = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
     unit.optionxform = str  # type: ignore[assignment,method-assign]
-    unit.read_string((DEPLOY / "paperbot.service").read_text("utf-8"))
+    unit.read_string((DEPLOY / name).read_text("utf-8"))
     return unit
+
+
+def load_unit() -> configparser.ConfigParser:
+    return load_unit_file("paperbot.service")
 
 
 def test_systemd_unit_runs_paperbot_from_an_env_file_and_restarts_on_failure() -> None:
@@ -370,8 +374,11 @@ def test_systemd_unit_runs_paperbot_from_an_env_file_and_restarts_on_failure() -
     assert service["ProtectSystem"] == "strict"
 
 
-def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
-    """`systemd-analyze verify` prints nothing for a sound unit (skipped where systemd is absent)."""
+UNITS = ("paperbot.service", "paperbot-backup.service", "paperbot-backup.timer")
+
+
+def test_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    """`systemd-analyze verify` prints nothing for sound units (skipped where systemd is absent)."""
     tool = shutil.which("systemd-analyze")
     if tool is None:
         pytest.skip("systemd-analyze is not installed on this machine")
@@ -379,10 +386,52 @@ def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     executable = Path(sys.executable).parent / "paperbot"
     if not executable.exists():
         pytest.skip(f"no paperbot executable beside {sys.executable} to stand in for /opt/paperbot/venv")
-    text = (DEPLOY / "paperbot.service").read_text("utf-8")
-    assert "ExecStart=/opt/paperbot/venv/bin/paperbot run" in text
-    unit = tmp_path / "paperbot.service"
-    unit.write_text(text.replace("/opt/paperbot/venv/bin/paperbot", str(executable)), "utf-8")
-    result = subprocess.run([tool, "verify", str(unit)], capture_output=True, text=True, check=False)
+    assert "ExecStart=/opt/paperbot/venv/bin/paperbot run" in (DEPLOY / "paperbot.service").read_text("utf-8")
+    for name in UNITS:
+        text = (DEPLOY / name).read_text("utf-8")
+        (tmp_path / name).write_text(
+            text.replace("/opt/paperbot/venv/bin/paperbot", str(executable)), "utf-8"
+        )
+    result = subprocess.run(
+        [tool, "verify", *(str(tmp_path / name) for name in UNITS)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip() == "", f"systemd-analyze warnings:\n{result.stderr}"
+
+
+def test_the_backup_unit_commands_make_a_dated_backup_and_prune_old_ones(tmp_path: Path) -> None:
+    """Run paperbot-backup.service's ExecStart= and ExecStartPost= (with systemd's %% unescaped)
+    against a temporary state directory."""
+    executable = Path(sys.executable).parent / "paperbot"
+    if not executable.exists():
+        pytest.skip(f"no paperbot executable beside {sys.executable}")
+    state = tmp_path / "var-lib-paperbot"
+    backups = state / "backups"
+    backups.mkdir(parents=True)
+    old = backups / "paperbot-2000-01-01.db"
+    old.write_bytes(b"")
+    os.utime(old, (946_684_800, 946_684_800))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "DISCORD_"))}
+    env["PAPERBOT_DB"] = str(state / "paperbot.db")
+    made = subprocess.run([str(executable), "stats"], cwd=tmp_path, env=env, capture_output=True, check=False)
+    assert made.returncode == 0
+    service = load_unit_file("paperbot-backup.service")["Service"]
+    assert service["User"] == "paperbot"
+    for key in ("ExecStart", "ExecStartPost"):
+        command = (
+            service[key]
+            .replace("%%", "%")
+            .replace("/opt/paperbot/venv/bin/paperbot", str(executable))
+            .replace("/var/lib/paperbot", str(state))
+        )
+        result = subprocess.run(
+            shlex.split(command), cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 0, f"{key}: {result.stderr}"
+    dated = sorted(p.name for p in backups.iterdir())
+    assert len(dated) == 1, dated
+    assert dated[0].startswith("paperbot-20")
+    assert dated[0] != old.name, "backups older than 14 days are deleted"
