@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import discord
 from discord import app_commands
 
 paper = app_commands.Group(name="paper", description="Find, follow and rate research papers")
@@ -11,7 +12,9 @@ interests = app_commands.Group(
 paperadmin = app_commands.Group(
     name="paperadmin",
     description="Server set-up for paperbot: channel feeds, corpus, stats",
-    default_permissions=None,
+    # Hidden from members without Manage Server (server admins can change who sees them);
+    # each command also checks the permission when it runs.
+    default_permissions=discord.Permissions(manage_guild=True),
     guild_only=True,
 )
 feed = app_commands.Group(name="feed", description="A channel's own paper feed", parent=paperadmin)
