@@ -7,14 +7,19 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from storage.repositories.papers import PaperRepository
 
 from bot.services.ingest.runner import ensure_shipped_corpus
+from bot.services.feedback import FeedbackService
+from bot.services.privacy import PrivacyService
+from bot.services.profile import ProfileService
+from bot.services.recommender import Recommender
 from bot.services.search import SearchEngine
 from bot.settings import Settings
 from storage.db import Database
+from storage.repositories.messages import PostedMessageRepository
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +32,19 @@ class Services:
     db: Database
     papers: PaperRepository
     search: SearchEngine
+    # reactions, profiles, recommendations, forget-me (issue 5): built from db and search
+    messages: PostedMessageRepository = field(init=False)
+    feedback: FeedbackService = field(init=False)
+    recommender: Recommender = field(init=False)
+    profiles: ProfileService = field(init=False)
+    privacy: PrivacyService = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.messages = PostedMessageRepository(self.db)
+        self.feedback = FeedbackService(self.db)
+        self.recommender = Recommender(self.db, self.search, self.search.index)
+        self.profiles = self.recommender.profiles
+        self.privacy = PrivacyService(self.db)
 
 
 async def build_search_engine(papers: PaperRepository) -> SearchEngine:
