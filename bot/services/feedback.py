@@ -19,6 +19,7 @@ from typing import Final
 
 from bot.errors import NotFoundError, UserFacingError
 from storage.db import Database
+from storage.models import Paper
 from storage.repositories.feedback import FeedbackRepository, Signal
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
@@ -97,6 +98,12 @@ class FeedbackService:
     ) -> None:
         """Remember a posted single-paper message so reactions on it count (any age)."""
         await self.messages.record(message_id, channel_id, guild_id, paper_id, recipient_id, kind)
+
+    async def saved_papers(self, user_id: int) -> list[Paper]:
+        """The user's bookmarks, newest first."""
+        ids = await self.feedback.saved(user_id)
+        papers = await self.papers.get_many(ids)
+        return [papers[pid] for pid in ids if pid in papers]
 
     # -- the three operations -----------------------------------------------------------------
 

@@ -89,6 +89,20 @@ class PopularPaper:
 
 
 @dataclass(frozen=True, slots=True)
+class PersonalPicks:
+    """What `/paper recommend` shows: personal picks, or a start for someone without a profile.
+
+    status: "picks" (personal picks), "popular" (no profile yet: the server's most liked papers),
+    "no_profile" (no profile and nothing popular), "nothing_new" (a profile, but nothing unseen
+    clears the bar).
+    """
+
+    status: str
+    picks: tuple[Recommendation, ...] = ()
+    popular: tuple[PopularPaper, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class _Candidate:
     paper_id: int
     score: float
@@ -197,6 +211,19 @@ class Recommender:
                 user_id, [p.paper_id for p in picks], at=now.astimezone(UTC).isoformat(timespec="seconds")
             )
         return picks
+
+    async def personal(self, user_id: int, *, guild_id: int | None, count: int) -> PersonalPicks:
+        """`/paper recommend`: personal picks, else the server's popular papers, else why not."""
+        picks = await self.recommend(user_id, count=count)
+        if picks:
+            return PersonalPicks("picks", picks=tuple(picks))
+        profile = await self.profiles.profile(user_id)
+        if not profile.empty:
+            return PersonalPicks("nothing_new")
+        popular = await self.popular(guild_id=guild_id, count=count, user_id=user_id)
+        if popular:
+            return PersonalPicks("popular", popular=tuple(popular))
+        return PersonalPicks("no_profile")
 
     async def popular(
         self, *, guild_id: int | None, count: int, user_id: int | None = None

@@ -1,0 +1,170 @@
+"""/paper recommend, /paper interests show|add|remove|reset|pause, /paper saved, /paper forget-me.
+
+Every answer is personal, so every answer is ephemeral.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.exts._groups import interests as interests_group
+from bot.exts._groups import paper as paper_group
+from bot.services.bibtex import to_bibtex
+from bot.ui.format import escape_markdown
+from bot.ui.profile_views import (
+    ForgetMeView,
+    interests_embed,
+    listed,
+    picks_embed,
+    rating_view,
+    saved_embed,
+)
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+
+log = logging.getLogger(__name__)
+
+Count = app_commands.Range[int, 1, 10]
+Topic = app_commands.Range[str, 1, 100]
+
+NO_PROFILE = (
+    "I don't know your interests yet. Add a topic with `/paper interests add topic:kv cache quantization`, "
+    "or react 👍 to papers you like in `/paper search` results, and I'll recommend from there."
+)
+NOTHING_NEW = (
+    "Nothing new is close enough to your interests right now: you have already seen the best matches. "
+    "Add another topic with `/paper interests add`, or try again when new papers arrive."
+)
+
+
+@paper_group.command(name="recommend", description="Papers picked for you from your topics and reactions")
+@app_commands.describe(count="How many papers (1-10, default 5)")
+async def recommend_command(interaction: discord.Interaction[PaperBot], count: Count = 5) -> None:
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    services = interaction.client.services
+    result = await services.recommender.personal(
+        interaction.user.id, guild_id=interaction.guild_id, count=count
+    )
+    if result.status == "picks":
+        papers = await services.papers.get_many(p.paper_id for p in result.picks)
+        entries = [listed(papers[p.paper_id], p.reason) for p in result.picks if p.paper_id in papers]
+        heading = f"{len(entries)} paper{'s' if len(entries) != 1 else ''} for you"
+        footer = "buttons: 👍 more like this · 👎 fewer like this · 🔖 save — numbers match the list"
+    elif result.status == "popular":
+        papers = await services.papers.get_many(p.paper_id for p in result.popular)
+        entries = [
+            listed(papers[p.paper_id], f"{p.votes} 👍/🔖 here")
+            for p in result.popular
+            if p.paper_id in papers
+        ]
+        heading = "Popular here while I learn your interests"
+        footer = "Add topics with /paper interests add for personal picks · rate with the buttons"
+    else:
+        await interaction.followup.send(
+            NOTHING_NEW if result.status == "nothing_new" else NO_PROFILE, ephemeral=True
+        )
+        return
+    await interaction.followup.send(
+        embed=picks_embed(heading, entries, footer), view=rating_view(entries), ephemeral=True
+    )
+
+
+@interests_group.command(name="show", description="Your topics, what your reactions taught, and counts")
+async def interests_show(interaction: discord.Interaction[PaperBot]) -> None:
+    summary = await interaction.client.services.profiles.summary(interaction.user.id)
+    await interaction.response.send_message(embed=interests_embed(summary), ephemeral=True)
+
+
+@interests_group.command(name="add", description="Follow a topic, e.g. kv cache quantization")
+@app_commands.describe(topic="A few words describing what you want to read about")
+async def interests_add(interaction: discord.Interaction[PaperBot], topic: Topic) -> None:
+    stored, added = await interaction.client.services.profiles.add_topic(interaction.user.id, topic)
+    shown = escape_markdown(stored)
+    message = (
+        f"Added “{shown}”. `/paper recommend` now uses it." if added else f"You already follow “{shown}”."
+    )
+    await interaction.response.send_message(message, ephemeral=True)
+
+
+async def _topic_autocomplete(
+    interaction: discord.Interaction[PaperBot], current: str
+) -> list[app_commands.Choice[str]]:
+    topics = await interaction.client.services.profiles.topics(interaction.user.id)
+    needle = current.casefold()
+    return [app_commands.Choice(name=t, value=t) for t in topics if needle in t.casefold()][:25]
+
+
+@interests_group.command(name="remove", description="Stop following one of your topics")
+@app_commands.describe(topic="One of your topics")
+@app_commands.autocomplete(topic=_topic_autocomplete)
+async def interests_remove(interaction: discord.Interaction[PaperBot], topic: Topic) -> None:
+    removed = await interaction.client.services.profiles.remove_topic(interaction.user.id, topic)
+    await interaction.response.send_message(f"Removed “{escape_markdown(removed)}”.", ephemeral=True)
+
+
+@interests_group.command(
+    name="reset", description="Forget what your 👍 and 👎 taught (topics and saves stay)"
+)
+async def interests_reset(interaction: discord.Interaction[PaperBot]) -> None:
+    removed = await interaction.client.services.profiles.reset(interaction.user.id)
+    await interaction.response.send_message(
+        f"Forgot {removed.likes} 👍 and {removed.dislikes} 👎. Your topics and saved papers are kept "
+        "(saved papers still count as interests; take a 🔖 off to stop one counting).",
+        ephemeral=True,
+    )
+
+
+@interests_group.command(name="pause", description="Pause or resume learning from your reactions")
+@app_commands.describe(paused="True to pause, False to resume; leave empty to switch")
+async def interests_pause(interaction: discord.Interaction[PaperBot], paused: bool | None = None) -> None:
+    now_paused = await interaction.client.services.profiles.set_paused(interaction.user.id, paused)
+    message = (
+        "Learning paused: your 👍 and 👎 are not learned until you resume (🔖 still saves). "
+        "What I learned so far is kept and still used."
+        if now_paused
+        else "Learning is on: your 👍 and 👎 shape your recommendations again."
+    )
+    await interaction.response.send_message(message, ephemeral=True)
+
+
+@paper_group.command(name="saved", description="Your saved papers, optionally as a BibTeX file")
+@app_commands.describe(bibtex="Attach them all as a .bib file")
+async def saved_command(interaction: discord.Interaction[PaperBot], bibtex: bool = False) -> None:
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    papers = await interaction.client.services.feedback.saved_papers(interaction.user.id)
+    if not papers:
+        await interaction.followup.send(
+            "You have no saved papers yet: react 🔖 to a paper the bot posted, or press a 🔖 button.",
+            ephemeral=True,
+        )
+        return
+    if bibtex:
+        data = to_bibtex(papers).encode("utf-8")
+        await interaction.followup.send(
+            f"Your {len(papers)} saved paper{'s' if len(papers) != 1 else ''} as BibTeX.",
+            file=discord.File(io.BytesIO(data), filename="paperbot-saved.bib"),
+            ephemeral=True,
+        )
+        return
+    await interaction.followup.send(embed=saved_embed(papers), ephemeral=True)
+
+
+@paper_group.command(name="forget-me", description="Delete everything paperbot stores about you")
+async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
+    view = ForgetMeView(interaction.user.id)
+    await interaction.response.send_message(
+        "This deletes your topics, reactions, saved papers, subscription and history, for good. Sure?",
+        view=view,
+        ephemeral=True,
+    )
+
+
+async def setup(bot: commands.Bot) -> None:
+    """Commands live on the shared /paper group, which the bot adds to its tree."""

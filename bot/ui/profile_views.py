@@ -1,0 +1,172 @@
+"""Embeds and views for /paper recommend, /paper interests, /paper saved and /paper forget-me."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from bot.services.profile import ProfileSummary
+from bot.ui.embeds import (
+    DESCRIPTION_LIMIT,
+    FIELD_VALUE_LIMIT,
+    PAPER_COLOUR,
+    TITLE_LIMIT,
+    ListedPaper,
+    results_embed,
+)
+from bot.ui.format import display_title, escape_markdown, paper_link, trim
+from bot.ui.views import RateButton, report_item_error
+from storage.models import Paper
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+
+log = logging.getLogger(__name__)
+
+BUTTONS_PER_ROW = 5
+SAVED_SHOWN = 25
+SNIPPET_CHARS = 220
+
+
+def listed(paper: Paper, reason: str | None) -> ListedPaper:
+    snippet = escape_markdown(trim(paper.abstract, SNIPPET_CHARS)) if paper.abstract else ""
+    return ListedPaper(paper=paper, snippet=snippet, matched=(), reason=reason)
+
+
+def picks_embed(heading: str, entries: Sequence[ListedPaper], footer: str) -> discord.Embed:
+    return results_embed(heading, entries, first_number=1, footer=footer)
+
+
+def rating_view(entries: Sequence[ListedPaper]) -> discord.ui.View:
+    """Numbered 👍 👎 🔖 buttons per paper (👍 and 🔖 only beyond five papers: 25 buttons at most)."""
+    view = discord.ui.View(timeout=None)
+    numbers = list(enumerate(entries, 1))
+    if len(numbers) <= BUTTONS_PER_ROW:
+        layout = [("like", numbers), ("dislike", numbers), ("save", numbers)]
+    else:
+        first, rest = numbers[:BUTTONS_PER_ROW], numbers[BUTTONS_PER_ROW:]
+        layout = [("like", first), ("like", rest), ("save", first), ("save", rest)]
+    for row, (signal, chunk) in enumerate(layout):
+        for number, entry in chunk:
+            view.add_item(RateButton(signal, entry.paper.id, label=str(number), row=row))
+    return view
+
+
+def _lines_within(lines: Sequence[str], limit: int, empty: str) -> str:
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > limit - 12:
+            out.append(f"… and {len(lines) - len(out)} more")
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out) or empty
+
+
+def interests_embed(summary: ProfileSummary) -> discord.Embed:
+    """Topics, learned terms with weights, counts, and whether learning is paused."""
+    embed = discord.Embed(title="Your paper interests", colour=PAPER_COLOUR)
+    topics = [f"• {escape_markdown(t)}" for t in summary.topics]
+    embed.add_field(
+        name=f"Topics ({len(summary.topics)})",
+        value=_lines_within(topics, FIELD_VALUE_LIMIT, "*None yet — add one with `/paper interests add`.*"),
+        inline=False,
+    )
+    liked = [f"`{escape_markdown(w)}` {weight:+.2f}" for w, weight in summary.liked_terms]
+    embed.add_field(
+        name="Learned from your 👍 and 🔖",
+        value=_lines_within([" · ".join(liked)] if liked else [], FIELD_VALUE_LIMIT, "*Nothing yet.*"),
+        inline=False,
+    )
+    if summary.disliked_terms:
+        disliked = [f"`{escape_markdown(w)}` {weight:+.2f}" for w, weight in summary.disliked_terms]
+        embed.add_field(
+            name="Steering away from (👎)", value=trim(" · ".join(disliked), FIELD_VALUE_LIMIT), inline=False
+        )
+    if summary.recent_likes:
+        titles = [f"• {escape_markdown(trim(t, 120))}" for t in summary.recent_likes]
+        embed.add_field(
+            name="Papers that shape it most",
+            value=_lines_within(titles, FIELD_VALUE_LIMIT, "—"),
+            inline=False,
+        )
+    counts = summary.counts
+    embed.add_field(
+        name="Reactions", value=f"👍 {counts.likes} · 👎 {counts.dislikes} · 🔖 {counts.saves}", inline=True
+    )
+    embed.add_field(
+        name="Learning",
+        value="⏸️ paused (reactions are not learned)" if summary.paused else "▶️ on",
+        inline=True,
+    )
+    embed.set_footer(text="/paper interests add · remove · reset · pause")
+    return embed
+
+
+def saved_embed(papers: Sequence[Paper]) -> discord.Embed:
+    lines = []
+    for number, paper in enumerate(papers[:SAVED_SHOWN], 1):
+        title = escape_markdown(trim(display_title(paper), 150))
+        link = paper_link(paper)
+        lines.append(f"{number}. [{title}]({link})" if link else f"{number}. {title}")
+    embed = discord.Embed(
+        title=trim(f"Your saved papers ({len(papers)})", TITLE_LIMIT),
+        description=_lines_within(lines, DESCRIPTION_LIMIT, "—"),
+        colour=PAPER_COLOUR,
+    )
+    more = f"showing the newest {SAVED_SHOWN} · " if len(papers) > SAVED_SHOWN else ""
+    embed.set_footer(text=f"{more}/paper saved bibtex:True attaches them all as a .bib file")
+    return embed
+
+
+class ForgetMeView(discord.ui.View):
+    """Confirm / cancel for /paper forget-me; only the person who asked can press them."""
+
+    def __init__(self, user_id: int, *, timeout: float = 120.0) -> None:
+        super().__init__(timeout=timeout)
+        self.user_id = user_id
+        self.done = False
+
+    async def interaction_check(self, interaction: discord.Interaction[Any]) -> bool:
+        if interaction.user.id != self.user_id:
+            await interaction.response.send_message("This button is not for you.", ephemeral=True)
+            return False
+        return True
+
+    async def on_error(
+        self, interaction: discord.Interaction[Any], error: Exception, item: discord.ui.Item[Any]
+    ) -> None:
+        await report_item_error(interaction, error, "forget-me button")
+
+    def _finish(self) -> None:
+        self.done = True
+        for item in self.children:
+            if isinstance(item, discord.ui.Button):
+                item.disabled = True
+        self.stop()
+
+    @discord.ui.button(label="Delete everything", style=discord.ButtonStyle.danger)
+    async def confirm(
+        self, interaction: discord.Interaction[PaperBot], button: discord.ui.Button[Any]
+    ) -> None:
+        counts = await interaction.client.services.privacy.forget(self.user_id)
+        self._finish()
+        await interaction.response.edit_message(
+            content=(
+                f"Done. I deleted everything I stored about you ({counts.total} records: topics, "
+                f"{counts.feedback} reactions and bookmarks, {counts.subscriptions} subscription, "
+                "recommendation history, DM index). Anything you do from now on starts afresh."
+            ),
+            view=self,
+        )
+
+    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
+    async def cancel(
+        self, interaction: discord.Interaction[PaperBot], button: discord.ui.Button[Any]
+    ) -> None:
+        self._finish()
+        await interaction.response.edit_message(content="Cancelled: nothing was deleted.", view=self)
