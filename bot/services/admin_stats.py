@@ -1,0 +1,71 @@
+"""What `/paperadmin stats` shows: store counts, the last arXiv fetch and the next digest deliveries.
+
+Next deliveries are computed from the subscriptions table with the same schedule rules the digest
+scheduler's CronTriggers follow (`bot.services.schedule.next_delivery`), so they are right whether or
+not the scheduler of this process is running (the CLI has none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from bot.services.digest import subscription_schedule
+from bot.services.schedule import next_delivery
+from storage.db import Database
+from storage.repositories.stats import StoreCounts, store_counts
+from storage.repositories.subscriptions import SubscriptionRepository
+
+
+@dataclass(frozen=True, slots=True)
+class NextDigest:
+    subscription_id: int
+    kind: str  # 'user' or 'channel'
+    guild_id: int | None
+    channel_id: int | None
+    due_utc: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DigestOutlook:
+    """Upcoming deliveries of every active subscription, soonest first."""
+
+    upcoming: tuple[NextDigest, ...]
+    due_within_day: int
+
+    @property
+    def next(self) -> NextDigest | None:
+        return self.upcoming[0] if self.upcoming else None
+
+    def feeds_of(self, guild_id: int) -> tuple[NextDigest, ...]:
+        """The channel feeds of one server, soonest first."""
+        return tuple(d for d in self.upcoming if d.kind == "channel" and d.guild_id == guild_id)
+
+
+@dataclass(frozen=True, slots=True)
+class AdminStats:
+    counts: StoreCounts
+    digests: DigestOutlook
+
+
+async def digest_outlook(db: Database, now: datetime) -> DigestOutlook:
+    """The next delivery of each active subscription after `now` (aware)."""
+    upcoming = sorted(
+        (
+            NextDigest(
+                subscription_id=sub.id,
+                kind=sub.kind,
+                guild_id=sub.guild_id,
+                channel_id=sub.channel_id,
+                due_utc=next_delivery(subscription_schedule(sub), now).due_utc,
+            )
+            for sub in await SubscriptionRepository(db).active()
+        ),
+        key=lambda d: (d.due_utc, d.subscription_id),
+    )
+    horizon = now + timedelta(days=1)
+    return DigestOutlook(tuple(upcoming), sum(1 for d in upcoming if d.due_utc <= horizon))
+
+
+async def gather_admin_stats(db: Database, now: datetime) -> AdminStats:
+    return AdminStats(counts=await store_counts(db), digests=await digest_outlook(db, now))
