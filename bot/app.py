@@ -12,8 +12,10 @@ import yarl
 from discord.ext import commands
 
 from bot.exts import discover_extensions
+from bot.exts._digests import make_digest_scheduler
 from bot.exts._groups import TOP_LEVEL
 from bot.runtime import Services
+from bot.scheduling import DigestScheduler
 from bot.settings import Settings
 from bot.tree import PaperTree
 from storage.repositories.state import StateRepository
@@ -56,6 +58,14 @@ class PaperBot(commands.Bot):
         )
         self.settings = settings
         self.services = services
+        self._digest_jobs: DigestScheduler | None = None
+
+    @property
+    def digest_jobs(self) -> DigestScheduler:
+        """The digest scheduler (built on first use, started in setup_hook, stopped in close())."""
+        if self._digest_jobs is None:
+            self._digest_jobs = make_digest_scheduler(self)
+        return self._digest_jobs
 
     async def login(self, token: str) -> None:
         point_discord_at(self.settings)
@@ -66,7 +76,13 @@ class PaperBot(commands.Bot):
             await self.load_extension(extension)
         for group in TOP_LEVEL:
             self.tree.add_command(group)
+        await self.digest_jobs.start()  # jobs rebuilt from the subscriptions table; catch-up after ready
         await self.sync_commands()
+
+    async def close(self) -> None:
+        if self._digest_jobs is not None:
+            self._digest_jobs.shutdown()
+        await super().close()
 
     async def sync_commands(self) -> None:
         """Dev guild set: sync to it on every start. Otherwise sync globally only when the definitions

@@ -8,10 +8,12 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from storage.repositories.papers import PaperRepository
 
 from bot.services.ingest.runner import ensure_shipped_corpus
+from bot.services.digest import DigestService
 from bot.services.feedback import FeedbackService
 from bot.services.privacy import PrivacyService
 from bot.services.profile import ProfileService
@@ -38,6 +40,8 @@ class Services:
     recommender: Recommender = field(init=False)
     profiles: ProfileService = field(init=False)
     privacy: PrivacyService = field(init=False)
+    # digests and channel feeds (issue 6)
+    digest: DigestService = field(init=False)
 
     def __post_init__(self) -> None:
         self.messages = PostedMessageRepository(self.db)
@@ -45,6 +49,12 @@ class Services:
         self.recommender = Recommender(self.db, self.search, self.search.index)
         self.profiles = self.recommender.profiles
         self.privacy = PrivacyService(self.db)
+        self.digest = DigestService(
+            self.db,
+            papers=self.papers,
+            recommender=self.recommender,
+            grace=timedelta(hours=self.settings.digest_grace_hours),
+        )
 
 
 async def build_search_engine(papers: PaperRepository) -> SearchEngine:

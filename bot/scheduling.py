@@ -41,7 +41,7 @@ from bot.services.digest import (
     SentMessage,
     subscription_schedule,
 )
-from bot.services.schedule import Clock, Period, latest_due, utc_now
+from bot.services.schedule import Clock, Period, latest_due
 from storage.models import Paper
 from storage.repositories.digests import DigestRun
 from storage.repositories.subscriptions import Subscription
@@ -109,7 +109,7 @@ class DigestScheduler:
         service: DigestService,
         sender_for: SenderFactory,
         *,
-        clock: Clock = utc_now,
+        clock: Clock | None = None,
         wait_until_ready: Callable[[], Awaitable[object]] | None = None,
         concurrency: int = 4,
         spacing: float = 0.05,
@@ -117,10 +117,13 @@ class DigestScheduler:
         retry_delay: timedelta = timedelta(minutes=5),
         max_retries: int = 3,
         scheduler: AsyncIOScheduler | None = None,
+        pacer: RequestPacer | None = None,
     ) -> None:
         self.service = service
+        #: Shared by every Discord request a digest makes (scheduled or /paper digest).
+        self.pacer = pacer or RequestPacer()
         self.sender_for = sender_for
-        self.clock = clock
+        self._clock = clock
         self.wait_until_ready = wait_until_ready
         self.spacing = spacing
         grace = misfire_grace if misfire_grace is not None else service.grace
@@ -132,6 +135,10 @@ class DigestScheduler:
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._attempts: dict[int, int] = {}
         self._tasks: set[asyncio.Task[object]] = set()
+
+    def clock(self) -> datetime:
+        """The injected clock, else the digest service's (so a test can swap the service's clock)."""
+        return self._clock() if self._clock is not None else self.service.clock()
 
     # ---- lifecycle ---------------------------------------------------------------------------------
 

@@ -310,6 +310,10 @@ class DigestService:
     async def list_feeds(self, guild_id: int) -> list[Subscription]:
         return await self.subscriptions.channel_feeds(guild_id)
 
+    async def take_notice(self, user_id: int) -> str | None:
+        """What to tell a user at their next command (a paused digest or feed), cleared once read."""
+        return await self.subscriptions.take_notice(user_id)
+
     def next_delivery(self, sub: Subscription, now: datetime | None = None) -> Period:
         return next_delivery(subscription_schedule(sub), now or self.now())
 

@@ -195,6 +195,24 @@ class SubscriptionRepository:
                 await ensure_user(conn, notify_user, now)
                 await conn.execute("UPDATE users SET pending_notice = ? WHERE id = ?", (notice, notify_user))
 
+    async def set_notice(self, user_id: int, notice: str) -> None:
+        async with self._db.transaction() as conn:
+            await ensure_user(conn, user_id)
+            await conn.execute("UPDATE users SET pending_notice = ? WHERE id = ?", (notice, user_id))
+
+    async def take_notice(self, user_id: int) -> str | None:
+        """The notice left for a user's next command (e.g. "your digest is paused"), cleared as it is read."""
+        # Almost every command finds none: check without taking the write lock first.
+        if await self._db.fetchval("SELECT pending_notice FROM users WHERE id = ?", (user_id,)) is None:
+            return None
+        async with self._db.transaction() as conn:
+            async with conn.execute("SELECT pending_notice FROM users WHERE id = ?", (user_id,)) as cursor:
+                row = await cursor.fetchone()
+            if row is None or row[0] is None:
+                return None
+            await conn.execute("UPDATE users SET pending_notice = NULL WHERE id = ?", (user_id,))
+        return str(row[0])
+
 
 def _field_values(fields: ScheduleFields) -> tuple[object, ...]:
     return (

@@ -1,0 +1,179 @@
+"""The Discord side of digests: a DigestSender that posts by DM or to a channel, and the scheduler set-up.
+
+Every paper goes out as its own message (so a reaction names exactly one paper) with 👍 👎 🔖 added;
+the digest service records each message in ``posted_messages``. Discord errors that need a person
+to fix something become the service's ``DMsClosedError`` / ``ChannelGoneError``; anything else
+(5xx, timeouts) propagates so the run stays open and is retried. Every request waits on the shared
+:class:`~bot.scheduling.RequestPacer`, so a 09:00 rush stays under Discord's global limit.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING, Literal
+
+import discord
+from discord import app_commands
+
+from bot.scheduling import DigestScheduler, RequestPacer
+from bot.services.digest import ChannelGoneError, DMsClosedError, SentMessage, subscription_schedule
+from bot.services.schedule import timezone_choices
+from bot.ui.embeds import REACTIONS, paper_embed
+from storage.models import Paper
+from storage.repositories.subscriptions import Subscription
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+
+log = logging.getLogger(__name__)
+
+#: Discord error codes meaning "this recipient cannot get messages until someone changes something".
+DM_CLOSED_CODES = frozenset({50007, 50001, 50013, 10003, 10013})
+CHANNEL_GONE_CODES = frozenset({10003, 50001, 50013})
+
+
+class DiscordDigestSender:
+    """Posts one digest by DM (``user_id``) or in a channel (``channel_id``)."""
+
+    def __init__(
+        self,
+        bot: discord.Client,
+        *,
+        user_id: int | None = None,
+        channel_id: int | None = None,
+        pacer: RequestPacer | None = None,
+    ) -> None:
+        if (user_id is None) == (channel_id is None):
+            raise ValueError("a digest goes to a user or to a channel")
+        self.bot = bot
+        self.user_id = user_id
+        self.channel_id = channel_id
+        self.pacer = pacer
+        self._destination: discord.abc.Messageable | None = None
+
+    @classmethod
+    def for_subscription(
+        cls, bot: discord.Client, sub: Subscription, pacer: RequestPacer | None = None
+    ) -> DiscordDigestSender:
+        if sub.is_channel:
+            return cls(bot, channel_id=sub.channel_id, pacer=pacer)
+        return cls(bot, user_id=sub.user_id, pacer=pacer)
+
+    @property
+    def is_dm(self) -> bool:
+        return self.user_id is not None
+
+    async def _pace(self) -> None:
+        if self.pacer is not None:
+            await self.pacer.wait()
+
+    def _unreachable(self, error: discord.HTTPException) -> Exception | None:
+        if self.is_dm and error.code in DM_CLOSED_CODES:
+            return DMsClosedError(f"{error.text or error} (Discord {error.code})", code=error.code)
+        if not self.is_dm and error.code in CHANNEL_GONE_CODES:
+            return ChannelGoneError(f"{error.text or error} (Discord {error.code})", code=error.code)
+        return None
+
+    async def destination(self) -> discord.abc.Messageable:
+        if self._destination is not None:
+            return self._destination
+        try:
+            if self.user_id is not None:
+                user = self.bot.get_user(self.user_id)
+                if user is None:
+                    await self._pace()
+                    user = await self.bot.fetch_user(self.user_id)
+                if user.dm_channel is None:
+                    await self._pace()
+                self._destination = user.dm_channel or await user.create_dm()
+            else:
+                assert self.channel_id is not None
+                channel = self.bot.get_channel(self.channel_id)
+                if channel is None:
+                    await self._pace()
+                    channel = await self.bot.fetch_channel(self.channel_id)
+                if not isinstance(channel, discord.abc.Messageable):
+                    raise ChannelGoneError(f"channel {self.channel_id} cannot hold messages", code=None)
+                self._destination = channel
+        except discord.HTTPException as error:
+            translated = self._unreachable(error)
+            if translated is not None:
+                raise translated from error
+            raise
+        return self._destination
+
+    async def _send(self, **kwargs: object) -> discord.Message:
+        target = await self.destination()
+        await self._pace()
+        try:
+            return await target.send(**kwargs)  # type: ignore[call-overload, no-any-return]
+        except discord.HTTPException as error:
+            translated = self._unreachable(error)
+            if translated is not None:
+                raise translated from error
+            raise
+
+    async def send_header(self, text: str) -> None:
+        await self._send(content=text[:2000])
+
+    async def send_nothing_today(self, text: str) -> None:
+        await self._send(content=text[:2000])
+
+    async def send_paper(self, paper: Paper, reason: str) -> SentMessage:
+        message = await self._send(embed=paper_embed(paper, reason=reason))
+        for emoji in REACTIONS:
+            await self._pace()
+            try:
+                await message.add_reaction(emoji)
+            except discord.HTTPException as error:
+                # The paper is out; a missing reaction is worth a log line, not a resend.
+                log.warning(
+                    "could not add %s to message %s in channel %s: %s",
+                    emoji,
+                    message.id,
+                    message.channel.id,
+                    error,
+                )
+                if error.code in CHANNEL_GONE_CODES:
+                    break
+        guild_id = message.guild.id if message.guild is not None else None
+        return SentMessage(message_id=message.id, channel_id=message.channel.id, guild_id=guild_id)
+
+
+Frequency = Literal["daily", "weekdays", "weekly"]
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+
+async def timezone_autocomplete(
+    interaction: discord.Interaction[PaperBot], current: str
+) -> list[app_commands.Choice[str]]:
+    """IANA zones matching what was typed (popular ones when empty); at most 25."""
+    return [app_commands.Choice(name=name, value=name) for name in timezone_choices(current)]
+
+
+def discord_time(moment_utc_timestamp: float) -> str:
+    """Discord renders <t:…:R> as "in 3 hours" in the reader's own client."""
+    return f"<t:{int(moment_utc_timestamp)}:R>"
+
+
+def describe_subscription(sub: Subscription, *, next_at: str, relative: str) -> str:
+    schedule = subscription_schedule(sub)
+    topics = ", ".join(sub.topics) if sub.topics else "your interests and reactions"
+    return (
+        f"**{schedule.describe()}**, {sub.count} paper{'s' if sub.count != 1 else ''} on *{topics}*.\n"
+        f"Next digest: **{next_at}** ({relative})."
+    )
+
+
+def make_digest_scheduler(bot: PaperBot) -> DigestScheduler:
+    """The scheduler for this bot: Discord senders, waiting for the gateway before the first send."""
+    pacer = RequestPacer()
+    service = bot.services.digest
+    return DigestScheduler(
+        service,
+        lambda sub: DiscordDigestSender.for_subscription(bot, sub, pacer),
+        wait_until_ready=bot.wait_until_ready,
+        misfire_grace=timedelta(hours=bot.settings.digest_grace_hours),
+        pacer=pacer,
+    )

@@ -1,0 +1,151 @@
+"""/paperadmin feed set|clear|list — a channel's own topic feed on a schedule (Manage Server).
+
+Same exactly-once rules as DM digests (a period is claimed before posting; a paper is never posted
+twice to the same channel). Paper messages are recorded with no recipient, so a reaction in the
+channel trains the person who reacted, not the channel.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.exts._digests import Frequency, Weekday, describe_subscription, discord_time, timezone_autocomplete
+from bot.exts._groups import feed as feed_group
+from bot.services.schedule import format_local
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+
+log = logging.getLogger(__name__)
+
+FeedChannel = discord.TextChannel
+NEEDED = ("view_channel", "send_messages", "embed_links", "add_reactions", "read_message_history")
+
+
+def _missing_permissions(channel: FeedChannel) -> list[str]:
+    """What the bot lacks in the channel (empty when unknown: the first post will tell)."""
+    me = channel.guild.me
+    if me is None:
+        return []
+    allowed = channel.permissions_for(me)
+    return [name.replace("_", " ").title() for name in NEEDED if not getattr(allowed, name)]
+
+
+def _guild_id(interaction: discord.Interaction[PaperBot]) -> int:
+    if interaction.guild_id is None:  # guarded by guild_only; kept for type narrowing
+        raise app_commands.NoPrivateMessage()
+    return interaction.guild_id
+
+
+@feed_group.command(name="set", description="Give a channel its own paper feed on a schedule")
+@app_commands.describe(
+    channel="Where the papers are posted",
+    topics="Comma-separated topics the feed picks papers by (needed for a new feed)",
+    time="Local time HH:MM, 24-hour (default 09:00)",
+    timezone="IANA timezone of that time, e.g. Europe/Berlin (default UTC); start typing to search",
+    frequency="daily, weekdays (Mon-Fri) or weekly (default daily)",
+    count="Papers per post, 1-10 (default 5)",
+    weekday="Day of the week for a weekly feed (default Monday)",
+)
+@app_commands.autocomplete(timezone=timezone_autocomplete)
+@app_commands.checks.has_permissions(manage_guild=True)
+@app_commands.guild_only()
+async def feed_set_command(
+    interaction: discord.Interaction[PaperBot],
+    channel: FeedChannel,
+    topics: app_commands.Range[str, 1, 500] | None = None,
+    time: app_commands.Range[str, 1, 20] | None = None,
+    timezone: app_commands.Range[str, 1, 64] | None = None,
+    frequency: Frequency | None = None,
+    count: app_commands.Range[int, 1, 10] | None = None,
+    weekday: Weekday | None = None,
+) -> None:
+    bot = interaction.client
+    service = bot.services.digest
+    guild_id = _guild_id(interaction)
+    missing = _missing_permissions(channel)
+    if missing:
+        await interaction.response.send_message(
+            f"I can't post a feed in {channel.mention}: I'm missing {', '.join(missing)} there. "
+            "Give me those permissions and run this again.",
+            ephemeral=True,
+        )
+        return
+    sub = await service.set_feed(
+        guild_id,
+        channel.id,
+        created_by=interaction.user.id,
+        topics=topics,
+        time=time,
+        timezone=timezone,
+        frequency=frequency,
+        count=count,
+        weekday=weekday,
+    )
+    bot.digest_jobs.schedule(sub)
+    await service.take_notice(interaction.user.id)  # a "feed paused" notice is answered by this
+    upcoming = service.next_delivery(sub)
+    text = f"✅ Feed for {channel.mention}: " + describe_subscription(
+        sub,
+        next_at=format_local(upcoming.due_at, sub.timezone),
+        relative=discord_time(upcoming.due_utc.timestamp()),
+    )
+    text += "\nReactions there (👍 👎 🔖) train the person who reacts. `/paperadmin feed clear` stops it."
+    await interaction.response.send_message(text, ephemeral=True)
+
+
+@feed_group.command(name="clear", description="Stop a channel's paper feed")
+@app_commands.describe(channel="The channel whose feed to stop")
+@app_commands.checks.has_permissions(manage_guild=True)
+@app_commands.guild_only()
+async def feed_clear_command(interaction: discord.Interaction[PaperBot], channel: FeedChannel) -> None:
+    bot = interaction.client
+    removed = await bot.services.digest.clear_feed(_guild_id(interaction), channel.id)
+    if removed is None:
+        await interaction.response.send_message(f"{channel.mention} has no paper feed.", ephemeral=True)
+        return
+    bot.digest_jobs.unschedule(removed.id)
+    await interaction.response.send_message(
+        f"✅ The paper feed in {channel.mention} is stopped.", ephemeral=True
+    )
+
+
+@feed_group.command(name="list", description="This server's paper feeds and when they post next")
+@app_commands.checks.has_permissions(manage_guild=True)
+@app_commands.guild_only()
+async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
+    service = interaction.client.services.digest
+    feeds = await service.list_feeds(_guild_id(interaction))
+    if not feeds:
+        await interaction.response.send_message(
+            "No paper feeds here yet. `/paperadmin feed set` gives a channel one.", ephemeral=True
+        )
+        return
+    lines = [f"**Paper feeds ({len(feeds)})**"]
+    for sub in feeds:
+        if sub.active:
+            upcoming = service.next_delivery(sub)
+            status = describe_subscription(
+                sub,
+                next_at=format_local(upcoming.due_at, sub.timezone),
+                relative=discord_time(upcoming.due_utc.timestamp()),
+            ).replace("\n", " ")
+        else:
+            status = (
+                f"⏸ paused ({sub.paused_reason or 'no reason recorded'}); `/paperadmin feed set` resumes it."
+            )
+        lines.append(f"• <#{sub.channel_id}> — {status}")
+    text = "\n".join(lines)
+    if len(text) > 2000:
+        text = text[:1990].rsplit("\n", 1)[0] + "\n…"
+    await interaction.response.send_message(text, ephemeral=True)
+
+
+async def setup(bot: commands.Bot) -> None:
+    """Commands are attached to the shared /paperadmin feed group at import; nothing else to set up."""
+    log.debug("admin feed commands loaded")

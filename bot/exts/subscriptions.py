@@ -1,0 +1,158 @@
+"""/paper subscribe, /paper unsubscribe, /paper digest — and the notice a paused digest leaves.
+
+Thin: validation, scheduling rules and delivery live in ``bot.services.digest``; the jobs in
+``bot.scheduling``; the Discord sender in ``bot.exts._digests``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.exts._digests import (
+    DiscordDigestSender,
+    Frequency,
+    Weekday,
+    describe_subscription,
+    discord_time,
+    timezone_autocomplete,
+)
+from bot.exts._groups import paper as paper_group
+from bot.services.digest import DeliveryOutcome, RecipientUnreachableError
+from bot.services.schedule import format_local
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+
+log = logging.getLogger(__name__)
+
+DMS_CLOSED_HELP = (
+    "I can't send you direct messages. Allow DMs from this server's members (right-click the server → "
+    "Privacy Settings → Direct Messages), then try again."
+)
+
+
+@paper_group.command(name="subscribe", description="Get a paper digest by DM at your own local time")
+@app_commands.describe(
+    topics="Comma-separated, e.g. kv cache, quantization (default: your interests)",
+    time="Local time HH:MM, 24-hour (default 09:00)",
+    timezone="Your IANA timezone, e.g. Europe/Berlin (default UTC); start typing to search",
+    frequency="daily, weekdays (Mon-Fri) or weekly (default daily)",
+    count="Papers per digest, 1-10 (default 5)",
+    weekday="Day of the week for a weekly digest (default Monday)",
+)
+@app_commands.autocomplete(timezone=timezone_autocomplete)
+async def subscribe_command(
+    interaction: discord.Interaction[PaperBot],
+    topics: app_commands.Range[str, 1, 500] | None = None,
+    time: app_commands.Range[str, 1, 20] | None = None,
+    timezone: app_commands.Range[str, 1, 64] | None = None,
+    frequency: Frequency | None = None,
+    count: app_commands.Range[int, 1, 10] | None = None,
+    weekday: Weekday | None = None,
+) -> None:
+    bot = interaction.client
+    service = bot.services.digest
+    had = await service.subscriptions.for_user(interaction.user.id)
+    sub = await service.subscribe(
+        interaction.user.id,
+        topics=topics,
+        time=time,
+        timezone=timezone,
+        frequency=frequency,
+        count=count,
+        weekday=weekday,
+    )
+    bot.digest_jobs.schedule(sub)
+    await service.take_notice(interaction.user.id)  # a "paused" notice is answered by resubscribing
+    upcoming = service.next_delivery(sub)
+    verb = "Resumed" if had is not None and not had.active else ("Updated" if had else "Subscribed")
+    text = f"✅ {verb}: " + describe_subscription(
+        sub,
+        next_at=format_local(upcoming.due_at, sub.timezone),
+        relative=discord_time(upcoming.due_utc.timestamp()),
+    )
+    if sub.timezone == "UTC" and timezone is None and had is None:
+        text += "\nTimes are in UTC: add `timezone:` (e.g. Europe/Berlin) to get it at your local time."
+    text += "\nIt comes by DM. `/paper digest` sends one now; `/paper unsubscribe` stops it."
+    await interaction.response.send_message(text, ephemeral=True)
+
+
+@paper_group.command(name="unsubscribe", description="Stop your paper digest")
+async def unsubscribe_command(interaction: discord.Interaction[PaperBot]) -> None:
+    bot = interaction.client
+    removed = await bot.services.digest.unsubscribe(interaction.user.id)
+    if removed is None:
+        await interaction.response.send_message(
+            "You have no digest subscription. `/paper subscribe` starts one.", ephemeral=True
+        )
+        return
+    bot.digest_jobs.unschedule(removed.id)
+    await bot.services.digest.take_notice(interaction.user.id)
+    await interaction.response.send_message(
+        "✅ Unsubscribed: no more digests. Your interests and ratings are kept "
+        "(`/paper forget-me` deletes them).",
+        ephemeral=True,
+    )
+
+
+@paper_group.command(name="digest", description="Send me my paper digest by DM now")
+async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
+    bot = interaction.client
+    service = bot.services.digest
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    sender = DiscordDigestSender(bot, user_id=interaction.user.id, pacer=bot.digest_jobs.pacer)
+    try:
+        outcome = await service.deliver_now(interaction.user.id, sender)
+    except RecipientUnreachableError:
+        outcome = DeliveryOutcome("unreachable")
+    await interaction.followup.send(await _digest_note(interaction, outcome), ephemeral=True)
+
+
+async def _digest_note(interaction: discord.Interaction[PaperBot], outcome: DeliveryOutcome) -> str:
+    bot = interaction.client
+    service = bot.services.digest
+    if outcome.status == "unreachable":
+        sub = await service.subscriptions.for_user(interaction.user.id)
+        if sub is not None:
+            bot.digest_jobs.unschedule(sub.id)
+        await service.take_notice(interaction.user.id)  # said here, not again at the next command
+        paused = " Your scheduled digest is paused until you run `/paper subscribe` again." if sub else ""
+        return f"⚠️ {DMS_CLOSED_HELP}{paused}"
+    if outcome.status == "empty":
+        return "📭 Sent to your DMs: nothing new above the bar right now (I said so there too)."
+    if outcome.status == "sent":
+        papers = f"{outcome.sent} paper{'s' if outcome.sent != 1 else ''}"
+        return f"📬 Sent {papers} to your DMs. React 👍 👎 🔖 there to tune the next digest."
+    return "Another digest of yours is going out right now; check your DMs in a moment."
+
+
+class DigestNotices(commands.Cog):
+    """Tells a user, after their next command, why their digest or feed was paused and how to fix it."""
+
+    def __init__(self, bot: PaperBot) -> None:
+        self.bot = bot
+
+    @commands.Cog.listener()
+    async def on_app_command_completion(
+        self, interaction: discord.Interaction[PaperBot], command: object
+    ) -> None:
+        notice = await self.bot.services.digest.take_notice(interaction.user.id)
+        if notice is None:
+            return
+        try:
+            if interaction.response.is_done():
+                await interaction.followup.send(f"⚠️ {notice}", ephemeral=True)
+            else:
+                await interaction.response.send_message(f"⚠️ {notice}", ephemeral=True)
+        except discord.HTTPException:
+            log.warning("could not show user %s their pending notice; keeping it", interaction.user.id)
+            await self.bot.services.digest.subscriptions.set_notice(interaction.user.id, notice)
+
+
+async def setup(bot: commands.Bot) -> None:
+    await bot.add_cog(DigestNotices(bot))  # type: ignore[arg-type]
