@@ -1,0 +1,469 @@
+"""Papers: merge-on-ingest (never duplicate), look-ups by id or external id, rows for the search index.
+
+Merge rules (`upsert_many`). A record is the same paper as a stored one when they share an arXiv id
+(any version, old or new style), an OpenReview id, a DOI, or a content key (the normalised abstract,
+or title + abstract when the abstract is too short to identify a paper; see `paper_keys`). Then the
+record fills what the stored paper lacks and never overwrites real data:
+
+- a real title replaces a derived one (`title_derived` goes to 0); a derived title never replaces
+  anything;
+- an empty abstract, empty authors, and missing venue, year, status, links, dates, external id,
+  source and ids are filled; anything already set is kept (first writer wins on conflicts);
+- a record whose keys point at two different stored papers (its arXiv id at one, its abstract at
+  another) merges into the paper matched by the strongest key, in the order arXiv id, OpenReview id,
+  DOI, content key, and leaves the other one as it is. The two are never joined: feedback, saved
+  papers and digests refer to paper ids, and a silent join would move a user's history between
+  papers. The conflicting key stays with the paper that already had it.
+
+A record that changes nothing writes nothing (no `updated_at` churn), so ingesting a file twice is a
+no-op. All look-ups are batched (one `IN (…)` query per key kind and chunk) and all writes go through
+`executemany`, so a batch costs a handful of round trips through aiosqlite's thread, not one per row.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import aiosqlite
+
+from storage.db import Database, utcnow
+from storage.models import Paper, PaperRecord
+from storage.repositories import paper_keys
+
+log = logging.getLogger(__name__)
+
+# Key columns in merge priority order: the first one that matches picks the paper a record joins.
+KEY_KINDS = ("arxiv_id", "openreview_id", "doi", "content_key")
+# Fields a record may fill when the stored paper lacks them.
+_FILLABLE = ("venue", "year", "status", "url", "pdf_url", "code_url", "published", "external_id", "source")
+_CHUNK = 500  # bound parameters per IN (...) query
+
+_PAPER_COLUMNS = (
+    "id, title, title_derived, abstract, authors, venue, year, status, url, pdf_url, code_url, "
+    "arxiv_id, openreview_id, doi, external_id, source, published, added_at"
+)
+# What merging needs of a stored paper: everything but the abstract text (only whether it is empty).
+_MERGE_COLUMNS = (
+    "id, title, title_derived, abstract = '' AS no_abstract, authors, venue, year, status, url, pdf_url, "
+    "code_url, arxiv_id, openreview_id, doi, content_key, external_id, source, published"
+)
+
+
+class UpsertCounts(NamedTuple):
+    """Per record: it made a new paper, changed an existing one, or matched one and changed nothing."""
+
+    added: int
+    merged: int
+    unchanged: int
+
+
+class IndexRow(NamedTuple):
+    """What the search index needs of a paper."""
+
+    id: int
+    title: str
+    abstract: str
+    authors: tuple[str, ...]
+    venue: str | None
+    year: int | None
+
+
+@dataclass(slots=True)
+class _Entity:
+    """A paper during a merge: a stored row (id set) or one this batch will insert (id None)."""
+
+    id: int | None
+    title: str
+    title_derived: bool
+    abstract: str | None  # None for stored rows: the text is not loaded, only whether it is empty
+    has_abstract: bool
+    authors: str  # JSON list, as stored
+    venue: str | None
+    year: int | None
+    status: str | None
+    url: str | None
+    pdf_url: str | None
+    code_url: str | None
+    arxiv_id: str | None
+    openreview_id: str | None
+    doi: str | None
+    content_key: str | None
+    external_id: str | None
+    source: str | None
+    published: str | None
+    dirty: bool = False
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> _Entity:
+        return cls(
+            id=row[0],
+            title=row[1],
+            title_derived=bool(row[2]),
+            abstract=None,
+            has_abstract=not row[3],
+            authors=row[4],
+            venue=row[5],
+            year=row[6],
+            status=row[7],
+            url=row[8],
+            pdf_url=row[9],
+            code_url=row[10],
+            arxiv_id=row[11],
+            openreview_id=row[12],
+            doi=row[13],
+            content_key=row[14],
+            external_id=row[15],
+            source=row[16],
+            published=row[17],
+        )
+
+
+class _Prepared(NamedTuple):
+    record: PaperRecord
+    keys: tuple[tuple[str, str], ...]  # (kind, value) in KEY_KINDS order
+    authors_json: str
+
+
+def record_keys(record: PaperRecord) -> tuple[tuple[str, str], ...]:
+    """The merge keys of a record, strongest first."""
+    title = "" if record.title_derived else record.title
+    values = (
+        paper_keys.arxiv_id(record.arxiv_id) if record.arxiv_id else None,
+        record.openreview_id or None,
+        paper_keys.doi(record.doi) if record.doi else None,
+        paper_keys.content_key(title, record.abstract),
+    )
+    return tuple((kind, value) for kind, value in zip(KEY_KINDS, values, strict=True) if value)
+
+
+def _prepare(record: PaperRecord) -> _Prepared:
+    authors = json.dumps(list(record.authors), ensure_ascii=False) if record.authors else "[]"
+    return _Prepared(record, record_keys(record), authors)
+
+
+def _new_entity(prep: _Prepared) -> _Entity:
+    rec = prep.record
+    keys = dict(prep.keys)
+    return _Entity(
+        id=None,
+        title=rec.title,
+        title_derived=rec.title_derived,
+        abstract=rec.abstract,
+        has_abstract=bool(rec.abstract),
+        authors=prep.authors_json,
+        venue=rec.venue,
+        year=rec.year,
+        status=rec.status,
+        url=rec.url,
+        pdf_url=rec.pdf_url,
+        code_url=rec.code_url,
+        arxiv_id=keys.get("arxiv_id"),
+        openreview_id=keys.get("openreview_id"),
+        doi=keys.get("doi"),
+        content_key=keys.get("content_key"),
+        external_id=rec.external_id,
+        source=rec.source,
+        published=rec.published,
+    )
+
+
+def _fill(entity: _Entity, prep: _Prepared, owners: dict[str, dict[str, _Entity]]) -> bool:
+    """Fill what `entity` lacks from the record; True when anything changed."""
+    rec = prep.record
+    changed = False
+    if rec.title and not rec.title_derived and (entity.title_derived or not entity.title):
+        if entity.title != rec.title or entity.title_derived:
+            entity.title = rec.title
+            entity.title_derived = False
+            changed = True
+    elif rec.title and not entity.title:
+        entity.title, entity.title_derived = rec.title, rec.title_derived
+        changed = True
+    if rec.abstract and not entity.has_abstract:
+        entity.abstract, entity.has_abstract = rec.abstract, True
+        changed = True
+    if prep.authors_json != "[]" and entity.authors == "[]":
+        entity.authors = prep.authors_json
+        changed = True
+    for name in _FILLABLE:
+        value = getattr(rec, name)
+        if value is not None and value != "" and getattr(entity, name) in (None, ""):
+            setattr(entity, name, value)
+            changed = True
+    for kind, value in prep.keys:
+        if getattr(entity, kind) is None and value not in owners[kind]:
+            setattr(entity, kind, value)
+            owners[kind][value] = entity
+            changed = True
+    return changed
+
+
+def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def _paper(row: Sequence[Any]) -> Paper:
+    return Paper(
+        id=row[0],
+        title=row[1],
+        title_derived=bool(row[2]),
+        abstract=row[3],
+        authors=tuple(json.loads(row[4])) if row[4] and row[4] != "[]" else (),
+        venue=row[5],
+        year=row[6],
+        status=row[7],
+        url=row[8],
+        pdf_url=row[9],
+        code_url=row[10],
+        arxiv_id=row[11],
+        openreview_id=row[12],
+        doi=row[13],
+        external_id=row[14],
+        source=row[15],
+        published=row[16],
+        added_at=row[17],
+    )
+
+
+_INSERT = (
+    "INSERT INTO papers (title, title_derived, abstract, authors, venue, year, status, url, pdf_url, "
+    "code_url, arxiv_id, openreview_id, doi, content_key, external_id, source, published, added_at, "
+    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE = (
+    "UPDATE papers SET title = ?, title_derived = ?, abstract = COALESCE(?, abstract), authors = ?, "
+    "venue = ?, year = ?, status = ?, url = ?, pdf_url = ?, code_url = ?, arxiv_id = ?, "
+    "openreview_id = ?, doi = ?, content_key = ?, external_id = ?, source = ?, published = ?, "
+    "updated_at = ? WHERE id = ?"
+)
+
+
+def _row_values(entity: _Entity) -> tuple[Any, ...]:
+    return (
+        entity.title,
+        int(entity.title_derived),
+        entity.abstract,
+        entity.authors,
+        entity.venue,
+        entity.year,
+        entity.status,
+        entity.url,
+        entity.pdf_url,
+        entity.code_url,
+        entity.arxiv_id,
+        entity.openreview_id,
+        entity.doi,
+        entity.content_key,
+        entity.external_id,
+        entity.source,
+        entity.published,
+    )
+
+
+class PaperRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    # ------------------------------------------------------------------ writing
+
+    async def upsert_many(
+        self,
+        records: Iterable[PaperRecord],
+        *,
+        conn: aiosqlite.Connection | None = None,
+        now: str | None = None,
+    ) -> UpsertCounts:
+        """Merge records into the store (rules in the module docstring).
+
+        Pass `conn` (from `db.transaction()`) to merge inside the caller's transaction, so that a
+        whole file is one transaction; without it the records get a transaction of their own.
+        """
+        if conn is None:
+            async with self._db.transaction() as own:
+                return await self._upsert(own, records, now or utcnow())
+        return await self._upsert(conn, records, now or utcnow())
+
+    async def _upsert(
+        self, conn: aiosqlite.Connection, records: Iterable[PaperRecord], now: str
+    ) -> UpsertCounts:
+        prepared = [_prepare(record) for record in records]
+        if not prepared:
+            return UpsertCounts(0, 0, 0)
+        owners: dict[str, dict[str, _Entity]] = {kind: {} for kind in KEY_KINDS}
+        await self._load_matches(conn, prepared, owners)
+
+        added = merged = unchanged = 0
+        new: list[_Entity] = []
+        for prep in prepared:
+            target: _Entity | None = None
+            for kind, value in prep.keys:
+                target = owners[kind].get(value)
+                if target is not None:
+                    break
+            if target is None:
+                entity = _new_entity(prep)
+                for kind, value in prep.keys:
+                    owners[kind][value] = entity
+                new.append(entity)
+                added += 1
+            elif _fill(target, prep, owners):
+                target.dirty = True
+                merged += 1
+            else:
+                unchanged += 1
+
+        if new:
+            await conn.executemany(_INSERT, [(*_row_values(e), now, now) for e in new])
+        updates = {id(e): e for kinds in owners.values() for e in kinds.values() if e.dirty and e.id}
+        if updates:
+            await conn.executemany(_UPDATE, [(*_row_values(e), now, e.id) for e in updates.values()])
+        return UpsertCounts(added, merged, unchanged)
+
+    async def _load_matches(
+        self, conn: aiosqlite.Connection, prepared: list[_Prepared], owners: dict[str, dict[str, _Entity]]
+    ) -> None:
+        """Load every stored paper sharing a key with the batch, indexed by all its keys."""
+        wanted: dict[str, set[str]] = {kind: set() for kind in KEY_KINDS}
+        for prep in prepared:
+            for kind, value in prep.keys:
+                wanted[kind].add(value)
+        loaded: dict[int, _Entity] = {}
+        for kind in KEY_KINDS:
+            values = sorted(wanted[kind])
+            for chunk in _chunks(values):
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT {_MERGE_COLUMNS} FROM papers WHERE {kind} IN ({marks})"
+                async with conn.execute(sql, tuple(chunk)) as cursor:
+                    for row in await cursor.fetchall():
+                        if row[0] not in loaded:
+                            loaded[row[0]] = _Entity.from_row(row)
+        for entity in loaded.values():
+            for kind in KEY_KINDS:
+                value = getattr(entity, kind)
+                if value:
+                    owners[kind][value] = entity
+
+    # ------------------------------------------------------------------ reading
+
+    async def get(self, paper_id: int) -> Paper | None:
+        row = await self._db.fetchone(f"SELECT {_PAPER_COLUMNS} FROM papers WHERE id = ?", (paper_id,))
+        return None if row is None else _paper(row)
+
+    async def get_many(self, paper_ids: Iterable[int]) -> dict[int, Paper]:
+        ids = sorted({int(i) for i in paper_ids})
+        found: dict[int, Paper] = {}
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            rows = await self._db.fetchall(
+                f"SELECT {_PAPER_COLUMNS} FROM papers WHERE id IN ({marks})", tuple(chunk)
+            )
+            for row in rows:
+                found[row[0]] = _paper(row)
+        return found
+
+    async def _first(self, column: str, value: object) -> Paper | None:
+        row = await self._db.fetchone(
+            f"SELECT {_PAPER_COLUMNS} FROM papers WHERE {column} = ? ORDER BY id LIMIT 1", (value,)
+        )
+        return None if row is None else _paper(row)
+
+    async def find_by_external(self, text: str) -> Paper | None:
+        """The paper a user or a file names: "#12"/"12" (paper id), an arXiv id in any version or URL,
+        an OpenReview id or URL, a DOI (bare, "doi:" or doi.org URL), or a source record's own id.
+
+        A bare number is tried as a paper id first, then as an external id (SciFact ids are numbers).
+        """
+        value = text.strip()
+        if not value:
+            return None
+        if value.startswith("#") and value[1:].isdigit():
+            return await self.get(int(value[1:]))
+        if value.isdigit() and len(value) < 19:
+            paper = await self.get(int(value))
+            if paper is not None:
+                return paper
+            return await self._first("external_id", value)
+        arxiv = paper_keys.arxiv_id(value)
+        if arxiv:
+            paper = await self._first("arxiv_id", arxiv)
+            if paper is not None:
+                return paper
+        lowered = value.lower()
+        if lowered.startswith(("10.", "doi:", "https://doi.org/", "http://doi.org/", "http://dx.doi.org/")):
+            found_doi = paper_keys.doi(value)
+            if found_doi:
+                paper = await self._first("doi", found_doi)
+                if paper is not None:
+                    return paper
+        openreview = paper_keys.openreview_id(value)
+        if openreview:
+            paper = await self._first("openreview_id", openreview)
+            if paper is not None:
+                return paper
+        return await self._first("external_id", value)
+
+    async def count(self) -> int:
+        return int(await self._db.fetchval("SELECT COUNT(*) FROM papers"))
+
+    async def latest_added(self, limit: int = 10) -> list[Paper]:
+        rows = await self._db.fetchall(
+            f"SELECT {_PAPER_COLUMNS} FROM papers ORDER BY added_at DESC, id DESC LIMIT ?", (limit,)
+        )
+        return [_paper(row) for row in rows]
+
+    async def changed_since(self, stamp: str) -> list[int]:
+        """Ids of papers added or changed at or after `stamp` (a `utcnow()` string): what an ingest
+        touched, for refreshing the search index without a full rebuild."""
+        rows = await self._db.fetchall("SELECT id FROM papers WHERE updated_at >= ? ORDER BY id", (stamp,))
+        return [row[0] for row in rows]
+
+    async def title_matches(self, text: str, limit: int = 25) -> list[tuple[int, str]]:
+        """(id, title) of papers whose title contains `text` (case-insensitive), titles starting with
+        it first: for autocomplete."""
+        needle = text.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        if not needle:
+            rows = await self._db.fetchall(
+                "SELECT id, title FROM papers ORDER BY added_at DESC, id DESC LIMIT ?", (limit,)
+            )
+        else:
+            rows = await self._db.fetchall(
+                "SELECT id, title FROM papers WHERE title LIKE ? ESCAPE '\\' "
+                "ORDER BY title NOT LIKE ? ESCAPE '\\', length(title), id LIMIT ?",
+                (f"%{needle}%", f"{needle}%", limit),
+            )
+        return [(row[0], row[1]) for row in rows]
+
+    async def iter_index_rows(self, *, ids: Iterable[int] | None = None, page: int = 20000) -> list[IndexRow]:
+        """Every paper (or the given ids) as (id, title, abstract, authors, venue, year), in id order.
+
+        Reads in primary-key pages (`id > last`), each one indexed range scan; 100k papers take
+        about a second.
+        """
+        select = "SELECT id, title, abstract, authors, venue, year FROM papers"
+        out: list[IndexRow] = []
+        if ids is not None:
+            wanted = sorted({int(i) for i in ids})
+            for chunk in _chunks(wanted):
+                marks = ",".join("?" * len(chunk))
+                rows = await self._db.fetchall(f"{select} WHERE id IN ({marks}) ORDER BY id", tuple(chunk))
+                out.extend(map(_index_row, rows))
+            return out
+        last = -1
+        while True:
+            rows = await self._db.fetchall(f"{select} WHERE id > ? ORDER BY id LIMIT ?", (last, page))
+            if not rows:
+                return out
+            out.extend(map(_index_row, rows))
+            last = rows[-1][0]
+
+
+def _index_row(row: Sequence[Any]) -> IndexRow:
+    authors = row[3]
+    return IndexRow(
+        row[0], row[1], row[2], tuple(json.loads(authors)) if authors != "[]" else (), row[4], row[5]
+    )
