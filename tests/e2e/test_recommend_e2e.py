@@ -1,0 +1,169 @@
+"""Journeys 6–9 through the real discord.py client and the local Discord server.
+
+React on a posted paper → /paper interests show reflects it → remove the reaction → undone;
+/paper recommend leaves rated papers out; saved + BibTeX attachment; forget-me after confirming.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from conftest import E2E
+
+
+async def _post_paper(e2e: E2E, user: str, query: str) -> tuple[int, object]:
+    """/paper show for the best match of `query`; returns (paper id, the posted message)."""
+    hits = e2e.services.search.weighted({t: 1.0 for t in e2e.services.search.validate_query(query)}, limit=1)
+    assert hits, f"the shipped corpus has nothing for {query!r}"
+    paper_id = hits[0].paper_id
+    result = await e2e.server.run_command(user, "paper show", paper=str(paper_id))
+    assert result.message is not None
+    await e2e.server.eventually(
+        lambda: len(result.message.reactions) == 3, what="the bot's 👍 👎 🔖 on the paper"
+    )
+    return paper_id, result.message
+
+
+async def _signals(e2e: E2E, user_id: int) -> set[tuple[int, str]]:
+    rows = await e2e.db.fetchall("SELECT paper_id, signal FROM feedback WHERE user_id = ?", (user_id,))
+    return {(int(r[0]), str(r[1])) for r in rows}
+
+
+def _text(result: object) -> str:
+    """Everything a person sees in an answer: content, embed titles, descriptions, fields."""
+    parts: list[str] = []
+    for message in result.messages:  # type: ignore[attr-defined]
+        parts.append(message.content)
+        for embed in message.embeds:
+            parts.extend([embed.get("title", ""), embed.get("description", "")])
+            for field in embed.get("fields", []):
+                parts.extend([field["name"], field["value"]])
+    return "\n".join(parts)
+
+
+async def test_reaction_shapes_the_profile_and_removing_it_undoes_it(e2e: E2E) -> None:
+    """👍 on a posted paper is learned (interests show lists a like and its terms); unreacting undoes it."""
+    server = e2e.server
+    alice = server.alice
+    paper_id, message = await _post_paper(e2e, "alice", "quantization")
+
+    await server.react("alice", message, "👍")
+    await server.eventually(lambda: _signals(e2e, alice.id), what="alice's like stored")
+    assert await _signals(e2e, alice.id) == {(paper_id, "like")}
+    # no noise: the bot said nothing in the channel after the reaction
+    assert not [m for m in server.messages_in("general") if m.id > message.id and m.author is server.bot_user]
+
+    shown = await server.run_command("alice", "paper interests show")
+    assert shown.ephemeral
+    text = _text(shown)
+    assert "👍 1 · 👎 0 · 🔖 0" in text
+    learned = next(f["value"] for f in shown.embeds[0]["fields"] if f["name"].startswith("Learned"))
+    assert re.search(r"`[^`]+` \+\d", learned), learned
+
+    await server.unreact("alice", message, "👍")
+    await server.eventually(lambda: _signals_empty(e2e, alice.id), what="alice's like removed")
+    again = _text(await server.run_command("alice", "paper interests show"))
+    assert "👍 0 · 👎 0 · 🔖 0" in again
+    assert "Nothing yet" in again
+
+
+async def _signals_empty(e2e: E2E, user_id: int) -> bool:
+    return not await _signals(e2e, user_id)
+
+
+async def test_bot_reactions_and_other_emoji_are_ignored(e2e: E2E) -> None:
+    """The bot's own 👍 👎 🔖 and a 🎉 from a person store nothing."""
+    _, message = await _post_paper(e2e, "bob", "reinforcement learning")
+    await e2e.server.react("bob", message, "🎉")
+    await e2e.server.wait_quiet()
+    assert await e2e.db.fetchval("SELECT COUNT(*) FROM feedback") == 0
+
+
+async def test_recommend_uses_topics_and_leaves_rated_papers_out(e2e: E2E) -> None:
+    """With a topic, /paper recommend answers ephemerally with reasons and never repeats a rated paper."""
+    server = e2e.server
+    added = await server.run_command("carol", "paper interests add", topic="language models")
+    assert added.ephemeral
+    assert "Added" in added.content
+
+    first = await server.run_command("carol", "paper recommend", count=3)
+    assert first.ephemeral
+    text = _text(first)
+    assert "matched:" in text
+    ids = [int(i) for i in re.findall(r"pb:like:(\d+)", str(first.message.components))]
+    assert len(ids) == 3
+    # rate the first pick 👎 with its button: it must not come back
+    note = await server.click("carol", first, f"pb:dislike:{ids[0]}")
+    assert note.ephemeral
+    assert note.content.startswith("👎")
+
+    later = await server.run_command("carol", "paper recommend", count=10)
+    later_ids = {int(i) for i in re.findall(r"pb:(?:like|save):(\d+)", str(later.message.components))}
+    assert later_ids
+    assert not later_ids & set(ids)  # rated and already shown papers stay out
+
+
+async def test_recommend_without_a_profile_says_how_to_start(e2e: E2E) -> None:
+    """A newcomer with no topics and nothing popular is told to add a topic."""
+    result = await e2e.server.run_command("bob", "paper recommend")
+    assert result.ephemeral
+    assert "/paper interests add" in result.content
+
+
+async def test_saved_papers_and_bibtex_attachment(e2e: E2E) -> None:
+    """🔖 bookmarks a paper; /paper saved lists it and bibtex:True attaches a valid .bib file."""
+    server = e2e.server
+    paper_id, message = await _post_paper(e2e, "alice", "diffusion")
+    await server.react("alice", message, "🔖")
+    await server.eventually(lambda: _signals(e2e, server.alice.id), what="alice's save stored")
+    paper = await e2e.services.papers.get(paper_id)
+    assert paper is not None
+
+    listing = await server.run_command("alice", "paper saved")
+    assert listing.ephemeral
+    assert "saved papers (1)" in _text(listing)
+
+    exported = await server.run_command("alice", "paper saved", bibtex=True)
+    assert exported.ephemeral
+    [attachment] = [a for m in exported.messages for a in m.attachments]
+    assert attachment.filename.endswith(".bib")
+    bib = attachment.data.decode("utf-8")
+    assert bib.count("@") == 1
+    assert bib.count("{") == bib.count("}")
+    assert re.search(r"@(inproceedings|misc)\{[a-z0-9]+,", bib)
+
+
+async def test_forget_me_deletes_every_row_after_confirmation(e2e: E2E) -> None:
+    """Cancel keeps everything; confirming deletes topics, reactions, history and the user row."""
+    server = e2e.server
+    alice = server.alice
+    await server.run_command("alice", "paper interests add", topic="graph neural networks")
+    _, message = await _post_paper(e2e, "alice", "graph")
+    await server.react("alice", message, "👍")
+    await server.eventually(lambda: _signals(e2e, alice.id), what="alice's like stored")
+    await server.run_command("alice", "paper recommend", count=2)
+
+    asked = await server.run_command("alice", "paper forget-me")
+    assert asked.ephemeral
+    cancelled = await server.click("alice", asked, "Cancel")
+    assert "nothing was deleted" in cancelled.content
+    assert await e2e.db.fetchval("SELECT COUNT(*) FROM users WHERE id = ?", (alice.id,)) == 1
+
+    asked = await server.run_command("alice", "paper forget-me")
+    done = await server.click("alice", asked, "Delete everything")
+    assert "deleted everything" in done.content
+    for table, column in (
+        ("users", "id"),
+        ("user_topics", "user_id"),
+        ("feedback", "user_id"),
+        ("recommendations_shown", "user_id"),
+        ("subscriptions", "user_id"),
+        ("digest_sent", "user_id"),
+        ("searches", "user_id"),
+        ("posted_messages", "recipient_id"),
+    ):
+        assert await e2e.db.fetchval(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (alice.id,)) == 0, (
+            table
+        )
