@@ -81,7 +81,7 @@ class PaperBot(commands.Bot):
 
     async def close(self) -> None:
         if self._digest_jobs is not None:
-            self._digest_jobs.shutdown()
+            await self._digest_jobs.stop()  # digests stop between papers and resume at the next start
         await super().close()
 
     async def sync_commands(self) -> None:

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -36,6 +36,7 @@ from apscheduler.triggers.date import DateTrigger
 
 from bot.services.digest import (
     DeliveryOutcome,
+    DigestInterruptedError,
     DigestSender,
     DigestService,
     SentMessage,
@@ -134,6 +135,9 @@ class DigestScheduler:
         self.scheduler = scheduler or AsyncIOScheduler(timezone=UTC)
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._attempts: dict[int, int] = {}
+        self._active = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._tasks: set[asyncio.Task[object]] = set()
 
     def clock(self) -> datetime:
@@ -154,6 +158,31 @@ class DigestScheduler:
         if recover:
             self.spawn(self.recover(), name="digest-recovery")
         return count
+
+    @contextlib.asynccontextmanager
+    async def _in_flight(self) -> AsyncIterator[None]:
+        self._active += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._active -= 1
+            if self._active == 0:
+                self._idle.set()
+
+    async def stop(self, *, wait_seconds: float = 10.0) -> None:
+        """Graceful shutdown: deliveries stop at the next paper boundary (their runs resume at the next
+        start), wait up to ``wait_seconds`` for them, then stop the scheduler. A message is never cut off
+        mid-send, so a restart leaves nothing "in doubt"."""
+        self.service.request_stop()
+        if self._active:
+            try:
+                await asyncio.wait_for(self._idle.wait(), wait_seconds)
+            except TimeoutError:
+                log.warning(
+                    "%d digest(s) still sending after %.0f s; stopping anyway", self._active, wait_seconds
+                )
+        self.shutdown()
 
     def shutdown(self) -> None:
         if self.scheduler.running:
@@ -244,6 +273,9 @@ class DigestScheduler:
                 self.unschedule(subscription_id)
                 return None
             period = latest_due(subscription_schedule(sub), fired_at)
+            if period.due_utc < datetime.fromisoformat(sub.updated_at):
+                log.info("subscription %s: no period due since it was set up (fired %s)", sub.id, fired_at)
+                return None
             if fired_at.astimezone(UTC) - period.due_utc > self.service.grace:
                 log.warning(
                     "subscription %s fired %s after its period %s: skipped", sub.id, fired_at, period.key
@@ -258,9 +290,12 @@ class DigestScheduler:
 
     async def deliver(self, sub: Subscription, period: Period | None = None) -> DeliveryOutcome | None:
         """One delivery, paced and guarded: errors are logged (and retried), never raised."""
-        async with self._slots:
+        async with self._slots, self._in_flight():
             try:
                 outcome = await self.service.deliver_period(sub.id, self.sender_for(sub), period=period)
+            except DigestInterruptedError as stop:
+                log.info("digest for subscription %s: %s", sub.id, stop)
+                return None
             except Exception:
                 log.exception(
                     "digest for subscription %s (period %s) failed", sub.id, period.key if period else "?"
@@ -278,9 +313,12 @@ class DigestScheduler:
         sub = await self.service.subscriptions.get(run.subscription_id)
         if sub is None:
             return await self.service.resume(run, _NoSender())
-        async with self._slots:
+        async with self._slots, self._in_flight():
             try:
                 outcome = await self.service.resume(run, self.sender_for(sub))
+            except DigestInterruptedError as stop:
+                log.info("digest for subscription %s: %s", sub.id, stop)
+                return None
             except Exception:
                 log.exception("resuming digest run %s (subscription %s) failed", run.id, sub.id)
                 self._schedule_retry(sub.id)

@@ -100,6 +100,11 @@ class ChannelGoneError(RecipientUnreachableError):
     """Discord 10003 (unknown channel), 50001 (missing access) or 50013 (missing permissions)."""
 
 
+class DigestInterruptedError(Exception):
+    """Delivery stopped between two papers because the process is shutting down; the run stays claimed
+    and resumes with the papers not yet sent at the next start."""
+
+
 @dataclass(frozen=True, slots=True)
 class SentMessage:
     message_id: int
@@ -203,7 +208,7 @@ class DigestService:
         *,
         papers: PaperLookup,
         recommender: RecommenderLike,
-        clock: Clock = utc_now,
+        clock: Clock | None = None,
         grace: timedelta = DEFAULT_GRACE,
         min_score: float = 0.0,
         subscriptions: SubscriptionRepository | None = None,
@@ -212,11 +217,20 @@ class DigestService:
         self.db = db
         self.papers = papers
         self.recommender = recommender
-        self.clock = clock
+        self.clock: Clock = clock if clock is not None else utc_now
         self.grace = grace
         self.min_score = min_score
         self.subscriptions = subscriptions or SubscriptionRepository(db)
         self.digests = digests or DigestRepository(db)
+        self._stopping = False
+
+    def request_stop(self) -> None:
+        """The process is shutting down: deliveries stop at the next paper boundary (and resume at start)."""
+        self._stopping = True
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     def now(self) -> datetime:
         return self.clock()
@@ -516,6 +530,7 @@ class DigestService:
         """
         recipient = plan.recipient
         run_id = run.id if run else None
+        self._check_stop(run)
         if not papers and not header_sent:
             await sender.send_nothing_today(plan.nothing_text)
             if run is not None:
@@ -526,6 +541,7 @@ class DigestService:
         sent: list[int] = []
         sub = plan.subscription
         for planned in papers:
+            self._check_stop(run)
             paper_id = planned.paper.id
             if not await self.digests.reserve_item(run_id, paper_id, recipient, at=self._stamp()):
                 log.info("paper %s already went to %s: skipped", paper_id, recipient)
@@ -551,6 +567,11 @@ class DigestService:
         if run is not None:
             await self.digests.finish_run(run.id, "sent", f"{len(sent)} papers", at=self._stamp())
         return DeliveryOutcome("sent", sent=len(sent), paper_ids=tuple(sent))
+
+    def _check_stop(self, run: DigestRun | None) -> None:
+        if self._stopping:
+            where = f"run {run.id}" if run is not None else "an on-demand digest"
+            raise DigestInterruptedError(f"shutting down: {where} stops here and resumes at the next start")
 
     async def _pause_unreachable(self, sub: Subscription, error: RecipientUnreachableError) -> None:
         if sub.is_channel:
@@ -642,6 +663,7 @@ __all__ = [
     "ChannelGoneError",
     "DMsClosedError",
     "DeliveryOutcome",
+    "DigestInterruptedError",
     "DigestItem",
     "DigestPlan",
     "DigestSender",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from apscheduler.triggers.cron import CronTrigger
@@ -25,7 +25,8 @@ def utc(*args: int) -> datetime:
 @pytest.fixture
 async def service(db: Database) -> DigestService:
     await add_papers(db, range(1, 41))
-    return make_service(db, FakeClock(datetime.now(UTC)), {pid: 100.0 - pid for pid in range(1, 41)})
+    # Subscriptions are set up at 06:00 UTC on Monday 30 November 2026 unless a test says otherwise.
+    return make_service(db, FakeClock(utc(2026, 11, 30, 6, 0)), {pid: 100.0 - pid for pid in range(1, 41)})
 
 
 class Senders:
@@ -145,9 +146,10 @@ async def test_ambiguous_time_double_fire_delivers_once(
     service: DigestService, jobs: DigestScheduler
 ) -> None:
     """CronTrigger fires 02:30 twice on the fall-back night; the second fire sends nothing."""
-    sub = await service.subscribe(1, time="02:30", timezone="Europe/Berlin", count=2)
     clock = service.clock
     assert isinstance(clock, FakeClock)
+    clock.set(utc(2026, 10, 20, 12, 0))
+    sub = await service.subscribe(1, time="02:30", timezone="Europe/Berlin", count=2)
     trigger = make_trigger(sub)
     first = trigger.get_next_fire_time(None, utc(2026, 10, 24, 12))
     second = trigger.get_next_fire_time(first, first)
@@ -170,7 +172,7 @@ async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
     clock = service.clock
     assert isinstance(clock, FakeClock)
     await jobs.start(recover=False)
-    due = occurrence(make_schedule(time_local="09:00", timezone="Europe/Berlin"), datetime.now(UTC).date())
+    due = occurrence(make_schedule(time_local="09:00", timezone="Europe/Berlin"), date(2026, 11, 30))
     clock.set(due.due_utc)
     job = jobs.scheduler.get_job(job_id(sub.id))
     assert job is not None
@@ -280,3 +282,54 @@ async def test_request_pacer_limits_the_rate() -> None:
     for _ in range(25):
         await pacer.wait()
     assert time.monotonic() - started >= 20 / 200 * 0.9
+
+
+async def test_a_fire_before_the_subscription_existed_sends_nothing(
+    service: DigestService, jobs: DigestScheduler
+) -> None:
+    """Subscribed at 10:00 for 09:00: a stray fire at 10:05 must not send "today's" digest."""
+    clock = service.clock
+    assert isinstance(clock, FakeClock)
+    clock.set(utc(2026, 11, 30, 10, 0))
+    sub = await service.subscribe(1, time="09:00", timezone="UTC")
+    clock.set(utc(2026, 11, 30, 10, 5))
+    assert await jobs.run_job(sub.id) is None
+    senders = jobs.sender_for
+    assert isinstance(senders, Senders)
+    assert senders.by_sub == {}
+    assert await service.digests.runs(sub.id) == []
+
+
+async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(service: DigestService) -> None:
+    """Shutting down mid-digest stops at a paper boundary (nothing in doubt); the next process resumes."""
+    clock = service.clock
+    assert isinstance(clock, FakeClock)
+    sub = await service.subscribe(1, time="09:00", timezone="UTC", count=4)
+    clock.set(utc(2026, 11, 30, 9, 0))
+    jobs: DigestScheduler
+
+    class StopsAfterTwo(FakeSender):
+        async def send_paper(self, paper, reason):  # type: ignore[no-untyped-def]
+            sent = await super().send_paper(paper, reason)
+            if len(self.papers) == 2:
+                asyncio.get_running_loop().create_task(jobs.stop())
+                await asyncio.sleep(0)  # the stop request lands while this message is finishing
+            return sent
+
+    sender = StopsAfterTwo()
+    jobs = DigestScheduler(service, lambda s: sender, spacing=0)
+    await jobs.start(recover=False)
+    assert await jobs.run_job(sub.id) is None
+    assert sender.paper_ids == [1, 2]
+    run = await service.digests.run_for(sub.id, "2026-11-30")
+    assert run is not None
+    assert run.status == "claimed"
+    assert [i.paper_id for i in await service.digests.items(run.id) if i.in_doubt] == []
+
+    # The next process (a fresh service on the same database) resumes the run with papers 3 and 4.
+    restarted = make_service(service.db, clock, {pid: 100.0 - pid for pid in range(1, 41)})
+    later = FakeSender()
+    report = await DigestScheduler(restarted, lambda s: later, spacing=0).recover()
+    assert [o.status for o in report.resumed] == ["sent"]
+    assert later.headers == []
+    assert later.paper_ids == [3, 4]
