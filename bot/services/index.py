@@ -106,6 +106,19 @@ def _pad_indptr(indptr: IntArray, n_terms: int) -> IntArray:
     return np.concatenate([indptr, np.full(n_terms + 1 - len(indptr), indptr[-1])])
 
 
+class _Vocabulary(dict[str, int]):
+    """term → id; looking up a new term gives it the next id."""
+
+    def __init__(self, terms: list[str]) -> None:
+        super().__init__()
+        self.terms = terms
+
+    def __missing__(self, term: str) -> int:
+        tid = self[term] = len(self.terms)
+        self.terms.append(term)
+        return tid
+
+
 class BM25Index:
     """rank-bm25's BM25 Okapi over documents given as term lists, keyed by integer ids."""
 
@@ -113,8 +126,8 @@ class BM25Index:
         self.k1 = k1
         self.b = b
         self.epsilon = epsilon
-        self._vocab: dict[str, int] = {}
         self._terms: list[str] = []
+        self._vocab = _Vocabulary(self._terms)
         self._df: IntArray = np.zeros(0, dtype=np.int64)
         self._idf: FloatArray = np.zeros(0)
         self.average_idf = 0.0
@@ -267,20 +280,14 @@ class BM25Index:
             counts = [counts[n] for n in keep]
         self._kill([self._slot_of[i] for i in ids if i in self._slot_of])
 
-        vocab = self._vocab
         terms_list = self._terms
+        term_id = self._vocab.__getitem__  # assigns the next id to a new term
         term_ids: list[int] = []
         tfs: list[int] = []
-        n_unique = np.empty(len(counts), dtype=np.int64)
-        for n, doc in enumerate(counts):
-            for term in doc:
-                tid = vocab.get(term)
-                if tid is None:
-                    tid = vocab[term] = len(terms_list)
-                    terms_list.append(term)
-                term_ids.append(tid)
+        n_unique = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
+        for doc in counts:
+            term_ids.extend(map(term_id, doc))
             tfs.extend(doc.values())
-            n_unique[n] = len(doc)
         d_terms = np.array(term_ids, dtype=np.int32)
         tf_all = np.array(tfs, dtype=np.int64)
         if len(tf_all) and tf_all.min() <= 0:

@@ -17,9 +17,8 @@ queries; ``bench/scifact_eval.py`` prints the variants side by side):
 4. Snowball English stemming (PyStemmer), cached word → terms in a dict.
 
 Speed: a text is cut into raw pieces with C-level ``bytes.translate``/``split`` (ASCII) or one
-regex substitution (other text); everything per piece is cached, so the per-word Python work is a
-dict look-up.  :func:`count_terms` goes one step further and looks up each distinct piece of a
-document once.
+regex substitution (other text), and each piece's terms come from a dict cache, so tokenising a
+document runs no Python code per word (``iter_terms`` chains C iterators).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import chain
 from typing import Final
 
@@ -136,6 +135,11 @@ def _piece_term_tuples(text: str) -> Iterable[tuple[str, ...]]:
     return map(_str_terms, _SEPARATORS_RE.sub(" ", normalize(text)).split())
 
 
+def iter_terms(text: str) -> Iterator[str]:
+    """Index terms of ``text`` in order, lazily (C-level iterators all the way down)."""
+    return chain.from_iterable(_piece_term_tuples(text))
+
+
 def tokenize(text: str) -> list[str]:
     """Index terms of ``text`` in order, with repeats (BM25 counts them)."""
     return list(chain.from_iterable(_piece_term_tuples(text)))
@@ -144,27 +148,15 @@ def tokenize(text: str) -> list[str]:
 def count_terms(text: str, *, weight: int = 1, into: dict[str, int] | None = None) -> int:
     """Add ``weight`` × the term frequencies of ``text`` to ``into``; return the tokens added.
 
-    Equivalent to counting ``tokenize(text) * weight`` (same counts, and terms first seen in the
-    same order, which keeps BM25 statistics identical), but each distinct piece is looked up once.
+    Equivalent to counting ``tokenize(text) * weight``: same counts, and new terms are added
+    in first-seen order, which keeps BM25 statistics identical.
     """
-    if text.isascii():
-        pieces: Counter[bytes] | Counter[str] = Counter(text.encode("ascii").translate(_ASCII_TABLE).split())
-        lookup: Callable[[bytes], tuple[str, ...]] | Callable[[str], tuple[str, ...]] = _bytes_terms
-    else:
-        pieces = Counter(_SEPARATORS_RE.sub(" ", normalize(text)).split())
-        lookup = _str_terms
-    counts = {} if into is None else into
-    get = counts.get
-    added = 0
-    for piece, n in pieces.items():
-        terms = lookup(piece)  # type: ignore[arg-type]
-        if not terms:
-            continue
-        n *= weight
-        for term in terms:
-            counts[term] = get(term, 0) + n
-        added += n * len(terms)
-    return added
+    fresh = Counter(chain.from_iterable(_piece_term_tuples(text)))
+    if into is not None:
+        get = into.get
+        for term, n in fresh.items():
+            into[term] = get(term, 0) + n * weight
+    return fresh.total() * weight
 
 
 def word_terms(word: str) -> tuple[str, ...]:

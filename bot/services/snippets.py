@@ -1,0 +1,124 @@
+"""The piece of an abstract to show under a search hit, with the query's words in bold."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from bot.services.tokenize import WORD_RE, word_terms
+
+DEFAULT_WIDTH: Final = 300
+_SPACE_RE: Final = re.compile(r"\s+")
+_MARKDOWN_RE: Final = re.compile(r"([\\*_~`|>\[\]#])")
+_SENTENCE_END_RE: Final = re.compile(r"[.!?]\s+")
+_ELLIPSIS: Final = "…"
+
+
+def escape_markdown(text: str) -> str:
+    """Backslash-escape the characters Discord markdown gives a meaning (* _ ~ ` | > [ ] # \\)."""
+    return _MARKDOWN_RE.sub(r"\\\1", text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Match:
+    start: int
+    end: int
+    term: str
+
+
+def _matches(text: str, terms: frozenset[str]) -> list[_Match]:
+    found: list[_Match] = []
+    for word in WORD_RE.finditer(text):
+        for term in word_terms(word.group()):
+            if term in terms:
+                found.append(_Match(word.start(), word.end(), term))
+                break
+    return found
+
+
+def _best_window(matches: list[_Match], width: int) -> tuple[int, int]:
+    """Indexes [i, j) of the matches inside the densest window of ``width`` characters.
+
+    Densest = most distinct terms, then most matches, then earliest.
+    """
+    best = (0, 1)
+    best_key = (0, 0)
+    j = 0
+    for i, first in enumerate(matches):
+        j = max(j, i + 1)
+        while j < len(matches) and matches[j].end - first.start <= width:
+            j += 1
+        window = matches[i:j]
+        key = (len({m.term for m in window}), len(window))
+        if key > best_key:
+            best, best_key = (i, j), key
+    return best
+
+
+def _word_boundary_before(text: str, pos: int, floor: int) -> int:
+    """The start of the word containing ``pos`` (or ``pos`` itself at a boundary), ≥ floor."""
+    while pos > floor and not text[pos - 1].isspace():
+        pos -= 1
+    return pos
+
+
+def _cut_end(text: str, start: int, width: int, at_least: int) -> int:
+    """End of a cut of about ``width`` characters from ``start`` that keeps [.., at_least)."""
+    end = min(len(text), start + width)
+    if end >= len(text):
+        return len(text)
+    space = text.rfind(" ", at_least, end + 1)
+    return space if space > at_least else max(at_least, end)
+
+
+def snippet(abstract: str, terms: Iterable[str], width: int = DEFAULT_WIDTH) -> str:
+    """About ``width`` characters of ``abstract`` around the most query-dense place.
+
+    ``terms`` are index terms (as :func:`bot.services.tokenize.tokenize` makes them); each word of
+    the abstract whose term is among them is put in **bold**.  Other markdown characters are
+    escaped, whitespace is collapsed to single spaces, and an ellipsis marks each cut.  The
+    visible text is at most ``width`` characters plus the ellipses (the markup adds 4 characters
+    per bold word and 1 per escaped character).
+    """
+    text = _SPACE_RE.sub(" ", abstract).strip()
+    if not text:
+        return ""
+    wanted = frozenset(terms)
+    matches = _matches(text, wanted) if wanted else []
+    if not matches:
+        end = _cut_end(text, 0, width, 0)
+        return escape_markdown(text[:end]) + (_ELLIPSIS if end < len(text) else "")
+    i, j = _best_window(matches, width)
+    first, last = matches[i], matches[j - 1]
+    if last.end - first.start > width:  # a single word longer than the window
+        last = first
+        j = i + 1
+    slack = width - (last.end - first.start)
+    # Start at the sentence holding the first match when it fits, else a little before it.
+    sentence_start = 0
+    for found in _SENTENCE_END_RE.finditer(text, 0, first.start):
+        sentence_start = found.end()
+    start = sentence_start if first.start - sentence_start <= slack else first.start - slack // 4
+    start = _word_boundary_before(text, max(start, 0), 0)
+    if start > first.start:
+        start = first.start
+    end = _cut_end(text, start, width, last.end)
+    pieces: list[str] = [_ELLIPSIS] if start > 0 else []
+    pos = start
+    bold_from = -1  # start of the bold run being built (adjacent matches share one pair of **)
+    for match in matches:
+        if match.start < start or match.end > end:
+            continue
+        if match.start == pos and bold_from >= 0:
+            pieces[-1] = f"**{escape_markdown(text[bold_from : match.end])}**"
+        else:
+            pieces.append(escape_markdown(text[pos : match.start]))
+            pieces.append(f"**{escape_markdown(text[match.start : match.end])}**")
+            bold_from = match.start
+        pos = match.end
+    pieces.append(escape_markdown(text[pos:end]).rstrip())
+    if end < len(text):
+        pieces.append(_ELLIPSIS)
+    return "".join(pieces)
