@@ -1,0 +1,313 @@
+"""Recommender and profile: topics + Rocchio feedback on the real search engine and a real database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.errors import UserFacingError
+from bot.services.feedback import FeedbackService
+from bot.services.privacy import PrivacyService
+from bot.services.profile import RankingParams, build_profile, decay
+from bot.services.recommender import Recommender, jaccard, recency_factor
+from bot.services.search import SearchEngine
+from storage.db import Database
+from storage.models import PaperRecord
+from storage.repositories.feedback import FeedbackRow
+from storage.repositories.messages import PostedMessageRepository
+from storage.repositories.papers import PaperRepository
+
+NOW = datetime(2026, 3, 1, 9, tzinfo=UTC)
+USER = 5
+
+CORPUS = [
+    # quantization / kv cache
+    (
+        "KV cache quantization for long-context inference",
+        "We quantize the key value cache of transformers to 2 bits, cutting memory for long context inference.",
+        2024,
+    ),
+    (
+        "Low-bit weight quantization of large language models",
+        "Post-training quantization of weights to 4 bits keeps accuracy of large language models.",
+        2024,
+    ),
+    (
+        "Activation outliers and quantization",
+        "Outlier channels in activations make quantization of transformers hard; we smooth them.",
+        2023,
+    ),
+    (
+        "Quantized attention kernels",
+        "Fast attention kernels operating on quantized key value cache blocks with low memory traffic.",
+        2024,
+    ),
+    # reinforcement learning
+    (
+        "Offline reinforcement learning with conservative critics",
+        "Conservative value estimates for offline reinforcement learning from fixed datasets of robot trajectories.",
+        2022,
+    ),
+    (
+        "Policy gradients for robot locomotion",
+        "Policy gradient reinforcement learning trains robot locomotion controllers in simulation.",
+        2021,
+    ),
+    (
+        "Model-based reinforcement learning for manipulation",
+        "A learned dynamics model plans robot manipulation with reinforcement learning rewards.",
+        2023,
+    ),
+    # graphs
+    (
+        "Graph neural networks for molecules",
+        "Message passing graph neural networks predict molecular properties from atom graphs.",
+        2022,
+    ),
+    (
+        "Oversmoothing in deep graph networks",
+        "Deep graph neural networks oversmooth node features; we add residual message passing.",
+        2023,
+    ),
+    # a near-copy of the first paper (a re-upload with a different title)
+    (
+        "KV cache quantization for long context inference (extended)",
+        "We quantize the key value cache of transformers to 2 bits, cutting memory for long context inference.",
+        2024,
+    ),
+]
+
+
+@pytest.fixture
+async def setup(db: Database) -> tuple[Recommender, FeedbackService, dict[str, int]]:
+    papers = PaperRepository(db)
+    await papers.upsert_many(
+        PaperRecord(title=t, abstract=a, year=y, venue="TestConf", authors=("Ada Lovelace",))
+        for t, a, y in CORPUS
+    )
+    rows = await db.fetchall("SELECT id, title FROM papers")
+    ids = {str(r[1]): int(r[0]) for r in rows}
+    engine = SearchEngine.build(await papers.iter_index_rows())
+    recommender = Recommender(db, engine, engine.index, clock=lambda: NOW)
+    return recommender, FeedbackService(db, clock=lambda: NOW), ids
+
+
+def _title(ids: dict[str, int], pid: int) -> str:
+    return next(t for t, i in ids.items() if i == pid)
+
+
+async def test_new_user_without_topics_or_feedback_gets_nothing(setup) -> None:  # type: ignore[no-untyped-def]
+    """No topics and no reactions: no guesswork (the command asks for topics instead)."""
+    recommender, _, _ = setup
+    assert await recommender.recommend(USER, count=5) == []
+    result = await recommender.personal(USER, guild_id=1, count=5)
+    assert result.status == "no_profile"
+
+
+async def test_topic_ranks_matching_papers_with_reasons(setup) -> None:  # type: ignore[no-untyped-def]
+    """A topic alone finds its papers, and each reason names the matched words the user typed."""
+    recommender, _, ids = setup
+    await recommender.profiles.add_topic(USER, "KV cache quantization")
+    picks = await recommender.recommend(USER, count=3)
+    assert picks
+    assert all(
+        "quantiz" in _title(ids, p.paper_id).lower() or "cache" in _title(ids, p.paper_id).lower()
+        for p in picks
+    )
+    assert picks[0].reason.startswith("matched: ")
+    assert any(word in picks[0].reason for word in ("KV", "cache", "quantization"))
+
+
+async def test_shown_and_rated_papers_are_never_recommended_again(setup) -> None:  # type: ignore[no-untyped-def]
+    """A second call skips what the first showed; rated papers and caller exclusions stay out too."""
+    recommender, feedback, ids = setup
+    await recommender.profiles.add_topic(USER, "quantization")
+    first = {p.paper_id for p in await recommender.recommend(USER, count=2)}
+    rated = ids["Quantized attention kernels"]
+    await feedback.set(USER, rated, "dislike")
+    excluded = ids["Activation outliers and quantization"]
+    second = {p.paper_id for p in await recommender.recommend(USER, count=10, exclude={excluded})}
+    assert not second & (first | {rated, excluded})
+
+
+async def test_mark_shown_false_leaves_history_alone(setup) -> None:  # type: ignore[no-untyped-def]
+    """A dry run (digest preview) does not use up papers."""
+    recommender, _, _ = setup
+    await recommender.profiles.add_topic(USER, "reinforcement learning")
+    a = await recommender.recommend(USER, count=2, mark_shown=False)
+    b = await recommender.recommend(USER, count=2, mark_shown=False)
+    assert [p.paper_id for p in a] == [p.paper_id for p in b]
+
+
+async def test_likes_pull_recommendations_toward_similar_papers(setup) -> None:  # type: ignore[no-untyped-def]
+    """With only a like (no topics), the picks are papers like the liked one, named in the reason."""
+    recommender, feedback, ids = setup
+    liked = ids["Offline reinforcement learning with conservative critics"]
+    await feedback.set(USER, liked, "like")
+    picks = await recommender.recommend(USER, count=2)
+    titles = [_title(ids, p.paper_id) for p in picks]
+    assert all("reinforcement" in t.lower() or "robot" in t.lower() for t in titles), titles
+    assert "like: Offline reinforcement learning" in picks[0].reason
+
+
+async def test_dislikes_push_papers_down(setup) -> None:  # type: ignore[no-untyped-def]
+    """Disliking two robot-learning papers lowers the third one's score below the graph papers."""
+    recommender, feedback, ids = setup
+    await recommender.profiles.add_topic(USER, "reinforcement learning networks")
+    robot = ids["Model-based reinforcement learning for manipulation"]
+    graphs = {ids["Graph neural networks for molecules"], ids["Oversmoothing in deep graph networks"]}
+    before = {p.paper_id: p.score for p in await recommender.recommend(USER, count=10, mark_shown=False)}
+    assert before[robot] > min(before[g] for g in graphs)
+    for title in (
+        "Policy gradients for robot locomotion",
+        "Offline reinforcement learning with conservative critics",
+    ):
+        await feedback.set(USER, ids[title], "dislike")
+    after = [p for p in await recommender.recommend(USER, count=10, mark_shown=False)]
+    scores = {p.paper_id: p.score for p in after}
+    assert robot not in scores or scores[robot] < min(scores[g] for g in graphs)
+    assert robot not in scores or scores[robot] < before[robot]
+
+
+async def test_near_copies_are_not_listed_together(setup) -> None:  # type: ignore[no-untyped-def]
+    """The re-upload of a paper is not picked next to the original."""
+    recommender, _, ids = setup
+    await recommender.profiles.add_topic(USER, "kv cache quantization long context")
+    picks = {p.paper_id for p in await recommender.recommend(USER, count=5)}
+    pair = {ids[CORPUS[0][0]], ids[CORPUS[-1][0]]}
+    assert len(picks & pair) == 1
+
+
+async def test_channel_feed_uses_only_its_topics(setup) -> None:  # type: ignore[no-untyped-def]
+    """user_id=None ranks by the given topics and records nothing."""
+    recommender, _, ids = setup
+    picks = await recommender.recommend(None, count=2, topics=["graph neural networks"])
+    assert {_title(ids, p.paper_id) for p in picks} <= {
+        "Graph neural networks for molecules",
+        "Oversmoothing in deep graph networks",
+    }
+    assert picks
+
+
+async def test_nothing_above_the_bar_returns_nothing(setup) -> None:  # type: ignore[no-untyped-def]
+    """A topic no paper is about returns no picks and a 'nothing new' status."""
+    recommender, _, _ = setup
+    await recommender.profiles.add_topic(USER, "protein folding cryo-em")
+    assert await recommender.recommend(USER, count=5) == []
+    assert (await recommender.personal(USER, guild_id=None, count=5)).status == "nothing_new"
+
+
+async def test_popular_papers_start_a_newcomer(setup) -> None:  # type: ignore[no-untyped-def]
+    """Someone with no profile gets the server's most liked papers."""
+    recommender, feedback, ids = setup
+    liked = ids["Graph neural networks for molecules"]
+    await feedback.set(100, liked, "like", guild_id=42)
+    await feedback.set(101, liked, "save", guild_id=42)
+    result = await recommender.personal(USER, guild_id=42, count=5)
+    assert result.status == "popular"
+    assert [p.paper_id for p in result.popular] == [liked]
+    assert result.popular[0].votes == 2
+
+
+def test_older_signals_count_less() -> None:
+    """Half-life decay: a 30-day-old signal weighs half of one given now."""
+    assert decay(NOW.isoformat(), NOW, 30) == pytest.approx(1.0)
+    assert decay((NOW - timedelta(days=30)).isoformat(), NOW, 30) == pytest.approx(0.5)
+    assert decay((NOW - timedelta(days=90)).isoformat(), NOW, 30) == pytest.approx(0.125)
+
+
+def test_profile_subtracts_disliked_terms_and_keeps_topic_terms() -> None:
+    """Rocchio: liked terms positive, disliked terms negative; the user's topic terms always kept."""
+    from bot.services.profile import PaperVector
+
+    vectors = {
+        1: PaperVector({"quantiz": 0.8, "cach": 0.6}, {"quantiz": "quantization", "cach": "cache"}),
+        2: PaperVector({"robot": 1.0}, {"robot": "robot"}),
+    }
+    rows = [FeedbackRow(1, "like", NOW.isoformat()), FeedbackRow(2, "dislike", NOW.isoformat())]
+    profile = build_profile(["memory"], rows, vectors, now=NOW, params=RankingParams(query_terms=2))
+    query = profile.query()
+    assert query["robot"] < 0 < query["quantiz"]
+    assert "memori" in query  # the topic term survives the cut to 2 terms
+    assert profile.word("cach") == "cache"
+
+
+def test_recency_prefers_newer_papers_slightly() -> None:
+    """A new paper gets 1.0, a year-old one less, a very old one the floor; unknown is neutral."""
+    params = RankingParams()
+    today = NOW.date()
+    new = recency_factor(today, today, params)
+    year = recency_factor(today - timedelta(days=365), today, params)
+    old = recency_factor(today - timedelta(days=365 * 30), today, params)
+    assert new == pytest.approx(1.0)
+    assert params.recency_floor < year < new
+    assert old == pytest.approx(params.recency_floor, abs=1e-3)
+    assert recency_factor(None, today, params) == pytest.approx(year)
+    assert jaccard(frozenset("ab"), frozenset("bc")) == pytest.approx(1 / 3)
+
+
+async def test_interests_add_remove_pause_reset(setup) -> None:  # type: ignore[no-untyped-def]
+    """Topics are deduplicated case-insensitively; pause toggles; reset forgets likes but keeps saves."""
+    recommender, feedback, ids = setup
+    profiles = recommender.profiles
+    assert await profiles.add_topic(USER, "  Graph   neural networks ") == ("Graph neural networks", True)
+    assert await profiles.add_topic(USER, "graph neural networks") == ("Graph neural networks", False)
+    with pytest.raises(UserFacingError):
+        await profiles.add_topic(USER, "the of and")
+    with pytest.raises(UserFacingError, match="not one of your topics"):
+        await profiles.remove_topic(USER, "robots")
+    assert await profiles.set_paused(USER) is True
+    assert await profiles.set_paused(USER) is False
+    assert await profiles.set_paused(USER, True) is True
+    await profiles.set_paused(USER, False)
+    await feedback.set(USER, ids["Graph neural networks for molecules"], "like")
+    await feedback.set(USER, ids["Oversmoothing in deep graph networks"], "save")
+    summary = await profiles.summary(USER)
+    assert summary.counts.likes == 1
+    assert summary.liked_terms
+    removed = await profiles.reset(USER)
+    assert removed.likes == 1
+    after = await profiles.summary(USER)
+    assert (after.counts.likes, after.counts.saves) == (0, 1)
+    assert await profiles.remove_topic(USER, "GRAPH neural networks") == "Graph neural networks"
+    assert (await profiles.summary(USER)).topics == ()
+
+
+async def test_forget_me_deletes_every_row_about_the_user(db: Database, setup) -> None:  # type: ignore[no-untyped-def]
+    """Topics, feedback, history, subscription (+ runs), digests sent, DM index, searches, user row."""
+    recommender, feedback, ids = setup
+    pid = ids["Graph neural networks for molecules"]
+    await recommender.profiles.add_topic(USER, "graphs")
+    await feedback.set(USER, pid, "save")
+    await recommender.recommend(USER, count=2)
+    await PostedMessageRepository(db).record(555, 9, None, pid, USER, "digest")
+    await PostedMessageRepository(db).record(556, 9, 1, pid, None, "paper")  # a channel post: stays
+    await db.execute(
+        "INSERT INTO subscriptions (kind, user_id, created_at, updated_at) VALUES ('user', ?, 'x', 'x')",
+        (USER,),
+    )
+    await db.execute("INSERT INTO digest_sent (user_id, paper_id, sent_at) VALUES (?, ?, 'x')", (USER, pid))
+    await db.execute(
+        "INSERT INTO subscriptions (kind, channel_id, created_by, created_at, updated_at) "
+        "VALUES ('channel', 77, ?, 'x', 'x')",
+        (USER,),
+    )
+    await feedback.set(USER + 1, pid, "like")  # someone else: untouched
+
+    counts = await PrivacyService(db).forget(USER)
+    assert counts.total >= 7
+    for table, column in (
+        ("users", "id"),
+        ("user_topics", "user_id"),
+        ("feedback", "user_id"),
+        ("recommendations_shown", "user_id"),
+        ("subscriptions", "user_id"),
+        ("digest_sent", "user_id"),
+        ("posted_messages", "recipient_id"),
+        ("subscriptions", "created_by"),
+    ):
+        assert await db.fetchval(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (USER,)) == 0, table
+    assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 1
+    assert await db.fetchval("SELECT COUNT(*) FROM subscriptions WHERE kind = 'channel'") == 1
+    assert await db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (USER + 1,)) == 1
