@@ -63,10 +63,13 @@ async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
     papers = await _papers(db)
     await service.record_message(MESSAGE, 5, GUILD, papers[1], kind="digest")
     change = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True)
-    assert change is not None and change.changed
+    assert change is not None
+    assert change.changed
     assert await _signals(db) == {(papers[1], "like")}
     row = await db.fetchone("SELECT guild_id, created_at FROM feedback WHERE user_id = ?", (USER,))
-    assert row is not None and row[0] == GUILD and row[1].startswith("2026-01-10T12:00")
+    assert row is not None
+    assert row[0] == GUILD
+    assert row[1].startswith("2026-01-10T12:00")
 
 
 async def test_reaction_on_an_unknown_message_or_with_another_emoji_does_nothing(
@@ -89,8 +92,10 @@ async def test_repeated_reaction_events_are_idempotent(db: Database, service: Fe
     await service.record_message(MESSAGE, 5, None, papers[0])
     first = await service.react(user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True)
     second = await service.react(user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True)
-    assert first is not None and first.changed
-    assert second is not None and not second.changed
+    assert first is not None
+    assert first.changed
+    assert second is not None
+    assert not second.changed
     assert await db.fetchval("SELECT COUNT(*) FROM feedback") == 1
 
 
@@ -101,8 +106,11 @@ async def test_removing_the_reaction_takes_the_signal_back(db: Database, service
     await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True)
     removed = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=False)
     again = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=False)
-    assert removed is not None and removed.changed and not removed.added
-    assert again is not None and not again.changed
+    assert removed is not None
+    assert removed.changed
+    assert not removed.added
+    assert again is not None
+    assert not again.changed
     assert await _signals(db) == set()
 
 
@@ -140,7 +148,8 @@ async def test_paused_learning_ignores_likes_and_dislikes_but_keeps_saves(
     await UserRepository(db).set_learning_paused(USER, True)
     liked = await service.set(USER, papers[1], "like")
     saved = await service.set(USER, papers[1], "save")
-    assert liked.paused and not liked.changed
+    assert liked.paused
+    assert not liked.changed
     assert saved.changed
     await service.unset(USER, papers[0], "like")
     assert await _signals(db) == {(papers[1], "save")}
@@ -150,10 +159,12 @@ async def test_button_toggles_and_confirms_with_the_title(db: Database, service:
     """The first press records and says so with the title; the second press takes it back."""
     papers = await _papers(db)
     note = await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=GUILD)
-    assert note.startswith("👍") and "Paper number 0" in note
+    assert note.startswith("👍")
+    assert "Paper number 0" in note
     assert await _signals(db) == {(papers[0], "like")}
     undo = await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=GUILD)
-    assert undo.startswith("Removed your 👍") and "Paper number 0" in undo
+    assert undo.startswith("Removed your 👍")
+    assert "Paper number 0" in undo
     assert await _signals(db) == set()
 
 
@@ -171,7 +182,8 @@ async def test_button_while_paused_says_learning_is_paused(db: Database, service
     papers = await _papers(db)
     await UserRepository(db).set_learning_paused(USER, True)
     note = await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=None)
-    assert "paused" in note and "/paper interests pause" in note
+    assert "paused" in note
+    assert "/paper interests pause" in note
     assert await _signals(db) == set()
 
 
