@@ -11,6 +11,7 @@ The engine is safe to call from several threads: every public method holds one l
 from __future__ import annotations
 
 import bisect
+import gc
 import re
 import threading
 import unicodedata
@@ -26,7 +27,7 @@ import numpy.typing as npt
 from bot.errors import NotFoundError, QueryError
 from bot.services import snippets
 from bot.services.index import BM25Index
-from bot.services.tokenize import WORD_RE, display_terms, iter_terms, normalize, tokenize
+from bot.services.tokenize import WORD_RE, display_terms, iter_terms, normalize, surface_form, tokenize
 
 TITLE_WEIGHT: Final = 2
 MAX_QUERY_CHARS: Final = 300
@@ -57,7 +58,9 @@ class IndexRow:
 class SearchHit:
     paper_id: int
     score: float
-    matched_terms: tuple[str, ...]  # query words found in the paper, as the user wrote them
+    # Query words found in the paper: as the user wrote them (search), else readable forms of
+    # the index terms (similar, weighted).
+    matched_terms: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,7 @@ def document_terms(title: str, abstract: str) -> Counter[str]:
 
 
 def parse_query(query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(index terms, words as typed) of a search query, or QueryError saying what is wrong."""
+    """(distinct index terms, words as typed) of a query, or QueryError saying what is wrong."""
     text = query.strip()
     if not text:
         raise QueryError("The search query is empty: type a few words to look for.")
@@ -215,7 +218,15 @@ class SearchEngine:
         if not latest:
             return
         ids = list(latest)
-        counts = [document_terms(f[1], f[2]) for f in latest.values()]
+        # Millions of short-lived containers: the cyclic GC would rescan the heap many times
+        # over (about 20% of a 100k-paper build) and can find no cycles here.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            counts = [document_terms(f[1], f[2]) for f in latest.values()]
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         with self._lock:
             first_slot = self.index.n_slots
             self.index.add_counts(ids, counts)
@@ -316,10 +327,11 @@ class SearchEngine:
         _check_page(limit, offset)
         terms, words = parse_query(query)
         word_of = dict(zip(terms, words, strict=True))
+        tokens = tokenize(query)  # with repeats: a repeated word counts again, as in rank-bm25
         with self._lock:
             mask = self._filter_mask(author, venue, year)
             filtered = None if mask is None else int(np.count_nonzero(mask & self.index.alive))
-            ranked, total = self.index.rank(terms, limit, offset=offset, allowed=mask, exclude=exclude)
+            ranked, total = self.index.rank(tokens, limit, offset=offset, allowed=mask, exclude=exclude)
             hits = [
                 SearchHit(
                     pid,
@@ -358,8 +370,10 @@ class SearchEngine:
             ranked, total = self.index.rank(
                 query, limit, offset=offset, allowed=mask, exclude={*exclude, paper_id}
             )
-            hits = [SearchHit(pid, score, tuple(self.index.matched_terms(pid, top))) for pid, score in ranked]
-        return SearchResults(hits, total, tuple(top), tuple(top), offset, filtered)
+            hits = [
+                SearchHit(pid, score, _surface(self.index.matched_terms(pid, top))) for pid, score in ranked
+            ]
+        return SearchResults(hits, total, tuple(top), _surface(top), offset, filtered)
 
     def weighted(
         self,
@@ -373,14 +387,15 @@ class SearchEngine:
         """Best papers for a weighted query (term → weight; Σ weight · BM25 of the term).
 
         Only papers holding at least one positively weighted term are returned; their
-        ``matched_terms`` are those terms, strongest weight first.
+        ``matched_terms`` are those terms as readable words, strongest weight first.
         """
         _check_page(limit, offset)
         positive = sorted((t for t, w in query.items() if w > 0), key=lambda t: -query[t])
         with self._lock:
             ranked, _ = self.index.rank(query, limit, offset=offset, allowed=allowed, exclude=exclude)
             return [
-                SearchHit(pid, score, tuple(self.index.matched_terms(pid, positive))) for pid, score in ranked
+                SearchHit(pid, score, _surface(self.index.matched_terms(pid, positive)))
+                for pid, score in ranked
             ]
 
     @staticmethod
@@ -461,6 +476,10 @@ class SearchEngine:
                 break
             put(int(index.slot_ids[slot]))
         return out[:limit]
+
+
+def _surface(terms: Iterable[str]) -> tuple[str, ...]:
+    return tuple(surface_form(t) for t in terms)
 
 
 def _external_key(external_id: str) -> str:

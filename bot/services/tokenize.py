@@ -91,9 +91,25 @@ def _stem(word: str) -> str:
     return stem
 
 
+_surface: dict[str, str] = {}  # term → shortest word seen that gives it ("cach" → "cache")
+
+
 def _word_terms(word: str) -> tuple[str, ...]:
     """Index terms of one normalised word: its stem, or nothing for a stop word."""
-    return (_stem(word),) if _keep(word) else ()
+    if not _keep(word):
+        return ()
+    stem = _stem(word)
+    seen = _surface.get(stem)
+    if (seen is None or len(word) < len(seen) or (len(word) == len(seen) and word < seen)) and len(
+        _surface
+    ) < _CACHE_LIMIT:
+        _surface[stem] = word
+    return (stem,)
+
+
+def surface_form(term: str) -> str:
+    """A readable word for an index term: the shortest word seen so far that stems to it."""
+    return _surface.get(term, term)
 
 
 def _piece_terms(piece: str) -> tuple[str, ...]:

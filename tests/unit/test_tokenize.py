@@ -1,0 +1,113 @@
+"""The tokenizer: what a query word and a paper's word must share to match."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.services.tokenize import (
+    STOP_WORDS,
+    count_terms,
+    display_terms,
+    iter_terms,
+    surface_form,
+    tokenize,
+    word_terms,
+)
+
+
+def test_stop_words_never_become_terms() -> None:
+    # rank-bm25 floors the idf of terms in > half the papers to 0.25 × mean idf, which would
+    # make "the", "of", "we" outweigh content words: they must not reach the index at all.
+    assert tokenize("We found that the model of the world is what we need") == [
+        "found",
+        "model",
+        "world",
+        "need",
+    ]
+    assert tokenize("the of and we it is") == []
+    assert all(not tokenize(word) for word in STOP_WORDS)
+
+
+def test_inflections_meet_at_one_stem() -> None:
+    assert tokenize("quantization quantized quantizing") == ["quantiz"] * 3
+    assert tokenize("Models modelling modeled") == tokenize("model model model")
+    assert tokenize("LLMs") == tokenize("LLM") == ["llm"]  # Snowball keeps "llms"
+    assert tokenize("CNNs GNNs") == ["cnn", "gnn"]
+    assert tokenize("bias focus") == ["bias", "focus"]  # ordinary words ending in s stay
+
+
+def test_unicode_width_ligatures_case_and_apostrophes() -> None:
+    assert tokenize("ＧＰＴ") == tokenize("gpt") == ["gpt"]
+    assert tokenize("ﬁne-tuning") == tokenize("Fine tuning")
+    assert tokenize("STRASSE") == tokenize("Straße")
+    assert tokenize("model’s") == tokenize("model's") == ["model"]
+    assert tokenize("naïve") == ["naïv"]
+
+
+def test_technical_tokens_stay_recognisable() -> None:
+    assert tokenize("KV-cache") == ["kv", "cach"] == tokenize("kv cache")
+    assert tokenize("GPT-4 and 3D") == ["gpt", "4", "3d"]
+    assert tokenize("C++ and CD4+ cells") == ["c++", "cd4+", "cell"]
+    assert tokenize("GPT-3.5 (v1.2), end.Next") == ["gpt", "3.5", "v1.2", "end", "next"]
+    assert tokenize("x y 7") == ["7"]  # single letters go, digits stay
+
+
+def test_no_words_at_all() -> None:
+    assert tokenize("") == []
+    assert tokenize("🙂🚀 ... !!! ___") == []
+
+
+def test_count_terms_matches_tokenize_including_first_seen_order() -> None:
+    text = "Sparse attention: sparse KV cache for attention heads; 'sparse' again. Ωmega α-β"
+    counts: dict[str, int] = {"existing": 1}
+    added = count_terms(text, weight=2, into=counts)
+    tokens = tokenize(text)
+    assert added == 2 * len(tokens)
+    assert counts == {"existing": 1, **{t: 2 * n for t, n in Counter(tokens).items()}}
+    assert list(counts)[1:] == list(dict.fromkeys(tokens))
+    assert list(iter_terms(text)) == tokens
+
+
+@given(st.text(max_size=200))
+def test_ascii_and_unicode_paths_agree(text: str) -> None:
+    # An ASCII text takes a bytes fast path; adding one non-ASCII separator forces the other.
+    assert tokenize(text + " §") == tokenize(text) or not text.isascii()
+    counts: dict[str, int] = {}
+    count_terms(text, into=counts)
+    assert counts == Counter(tokenize(text))
+
+
+def test_display_terms_keep_the_users_spelling() -> None:
+    assert display_terms("KV-Cache quantization for the LLMs") == [
+        ("KV", "kv"),
+        ("Cache", "cach"),
+        ("quantization", "quantiz"),
+        ("LLMs", "llm"),
+    ]
+    assert display_terms("model models") == [("model", "model")]
+    assert display_terms("🙂 the") == []
+
+
+def test_word_terms_and_surface_forms() -> None:
+    assert word_terms("Caching") == ("cach",)
+    assert word_terms("the") == ()
+    tokenize("caches caching cache")
+    assert surface_form("cach") == "cache"
+    assert surface_form("never-seen-term") == "never-seen-term"
+
+
+@pytest.mark.parametrize(
+    ("query", "document"),
+    [
+        ("kv cache", "Compressing the KV-cache of LLMs"),
+        ("LLM inference", "Fast inference for large language models (LLMs)"),
+        ("diffusion model", "Diffusion Models Beat GANs"),
+        ("ＧＰＴ-４", "evaluating GPT-4"),
+    ],
+)
+def test_a_query_finds_its_words_in_the_paper(query: str, document: str) -> None:
+    assert set(tokenize(query)) <= set(tokenize(document))
