@@ -23,7 +23,6 @@ import gc
 import gzip
 import json
 import random
-import statistics
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -93,9 +92,7 @@ class Synthesizer:
             yield IndexRow(
                 paper_id=first_id + n,
                 title=" ".join(rng.choices(self.title_words, k=rng.choice(self.title_lengths))),
-                abstract=" ".join(
-                    rng.choices(self.abstract_words, k=rng.choice(self.abstract_lengths))
-                ),
+                abstract=" ".join(rng.choices(self.abstract_words, k=rng.choice(self.abstract_lengths))),
                 authors=rng.choice(self.authors),
                 venue=venue,
                 year=year,
@@ -146,9 +143,7 @@ def time_calls(fn, args: Sequence, repeat: int = 1) -> list[float]:  # type: ign
     return out
 
 
-def bench_size(
-    size: int, base: list[IndexRow], synth: Synthesizer | None, args: argparse.Namespace
-) -> None:
+def bench_size(size: int, base: list[IndexRow], synth: Synthesizer | None, args: argparse.Namespace) -> None:
     print(f"\n=== {size:,} papers ===", flush=True)
     gc.collect()
     rss0 = rss_bytes()
@@ -252,7 +247,6 @@ def bench_size(
         f"{r50 / percentile(ours_sub, 50):,.0f}x; same top 10: {same}/{len(picked)}; "
         f"max |score difference| over all papers: {worst:.3g}"
     )
-    del reference, corpus
 
 
 def main() -> int:
