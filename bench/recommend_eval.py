@@ -175,7 +175,9 @@ def load_iclr2024(min_subarea: int) -> Corpus | None:
     if not path.exists():
         return None
     seen: dict[str, dict[str, object]] = {}
-    for row in json.loads(gzip.open(path).read()):
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        rows = json.load(handle)
+    for row in rows:
         seen.setdefault(str(row["id"]), row)
     docs = [
         Doc(
@@ -433,8 +435,8 @@ async def evaluate(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--days", type=int, default=10)
-    parser.add_argument("--min-subarea", type=int, default=25)
-    parser.add_argument("--min-keyword", type=int, default=20)
+    parser.add_argument("--min-subarea", type=int, default=20)
+    parser.add_argument("--min-keyword", type=int, default=15)
     parser.add_argument("--only", choices=("iclr24", "iclr1718"), help="one corpus only")
     parser.add_argument("--fast", action="store_true", help="ours and topics only (no SVM)")
     args = parser.parse_args(argv)

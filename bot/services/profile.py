@@ -50,7 +50,7 @@ class RankingParams:
 
     topic_weight: float = 1.0  # α: each topic term
     like_weight: float = 2.0  # β: liked and saved papers
-    dislike_weight: float = 2.0  # γ: disliked papers
+    dislike_weight: float = 0.5  # γ: disliked papers (topic terms are never pushed below zero)
     half_life_days: float = 30.0  # older signals count less
     terms_per_paper: int = 40  # distinctive terms kept per paper
     query_terms: int = 80  # the profile query keeps its strongest terms
@@ -171,6 +171,9 @@ class Profile:
         """The weighted BM25 query: topics plus learned terms, strongest `query_terms` kept."""
         combined: dict[str, float] = dict(self.topic_terms)
         for term, weight in self.learned.items():
+            if term in self.topic_terms:
+                # A dislike never argues against what the user asked for in words.
+                weight = max(weight, 0.0)
             combined[term] = combined.get(term, 0.0) + weight
         ranked = sorted(combined.items(), key=lambda item: (-abs(item[1]), item[0]))
         # Topic terms always stay: they are what the user asked for.
