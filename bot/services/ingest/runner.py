@@ -35,6 +35,15 @@ from storage.db import Database, utcnow
 from storage.models import IngestSummary, PaperRecord
 from storage.repositories.papers import PaperRepository, UpsertCounts
 
+__all__ = [
+    "IngestSummary",
+    "detect_format",
+    "ensure_shipped_corpus",
+    "expand_paths",
+    "ingest_bytes",
+    "ingest_paths",
+]
+
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
@@ -201,9 +210,12 @@ async def _ingest_stream(
     here = _Tally()
     repo = PaperRepository(db)
     now = utcnow()
+    text_stream: io.TextIOWrapper | None = None
+    fmt = "unknown"
     try:
-        stream = _binary_stream(raw)
-        text_stream = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="strict", newline=None)
+        text_stream = io.TextIOWrapper(
+            _binary_stream(raw), encoding="utf-8-sig", errors="strict", newline=None
+        )
         head = text_stream.read(_SNIFF_CHARS)
         text_stream.seek(0)
         fmt = detect_format(name, head)
@@ -229,12 +241,15 @@ async def _ingest_stream(
         where = f"{name}:{error.line}" if error.line else name
         tally.reject(where, error.reason)
         return
-    except UnicodeDecodeError as error:
-        tally.reject(name, f"not UTF-8 text (bad byte at offset {error.start} of a chunk)")
+    except UnicodeDecodeError:
+        tally.reject(name, "not UTF-8 text")
         return
     except (EOFError, gzip.BadGzipFile, zlib.error) as error:
         tally.reject(name, f"damaged gzip data ({error})")
         return
+    finally:
+        if text_stream is not None:
+            text_stream.close()  # also closes the gzip reader; the caller's file closes twice, harmlessly
     tally.absorb(here)
     log.info(
         "ingested %s (%s): %d added, %d merged, %d unchanged, %d rejected",
