@@ -100,6 +100,16 @@ def _indptr(counts: npt.NDArray[np.integer]) -> IntArray:
     return out
 
 
+def _stable_argsort(keys: npt.NDArray[np.int32], n_keys: int) -> IntArray:
+    """Stable argsort of non-negative int32 keys: one or two 16-bit radix passes (linear time)."""
+    low = (keys & 0xFFFF).astype(np.uint16)
+    order = np.argsort(low, kind="stable")  # numpy radix-sorts 16-bit keys
+    if n_keys > 0x10000:
+        high = (keys >> 16).astype(np.uint16)
+        order = order[np.argsort(high[order], kind="stable")]
+    return order.astype(np.int64, copy=False)
+
+
 def _pad_indptr(indptr: IntArray, n_terms: int) -> IntArray:
     if len(indptr) - 1 >= n_terms:
         return indptr
@@ -303,7 +313,7 @@ class BM25Index:
         term_counts = np.bincount(d_terms, minlength=n_terms)
         self._df = np.concatenate([self._df, np.zeros(n_terms - len(self._df), np.int64)])
         self._df += term_counts
-        order = np.argsort(d_terms, kind="stable")
+        order = _stable_argsort(d_terms, n_terms)
         doc_slots = np.repeat(np.arange(slot0, slot0 + n_new, dtype=np.int32), n_unique)
         segment = _Segment(
             slot0=slot0,

@@ -150,21 +150,27 @@ class _TitleSegment:
     slots: npt.NDArray[np.int32]
 
 
-def _title_words(title: str) -> set[str]:
-    return set(WORD_RE.findall(normalize(title)))
+def _title_words(title: str) -> list[str]:
+    return list(dict.fromkeys(WORD_RE.findall(normalize(title))))
 
 
 def _build_title_segment(titles: Sequence[str], start: int, stop: int) -> _TitleSegment:
-    by_word: dict[str, list[int]] = {}
-    for slot in range(start, stop):
-        for word in _title_words(titles[slot]):
-            by_word.setdefault(word, []).append(slot)
-    words = sorted(by_word)
-    counts = np.fromiter((len(by_word[w]) for w in words), dtype=np.int64, count=len(words))
+    word_lists = [_title_words(t) for t in titles[start:stop]]
+    ids: dict[str, int] = {}
+    word_id = ids.setdefault
+    flat = np.fromiter((word_id(w, len(ids)) for w in chain.from_iterable(word_lists)), dtype=np.int64)
+    words = sorted(ids)
+    rank = np.empty(len(words), dtype=np.int64)
+    rank[np.fromiter(map(ids.__getitem__, words), dtype=np.int64, count=len(words))] = np.arange(len(words))
+    keys = rank[flat]
+    slots_of = np.repeat(
+        np.arange(start, stop, dtype=np.int32),
+        np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)),
+    )
+    order = np.argsort(keys, kind="stable")
     indptr = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    slots = np.fromiter((s for w in words for s in by_word[w]), dtype=np.int32, count=int(indptr[-1]))
-    return _TitleSegment(start, stop, words, indptr, slots)
+    np.cumsum(np.bincount(keys, minlength=len(words)), out=indptr[1:])
+    return _TitleSegment(start, stop, words, indptr, slots_of[order])
 
 
 @dataclass(slots=True)

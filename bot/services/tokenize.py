@@ -57,11 +57,9 @@ STOP_WORDS: Final[frozenset[str]] = frozenset(_STOP_WORDS_TEXT.split())
 # A word inside a raw piece: letters/digits joined by single apostrophes, or by dots between
 # digits ("3.5"), with an optional run of trailing "+" ("cd4+", "c++").
 WORD_RE: Final = re.compile(r"[^\W_]+(?:(?:'(?=[^\W_])|\.(?=\d))[^\W_]+)*\+*")
-# Characters that can never be part of a word: everything else separates raw pieces.
-_SEPARATORS_RE: Final = re.compile(r"[^\w'.+]+|_+")
 _KEEP_ASCII: Final = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789'.+")
 _ASCII_TABLE: Final = bytes(c if c in _KEEP_ASCII else (c + 32 if 65 <= c <= 90 else 32) for c in range(256))
-_APOSTROPHES: Final = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})
+_APOSTROPHES: Final = ("’", "‘", "ʼ")
 _CACHE_LIMIT: Final = 1_000_000
 
 _stemmer = Stemmer.Stemmer("english")
@@ -139,16 +137,28 @@ _str_terms: Callable[[str], tuple[str, ...]] = _StrCache().__getitem__
 _bytes_terms: Callable[[bytes], tuple[str, ...]] = _BytesCache().__getitem__
 
 
+def _straight_apostrophes(text: str) -> str:
+    for mark in _APOSTROPHES:  # str.replace is C-fast; str.translate is not on non-ASCII text
+        if mark in text:
+            text = text.replace(mark, "'")
+    return text
+
+
 def normalize(text: str) -> str:
     """NFKC, casefold and one kind of apostrophe: the form in which words are compared."""
-    return unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)
+    return _straight_apostrophes(unicodedata.normalize("NFKC", text).casefold())
 
 
 def _piece_term_tuples(text: str) -> Iterable[tuple[str, ...]]:
-    """The terms of each raw piece of ``text``, piece by piece."""
+    """The terms of each raw piece of ``text``, piece by piece.
+
+    ASCII text is cut at every character that cannot be part of a word; other text only at
+    whitespace (the piece cache then sees "model," and "(llms)" as pieces of their own).  Words
+    never span a separator either way, so both give the words WORD_RE finds in the whole text.
+    """
     if text.isascii():
         return map(_bytes_terms, text.encode("ascii").translate(_ASCII_TABLE).split())
-    return map(_str_terms, _SEPARATORS_RE.sub(" ", normalize(text)).split())
+    return map(_str_terms, normalize(text).split())
 
 
 def iter_terms(text: str) -> Iterator[str]:
@@ -188,7 +198,7 @@ def display_terms(query: str) -> list[tuple[str, str]]:
     """
     seen: set[str] = set()
     pairs: list[tuple[str, str]] = []
-    text = unicodedata.normalize("NFKC", query).translate(_APOSTROPHES)
+    text = _straight_apostrophes(unicodedata.normalize("NFKC", query))
     for match in WORD_RE.finditer(text):
         shown = match.group()
         for term in _word_terms(shown.casefold()):
