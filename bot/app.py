@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 from typing import Any
@@ -11,9 +12,8 @@ import discord
 import yarl
 from discord.ext import commands
 
-from bot.exts import discover_extensions
+from bot.exts import _groups, discover_extensions
 from bot.exts._digests import make_digest_scheduler
-from bot.exts._groups import TOP_LEVEL
 from bot.runtime import Services
 from bot.scheduling import DigestScheduler
 from bot.settings import Settings
@@ -72,9 +72,13 @@ class PaperBot(commands.Bot):
         await super().login(token)
 
     async def setup_hook(self) -> None:
+        # Extensions add their commands to the shared groups when discord.py executes them, and it
+        # executes them afresh for every bot: start from fresh groups so a second bot in the same
+        # process (tests, the sandbox) does not register every command twice.
+        importlib.reload(_groups)
         for extension in discover_extensions():
             await self.load_extension(extension)
-        for group in TOP_LEVEL:
+        for group in _groups.TOP_LEVEL:
             self.tree.add_command(group)
         await self.digest_jobs.start()  # jobs rebuilt from the subscriptions table; catch-up after ready
         await self.sync_commands()
