@@ -25,7 +25,7 @@ OpenReview API v2 notes (`{"content": {"title": {"value": …}}}`) are unwrapped
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from bot.services.ingest.normalise import (
@@ -73,9 +73,20 @@ _LIST_KEYS = ("papers", "records", "data", "items", "results", "notes", "hits", 
 
 def _first(obj: Mapping[str, Any], keys: Iterable[str]) -> Any:
     for key in keys:
-        value = obj.get(key)
-        if value is not None and value != "" and value != []:
-            return value
+        if key in obj:
+            value = obj[key]
+            if value is not None and value != "" and value != []:
+                return value
+    return None
+
+
+def _found(obj: Mapping[str, Any], keys: Iterable[str], extract: Callable[[Any], str | None]) -> str | None:
+    """The first usable value among `keys`, as `extract` reads it."""
+    for key in keys:
+        if key in obj:
+            value = extract(obj[key])
+            if value:
+                return value
     return None
 
 
@@ -129,28 +140,26 @@ def record_from_mapping(raw: object, *, source: str) -> PaperRecord:
         raise RecordError("neither a title nor an abstract")
 
     external_id = _ident(_first(obj, _ID_KEYS))
-    urls = [url for key in _URL_KEYS if (url := clean_url(obj.get(key)))]
-    pdfs = [url for key in _PDF_KEYS if (url := clean_url(obj.get(key)))]
+    urls = [url for key in _URL_KEYS if key in obj and (url := clean_url(obj[key]))]
+    pdfs = [url for key in _PDF_KEYS if key in obj and (url := clean_url(obj[key]))]
     links = urls + pdfs
 
-    found_arxiv = next((a for key in _ARXIV_KEYS if (a := arxiv_id(_ident(obj.get(key))))), None)
+    found_arxiv = _found(obj, _ARXIV_KEYS, lambda value: arxiv_id(_ident(value)))
     found_arxiv = found_arxiv or next(
         (a for link in links if "arxiv.org" in link and (a := arxiv_id(link))), None
     )
     if found_arxiv is None and external_id and ("." in external_id or "/" in external_id):
         found_arxiv = arxiv_id(external_id)
-    found_openreview = next(
-        (o for key in _OPENREVIEW_KEYS if (o := openreview_id(_ident(obj.get(key))))), None
-    )
+    found_openreview = _found(obj, _OPENREVIEW_KEYS, lambda value: openreview_id(_ident(value)))
     found_openreview = found_openreview or next(
         (o for link in links if "openreview.net" in link and (o := openreview_id(link))), None
     )
-    found_doi = next((d for key in _DOI_KEYS if (d := doi(obj.get(key)))), None)
+    found_doi = _found(obj, _DOI_KEYS, doi)
     found_doi = found_doi or next((d for link in links if "doi.org/" in link and (d := doi(link))), None)
 
     venue, venue_year, venue_status = parse_venue(_first(obj, _VENUE_KEYS))
     year = parse_year(_first(obj, ("year", "publication_year")))
-    published = next((d for key in _DATE_KEYS if (d := iso_date(obj.get(key)))), None)
+    published = _found(obj, _DATE_KEYS, iso_date)
     if year is None:
         year = venue_year or (int(published[:4]) if published else None)
     status = clean_text(_first(obj, _STATUS_KEYS)) or venue_status
@@ -161,7 +170,7 @@ def record_from_mapping(raw: object, *, source: str) -> PaperRecord:
     if url is None and found_arxiv:
         url = f"https://arxiv.org/abs/{found_arxiv}"
     pdf_url = pdfs[0] if pdfs else (f"https://arxiv.org/pdf/{found_arxiv}" if found_arxiv else None)
-    code_url = next((u for key in _CODE_KEYS if (u := clean_url(obj.get(key)))), None)
+    code_url = _found(obj, _CODE_KEYS, clean_url)
     if code_url is None and abstract:
         code_url = extract_code_url(abstract)
 

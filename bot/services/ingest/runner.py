@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import io
 import logging
@@ -61,6 +62,7 @@ SUFFIXES = {
     ".atom": "atom",
 }
 _SNIFF_CHARS = 4096
+_YIELD_EVERY = 50  # records parsed between chances for the running merge to proceed
 
 
 @dataclass
@@ -199,6 +201,19 @@ def _looks_like_jsonl(text: str) -> bool:
     return first.rstrip().endswith("}") and rest.lstrip().startswith("{")
 
 
+async def _settle(task: asyncio.Task[UpsertCounts] | None) -> None:
+    """Wait for a merge to finish (without raising its error) before the transaction ends."""
+    if task is None:
+        return
+    try:
+        await asyncio.wait({task})
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not task.cancelled():
+        task.exception()  # retrieved: the error that matters is the one already propagating
+
+
 async def _ingest_stream(
     db: Database,
     name: str,
@@ -221,20 +236,33 @@ async def _ingest_stream(
         fmt = detect_format(name, head)
         seen = 0
         async with db.transaction() as conn:
+            # Batch N is merged (SQLite working in aiosqlite's thread) while batch N+1 is parsed
+            # here; batches still merge one after another, so each sees the ones before it.
+            merging: asyncio.Task[UpsertCounts] | None = None
             batch: list[PaperRecord] = []
-            for item in _items(fmt, text_stream, name):
-                if isinstance(item, Rejected):
-                    here.reject(item.where(name), item.reason)
-                    continue
-                batch.append(item)
-                seen += 1
-                if len(batch) >= BATCH:
+            try:
+                for item in _items(fmt, text_stream, name):
+                    if isinstance(item, Rejected):
+                        here.reject(item.where(name), item.reason)
+                        continue
+                    batch.append(item)
+                    seen += 1
+                    if len(batch) >= BATCH:
+                        if merging is not None:
+                            here.count(await merging)
+                            if report is not None:
+                                report(raw.tell())
+                        merging = asyncio.create_task(repo.upsert_many(batch, conn=conn, now=now))
+                        batch = []
+                    if seen % _YIELD_EVERY == 0 and merging is not None and not merging.done():
+                        await asyncio.sleep(0)  # let the merge take its next step
+                if merging is not None:
+                    here.count(await merging)
+                    merging = None
+                if batch:
                     here.count(await repo.upsert_many(batch, conn=conn, now=now))
-                    batch = []
-                    if report is not None:
-                        report(raw.tell())
-            if batch:
-                here.count(await repo.upsert_many(batch, conn=conn, now=now))
+            finally:
+                await _settle(merging)  # never roll back under a merge that is still running
         if seen == 0 and here.rejected == 0:
             here.problem(f"{name}: no papers found")
     except FileRejected as error:

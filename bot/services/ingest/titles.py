@@ -559,7 +559,6 @@ _PROJECT_HOSTS = re.compile(
 _CODE_WORDS = re.compile(
     r"\b(?:code|project|page|website|available|demo|implementation|repository|released|github)\b", re.I
 )
-_URL_MARKERS = ("http", "www.", "github.", "gitlab.", "huggingface.", "bitbucket.", "codeberg.")
 _URL_TRAILING = ".,;:!?'\"*"
 
 
@@ -578,26 +577,43 @@ def _tidy_url(raw: str) -> str:
     return url
 
 
+def _may_name_a_url(text: str) -> bool:
+    low = text.lower()
+    return (
+        "http" in low
+        or "www." in low
+        or "github." in low
+        or "gitlab." in low
+        or "huggingface." in low
+        or "bitbucket." in low
+        or "codeberg." in low
+    )
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    left = max(text.rfind(". ", 0, start), text.rfind("? ", 0, start), text.rfind("! ", 0, start))
+    right = min((i for i in (text.find(". ", end), text.find("? ", end)) if i >= 0), default=len(text))
+    return text[left + 1 : right]
+
+
 def extract_code_url(abstract: str) -> str | None:
     """The code or project URL an abstract names: a code host first (GitHub, GitLab, Hugging Face, …),
     then a project page (github.io, …), then any URL in a sentence about code or a project page."""
-    lowered = abstract.lower()
-    if not any(marker in lowered for marker in _URL_MARKERS):
-        return None  # most abstracts: one quick scan instead of sentence splitting
-    text = re.sub(r"\\(?:url|href)\{([^{}]*)\}", r"\1", abstract)
-    found: list[tuple[str, str]] = []
-    for sentence in sentences(re.sub(r"\s+", " ", text)):
-        for match in _URL.finditer(sentence):
-            url = _tidy_url(match.group(0))
-            if len(url) > len("https://") + 3:
-                found.append((url, sentence))
-    for url, _ in found:
+    if not _may_name_a_url(abstract):
+        return None  # most abstracts: a few substring scans, no regex
+    text = re.sub(r"\s+", " ", re.sub(r"\\(?:url|href)\{([^{}]*)\}", r"\1", abstract))
+    found: list[tuple[str, int, int]] = []
+    for match in _URL.finditer(text):
+        url = _tidy_url(match.group(0))
+        if len(url) > len("https://") + 3:
+            found.append((url, match.start(), match.end()))
+    for url, _, _ in found:
         if _CODE_HOSTS.match(url):
             return url
-    for url, _ in found:
+    for url, _, _ in found:
         if _PROJECT_HOSTS.match(url):
             return url
-    for url, sentence in found:
-        if _CODE_WORDS.search(sentence):
+    for url, start, end in found:
+        if _CODE_WORDS.search(_sentence_around(text, start, end)):
             return url
     return None
