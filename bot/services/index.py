@@ -33,6 +33,8 @@ import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import methodcaller
 from typing import Final, TypeAlias
 
 import numpy as np
@@ -46,7 +48,8 @@ IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
-_BLOCK: Final = 128  # score-array block size for the top-k threshold
+_values: Final = methodcaller("values")
+_ROWS: Final = 128  # the score array is viewed as _ROWS × (slots / _ROWS) for the top-k cut
 _MAX_SEGMENTS: Final = 6
 
 
@@ -292,14 +295,11 @@ class BM25Index:
 
         terms_list = self._terms
         term_id = self._vocab.__getitem__  # assigns the next id to a new term
-        term_ids: list[int] = []
-        tfs: list[int] = []
         n_unique = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
-        for doc in counts:
-            term_ids.extend(map(term_id, doc))
-            tfs.extend(doc.values())
-        d_terms = np.array(term_ids, dtype=np.int32)
-        tf_all = np.array(tfs, dtype=np.int64)
+        total = int(n_unique.sum())
+        # C-level iterators end to end: no Python code runs per posting.
+        d_terms = np.fromiter(map(term_id, chain.from_iterable(counts)), dtype=np.int32, count=total)
+        tf_all = np.fromiter(chain.from_iterable(map(_values, counts)), dtype=np.int64, count=total)
         if len(tf_all) and tf_all.min() <= 0:
             raise ValueError("term frequencies must be positive")
         d_tf = tf_all.astype(_tf_dtype(int(tf_all.max()) if len(tf_all) else 0))
@@ -565,7 +565,7 @@ class BM25Index:
         plan = self._plan(query)
         if not plan or n == 0:
             return [], 0
-        size = -(-n // _BLOCK) * _BLOCK
+        size = -(-n // _ROWS) * _ROWS
         scores = self._accumulate(plan, size)
         mask = self._allowed_mask(allowed, exclude, n)
         positive = all(coef > 0 for _, coef, _ in plan)
@@ -575,19 +575,24 @@ class BM25Index:
                 scores[self._dead] = 0.0
             if mask is not None:
                 np.multiply(scores[:n], mask, out=scores[:n])
-            total = int(np.count_nonzero(scores))
+            # +0.0 is the only double whose bits are all zero: counting int64 is SIMD-fast.
+            total = int(np.count_nonzero(scores.view(np.int64)))
             need = offset + k
             if total == 0 or need == 0:
                 return [], total
-            if total <= 4 * need:
+            grid = scores.reshape(_ROWS, -1)
+            if total <= 4 * need or need > grid.shape[1]:
                 cand = np.flatnonzero(scores)
             else:
-                block_max = scores.reshape(-1, _BLOCK).max(axis=1)
-                if np.count_nonzero(block_max) >= need:
-                    # The need-th largest block maximum is ≤ the need-th largest score.
-                    cut = len(block_max) - need
-                    threshold = np.partition(block_max, cut)[cut]
-                    cand = np.flatnonzero(scores >= threshold)
+                # Column maxima: the need-th largest is ≤ the need-th largest score, so only
+                # columns reaching it can hold a top-need score (a few columns, not the array).
+                col_max = grid.max(axis=0)
+                cut = len(col_max) - need
+                threshold = np.partition(col_max, cut)[cut]
+                if threshold > 0:
+                    cols = np.flatnonzero(col_max >= threshold)
+                    rows, at = np.nonzero(grid[:, cols] >= threshold)
+                    cand = rows * grid.shape[1] + cols[at]
                 else:
                     cand = np.flatnonzero(scores)
         else:

@@ -230,3 +230,30 @@ def test_empty_index_and_empty_documents() -> None:
     index.add([1, 2], [[], ["a"]])
     assert index.doc_terms(1) == {}
     assert index.top_k(["a"], 5) == [(2, pytest.approx(BM25Okapi([[], ["a"]]).get_scores(["a"])[1]))]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_k_on_thousands_of_documents_equals_sorting_every_score(seed: int) -> None:
+    # Large enough for the column-maximum cut (slots / 128 columns ≥ k) with many ties.
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(300)]
+    corpus = [list(rng.choice(words, size=int(rng.integers(1, 6)))) for _ in range(5000)]
+    ids = rng.permutation(100_000)[:5000].tolist()
+    index = BM25Index()
+    index.add(ids, corpus)
+    reference = BM25Okapi(corpus).get_scores
+    for k, offset in [(1, 0), (10, 0), (10, 25), (39, 0), (200, 0)]:
+        query = list(rng.choice(words, size=int(rng.integers(1, 4))))
+        scores = reference(query)
+        matched = [i for i, doc in enumerate(corpus) if set(doc) & set(query)]
+        expected = sorted(matched, key=lambda i: (-scores[i], ids[i]))[offset : offset + k]
+        ranked, total = index.rank(query, k, offset=offset)
+        assert total == len(matched)
+        assert [doc for doc, _ in ranked] == [ids[i] for i in expected]
+        allowed = rng.random(index.n_slots) < 0.3
+        ranked, total = index.rank(query, k, allowed=allowed)
+        kept = [i for i in matched if allowed[index.slot_of(ids[i])]]
+        assert total == len(kept)
+        assert [doc for doc, _ in ranked] == [
+            ids[i] for i in sorted(kept, key=lambda i: (-scores[i], ids[i]))[:k]
+        ]
