@@ -42,6 +42,11 @@ async def _serve(settings: Settings, services: Services, token: str, stop: async
         done, _ = await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
         if stopper in done:
             log.info("shutting down (signal received)")
+            # Stop reading the gateway first: with a read pending, discord.py's close becomes a 4000
+            # ("resume later") close, and Discord keeps the session, showing the bot online, until it
+            # times out. Without one, the close is a normal 1000.
+            runner.cancel()
+            await asyncio.wait({runner})
         await bot.close()
         stopper.cancel()
         await asyncio.wait({runner})  # never raises: the outcome is read below

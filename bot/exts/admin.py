@@ -1,0 +1,213 @@
+"""/paperadmin ingest and /paperadmin stats (Manage Server)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.errors import UserFacingError
+from bot.exts._groups import paperadmin
+from bot.log import interaction_ids
+from bot.services.admin_stats import AdminStats, gather_admin_stats
+from bot.services.arxiv_fetch import last_fetch
+from bot.services.ingest.runner import IngestSummary, ingest_bytes
+from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT
+from storage.db import utcnow
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+
+log = logging.getLogger(__name__)
+
+ADMIN_COLOUR = discord.Colour(0x64748B)
+PROBLEMS_FILE = "rejected.txt"
+FEEDS_SHOWN = 5
+
+
+def _megabytes(size: int) -> str:
+    """A file size as people read it: "25 MB", "3.2 MB", "12 KB"."""
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
+    return f"{max(1, round(size / 1024))} KB"
+
+
+@paperadmin.command(
+    name="ingest", description="Load papers from an attached file (text list, JSON, JSONL, arXiv Atom)"
+)
+@app_commands.describe(
+    file="A paper list (.txt), JSON or JSONL records, or an arXiv API response; .gz accepted"
+)
+@app_commands.checks.has_permissions(manage_guild=True)
+async def ingest_command(interaction: discord.Interaction[PaperBot], file: discord.Attachment) -> None:
+    services = interaction.client.services
+    limit = services.settings.max_ingest_bytes
+    if file.size > limit:
+        raise UserFacingError(
+            f"{file.filename} is {_megabytes(file.size)}; I accept files up to {_megabytes(limit)} here. "
+            "Split it, or load it with `paperbot ingest` on the server."
+        )
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    try:
+        data = await file.read()
+    except discord.HTTPException as error:
+        raise UserFacingError(f"I could not download {file.filename} from Discord; try again.") from error
+    if len(data) > limit:  # the size Discord announced was wrong
+        raise UserFacingError(f"{file.filename} is larger than {_megabytes(limit)}.")
+
+    started = utcnow()
+    summary = await ingest_bytes(services.db, file.filename, data)
+    indexed = await _refresh_index(interaction.client, since=started)
+    log.info(
+        "ingest %s: added %d, merged %d, unchanged %d, rejected %d; %d papers (re)indexed (%s)",
+        file.filename,
+        summary.added,
+        summary.merged,
+        summary.unchanged,
+        summary.rejected,
+        indexed,
+        interaction_ids(interaction),
+    )
+    text, problems_file = render_ingest_summary(file.filename, summary)
+    if problems_file is None:
+        await interaction.followup.send(text, ephemeral=True)
+    else:
+        await interaction.followup.send(text, ephemeral=True, file=problems_file)
+
+
+async def _refresh_index(bot: PaperBot, *, since: str) -> int:
+    """Put every paper the ingest added or changed into the running search index (no rebuild)."""
+    services = bot.services
+    ids = await services.papers.changed_since(since)
+    if not ids:
+        return 0
+    rows = await services.papers.iter_index_rows(ids=ids)
+    await asyncio.to_thread(services.search.add, rows)
+    return len(rows)
+
+
+def render_ingest_summary(filename: str, summary: IngestSummary) -> tuple[str, discord.File | None]:
+    """The ephemeral answer (within Discord's 2000 characters) and, when the reasons do not all fit,
+    a text file listing every rejected record."""
+    name = discord.utils.escape_markdown(filename)
+    head = (
+        f"**{name}**: added **{summary.added}**, merged **{summary.merged}**, "
+        f"unchanged {summary.unchanged}, rejected **{summary.rejected}**."
+    )
+    if summary.added or summary.merged:
+        head += " New and updated papers are searchable now."
+    elif not summary.rejected:
+        head += " Nothing new: every paper was already there."
+    problems = [str(problem) for problem in summary.problems]
+    if not problems:
+        return head, None
+    lines = [head, "", "Rejected:"]
+    budget = CONTENT_LIMIT - 120  # room for the "and N more" line
+    shown = 0
+    for problem in problems:
+        line = f"• {discord.utils.escape_markdown(problem[:300])}"
+        if sum(len(x) + 1 for x in lines) + len(line) > budget:
+            break
+        lines.append(line)
+        shown += 1
+    if shown == len(problems):
+        return "\n".join(lines), None
+    lines.append(f"…and {len(problems) - shown} more: every reason is in the attached {PROBLEMS_FILE}.")
+    attachment = discord.File(io.BytesIO(("\n".join(problems) + "\n").encode()), filename=PROBLEMS_FILE)
+    return "\n".join(lines), attachment
+
+
+@paperadmin.command(name="stats", description="Papers, users, subscriptions, last arXiv fetch, next digests")
+@app_commands.checks.has_permissions(manage_guild=True)
+async def stats_command(interaction: discord.Interaction[PaperBot]) -> None:
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    services = interaction.client.services
+    stats = await gather_admin_stats(services.db, datetime.now(UTC))
+    last_fetch = await _last_fetch_line(interaction.client)
+    embed = render_stats(
+        stats, last_fetch=last_fetch, guild_id=interaction.guild_id, searchable=len(services.search)
+    )
+    await interaction.followup.send(embed=embed, ephemeral=True)
+
+
+async def _last_fetch_line(bot: PaperBot) -> str:
+    fetched = await last_fetch(bot.services.db)
+    categories = " ".join(bot.services.settings.arxiv_categories)
+    daily = (
+        f"daily fetch of {categories} at {bot.services.settings.arxiv_fetch_time} UTC" if categories else ""
+    )
+    if fetched is None:
+        return f"never ({daily} set up)" if daily else "never (no daily fetch set up)"
+    try:
+        when = _when(datetime.fromisoformat(fetched))
+    except ValueError:
+        when = fetched
+    return f"{when}\n{daily}" if daily else when
+
+
+def _when(moment: datetime) -> str:
+    stamp = int(moment.timestamp())
+    return f"<t:{stamp}:f> (<t:{stamp}:R>)"
+
+
+def render_stats(
+    stats: AdminStats, *, last_fetch: str, guild_id: int | None, searchable: int
+) -> discord.Embed:
+    counts = stats.counts
+    embed = discord.Embed(title="paperbot stats", colour=ADMIN_COLOUR)
+    papers = f"{counts.papers:,} ({searchable:,} searchable)"
+    if counts.derived_titles:
+        papers += f"\n{counts.derived_titles:,} with a derived title"
+    embed.add_field(name="Papers", value=papers)
+    embed.add_field(name="Users", value=f"{counts.users:,}\n{counts.feedback:,} reactions and saves")
+    embed.add_field(
+        name="Subscriptions",
+        value=(
+            f"{counts.subscriptions:,} DM digests\n{counts.channel_feeds:,} channel feeds\n"
+            f"{counts.paused_subscriptions:,} paused"
+        ),
+    )
+    embed.add_field(name="Last arXiv fetch", value=last_fetch[:FIELD_VALUE_LIMIT], inline=False)
+    outlook = stats.digests
+    if outlook.next is None:
+        upcoming = "none scheduled"
+    else:
+        upcoming = f"next {_when(outlook.next.due_utc)}\n{outlook.due_within_day:,} in the next 24 hours"
+    embed.add_field(
+        name="Next digests", value=f"{upcoming}\n{counts.digests_sent:,} sent so far", inline=False
+    )
+    if guild_id is not None:
+        feeds = outlook.feeds_of(guild_id)
+        if feeds:
+            lines = [f"<#{feed.channel_id}> {_when(feed.due_utc)}" for feed in feeds[:FEEDS_SHOWN]]
+            if len(feeds) > FEEDS_SHOWN:
+                lines.append(f"…and {len(feeds) - FEEDS_SHOWN} more (`/paperadmin feed list`)")
+            embed.add_field(
+                name="This server's feeds", value="\n".join(lines)[:FIELD_VALUE_LIMIT], inline=False
+            )
+    return embed
+
+
+class CommandLog(commands.Cog):
+    """Operations: one log line per completed slash command, with its ids (failures are logged by
+    the command tree's error handler)."""
+
+    @commands.Cog.listener()
+    async def on_app_command_completion(
+        self,
+        interaction: discord.Interaction[PaperBot],
+        command: app_commands.Command[commands.Cog, ..., object] | app_commands.ContextMenu,
+    ) -> None:
+        elapsed_ms = (discord.utils.utcnow() - interaction.created_at).total_seconds() * 1000
+        log.info("command done in %.0f ms (%s)", elapsed_ms, interaction_ids(interaction))
+
+
+async def setup(bot: PaperBot) -> None:
+    # The /paperadmin commands above are registered on the shared group (bot.exts._groups).
+    await bot.add_cog(CommandLog())
