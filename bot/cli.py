@@ -206,12 +206,24 @@ async def _digest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _stats(args: argparse.Namespace, settings: Settings) -> int:
+    from datetime import UTC, datetime
+
+    from bot.services.admin_stats import gather_admin_stats
+    from bot.services.arxiv_fetch import last_fetch
     from storage.db import Database
-    from storage.repositories.stats import store_counts
 
     async with await Database.open(settings.db_path) as db:
-        counts = await store_counts(db)
-    print(json.dumps({"database": str(settings.db_path), **dataclasses.asdict(counts)}, indent=2))
+        stats = await gather_admin_stats(db, datetime.now(UTC))
+        fetched = await last_fetch(db)
+    upcoming = stats.digests.next
+    report = {
+        "database": str(settings.db_path),
+        **dataclasses.asdict(stats.counts),
+        "last_arxiv_fetch": fetched,
+        "next_digest": upcoming.due_utc.isoformat() if upcoming else None,
+        "digests_due_24h": stats.digests.due_within_day,
+    }
+    print(json.dumps(report, indent=2))
     return 0
 
 

@@ -11,13 +11,16 @@ import shutil
 import sqlite3
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
+from bot.services.arxiv_fetch import LAST_FETCH_KEY
 from storage.db import Database, utcnow
 from storage.migrate import available_migrations
+from storage.repositories.state import StateRepository
 
 BATCH = 50
 
@@ -97,6 +100,8 @@ def test_stats_on_a_new_database_prints_zero_counts_as_json(
     stats = json.loads(out)
     assert stats["database"] == str(tmp_path / "data" / "paperbot.db")
     assert stats["papers"] == stats["users"] == stats["subscriptions"] == 0
+    assert stats["last_arxiv_fetch"] is None
+    assert stats["next_digest"] is None
 
 
 def test_stats_counts_papers_users_and_subscriptions(
@@ -118,6 +123,7 @@ def test_stats_counts_papers_users_and_subscriptions(
                 "VALUES ('channel', 9, 10, ?, ?)",
                 (now, now),
             )
+            await StateRepository(db).set(LAST_FETCH_KEY, "2026-11-30T06:00:04+00:00")
 
     asyncio.run(fill())
     monkeypatch.setenv("PAPERBOT_DB", str(path))
@@ -129,6 +135,13 @@ def test_stats_counts_papers_users_and_subscriptions(
     assert stats["subscriptions"] == 1
     assert stats["channel_feeds"] == 1
     assert stats["feedback"] == 2 * BATCH
+    # both subscriptions are daily at 09:00 UTC (the defaults): the next one is the next 09:00 UTC
+    due = datetime.fromisoformat(stats["next_digest"])
+    now = datetime.now(UTC)
+    assert (due.hour, due.minute, due.utcoffset()) == (9, 0, timedelta(0))
+    assert now < due <= now + timedelta(days=1)
+    assert stats["digests_due_24h"] == 2
+    assert stats["last_arxiv_fetch"] == "2026-11-30T06:00:04+00:00"
 
 
 # --- backup and restore ------------------------------------------------------------------------------
