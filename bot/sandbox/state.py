@@ -1,0 +1,835 @@
+"""The sandbox's world: application, users, guild, channels, messages and commands.
+
+Everything here is plain data plus the functions that turn it into the JSON payloads Discord sends
+(users, members, channels, guilds, messages). The REST and gateway layers (`server.py`,
+`gateway.py`) mutate it; tests read it through `SandboxServer`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+JSON = dict[str, Any]
+
+DISCORD_EPOCH_MS = 1_420_070_400_000
+# Seeded objects get fixed ids "created" at 2024-01-01T00:00:00Z, so tests and docs can rely on them.
+_SEED_EPOCH_MS = 1_704_067_200_000
+
+
+def seed_id(n: int) -> int:
+    return ((_SEED_EPOCH_MS - DISCORD_EPOCH_MS) << 22) + n
+
+
+def snowflake_time(snowflake: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(((snowflake >> 22) + DISCORD_EPOCH_MS) / 1000, dt.UTC)
+
+
+def iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).isoformat()
+
+
+class Permissions:
+    """The permission bits the sandbox checks or reports."""
+
+    CREATE_INSTANT_INVITE = 1 << 0
+    ADMINISTRATOR = 1 << 3
+    MANAGE_CHANNELS = 1 << 4
+    MANAGE_GUILD = 1 << 5
+    ADD_REACTIONS = 1 << 6
+    VIEW_CHANNEL = 1 << 10
+    SEND_MESSAGES = 1 << 11
+    MANAGE_MESSAGES = 1 << 13
+    EMBED_LINKS = 1 << 14
+    ATTACH_FILES = 1 << 15
+    READ_MESSAGE_HISTORY = 1 << 16
+    MENTION_EVERYONE = 1 << 17
+    USE_EXTERNAL_EMOJIS = 1 << 18
+    CHANGE_NICKNAME = 1 << 26
+    USE_APPLICATION_COMMANDS = 1 << 31
+    CREATE_PUBLIC_THREADS = 1 << 35
+    SEND_MESSAGES_IN_THREADS = 1 << 38
+    ALL = (1 << 51) - 1
+
+    EVERYONE_DEFAULT = (
+        CREATE_INSTANT_INVITE
+        | ADD_REACTIONS
+        | VIEW_CHANNEL
+        | SEND_MESSAGES
+        | EMBED_LINKS
+        | ATTACH_FILES
+        | READ_MESSAGE_HISTORY
+        | MENTION_EVERYONE
+        | USE_EXTERNAL_EMOJIS
+        | CHANGE_NICKNAME
+        | USE_APPLICATION_COMMANDS
+        | CREATE_PUBLIC_THREADS
+        | SEND_MESSAGES_IN_THREADS
+    )
+    BOT_DEFAULT = ADD_REACTIONS | VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS | ATTACH_FILES
+    BOT_DEFAULT |= READ_MESSAGE_HISTORY | USE_EXTERNAL_EMOJIS | SEND_MESSAGES_IN_THREADS
+
+    #: What a DM allows (Discord's fixed set for the bot in a DM).
+    DM = VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS | ATTACH_FILES | READ_MESSAGE_HISTORY | ADD_REACTIONS
+    DM |= USE_EXTERNAL_EMOJIS | USE_APPLICATION_COMMANDS
+
+
+class Intents:
+    GUILDS = 1 << 0
+    GUILD_MEMBERS = 1 << 1
+    GUILD_PRESENCES = 1 << 8
+    GUILD_MESSAGES = 1 << 9
+    GUILD_MESSAGE_REACTIONS = 1 << 10
+    GUILD_MESSAGE_TYPING = 1 << 11
+    DIRECT_MESSAGES = 1 << 12
+    DIRECT_MESSAGE_REACTIONS = 1 << 13
+    DIRECT_MESSAGE_TYPING = 1 << 14
+    MESSAGE_CONTENT = 1 << 15
+    PRIVILEGED = GUILD_MEMBERS | GUILD_PRESENCES | MESSAGE_CONTENT
+
+
+class ChannelType:
+    TEXT = 0
+    DM = 1
+    CATEGORY = 4
+
+
+class SandboxClock:
+    """Real time plus an adjustable offset: `advance()` makes deadlines pass without sleeping.
+
+    The 3-second interaction deadline and the 15-minute token lifetime are measured with
+    `monotonic()`; message timestamps and new snowflakes use `time()`.
+    """
+
+    def __init__(self) -> None:
+        self._offset = 0.0
+
+    def time(self) -> float:
+        return time.time() + self._offset
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self._offset
+
+    def now(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.time(), dt.UTC)
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("the sandbox clock only moves forward")
+        self._offset += seconds
+
+    @property
+    def offset(self) -> float:
+        return self._offset
+
+
+class SnowflakeFactory:
+    """New ids encode the sandbox clock's time and always increase."""
+
+    def __init__(self, clock: SandboxClock) -> None:
+        self._clock = clock
+        self._last = seed_id(10_000)
+
+    def next(self) -> int:
+        candidate = (int(self._clock.time() * 1000) - DISCORD_EPOCH_MS) << 22
+        if candidate <= self._last:
+            candidate = self._last + 1
+        self._last = candidate
+        return candidate
+
+
+@dataclass(eq=False)
+class SandboxUser:
+    id: int
+    username: str
+    global_name: str | None = None
+    bot: bool = False
+    #: False: the user blocked the bot or closed DMs from server members (sending answers 50007).
+    dms_open: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.username
+
+    @property
+    def mention(self) -> str:
+        return f"<@{self.id}>"
+
+    def payload(self) -> JSON:
+        data: JSON = {
+            "id": str(self.id),
+            "username": self.username,
+            "global_name": self.global_name,
+            "discriminator": "0",
+            "avatar": None,
+            "public_flags": 0,
+            "flags": 0,
+            "banner": None,
+            "accent_color": None,
+            "avatar_decoration_data": None,
+        }
+        if self.bot:
+            data["bot"] = True
+        return data
+
+    def __repr__(self) -> str:
+        return f"<SandboxUser {self.username} id={self.id}>"
+
+
+@dataclass(eq=False)
+class SandboxRole:
+    id: int
+    name: str
+    permissions: int
+    position: int = 0
+    managed: bool = False
+    bot_id: int | None = None
+
+    def payload(self) -> JSON:
+        data: JSON = {
+            "id": str(self.id),
+            "name": self.name,
+            "permissions": str(self.permissions),
+            "position": self.position,
+            "color": 0,
+            "colors": {"primary_color": 0, "secondary_color": None, "tertiary_color": None},
+            "hoist": False,
+            "icon": None,
+            "unicode_emoji": None,
+            "managed": self.managed,
+            "mentionable": False,
+            "flags": 0,
+        }
+        if self.bot_id is not None:
+            data["tags"] = {"bot_id": str(self.bot_id)}
+        return data
+
+
+@dataclass(eq=False)
+class SandboxMember:
+    user: SandboxUser
+    role_ids: list[int] = field(default_factory=list)
+    nick: str | None = None
+    joined_at: dt.datetime = field(default_factory=lambda: dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
+
+    def payload(self, *, permissions: int | None = None) -> JSON:
+        data: JSON = {
+            "user": self.user.payload(),
+            "nick": self.nick,
+            "avatar": None,
+            "banner": None,
+            "roles": [str(r) for r in self.role_ids],
+            "joined_at": iso(self.joined_at),
+            "premium_since": None,
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+            "pending": False,
+            "communication_disabled_until": None,
+        }
+        if permissions is not None:
+            data["permissions"] = str(permissions)
+        return data
+
+
+@dataclass
+class Overwrite:
+    id: int
+    type: int  # 0 role, 1 member
+    allow: int = 0
+    deny: int = 0
+
+    def payload(self) -> JSON:
+        return {"id": str(self.id), "type": self.type, "allow": str(self.allow), "deny": str(self.deny)}
+
+
+@dataclass(eq=False)
+class SandboxChannel:
+    id: int
+    type: int
+    name: str | None = None
+    guild_id: int | None = None
+    position: int = 0
+    topic: str | None = None
+    parent_id: int | None = None
+    overwrites: list[Overwrite] = field(default_factory=list)
+    recipient: SandboxUser | None = None  # DMs
+    last_message_id: int | None = None
+    deleted: bool = False
+
+    @property
+    def is_dm(self) -> bool:
+        return self.type == ChannelType.DM
+
+    @property
+    def mention(self) -> str:
+        return f"<#{self.id}>"
+
+    def label(self) -> str:
+        if self.is_dm and self.recipient is not None:
+            return f"DM with {self.recipient.username}"
+        return f"#{self.name}"
+
+    def payload(self, *, me: SandboxUser | None = None, permissions: int | None = None) -> JSON:
+        data: JSON = {
+            "id": str(self.id),
+            "type": self.type,
+            "last_message_id": str(self.last_message_id) if self.last_message_id else None,
+            "flags": 0,
+        }
+        if self.is_dm:
+            data["recipients"] = [self.recipient.payload()] if self.recipient else []
+            if me is not None:
+                data["recipients"] = [u for u in data["recipients"] if u["id"] != str(me.id)]
+            return data
+        data.update(
+            {
+                "guild_id": str(self.guild_id),
+                "name": self.name,
+                "position": self.position,
+                "parent_id": str(self.parent_id) if self.parent_id else None,
+                "permission_overwrites": [o.payload() for o in self.overwrites],
+                "nsfw": False,
+            }
+        )
+        if self.type == ChannelType.TEXT:
+            data.update({"topic": self.topic, "rate_limit_per_user": 0, "last_pin_timestamp": None})
+        if permissions is not None:
+            data["permissions"] = str(permissions)
+        return data
+
+    def __repr__(self) -> str:
+        return f"<SandboxChannel {self.label()} id={self.id}>"
+
+
+@dataclass(eq=False)
+class SandboxGuild:
+    id: int
+    name: str
+    owner_id: int
+    roles: list[SandboxRole] = field(default_factory=list)
+    channels: list[SandboxChannel] = field(default_factory=list)
+    members: dict[int, SandboxMember] = field(default_factory=dict)
+    created: dt.datetime = field(default_factory=lambda: dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
+
+    def role(self, role_id: int) -> SandboxRole | None:
+        return next((r for r in self.roles if r.id == role_id), None)
+
+    @property
+    def everyone(self) -> SandboxRole:
+        role = self.role(self.id)
+        assert role is not None
+        return role
+
+    def text_channels(self) -> list[SandboxChannel]:
+        return [c for c in self.channels if c.type == ChannelType.TEXT and not c.deleted]
+
+    def channel_named(self, name: str) -> SandboxChannel | None:
+        name = name.lstrip("#")
+        return next((c for c in self.channels if c.name == name and not c.deleted), None)
+
+    def base_permissions(self, user_id: int) -> int:
+        if user_id == self.owner_id:
+            return Permissions.ALL
+        member = self.members.get(user_id)
+        if member is None:
+            return 0
+        perms = self.everyone.permissions
+        for role_id in member.role_ids:
+            role = self.role(role_id)
+            if role is not None:
+                perms |= role.permissions
+        if perms & Permissions.ADMINISTRATOR:
+            return Permissions.ALL
+        return perms
+
+    def permissions_in(self, channel: SandboxChannel, user_id: int) -> int:
+        """Discord's algorithm: base permissions, then @everyone, role, then member overwrites."""
+        base = self.base_permissions(user_id)
+        if base == Permissions.ALL:
+            return base
+        member = self.members.get(user_id)
+        perms = base
+        by_id = {o.id: o for o in channel.overwrites}
+        if (everyone := by_id.get(self.id)) is not None:
+            perms = (perms & ~everyone.deny) | everyone.allow
+        if member is not None:
+            allow = deny = 0
+            for role_id in member.role_ids:
+                if (ow := by_id.get(role_id)) is not None and ow.type == 0:
+                    allow |= ow.allow
+                    deny |= ow.deny
+            perms = (perms & ~deny) | allow
+            if (own := by_id.get(user_id)) is not None and own.type == 1:
+                perms = (perms & ~own.deny) | own.allow
+        if not perms & Permissions.VIEW_CHANNEL:
+            return 0
+        return perms
+
+    def create_payload(self, *, me: SandboxUser, members: list[SandboxMember], presences: list[JSON]) -> JSON:
+        """The GUILD_CREATE payload (`member_count` is the full count, as Discord sends it)."""
+        return {
+            **self.payload(),
+            "joined_at": iso(self.created),
+            "large": len(self.members) > 250,
+            "unavailable": False,
+            "member_count": len(self.members),
+            "voice_states": [],
+            "members": [m.payload() for m in members],
+            "channels": [c.payload() for c in self.channels if not c.deleted],
+            "threads": [],
+            "presences": presences,
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+        }
+
+    def payload(self) -> JSON:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "icon": None,
+            "splash": None,
+            "discovery_splash": None,
+            "banner": None,
+            "description": None,
+            "owner_id": str(self.owner_id),
+            "afk_channel_id": None,
+            "afk_timeout": 300,
+            "verification_level": 0,
+            "default_message_notifications": 1,
+            "explicit_content_filter": 0,
+            "roles": [r.payload() for r in self.roles],
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "mfa_level": 0,
+            "system_channel_id": None,
+            "system_channel_flags": 0,
+            "rules_channel_id": None,
+            "public_updates_channel_id": None,
+            "safety_alerts_channel_id": None,
+            "vanity_url_code": None,
+            "premium_tier": 0,
+            "premium_subscription_count": 0,
+            "preferred_locale": "en-US",
+            "nsfw_level": 0,
+            "premium_progress_bar_enabled": False,
+            "max_members": 500000,
+            "max_video_channel_users": 25,
+        }
+
+
+@dataclass(eq=False)
+class SandboxAttachment:
+    id: int
+    filename: str
+    data: bytes
+    content_type: str | None
+    url: str
+    description: str | None = None
+    ephemeral: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def payload(self) -> JSON:
+        data: JSON = {
+            "id": str(self.id),
+            "filename": self.filename,
+            "size": self.size,
+            "url": self.url,
+            "proxy_url": self.url,
+        }
+        if self.content_type:
+            data["content_type"] = self.content_type
+        if self.description:
+            data["description"] = self.description
+        if self.ephemeral:
+            data["ephemeral"] = True
+        return data
+
+
+@dataclass(eq=False)
+class SandboxMessage:
+    """A message as the sandbox stores it; it stays current (edits, reactions, deletion).
+
+    `content`, `embeds`, `components` hold Discord's JSON shapes (dicts), so tests can assert on
+    exactly what went over the wire.
+    """
+
+    id: int
+    channel: SandboxChannel
+    author: SandboxUser
+    content: str = ""
+    embeds: list[JSON] = field(default_factory=list)
+    components: list[JSON] = field(default_factory=list)
+    attachments: list[SandboxAttachment] = field(default_factory=list)
+    flags: int = 0
+    type: int = 0
+    created_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    edited_at: dt.datetime | None = None
+    webhook_id: int | None = None
+    application_id: int | None = None
+    interaction_metadata: JSON | None = None
+    message_reference: JSON | None = None
+    #: emoji key ("👍" or "name:id") -> user ids in reaction order
+    reactions: dict[str, list[int]] = field(default_factory=dict)
+    deleted: bool = False
+    #: earlier versions: (content, embeds, components) before each edit
+    history: list[JSON] = field(default_factory=list)
+    #: the interaction that created it, if any
+    interaction_id: int | None = None
+    #: "channel" (REST), "response", "followup", "user"
+    origin: str = "channel"
+
+    EPHEMERAL = 1 << 6
+    LOADING = 1 << 7
+
+    @property
+    def ephemeral(self) -> bool:
+        return bool(self.flags & self.EPHEMERAL)
+
+    @property
+    def loading(self) -> bool:
+        return bool(self.flags & self.LOADING)
+
+    @property
+    def guild_id(self) -> int | None:
+        return self.channel.guild_id
+
+    @property
+    def embed(self) -> JSON | None:
+        return self.embeds[0] if self.embeds else None
+
+    @property
+    def buttons(self) -> list[JSON]:
+        """Every button in the message, in display order (row by row)."""
+        return [c for c in iter_components(self.components) if c.get("type") == 2]
+
+    @property
+    def selects(self) -> list[JSON]:
+        return [c for c in iter_components(self.components) if c.get("type") in (3, 5, 6, 7, 8)]
+
+    def reaction_users(self, emoji: str) -> list[int]:
+        return list(self.reactions.get(emoji, []))
+
+    @property
+    def text(self) -> str:
+        """Content and every embed's text, joined: handy for `assert "x" in message.text`."""
+        parts = [self.content] if self.content else []
+        for embed in self.embeds:
+            parts.extend(embed_texts(embed))
+        return "\n".join(parts)
+
+    def payload(self, *, me_id: int | None = None, guild_member: JSON | None = None) -> JSON:
+        data: JSON = {
+            "id": str(self.id),
+            "channel_id": str(self.channel.id),
+            "type": self.type,
+            "author": self.author.payload(),
+            "content": self.content,
+            "timestamp": iso(self.created_at),
+            "edited_timestamp": iso(self.edited_at) if self.edited_at else None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [a.payload() for a in self.attachments],
+            "embeds": [dict(e) for e in self.embeds],
+            "components": [dict(c) for c in self.components],
+            "pinned": False,
+            "flags": self.flags,
+        }
+        if self.reactions:
+            data["reactions"] = [
+                {
+                    "emoji": emoji_payload(key),
+                    "count": len(users),
+                    "count_details": {"burst": 0, "normal": len(users)},
+                    "me": me_id in users,
+                    "me_burst": False,
+                    "burst_colors": [],
+                }
+                for key, users in self.reactions.items()
+                if users
+            ]
+        if self.webhook_id is not None:
+            data["webhook_id"] = str(self.webhook_id)
+        if self.application_id is not None:
+            data["application_id"] = str(self.application_id)
+        if self.interaction_metadata is not None:
+            data["interaction_metadata"] = dict(self.interaction_metadata)
+        if self.message_reference is not None:
+            data["message_reference"] = dict(self.message_reference)
+        if guild_member is not None:
+            data["member"] = guild_member
+        return data
+
+    def __repr__(self) -> str:
+        preview = (self.content or (self.embeds[0].get("title", "") if self.embeds else ""))[:40]
+        return (
+            f"<SandboxMessage id={self.id} in {self.channel.label()} by {self.author.username}: {preview!r}>"
+        )
+
+
+def iter_components(components: list[JSON]) -> list[JSON]:
+    """Depth-first list of every component (rows, containers, sections and their children)."""
+    found: list[JSON] = []
+    for component in components:
+        found.append(component)
+        children = list(component.get("components") or [])
+        if isinstance(component.get("accessory"), dict):
+            children.append(component["accessory"])
+        if isinstance(component.get("component"), dict):
+            children.append(component["component"])
+        found.extend(iter_components(children))
+    return found
+
+
+def embed_texts(embed: JSON) -> list[str]:
+    texts: list[str] = []
+    if author := (embed.get("author") or {}).get("name"):
+        texts.append(author)
+    for key in ("title", "description"):
+        if embed.get(key):
+            texts.append(str(embed[key]))
+    for f in embed.get("fields") or []:
+        texts.append(f"{f.get('name', '')}: {f.get('value', '')}")
+    if footer := (embed.get("footer") or {}).get("text"):
+        texts.append(footer)
+    return texts
+
+
+def emoji_key(emoji: str) -> str:
+    """Normalise an emoji as Discord's URL form takes it: "👍", or "name:id" for custom ones."""
+    emoji = emoji.strip()
+    if emoji.startswith("<") and emoji.endswith(">"):
+        parts = emoji.strip("<>").split(":")
+        return f"{parts[-2]}:{parts[-1]}"
+    return emoji
+
+
+def emoji_payload(key: str) -> JSON:
+    if ":" in key:
+        name, _, emoji_id = key.partition(":")
+        return {"id": emoji_id, "name": name, "animated": False}
+    return {"id": None, "name": key}
+
+
+@dataclass
+class Application:
+    id: int
+    name: str
+    owner: SandboxUser
+    bot: SandboxUser
+    description: str = "A local stand-in for a Discord application"
+
+    def payload(self) -> JSON:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "icon": None,
+            "description": self.description,
+            "summary": "",
+            "type": None,
+            "bot_public": True,
+            "bot_require_code_grant": False,
+            "verify_key": "0" * 64,
+            "owner": self.owner.payload(),
+            "team": None,
+            "flags": (1 << 19) | (1 << 23),  # GATEWAY_MESSAGE_CONTENT_LIMITED, APPLICATION_COMMAND_BADGE
+            "bot": self.bot.payload(),
+            "interactions_endpoint_url": None,
+            "redirect_uris": [],
+            "tags": [],
+            "approximate_guild_count": 1,
+            "integration_types_config": {"0": {}},
+            "install_params": None,
+            "role_connections_verification_url": None,
+            "terms_of_service_url": None,
+            "privacy_policy_url": None,
+            "custom_install_url": None,
+            "rpc_origins": [],
+            "guild_id": None,
+            "primary_sku_id": None,
+            "slug": None,
+            "cover_image": None,
+        }
+
+
+class World:
+    """The seeded world: one application with its bot user, one guild, some channels and people.
+
+    Fixed ids (see `seed_id`). People:
+
+    - ``alice``: has the "Moderators" role with Manage Server (can use `/paperadmin`).
+    - ``bob`` and ``carol``: plain members.
+    - ``owner``: owns the guild and the application (not used by tests, but Discord needs one).
+    """
+
+    TOKEN = "sandbox-bot-token.paperbot.local-only"  # noqa: S105 - a fixed, local-only token
+
+    def __init__(self, clock: SandboxClock) -> None:
+        self.clock = clock
+        self.snowflakes = SnowflakeFactory(clock)
+        ids = itertools.count(1)
+
+        self.owner = SandboxUser(seed_id(next(ids)), "owner", "Guild Owner")
+        self.bot_user = SandboxUser(seed_id(next(ids)), "paperbot", "paperbot", bot=True)
+        self.application = Application(
+            id=self.bot_user.id, name="paperbot", owner=self.owner, bot=self.bot_user
+        )
+        self.users: dict[int, SandboxUser] = {u.id: u for u in (self.owner, self.bot_user)}
+
+        guild_id = seed_id(next(ids))
+        self.guild = SandboxGuild(id=guild_id, name="Paper Lab", owner_id=self.owner.id)
+        everyone = SandboxRole(guild_id, "@everyone", Permissions.EVERYONE_DEFAULT)
+        moderators = SandboxRole(
+            seed_id(next(ids)), "Moderators", Permissions.MANAGE_GUILD | Permissions.MANAGE_MESSAGES, 2
+        )
+        bot_role = SandboxRole(
+            seed_id(next(ids)), "paperbot", Permissions.BOT_DEFAULT, 1, managed=True, bot_id=self.bot_user.id
+        )
+        self.guild.roles = [everyone, bot_role, moderators]
+        self.moderators_role = moderators
+        self.bot_role = bot_role
+        self.guilds: dict[int, SandboxGuild] = {guild_id: self.guild}
+
+        self.channels: dict[int, SandboxChannel] = {}
+        for position, (name, topic) in enumerate(
+            [
+                ("general", "Anything"),
+                ("papers", "Paper search and discussion"),
+                ("daily-llm-papers", "A daily feed of LLM papers"),
+            ]
+        ):
+            channel = SandboxChannel(
+                seed_id(next(ids)), ChannelType.TEXT, name, guild_id, position=position, topic=topic
+            )
+            self.guild.channels.append(channel)
+            self.channels[channel.id] = channel
+
+        self.add_member(self.owner)
+        self.add_member(self.bot_user, roles=[bot_role.id])
+        self.alice = self.add_user("alice", "Alice", roles=[moderators.id], user_id=seed_id(next(ids)))
+        self.bob = self.add_user("bob", "Bob", user_id=seed_id(next(ids)))
+        self.carol = self.add_user("carol", "Carol", user_id=seed_id(next(ids)))
+
+        self.messages: dict[int, SandboxMessage] = {}
+        self.dm_channels: dict[int, SandboxChannel] = {}  # user id -> DM channel with the bot
+        self.attachments: dict[int, SandboxAttachment] = {}
+        #: guild id (None = global) -> command name/type key -> command JSON as Discord returns it
+        self.commands: dict[int | None, dict[tuple[str, int], JSON]] = {None: {}}
+        self.presences: dict[int, str] = {}
+
+    # -- people ---------------------------------------------------------------------------------
+
+    def add_user(
+        self,
+        username: str,
+        global_name: str | None = None,
+        *,
+        roles: list[int] | None = None,
+        in_guild: bool = True,
+        user_id: int | None = None,
+        dms_open: bool = True,
+    ) -> SandboxUser:
+        if self.user_named(username) is not None:
+            raise ValueError(f"a sandbox user named {username!r} already exists")
+        user = SandboxUser(
+            user_id or self.snowflakes.next(), username, global_name or username.title(), dms_open=dms_open
+        )
+        self.users[user.id] = user
+        if in_guild:
+            self.add_member(user, roles=roles)
+        return user
+
+    def add_member(self, user: SandboxUser, *, roles: list[int] | None = None) -> SandboxMember:
+        self.users[user.id] = user
+        member = SandboxMember(user, list(roles or []))
+        self.guild.members[user.id] = member
+        return member
+
+    def user_named(self, name: str) -> SandboxUser | None:
+        name = name.lstrip("@").lower()
+        return next((u for u in self.users.values() if u.username.lower() == name), None)
+
+    def humans(self) -> list[SandboxUser]:
+        return [u for u in self.users.values() if not u.bot]
+
+    # -- channels ---------------------------------------------------------------------------------
+
+    def add_channel(self, name: str, *, topic: str | None = None) -> SandboxChannel:
+        if self.guild.channel_named(name) is not None:
+            raise ValueError(f"a channel named #{name} already exists")
+        channel = SandboxChannel(
+            self.snowflakes.next(),
+            ChannelType.TEXT,
+            name,
+            self.guild.id,
+            position=len(self.guild.channels),
+            topic=topic,
+        )
+        self.guild.channels.append(channel)
+        self.channels[channel.id] = channel
+        return channel
+
+    def dm_channel(self, user: SandboxUser) -> SandboxChannel:
+        """The DM channel between the bot and `user` (created on first use, as Discord does)."""
+        channel = self.dm_channels.get(user.id)
+        if channel is None:
+            channel = SandboxChannel(self.snowflakes.next(), ChannelType.DM, recipient=user)
+            self.dm_channels[user.id] = channel
+            self.channels[channel.id] = channel
+        return channel
+
+    def channel(self, channel_id: int) -> SandboxChannel | None:
+        channel = self.channels.get(channel_id)
+        return None if channel is None or channel.deleted else channel
+
+    def bot_permissions(self, channel: SandboxChannel) -> int:
+        if channel.is_dm:
+            return Permissions.DM
+        return self.guilds[channel.guild_id or 0].permissions_in(channel, self.bot_user.id)
+
+    def user_permissions(self, channel: SandboxChannel, user: SandboxUser) -> int:
+        if channel.is_dm:
+            return Permissions.DM
+        return self.guilds[channel.guild_id or 0].permissions_in(channel, user.id)
+
+    def member_payload(
+        self, guild: SandboxGuild, user: SandboxUser, *, channel: SandboxChannel | None = None
+    ) -> JSON:
+        member = guild.members[user.id]
+        permissions = guild.permissions_in(channel, user.id) if channel is not None else None
+        return member.payload(permissions=permissions)
+
+    # -- messages ---------------------------------------------------------------------------------
+
+    def new_message(self, channel: SandboxChannel, author: SandboxUser, **fields: Any) -> SandboxMessage:
+        message_id = self.snowflakes.next()
+        message = SandboxMessage(
+            id=message_id, channel=channel, author=author, created_at=self.clock.now(), **fields
+        )
+        self.messages[message_id] = message
+        if not message.ephemeral:
+            channel.last_message_id = message_id
+        return message
+
+    def message(self, message_id: int) -> SandboxMessage | None:
+        message = self.messages.get(message_id)
+        return None if message is None or message.deleted else message
+
+    def messages_in(
+        self, channel: SandboxChannel, *, include_ephemeral: bool = False
+    ) -> list[SandboxMessage]:
+        return [
+            m
+            for m in self.messages.values()
+            if m.channel is channel and not m.deleted and (include_ephemeral or not m.ephemeral)
+        ]
