@@ -25,6 +25,7 @@ import json
 import random
 import sys
 import time
+import tracemalloc
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -72,30 +73,59 @@ def load_rows(path: Path) -> list[IndexRow]:
 
 
 class Synthesizer:
-    """Synthetic papers: words, lengths, authors, venues and years drawn from real ones."""
+    """Synthetic papers drawn from real ones, keeping their burstiness.
+
+    Each synthetic paper takes a real paper as its topic: 3/4 of its words are drawn from that
+    paper's words, 1/4 from the whole corpus; its length, authors, venue and year are drawn
+    from real papers.  (Words drawn independently from the corpus would give every paper
+    twice the distinct terms of a real one, and an unrealistically uniform index.)
+    """
+
+    TOPIC_SHARE = 0.75
 
     def __init__(self, rows: Sequence[IndexRow], seed: int = 7) -> None:
-        self.rng = random.Random(seed)
-        abstract_words = [w for r in rows for w in r.abstract.split()]
-        title_words = [w for r in rows for w in r.title.split()]
-        self.abstract_words = abstract_words
-        self.title_words = title_words
-        self.abstract_lengths = [len(r.abstract.split()) for r in rows]
-        self.title_lengths = [max(1, len(r.title.split())) for r in rows]
-        self.authors = [r.authors for r in rows if r.authors]
-        self.venues = [(r.venue, r.year) for r in rows]
+        self.rng = np.random.default_rng(seed)
+        self.rows_ = rows
+        self.abstract = self._field([r.abstract for r in rows])
+        self.title = self._field([r.title for r in rows])
+
+    @staticmethod
+    def _field(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        words = [t.split() for t in texts]
+        offsets = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum([len(w) for w in words], out=offsets[1:])
+        flat = np.array([w for ws in words for w in ws], dtype=object)
+        return flat, offsets
+
+    def _text(self, field: tuple[np.ndarray, np.ndarray], source: int, length: int) -> str:
+        flat, offsets = field
+        lo, hi = int(offsets[source]), int(offsets[source + 1])
+        if hi == lo or length == 0:
+            return ""
+        topical = round(length * self.TOPIC_SHARE)
+        picks = np.concatenate(
+            [
+                self.rng.integers(lo, hi, topical),
+                self.rng.integers(0, len(flat), length - topical),
+            ]
+        )
+        return " ".join(flat[picks].tolist())
 
     def rows(self, first_id: int, count: int) -> Iterator[IndexRow]:
-        rng = self.rng
+        n_real = len(self.rows_)
+        sources = self.rng.integers(0, n_real, count)
+        shapes = self.rng.integers(0, n_real, count)  # length donor
+        metas = self.rng.integers(0, n_real, count)
+        a_off, t_off = self.abstract[1], self.title[1]
         for n in range(count):
-            venue, year = rng.choice(self.venues)
+            source, shape, meta = int(sources[n]), int(shapes[n]), self.rows_[int(metas[n])]
             yield IndexRow(
                 paper_id=first_id + n,
-                title=" ".join(rng.choices(self.title_words, k=rng.choice(self.title_lengths))),
-                abstract=" ".join(rng.choices(self.abstract_words, k=rng.choice(self.abstract_lengths))),
-                authors=rng.choice(self.authors),
-                venue=venue,
-                year=year,
+                title=self._text(self.title, source, int(t_off[shape + 1] - t_off[shape])),
+                abstract=self._text(self.abstract, source, int(a_off[shape + 1] - a_off[shape])),
+                authors=meta.authors,
+                venue=meta.venue,
+                year=meta.year,
             )
 
 
@@ -143,45 +173,73 @@ def time_calls(fn, args: Sequence, repeat: int = 1) -> list[float]:  # type: ign
     return out
 
 
+def build_engine(
+    size: int, base: list[IndexRow], synth: Synthesizer | None
+) -> tuple[SearchEngine, list[IndexRow] | None, float]:
+    """The engine over ``size`` papers, the rows (None at sizes too big to keep) and the time
+    spent in SearchEngine.build/add only (generating synthetic text is not counted)."""
+    if size <= len(base):
+        rows = base[:size]
+        started = time.perf_counter()
+        return SearchEngine.build(rows), rows, time.perf_counter() - started
+    assert synth is not None
+    chunk = 100_000
+    keep = size <= 200_000
+    rows: list[IndexRow] = list(base) if keep else []
+    first = list(base) + list(synth.rows(len(base) + 1, min(chunk, size) - len(base)))
+    if keep:
+        rows = list(first)
+    started = time.perf_counter()
+    engine = SearchEngine.build(first)
+    spent = time.perf_counter() - started
+    next_id = len(first) + 1
+    del first
+    while len(engine) < size:
+        count = min(chunk, size - len(engine))
+        batch = list(synth.rows(next_id, count))
+        next_id += count
+        started = time.perf_counter()
+        engine.add(batch)
+        spent += time.perf_counter() - started
+        if keep:
+            rows.extend(batch)
+    return engine, (rows if keep else None), spent
+
+
+def traced_bytes(make) -> int:  # type: ignore[no-untyped-def]
+    """Python-heap bytes (numpy arrays included) still held by what ``make()`` returns."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    kept = make()
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del kept
+    return after - before
+
+
 def bench_size(size: int, base: list[IndexRow], synth: Synthesizer | None, args: argparse.Namespace) -> None:
     print(f"\n=== {size:,} papers ===", flush=True)
     gc.collect()
-    rss0 = rss_bytes()
-    started = time.perf_counter()
-    if size <= len(base):
-        rows = base[:size]
-        engine = SearchEngine.build(rows)
-    else:
-        assert synth is not None
-        rows = list(base)
-        engine = SearchEngine.build(rows)
-        chunk = 100_000
-        next_id = len(base) + 1
-        while len(engine) < size:
-            count = min(chunk, size - len(engine))
-            batch = list(synth.rows(next_id, count))
-            next_id += count
-            engine.add(batch)
-            if size <= 200_000:
-                rows.extend(batch)
-    build_s = time.perf_counter() - started
-    gc.collect()
-    rss_engine = rss_bytes() - rss0
+    engine, rows, build_s = build_engine(size, base, synth)
     index = engine.index
     print(
-        f"engine build: {build_s:.2f} s ({len(engine) / build_s:,.0f} papers/s), "
-        f"{index.n_postings:,} postings, {index.vocabulary_size:,} terms, "
-        f"{index.n_segments} segment(s)"
+        f"engine build: {build_s:.2f} s ({len(engine) / build_s:,.0f} papers/s, tokenising included), "
+        f"{index.n_postings:,} postings, {index.vocabulary_size:,} terms, {index.n_segments} segment(s)"
     )
-    print(
-        f"index memory: {index.nbytes() / 1e6:.0f} MB in arrays+vocabulary "
-        f"({index.nbytes() / max(1, index.n_postings):.1f} B/posting), "
-        f"process RSS +{rss_engine / 1e6:.0f} MB (engine incl. metadata, tokenizer cache)"
+    line = (
+        f"index memory: {index.nbytes() / 1e6:.0f} MB "
+        f"({index.nbytes() / max(1, index.n_postings):.1f} B/posting, arrays + vocabulary)"
     )
+    if rows is not None and size <= args.max_traced:
+        engine_bytes = traced_bytes(lambda: SearchEngine.build(rows))
+        line += f"; whole engine, traced: {engine_bytes / 1e6:.0f} MB (index + filters + autocomplete)"
+    print(line, flush=True)
 
     queries = make_queries(base, args.queries)
     tokens = [tokenize(q) for q in queries]
-    for q in tokens[:20]:  # warm caches and lazy weights
+    for q in tokens:  # warm caches and lazily refreshed weights
         index.rank(q, 10)
     rank_ms = time_calls(lambda q: index.rank(q, 10), tokens, repeat=3)
     search_ms = time_calls(lambda q: engine.search(q, limit=10), queries, repeat=3)
@@ -194,27 +252,25 @@ def bench_size(size: int, base: list[IndexRow], synth: Synthesizer | None, args:
         f"engine.search (tokenise + rank + matched terms): p50 "
         f"{percentile(search_ms, 50):.3f} ms, p95 {percentile(search_ms, 95):.3f} ms"
     )
-    auto = ["", "atten", "graph neu", "diffusion models for", "123", "reinforcement learning f"]
+    auto = ["", "atten", "graph neu", "diffusion models for", "123", "reinforcement learning f", "a"]
     auto_ms = time_calls(lambda t: engine.autocomplete(t, 25), auto, repeat=3)
-    print(f"autocomplete ({len(auto)} inputs): max {max(auto_ms):.2f} ms")
+    print(f"autocomplete ({len(auto)} inputs incl. one letter): max {max(auto_ms):.2f} ms", flush=True)
 
-    if size > args.max_rank_bm25:
+    if rows is None or size > args.max_rank_bm25:
         print("rank-bm25: skipped at this size")
         return
     from rank_bm25 import BM25Okapi
 
     corpus = [doc_tokens(r) for r in rows]
     ids = np.array([r.paper_id for r in rows])
-    gc.collect()
-    rss1 = rss_bytes()
     started = time.perf_counter()
     reference = BM25Okapi(corpus)
     ref_build = time.perf_counter() - started
-    gc.collect()
-    rss_ref = rss_bytes() - rss1
+    ref_bytes = traced_bytes(lambda: BM25Okapi(corpus))
     print(
-        f"rank-bm25 build: {ref_build:.2f} s (tokens given), process RSS +{rss_ref / 1e6:.0f} MB "
-        f"({rss_ref / len(rows) / 1e3:.1f} KB/paper)"
+        f"rank-bm25 build: {ref_build:.2f} s (from the same token lists), traced memory "
+        f"{ref_bytes / 1e6:.0f} MB ({ref_bytes / len(rows) / 1e3:.1f} KB/paper)",
+        flush=True,
     )
     n_ref = len(tokens) if size <= 40_000 else args.rank_bm25_queries_large
     picked = tokens[:: max(1, len(tokens) // n_ref)][:n_ref]
@@ -245,7 +301,8 @@ def bench_size(size: int, base: list[IndexRow], synth: Synthesizer | None, args:
     print(
         f"ratio (rank-bm25 p50 / index p50, same queries): "
         f"{r50 / percentile(ours_sub, 50):,.0f}x; same top 10: {same}/{len(picked)}; "
-        f"max |score difference| over all papers: {worst:.3g}"
+        f"max |score difference| over all papers: {worst:.3g}",
+        flush=True,
     )
 
 
@@ -255,6 +312,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rank-bm25-queries-large", type=int, default=25)
     parser.add_argument("--max-rank-bm25", type=int, default=200_000)
+    parser.add_argument("--max-traced", type=int, default=100_000, help="trace memory up to this size")
     args = parser.parse_args()
     if not (ICML.exists() and MULTIVENUE.exists()):
         print(f"skipped: the benchmark corpora are not in {DATA} (../shared/ next to the repo)")
