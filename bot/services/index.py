@@ -291,17 +291,17 @@ class BM25Index:
             keep = sorted(last.values())
             ids = [ids[n] for n in keep]
             counts = [counts[n] for n in keep]
-        self._kill([self._slot_of[i] for i in ids if i in self._slot_of])
-
-        terms_list = self._terms
-        term_id = self._vocab.__getitem__  # assigns the next id to a new term
         n_unique = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
         total = int(n_unique.sum())
         # C-level iterators end to end: no Python code runs per posting.
-        d_terms = np.fromiter(map(term_id, chain.from_iterable(counts)), dtype=np.int32, count=total)
         tf_all = np.fromiter(chain.from_iterable(map(_values, counts)), dtype=np.int64, count=total)
         if len(tf_all) and tf_all.min() <= 0:
-            raise ValueError("term frequencies must be positive")
+            raise ValueError("term frequencies must be positive")  # before changing anything
+
+        self._kill([self._slot_of[i] for i in ids if i in self._slot_of])
+        terms_list = self._terms
+        term_id = self._vocab.__getitem__  # assigns the next id to a new term
+        d_terms = np.fromiter(map(term_id, chain.from_iterable(counts)), dtype=np.int32, count=total)
         d_tf = tf_all.astype(_tf_dtype(int(tf_all.max()) if len(tf_all) else 0))
         d_indptr = _indptr(n_unique)
         running = _indptr(tf_all)

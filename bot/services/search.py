@@ -127,7 +127,15 @@ _Fields = tuple[int, str, str, tuple[str, ...], str | None, int | None, tuple[st
 
 def _row_fields(row: Any) -> _Fields:
     if type(row) is IndexRow:
-        return (row.paper_id, row.title, row.abstract, row.authors, row.venue, row.year, row.external_ids)
+        return (
+            row.paper_id,
+            row.title or "",
+            row.abstract or "",
+            row.authors,
+            row.venue,
+            row.year,
+            row.external_ids,
+        )
     values = tuple(row)
     pid, title, abstract, authors, venue, year = values[:6]
     extra = tuple(values[6]) if len(values) > 6 and values[6] else ()

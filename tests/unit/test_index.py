@@ -220,7 +220,9 @@ def test_rejects_strings_where_term_lists_are_expected() -> None:
     with pytest.raises(ValueError, match="ids"):
         index.add([1, 2], [["a"]])
     with pytest.raises(ValueError, match="positive"):
-        index.add_counts([3], [{"a": 0}])
+        index.add_counts([1, 3], [{"b": 2}, {"c": 0}])
+    assert index.doc_terms(1) == {"a": 1}  # nothing changed
+    assert index.top_k(["a"], 5) == [(1, pytest.approx(BM25Okapi([["a"]]).get_scores(["a"])[0]))]
 
 
 def test_empty_index_and_empty_documents() -> None:
