@@ -128,6 +128,15 @@ class DigestSender(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Pick:
+    """One paper chosen for a digest (before it is read for sending)."""
+
+    paper_id: int
+    reason: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
 class PlannedPaper:
     paper: Paper
     reason: str
@@ -333,6 +342,41 @@ class DigestService:
 
     # ---- building --------------------------------------------------------------------------------
 
+    async def choose(
+        self,
+        sub: Subscription | None,
+        *,
+        user_id: int | None = None,
+        now: datetime | None = None,
+        sent: Collection[int] | None = None,
+    ) -> list[Pick]:
+        """The papers a digest would send now, best first, each with its one-line reason; writes nothing.
+
+        This is the per-digest work the scheduler does before sending (the papers themselves are read
+        when their messages go out). ``sub`` None chooses for ``user_id``'s profile alone (default
+        count). ``sent`` may pass the recipient's already-sent paper ids (saves a query when choosing
+        for many recipients at once).
+        """
+        now = now or self.now()
+        if sub is not None:
+            recipient = recipient_of(sub)
+            topics, count = sub.topics, sub.count
+        elif user_id is not None:
+            recipient = Recipient(user_id=user_id)
+            topics, count = (), Schedule().count
+        else:
+            raise ValueError("choose needs a subscription or a user id")
+        if sent is None:
+            sent = await self.digests.sent_paper_ids(recipient)
+        recommended = await self.recommender.recommend(
+            recipient.user_id, count=count, topics=topics, exclude=sent, now=now, mark_shown=False
+        )
+        return [
+            Pick(pick.paper_id, _one_line(pick.reason), float(pick.score))
+            for pick in recommended
+            if pick.score > self.min_score and pick.paper_id not in sent
+        ][:count]
+
     async def build(
         self,
         sub: Subscription | None,
@@ -342,38 +386,22 @@ class DigestService:
         sent: Collection[int] | None = None,
         manual: bool = False,
     ) -> DigestPlan:
-        """Choose the papers a digest would send now; writes nothing.
-
-        ``sub`` None builds an on-demand digest for ``user_id`` from their profile alone (default count).
-        ``sent`` may pass the recipient's already-sent paper ids (saves a query when building many).
-        """
+        """The whole digest as it would be sent now — papers and texts — without sending or recording it
+        (``paperbot digest --dry-run``, an on-demand digest without a subscription)."""
         now = now or self.now()
-        if sub is not None:
-            recipient = recipient_of(sub)
-            topics, count = sub.topics, sub.count
-            schedule: Schedule | None = subscription_schedule(sub)
-        elif user_id is not None:
-            recipient = Recipient(user_id=user_id)
-            topics, count, schedule = (), Schedule().count, None
-        else:
-            raise ValueError("build needs a subscription or a user id")
-        if sent is None:
-            sent = await self.digests.sent_paper_ids(recipient)
-        picks = await self.recommender.recommend(
-            recipient.user_id, count=count, topics=topics, exclude=sent, now=now, mark_shown=False
-        )
-        chosen = [pick for pick in picks if pick.score > self.min_score and pick.paper_id not in sent][:count]
-        found = await self.papers.get_many([pick.paper_id for pick in chosen]) if chosen else {}
+        picks = await self.choose(sub, user_id=user_id, now=now, sent=sent)
+        found = await self.papers.get_many([pick.paper_id for pick in picks]) if picks else {}
         papers = tuple(
-            PlannedPaper(found[pick.paper_id], _one_line(pick.reason), float(pick.score))
-            for pick in chosen
+            PlannedPaper(found[pick.paper_id], pick.reason, pick.score)
+            for pick in picks
             if pick.paper_id in found
         )
+        schedule = subscription_schedule(sub) if sub is not None else None
         return DigestPlan(
-            recipient=recipient,
+            recipient=recipient_of(sub) if sub is not None else Recipient(user_id=user_id),
             subscription=sub,
-            topics=tuple(topics),
-            count=count,
+            topics=sub.topics if sub is not None else (),
+            count=sub.count if sub is not None else Schedule().count,
             papers=papers,
             header=self._header(sub, schedule, now, len(papers), manual=manual),
             nothing_text=self._nothing_text(sub, schedule, now),
@@ -465,10 +493,9 @@ class DigestService:
     ) -> DeliveryOutcome:
         items = await self.digests.items(run.id)
         if not items:
-            plan = await self.build(sub, manual=manual)
-            items = await self.digests.plan_items(run.id, [(p.paper.id, p.reason) for p in plan.papers])
-        else:
-            plan = await self.build_header_only(sub, len(items), manual=manual)
+            picks = await self.choose(sub)
+            items = await self.digests.plan_items(run.id, [(pick.paper_id, pick.reason) for pick in picks])
+        plan = self._texts(sub, len(items), manual=manual)
         in_doubt = [item for item in items if item.in_doubt]
         if in_doubt:
             log.warning(
@@ -500,8 +527,8 @@ class DigestService:
             paper_ids=outcome.paper_ids,
         )
 
-    async def build_header_only(self, sub: Subscription, n: int, *, manual: bool) -> DigestPlan:
-        """The texts of a digest whose papers are already planned (a resumed run)."""
+    def _texts(self, sub: Subscription, n: int, *, manual: bool) -> DigestPlan:
+        """Header and nothing-new texts of a digest of ``n`` planned papers (papers themselves not set)."""
         schedule = subscription_schedule(sub)
         now = self.now()
         return DigestPlan(
@@ -668,6 +695,7 @@ __all__ = [
     "DigestPlan",
     "DigestSender",
     "DigestService",
+    "Pick",
     "PlannedPaper",
     "RecipientUnreachableError",
     "SentMessage",
