@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
 
 from bot.services.ingest.runner import (
     MAX_PROBLEMS,
@@ -23,6 +22,16 @@ from bot.services.ingest.runner import (
 )
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+
+
+def shared_path(*parts: str) -> Path:
+    """A file under ../shared/, or skip: a fresh clone has no research data beside it."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs ../shared/{'/'.join(parts)} (research data kept beside the repo, not shipped)")
+    return path
 
 
 def abstract(n: int) -> str:
@@ -265,6 +274,7 @@ import asyncio, sys, time
 from pathlib import Path
 from bot.services.ingest.runner import ingest_paths
 from storage.db import Database
+
 
 async def main(db_path, small, big):
     async with await Database.open(db_path) as db:
