@@ -207,9 +207,10 @@ class DigestScheduler:
             log.error("background task %s failed", task.get_name(), exc_info=task.exception())
 
     async def wait_idle(self) -> None:
-        """Wait for background work started here (tests, orderly shutdown)."""
-        while self._tasks:
+        """Wait for background work started here and for deliveries in progress (tests, shutdown)."""
+        while self._tasks or self._active:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            await self._idle.wait()
 
     # ---- jobs ----------------------------------------------------------------------------------
 
@@ -305,9 +306,9 @@ class DigestScheduler:
             finally:
                 if self.spacing:
                     await asyncio.sleep(self.spacing)
-        self._attempts.pop(sub.id, None)
-        self._log_outcome(sub, outcome)
-        return outcome
+            self._attempts.pop(sub.id, None)
+            self._log_outcome(sub, outcome)
+            return outcome
 
     async def resume(self, run: DigestRun) -> DeliveryOutcome | None:
         sub = await self.service.subscriptions.get(run.subscription_id)
@@ -326,9 +327,9 @@ class DigestScheduler:
             finally:
                 if self.spacing:
                     await asyncio.sleep(self.spacing)
-        self._attempts.pop(sub.id, None)
-        self._log_outcome(sub, outcome)
-        return outcome
+            self._attempts.pop(sub.id, None)
+            self._log_outcome(sub, outcome)
+            return outcome
 
     def _schedule_retry(self, subscription_id: int) -> None:
         attempt = self._attempts.get(subscription_id, 0) + 1

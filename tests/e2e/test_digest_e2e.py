@@ -1,0 +1,367 @@
+"""Journeys 4, 5 and 10 through the real discord.py client and the local Discord server.
+
+Time is controlled: the digest service's clock is a settable fake (patched in before the bot builds
+its services), and a due job is fired through APScheduler itself (`job.modify(next_run_time=now)`),
+after checking that APScheduler has it at the subscriber's local time. The digest then runs exactly
+as at 09:00: claim → plan → DM header + one message per paper with 👍 👎 🔖.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from bot.services.digest import subscription_schedule
+from bot.services.schedule import make_schedule, next_delivery
+
+if TYPE_CHECKING:
+    from conftest import E2E
+
+    from bot.sandbox.state import SandboxMessage
+
+StartBot = Callable[..., contextlib.AbstractAsyncContextManager["E2E"]]
+
+MONDAY = datetime(2026, 11, 30, tzinfo=UTC)
+BERLIN_0900 = MONDAY + timedelta(hours=8)  # 09:00 CET on Monday 30 November 2026
+TOPICS = "quantization, language models"
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The digest service's clock (every bot started in the test reads it)."""
+    fake = Clock(MONDAY + timedelta(hours=6))  # 07:00 in Berlin
+    monkeypatch.setattr("bot.services.digest.utc_now", fake)
+    return fake
+
+
+@pytest.fixture
+async def e2e(clock: Clock, start_paperbot: StartBot) -> AsyncIterator[E2E]:
+    async with start_paperbot() as running:
+        yield running
+
+
+async def subscription_id(e2e: E2E, user_id: int) -> int:
+    sub = await e2e.services.digest.subscriptions.for_user(user_id)
+    assert sub is not None
+    return sub.id
+
+
+async def fire(e2e: E2E, sub_id: int) -> None:
+    """APScheduler runs the subscription's job now (as it would at its trigger time)."""
+    jobs = e2e.bot.digest_jobs
+    job = jobs.scheduler.get_job(f"digest:{sub_id}")
+    assert job is not None, "the subscription has no scheduled job"
+    job.modify(next_run_time=datetime.now(UTC))
+    jobs.scheduler.wakeup()
+
+
+def paper_messages(messages: list[SandboxMessage]) -> list[SandboxMessage]:
+    return [m for m in messages if m.embeds]
+
+
+def text_messages(messages: list[SandboxMessage]) -> list[SandboxMessage]:
+    return [m for m in messages if not m.embeds]
+
+
+async def wait_for_papers(
+    e2e: E2E, where: Callable[[], list[SandboxMessage]], total: int
+) -> list[SandboxMessage]:
+    """Wait until `total` paper messages are there, each with the bot's 👍 👎 🔖."""
+
+    def done() -> bool:
+        papers = paper_messages(where())
+        return len(papers) >= total and all(len(m.reactions) == 3 for m in papers)
+
+    await e2e.server.eventually(done, what=f"{total} paper messages with 👍 👎 🔖", timeout=10)
+    await e2e.server.wait_quiet()
+    return paper_messages(where())
+
+
+async def posted_paper_ids(e2e: E2E, messages: list[SandboxMessage]) -> list[int]:
+    ids = []
+    for message in messages:
+        paper = await e2e.services.messages.paper_for(message.id)
+        assert paper is not None, f"message {message.id} was not recorded in posted_messages"
+        ids.append(paper)
+    return ids
+
+
+def ephemeral_text(result: Any) -> str:
+    return "\n".join(m.content for m in result.messages)
+
+
+async def test_subscribe_then_the_digest_arrives_at_local_time_and_learns_from_reactions(
+    e2e: E2E, clock: Clock
+) -> None:
+    """Subscribe → next delivery in the user's zone → at 09:00 Berlin a DM digest (header + one message
+    per paper with 👍 👎 🔖 and a reason) → react → the next day's digest differs and repeats nothing."""
+    server = e2e.server
+    alice = server.alice
+    choices = await server.autocomplete("alice", "paper subscribe", "timezone", "berl")
+    assert choices[0]["value"] == "Europe/Berlin"
+    assert len(choices) <= 25
+
+    answer = await server.run_command(
+        "alice", "paper subscribe", topics=TOPICS, time="09:00", timezone="Europe/Berlin", count=3
+    )
+    assert answer.ephemeral
+    text = ephemeral_text(answer)
+    assert "Monday 30 November 2026 at 09:00 CET" in text
+    assert "daily at 09:00 Europe/Berlin" in text
+
+    sub_id = await subscription_id(e2e, alice.id)
+    job = e2e.bot.digest_jobs.scheduler.get_job(f"digest:{sub_id}")
+    assert job is not None
+    assert str(job.trigger.timezone) == "Europe/Berlin"
+    expected = next_delivery(make_schedule(time_local="09:00", timezone="Europe/Berlin"), datetime.now(UTC))
+    assert job.next_run_time == expected.due_at
+    assert (job.next_run_time.hour, job.next_run_time.minute) == (9, 0)
+
+    # A minute early nothing goes out (the 09:00 period has not come yet).
+    clock.now = BERLIN_0900 - timedelta(minutes=1)
+    await fire(e2e, sub_id)
+    await server.wait_quiet(quiet=0.3)
+    assert server.dm_messages("alice") == []
+
+    clock.now = BERLIN_0900
+    await fire(e2e, sub_id)
+    first = await wait_for_papers(e2e, lambda: server.dm_messages("alice"), 3)
+    assert len(first) == 3
+    (header,) = text_messages(server.dm_messages("alice"))
+    assert "Monday 30 November (Europe/Berlin)" in header.content
+    assert header.id < first[0].id
+    for message in first:
+        assert set(message.reactions) == {"👍", "👎", "🔖"}
+        assert message.reactions["👍"] == [server.bot_user.id]
+        description = message.embeds[0]["description"]
+        assert description.startswith("*"), "each paper names its reason first"
+    first_ids = await posted_paper_ids(e2e, first)
+    rows = await e2e.db.fetchall(
+        "SELECT recipient_id, kind FROM posted_messages WHERE paper_id IN (?, ?, ?)", first_ids
+    )
+    assert {tuple(r) for r in rows} == {(alice.id, "digest")}
+
+    await server.react("alice", first[0], "👍")
+    await server.react("alice", first[1], "👎")
+    await server.eventually(
+        lambda: e2e.db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (alice.id,)),
+        what="alice's reactions stored",
+    )
+    await server.wait_quiet()
+
+    # The same period fired again (a double fire) sends nothing.
+    await fire(e2e, sub_id)
+    await server.wait_quiet(quiet=0.3)
+    assert len(paper_messages(server.dm_messages("alice"))) == 3
+
+    clock.now = BERLIN_0900 + timedelta(days=1)
+    await fire(e2e, sub_id)
+    both = await wait_for_papers(e2e, lambda: server.dm_messages("alice"), 6)
+    second_ids = await posted_paper_ids(e2e, both[3:])
+    assert len(second_ids) == 3
+    assert not set(second_ids) & set(first_ids), "a paper was sent twice"
+    headers = text_messages(server.dm_messages("alice"))
+    assert "Tuesday 1 December (Europe/Berlin)" in headers[-1].content
+    e2e.check()
+
+
+async def test_digest_now_goes_to_dms_and_never_repeats(e2e: E2E) -> None:
+    """/paper digest sends now (ephemeral note of where it went); a second one has other papers."""
+    server = e2e.server
+    await server.run_command("bob", "paper subscribe", topics="reinforcement learning", count=2)
+    note = await server.run_command("bob", "paper digest")
+    assert note.ephemeral
+    assert "Sent 2 papers to your DMs" in ephemeral_text(note)
+    first = await wait_for_papers(e2e, lambda: server.dm_messages("bob"), 2)
+    assert "(on demand)" in text_messages(server.dm_messages("bob"))[0].content
+    await server.run_command("bob", "paper digest")
+    both = await wait_for_papers(e2e, lambda: server.dm_messages("bob"), 4)
+    ids = await posted_paper_ids(e2e, both)
+    assert len(set(ids)) == 4
+    assert first[0].id == both[0].id
+
+
+async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_period(
+    clock: Clock, start_paperbot: StartBot, tmp_path: Path
+) -> None:
+    """Stopped after 2 of 4 papers: the next start sends the other 2 (no header, no repeats). Down at
+    09:00 the next day: the start at 10:30 sends that digest once; a further restart sends nothing."""
+    db_path = tmp_path / "restart.db"
+    async with start_paperbot(db_path=db_path) as first:
+        server = first.server
+        await server.run_command(
+            "alice", "paper subscribe", topics=TOPICS, time="09:00", timezone="Europe/Berlin", count=4
+        )
+        sub_id = await subscription_id(first, server.alice.id)
+
+        def stop_after_two(kind: str, message: SandboxMessage) -> None:
+            if kind == "create" and message.embeds and len(paper_messages(server.dm_messages("alice"))) == 2:
+                first.services.digest.request_stop()  # as SIGTERM would, mid-digest
+
+        unsubscribe = server.subscribe(stop_after_two)
+        clock.now = BERLIN_0900
+        await fire(first, sub_id)
+        await wait_for_papers(first, lambda: server.dm_messages("alice"), 2)
+        unsubscribe()
+        run = await first.services.digest.digests.run_for(sub_id, "2026-11-30")
+        assert run is not None
+        assert run.status == "claimed"
+    assert len(paper_messages(server.dm_messages("alice"))) == 2
+
+    clock.now = BERLIN_0900 + timedelta(minutes=20)
+    async with start_paperbot(db_path=db_path) as second:
+        papers = await wait_for_papers(second, lambda: server.dm_messages("alice"), 4)
+        ids = await posted_paper_ids(second, papers)
+        assert len(ids) == len(set(ids)) == 4
+        assert len(text_messages(server.dm_messages("alice"))) == 1  # one header for the whole digest
+        run = await second.services.digest.digests.run_for(sub_id, "2026-11-30")
+        assert run is not None
+        assert run.status == "sent"
+
+    # Down over Tuesday 09:00; back at 10:30 Berlin (within the 6 h grace): caught up once.
+    clock.now = BERLIN_0900 + timedelta(days=1, hours=1, minutes=30)
+    async with start_paperbot(db_path=db_path) as third:
+        papers = await wait_for_papers(third, lambda: server.dm_messages("alice"), 8)
+        ids = await posted_paper_ids(third, papers)
+        assert len(set(ids)) == 8
+    clock.now += timedelta(minutes=10)
+    async with start_paperbot(db_path=db_path) as fourth:
+        await fourth.bot.digest_jobs.wait_idle()
+        await server.wait_quiet(quiet=0.3)
+        assert len(paper_messages(server.dm_messages("alice"))) == 8
+        assert len(text_messages(server.dm_messages("alice"))) == 2
+
+    # Down over Wednesday 09:00 until 17:00 (beyond the grace): skipped and logged, nothing sent late.
+    clock.now = BERLIN_0900 + timedelta(days=2, hours=8)
+    async with start_paperbot(db_path=db_path) as fifth:
+        await fifth.bot.digest_jobs.wait_idle()
+        await server.wait_quiet(quiet=0.3)
+        assert len(paper_messages(server.dm_messages("alice"))) == 8
+        run = await fifth.services.digest.digests.run_for(sub_id, "2026-12-02")
+        assert run is not None
+        assert run.status == "skipped"
+
+
+async def test_closed_dms_pause_the_digest_and_the_next_command_says_how_to_fix_it(
+    e2e: E2E, clock: Clock
+) -> None:
+    """50007 on the DM → subscription paused, job removed; bob's next command tells him why and how."""
+    server = e2e.server
+    bob = server.bob
+    await server.run_command("bob", "paper subscribe", topics=TOPICS, time="09:00", timezone="Europe/Berlin")
+    sub_id = await subscription_id(e2e, bob.id)
+    server.close_dms("bob")
+    clock.now = BERLIN_0900
+    await fire(e2e, sub_id)
+    await server.eventually(
+        lambda: e2e.db.fetchval("SELECT active = 0 FROM subscriptions WHERE id = ?", (sub_id,)),
+        what="the subscription paused",
+    )
+    await e2e.bot.digest_jobs.wait_idle()
+    assert e2e.bot.digest_jobs.scheduler.get_job(f"digest:{sub_id}") is None
+    assert server.dm_messages("bob") == []
+
+    answer = await server.run_command("bob", "paper search", query="quantization")
+    notice = "\n".join(m.content for m in answer.followups)
+    assert "paused" in notice
+    assert "Direct Messages" in notice
+    assert "/paper subscribe" in notice
+    assert all(m.ephemeral for m in answer.followups)
+    again = await server.run_command("bob", "paper search", query="quantization")
+    assert again.followups == [], "the notice is shown once"
+
+    server.open_dms("bob")
+    resumed = await server.run_command("bob", "paper subscribe")
+    assert "Resumed" in ephemeral_text(resumed)
+    assert e2e.bot.digest_jobs.scheduler.get_job(f"digest:{sub_id}") is not None
+
+
+async def test_digest_now_with_closed_dms_says_so(e2e: E2E) -> None:
+    """/paper digest to closed DMs answers with the fix, not a generic error."""
+    e2e.server.close_dms("carol")
+    answer = await e2e.server.run_command("carol", "paper digest")
+    assert "can't send you direct messages" in ephemeral_text(answer)
+
+
+async def test_channel_feed_posts_in_its_channel_and_reactions_train_the_reactor(
+    e2e: E2E, clock: Clock
+) -> None:
+    """/paperadmin feed set gives a channel its own feed; it posts there on schedule, exactly once;
+    a reaction there trains the person who reacted; a deleted channel pauses the feed."""
+    server = e2e.server
+    channel = server.add_channel("daily-papers")
+    refused = await server.run_command(
+        "bob", "paperadmin feed set", channel=channel, topics="reinforcement learning", force=True
+    )
+    assert "Manage Server" in ephemeral_text(refused)
+    server.set_manage_guild("alice", True)
+    answer = await server.run_command(
+        "alice",
+        "paperadmin feed set",
+        channel=channel,
+        topics="reinforcement learning, robotics",
+        time="09:00",
+        timezone="Europe/Berlin",
+        frequency="weekdays",
+        count=2,
+    )
+    assert "weekdays (Mon–Fri) at 09:00 Europe/Berlin" in ephemeral_text(answer)
+    listing = await server.run_command("alice", "paperadmin feed list")
+    assert f"<#{channel.id}>" in ephemeral_text(listing)
+    feed = await e2e.services.digest.subscriptions.for_channel(channel.id)
+    assert feed is not None
+    assert subscription_schedule(feed).frequency == "weekdays"
+
+    clock.now = BERLIN_0900
+    await fire(e2e, feed.id)
+    papers = await wait_for_papers(e2e, lambda: server.messages_in(channel), 2)
+    assert "Paper feed" in text_messages(server.messages_in(channel))[0].content
+    rows = await e2e.db.fetchall(
+        "SELECT recipient_id, kind FROM posted_messages WHERE channel_id = ?", (channel.id,)
+    )
+    assert {tuple(r) for r in rows} == {(None, "feed")}
+    await fire(e2e, feed.id)  # same period again: nothing
+    await server.wait_quiet(quiet=0.3)
+    assert len(paper_messages(server.messages_in(channel))) == 2
+
+    await server.react("bob", papers[0], "👍")
+    await server.eventually(
+        lambda: e2e.db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (server.bob.id,)),
+        what="bob's like stored for bob",
+    )
+
+    server.delete_channel(channel)
+    clock.now = BERLIN_0900 + timedelta(days=1)
+    await fire(e2e, feed.id)
+    await server.eventually(
+        lambda: e2e.db.fetchval("SELECT active = 0 FROM subscriptions WHERE id = ?", (feed.id,)),
+        what="the feed paused",
+    )
+    await e2e.bot.digest_jobs.wait_idle()
+    answer = await server.run_command("alice", "paperadmin feed list")
+    assert "paused" in ephemeral_text(answer)
+    notice = "\n".join(m.content for m in answer.followups)
+    assert f"<#{channel.id}>" in notice
+
+
+async def test_invalid_schedule_is_refused_and_nothing_is_stored(e2e: E2E) -> None:
+    """A bad time or timezone gets one clear line; no subscription or job appears."""
+    bad_time = await e2e.server.run_command("carol", "paper subscribe", time="25:00")
+    assert "HH:MM" in ephemeral_text(bad_time)
+    bad_zone = await e2e.server.run_command("carol", "paper subscribe", timezone="Berlin")
+    assert "Europe/Berlin" in ephemeral_text(bad_zone)
+    assert await e2e.services.digest.subscriptions.for_user(e2e.server.carol.id) is None
+    assert [j.id for j in e2e.bot.digest_jobs.scheduler.get_jobs() if j.id.startswith("digest:")] == []
