@@ -63,7 +63,7 @@ _OPTION_TYPE_NAMES = {
 
 @dataclass(frozen=True)
 class Upload:
-    """A file a user attaches to an `attachment` option (or pass a Path, or (filename, bytes))."""
+    """A file a user attaches to an `attachment` option (or pass a Path, a path string, or (filename, bytes))."""
 
     filename: str
     data: bytes
@@ -73,6 +73,10 @@ class Upload:
     def coerce(cls, value: Any) -> Upload:
         if isinstance(value, Upload):
             return value
+        if isinstance(value, str):  # a file path, as typed in the console
+            value = Path(value).expanduser()
+            if not value.is_file():
+                raise ClientRefused(f"no such file to attach: {value}")
         if isinstance(value, Path):
             return cls(value.name, value.read_bytes(), mimetypes.guess_type(value.name)[0])
         if isinstance(value, tuple) and len(value) in (2, 3) and isinstance(value[1], bytes | str):

@@ -1,0 +1,123 @@
+"""Sandbox messages as readable terminal text (the `paperbot sandbox` console, test failure output)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from bot.sandbox.state import SandboxMessage, iter_components
+
+JSON = dict[str, Any]
+WIDTH = 100
+
+
+def button_text(button: JSON) -> str:
+    emoji = (button.get("emoji") or {}).get("name") or ""
+    label = button.get("label") or ""
+    text = f"{emoji} {label}".strip() or button.get("custom_id", "?")
+    if button.get("style") == 5:
+        text += f" → {button.get('url')}"
+    if button.get("disabled"):
+        text += " (disabled)"
+    return text
+
+
+def render_message(message: SandboxMessage, *, number: int | None = None, viewer: str | None = None) -> str:
+    """A message with its embeds, numbered buttons, selects, attachments and reactions."""
+    where = message.channel.label()
+    tags = []
+    if message.ephemeral:
+        tags.append(f"only {viewer} sees this" if viewer else "ephemeral")
+    if message.edited_at is not None:
+        tags.append("edited")
+    if message.deleted:
+        tags.append("deleted")
+    head = f"#{number} " if number is not None else ""
+    head += f"{message.author.username} in {where}"
+    if tags:
+        head += f" ({', '.join(tags)})"
+    lines = [head]
+    if message.loading:
+        lines.append("  … thinking")
+    if message.content:
+        lines.extend(_wrap(message.content, "  "))
+    for embed in message.embeds:
+        lines.extend(_render_embed(embed))
+    buttons = message.buttons
+    if buttons:
+        lines.append("  " + "   ".join(f"[{i}] {button_text(b)}" for i, b in enumerate(buttons, 1)))
+    for select in message.selects:
+        options = " | ".join(
+            str(o.get("label")) + f" ({o.get('value')})" for o in select.get("options") or []
+        )
+        lines.append(f"  menu {select.get('custom_id')}: {select.get('placeholder') or ''} [{options}]")
+    for component in iter_components(message.components):
+        if component.get("type") == 10:  # components v2 text display
+            lines.extend(_wrap(str(component.get("content", "")), "  "))
+    for attachment in message.attachments:
+        lines.append(f"  📎 {attachment.filename} ({_size(attachment.size)}) {attachment.url}")
+    if message.reactions:
+        lines.append("  " + "  ".join(f"{emoji} {len(users)}" for emoji, users in message.reactions.items()))
+    return "\n".join(lines)
+
+
+def _render_embed(embed: JSON) -> list[str]:
+    bar = "  ┃ "
+    lines: list[str] = []
+    if author := (embed.get("author") or {}).get("name"):
+        lines.append(bar + author)
+    if title := embed.get("title"):
+        lines.append(bar + title + (f"  <{embed['url']}>" if embed.get("url") else ""))
+    elif embed.get("url"):
+        lines.append(bar + f"<{embed['url']}>")
+    if description := embed.get("description"):
+        lines.extend(_wrap(description, bar))
+    for field in embed.get("fields") or []:
+        name, value = field.get("name", ""), field.get("value", "")
+        if "\n" in value or len(name) + len(value) > WIDTH - 10:
+            lines.append(bar + f"▸ {name}")
+            lines.extend(_wrap(value, bar + "  "))
+        else:
+            lines.append(bar + f"▸ {name}: {value}")
+    if footer := (embed.get("footer") or {}).get("text"):
+        lines.extend(_wrap(footer, bar + "— "))
+    for media in ("image", "thumbnail"):
+        if url := (embed.get(media) or {}).get("url"):
+            lines.append(bar + f"[{media}: {url}]")
+    return lines
+
+
+def _wrap(text: str, prefix: str) -> list[str]:
+    lines: list[str] = []
+    for paragraph in text.splitlines() or [""]:
+        wrapped = textwrap.wrap(
+            paragraph, width=WIDTH - len(prefix), break_long_words=False, break_on_hyphens=False
+        )
+        lines.extend(prefix + line for line in wrapped or [""])
+    return lines
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / 1024 / 1024:.1f} MB"
+
+
+def render_choices(choices: list[JSON]) -> str:
+    if not choices:
+        return "  (no suggestions)"
+    return "\n".join(f"  {i}. {c.get('name')}   = {c.get('value')!r}" for i, c in enumerate(choices, 1))
+
+
+def render_modal(modal: JSON) -> str:
+    lines = [f"  ▣ {modal.get('title')} (modal {modal.get('custom_id')})"]
+    for component in iter_components(modal.get("components") or []):
+        if component.get("type") == 4:
+            required = "" if component.get("required", True) is False else " (required)"
+            label = component.get("label") or component.get("placeholder") or ""
+            lines.append(f"    {component.get('custom_id')}: {label}{required}")
+        elif component.get("type") == 18:
+            lines.append(f"    {component.get('label')}")
+    return "\n".join(lines)
