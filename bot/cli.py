@@ -247,11 +247,11 @@ class _ProgressBar:
         self._shown = False
 
     def update(self, done: int, total: int) -> None:
-        if not sys.stderr.isatty() or total < 2000:
+        if not sys.stderr.isatty() or total < 1_000_000:  # done/total are bytes of input read
             return
         width = 30
         filled = int(width * done / max(total, 1))
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} papers")
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {100 * done // max(total, 1)}%")
         sys.stderr.flush()
         self._shown = True
 
