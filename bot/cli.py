@@ -114,8 +114,10 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
         f"added {summary.added}, merged {summary.merged}, unchanged {summary.unchanged}, "
         f"rejected {summary.rejected}"
     )
+    if summary.problems:
+        print("problems (file:line: reason):")
     for problem in summary.problems:
-        print(f"  rejected: {problem}")
+        print(f"  {problem}")
     return 0
 
 
