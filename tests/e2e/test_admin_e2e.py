@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -17,6 +18,16 @@ from bot.sandbox import ClientRefused
 
 if TYPE_CHECKING:
     from conftest import E2E
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def shared_path(*parts: str) -> Path:
+    """A file under ../shared/, or skip: a user's fresh clone has no research data beside it."""
+    path = REPO.parent.joinpath("shared", *parts)
+    if not path.exists():
+        pytest.skip(f"needs ../shared/{'/'.join(parts)} (research data kept beside the repo, not shipped)")
+    return path
 
 
 def _text(result: Any) -> str:
@@ -186,3 +197,38 @@ async def test_stats_shows_counts_last_fetch_and_next_digests(e2e: E2E) -> None:
     assert "1 in the next 24 hours" in fields["Next digests"]
     general = server.channel("general")
     assert f"<#{general.id}> <t:" in fields["This server's feeds"]
+
+
+# --- the real corpora of ../shared through Discord ----------------------------------------------------
+
+
+@pytest.mark.shared
+async def test_the_icml_2024_list_through_discord_gives_the_seed_papers_their_titles(e2e: E2E) -> None:
+    """Seeds (shipped) + ICML 2024 uploaded as .jsonl.gz = 2,610 papers, none left with a derived title."""
+    icml = shared_path("data", "icml2024", "icml2024_papers.jsonl.gz")
+    assert await _paper_count(e2e) == 38
+    result = await e2e.server.run_command("alice", "paperadmin ingest", file=icml, timeout=60)
+    assert re.search(r"added \*\*2572\*\*, merged \*\*38\*\*", result.text), result.text
+    assert await _paper_count(e2e) == 2610
+    assert await e2e.db.fetchval("SELECT COUNT(*) FROM papers WHERE title_derived = 1") == 0
+    assert len(e2e.services.search) == 2610
+    stats = await e2e.server.run_command("alice", "paperadmin stats")
+    assert stats.embed is not None
+    papers = next(f["value"] for f in stats.embed["fields"] if f["name"] == "Papers")
+    assert papers == "2,610 (2,610 searchable)"
+
+
+@pytest.mark.shared
+async def test_arxiv_api_responses_use_the_same_parsers(e2e: E2E) -> None:
+    """An arXiv Atom response goes in; the recorded HTTP 400 error feed is refused with its reason."""
+    atom = shared_path("data", "arxiv-api", "lukasschwab-arxiv.py-2016", "search_au_del_maestro.xml")
+    result = await e2e.server.run_command("alice", "paperadmin ingest", file=atom)
+    assert re.search(r"added \*\*10\*\*", result.text), result.text
+    error_feed = shared_path(
+        "data", "arxiv-api", "lukasschwab-arxiv.py-2026", "id_abc_s0_m100_b79c8dcf6bc3.json"
+    )
+    before = await _paper_count(e2e)
+    refused = await e2e.server.run_command("alice", "paperadmin ingest", file=error_feed)
+    assert re.search(r"added \*\*0\*\*", refused.text), refused.text
+    assert re.search(r"rejected \*\*1\*\*", refused.text), refused.text
+    assert await _paper_count(e2e) == before
