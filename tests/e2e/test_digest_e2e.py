@@ -365,3 +365,37 @@ async def test_invalid_schedule_is_refused_and_nothing_is_stored(e2e: E2E) -> No
     assert "Europe/Berlin" in ephemeral_text(bad_zone)
     assert await e2e.services.digest.subscriptions.for_user(e2e.server.carol.id) is None
     assert [j.id for j in e2e.bot.digest_jobs.scheduler.get_jobs() if j.id.startswith("digest:")] == []
+
+
+async def test_feed_without_permission_to_post_is_refused_then_paused_when_permission_goes(
+    e2e: E2E, clock: Clock
+) -> None:
+    """feed set checks the bot can post there; if Send Messages is taken away later (50013), the feed
+    pauses instead of failing every day."""
+    server = e2e.server
+    server.set_manage_guild("alice", True)
+    locked = server.add_channel("locked-papers")
+    server.set_permissions(locked, server.bot_user, deny=1 << 11)  # SEND_MESSAGES
+    refused = await server.run_command(
+        "alice", "paperadmin feed set", channel=locked, topics="graph neural networks"
+    )
+    assert "Send Messages" in ephemeral_text(refused)
+    assert await e2e.services.digest.subscriptions.for_channel(locked.id) is None
+
+    open_channel = server.add_channel("open-papers")
+    await server.run_command(
+        "alice", "paperadmin feed set", channel=open_channel, topics="graph neural networks", time="09:00"
+    )
+    feed = await e2e.services.digest.subscriptions.for_channel(open_channel.id)
+    assert feed is not None
+    server.set_permissions(open_channel, server.bot_user, deny=1 << 11)
+    clock.now = MONDAY + timedelta(hours=9)
+    await fire(e2e, feed.id)
+    await server.eventually(
+        lambda: e2e.db.fetchval("SELECT paused_reason FROM subscriptions WHERE id = ?", (feed.id,)),
+        what="the feed paused",
+    )
+    await e2e.bot.digest_jobs.wait_idle()
+    reason = await e2e.db.fetchval("SELECT paused_reason FROM subscriptions WHERE id = ?", (feed.id,))
+    assert "50013" in reason
+    assert server.messages_in(open_channel) == []
