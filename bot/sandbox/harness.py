@@ -173,6 +173,11 @@ class RunningPaperBot:
     running: RunningClient
 
 
+#: discord.py waits this long after the last GUILD_CREATE before on_ready (2 s by default, for
+#: guilds that might still come); the sandbox sends them all at once, so a short wait is enough.
+SANDBOX_CLIENT_OPTIONS: dict[str, Any] = {"guild_ready_timeout": 0.1}
+
+
 @contextlib.asynccontextmanager
 async def running_paperbot(
     server: SandboxServer,
@@ -180,12 +185,14 @@ async def running_paperbot(
     *,
     load_shipped_corpus: bool = True,
     ready_timeout: float = 30.0,
+    client_options: dict[str, Any] | None = None,
 ) -> AsyncIterator[RunningPaperBot]:
     """The real paperbot (open_services + PaperBot) running against `server`."""
     from bot.app import PaperBot
     from bot.runtime import open_services
 
+    options = SANDBOX_CLIENT_OPTIONS if client_options is None else client_options
     async with open_services(settings, load_shipped_corpus=load_shipped_corpus) as services:
-        bot = PaperBot(settings=settings, services=services)
+        bot = PaperBot(settings=settings, services=services, **options)
         async with running_client(bot, server, ready_timeout=ready_timeout) as running:
             yield RunningPaperBot(server, bot, services, settings, running)

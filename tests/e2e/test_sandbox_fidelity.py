@@ -50,7 +50,12 @@ class VoteButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"fid:
 
 class FidelityBot(commands.Bot):
     def __init__(self, guild_id: int, *, intents: discord.Intents | None = None) -> None:
-        super().__init__(command_prefix="!", intents=intents or discord.Intents.default(), help_command=None)
+        super().__init__(
+            command_prefix="!",
+            intents=intents or discord.Intents.default(),
+            help_command=None,
+            guild_ready_timeout=0.1,  # the sandbox sends every GUILD_CREATE right after READY
+        )
         self.guild_id = guild_id
         self.raw_reactions: list[discord.RawReactionActionEvent] = []
         self.messages: list[discord.Message] = []
