@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -48,6 +49,30 @@ class VoteButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"fid:
         await interaction.response.edit_message(content=f"{self.count + 1} votes", view=view)
 
 
+class NoteModal(discord.ui.Modal, title="Add a note"):
+    note: discord.ui.TextInput[Any] = discord.ui.TextInput(label="Note", custom_id="fid:note", max_length=50)
+    extra: discord.ui.TextInput[Any] = discord.ui.TextInput(
+        label="Extra", custom_id="fid:extra", required=False
+    )
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        await interaction.response.send_message(
+            f"noted: {self.note.value} / {self.extra.value or '-'}", ephemeral=True
+        )
+
+
+class TopicMenu(discord.ui.View):
+    @discord.ui.select(
+        custom_id="fid:topics",
+        placeholder="Topics",
+        min_values=1,
+        max_values=2,
+        options=[discord.SelectOption(label=t.title(), value=t) for t in ("llm", "rl", "vision")],
+    )
+    async def topics(self, interaction: discord.Interaction, select: discord.ui.Select[Any]) -> None:
+        await interaction.response.edit_message(content=f"topics: {', '.join(select.values)}", view=None)
+
+
 class FidelityBot(commands.Bot):
     def __init__(self, guild_id: int, *, intents: discord.Intents | None = None) -> None:
         super().__init__(
@@ -68,11 +93,13 @@ class FidelityBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(VoteButton)
-        for group in build_commands(self):
-            self.tree.add_command(group)
         guild = discord.Object(self.guild_id)
-        self.tree.copy_global_to(guild=guild)
+        for group in build_commands(self):
+            self.tree.add_command(group, guild=guild)
         await self.tree.sync(guild=guild)
+        # one global command, usable in DMs too
+        self.tree.add_command(fidping)
+        await self.tree.sync()
 
     async def on_ready(self) -> None:
         self.ready_count += 1
@@ -166,7 +193,29 @@ def build_commands(bot: FidelityBot) -> tuple[app_commands.Group, app_commands.G
     ) -> None:
         await interaction.response.send_message(f"pong {target.name} in {where.name}", ephemeral=True)
 
+    @fid.command(name="form", description="Open a modal")
+    async def form(interaction: discord.Interaction) -> None:
+        await interaction.response.send_modal(NoteModal())
+
+    @fid.command(name="menu", description="A select menu")
+    async def menu(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("pick topics", view=TopicMenu())
+
+    @fid.command(name="file", description="Answer with a file, defer first")
+    async def file(interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await interaction.followup.send(
+            "your file", file=discord.File(io.BytesIO(b"@article{x}"), filename="saved.bib")
+        )
+        await interaction.followup.send("and a second message", ephemeral=True)
+
     return fid, admin
+
+
+@app_commands.command(name="fidping", description="A global command")
+async def fidping(interaction: discord.Interaction) -> None:
+    where = "DM" if interaction.guild_id is None else "guild"
+    await interaction.response.send_message(f"pong from a {where} to {interaction.user.name}")
 
 
 @pytest.fixture
@@ -334,7 +383,7 @@ async def test_commands_are_stored_as_synced_and_unknown_ones_refused(
     sandbox: SandboxServer, start_bot: Any
 ) -> None:
     async with start_bot():
-        assert sandbox.commands() == []
+        assert [c["name"] for c in sandbox.commands()] == ["fidping"]
         fid, admin = sandbox.commands(sandbox.guild)
         assert fid["name"] == "fid"
         assert fid["guild_id"] == str(sandbox.guild.id)
@@ -513,6 +562,91 @@ async def test_reactions_reach_raw_events_and_the_bot_survives(
         await sandbox.eventually(lambda: len(bot.raw_reactions) == 4, what="the DM reaction")
         assert bot.raw_reactions[-1].guild_id is None
         assert str(bot.raw_reactions[-1].emoji) == "👎"
+
+
+async def test_select_menu_and_modal(sandbox: SandboxServer, start_bot: Any) -> None:
+    async with start_bot():
+        shown = await sandbox.run_command(sandbox.carol, "fid menu")
+        with pytest.raises(ClientRefused, match="no option"):
+            await sandbox.select(sandbox.carol, shown, ["cooking"])
+        with pytest.raises(ClientRefused, match="1-2 values"):
+            await sandbox.select(sandbox.carol, shown, ["llm", "rl", "vision"])
+        picked = await sandbox.select(sandbox.carol, shown, ["llm", "rl"])
+        assert picked.callback_type == 7
+        assert shown.content == "topics: llm, rl"
+        assert shown.message is not None
+        assert shown.message.components == []
+
+        opened = await sandbox.run_command(sandbox.carol, "fid form")
+        assert opened.callback_type == 9
+        assert opened.modal is not None
+        assert opened.modal["title"] == "Add a note"
+        with pytest.raises(ClientRefused, match="required"):
+            await sandbox.submit_modal(sandbox.carol, opened, {"fid:extra": "x"})
+        submitted = await sandbox.submit_modal(sandbox.carol, opened, {"fid:note": "read later"})
+        assert submitted.content == "noted: read later / -"
+        assert submitted.ephemeral
+
+
+async def test_files_after_a_defer_fill_the_thinking_message(sandbox: SandboxServer, start_bot: Any) -> None:
+    async with start_bot():
+        result = await sandbox.run_command(sandbox.bob, "fid file")
+        assert result.callback_type == 5
+        # the first follow-up after a defer fills the "thinking" message, keeping its ephemerality
+        assert result.message is not None
+        assert result.content == "your file"
+        assert result.ephemeral
+        assert not result.message.loading
+        (attachment,) = result.message.attachments
+        assert (attachment.filename, attachment.data) == ("saved.bib", b"@article{x}")
+        assert [m.content for m in result.followups] == ["and a second message"]
+        async with aiohttp.ClientSession() as session, session.get(attachment.url) as response:
+            assert await response.read() == b"@article{x}"
+
+
+async def test_channel_messages_uploads_edits_deletes_and_history(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    async with start_bot() as bot:
+        channel = bot.get_channel(sandbox.channel("papers").id)
+        assert isinstance(channel, discord.TextChannel)
+        first = await channel.send("first", file=discord.File(io.BytesIO(b"hello"), filename="a.txt"))
+        assert first.attachments[0].filename == "a.txt"
+        assert await first.attachments[0].read() == b"hello"
+        second = await channel.send("second", embed=discord.Embed(title="T", url="https://example.org"))
+        edited = await second.edit(content="second, edited")
+        assert edited.edited_at is not None
+        fetched = await channel.fetch_message(second.id)
+        assert fetched.content == "second, edited"
+        assert fetched.embeds[0].title == "T"
+        reply = await first.reply("a reply")
+        assert reply.reference is not None
+        assert reply.reference.message_id == first.id
+        assert [m.content async for m in channel.history(limit=10)] == ["a reply", "second, edited", "first"]
+        await first.delete()
+        with pytest.raises(discord.NotFound):
+            await channel.fetch_message(first.id)
+        assert [m.content for m in sandbox.messages_in("papers")] == ["second, edited", "a reply"]
+        user_message = await sandbox.send_message(sandbox.bob, "papers", "mine")
+        with pytest.raises(discord.Forbidden):
+            await bot.http.edit_message(
+                channel.id, user_message.id, params=discord.http.handle_message_parameters(content="x")
+            )
+
+
+async def test_global_command_in_a_dm(sandbox: SandboxServer, start_bot: Any) -> None:
+    async with start_bot():
+        assert [c["name"] for c in sandbox.commands()] == ["fidping"]
+        result = await sandbox.run_command(sandbox.carol, "fidping", where="dm")
+        assert result.content == "pong from a DM to carol"
+        assert result.message is not None
+        assert result.message.channel.is_dm
+        interaction = sandbox.dispatched("INTERACTION_CREATE")[-1].d
+        assert "user" in interaction
+        assert "member" not in interaction
+        assert interaction["context"] == 1
+        in_guild = await sandbox.run_command(sandbox.carol, "fidping")
+        assert in_guild.content == "pong from a guild to carol"
 
 
 # -- REST fidelity: faults, limits, headers ------------------------------------------------------------
