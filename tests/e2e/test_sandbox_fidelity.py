@@ -772,6 +772,18 @@ async def test_bursts_past_the_bucket_are_paced_not_refused() -> None:
             elapsed = time.monotonic() - started
         sends = server.requests_matching("POST /channels/*/messages")
         assert [r.status for r in sends] == [200] * 7  # discord.py waited on the headers
+        # a client that ignores the headers gets Discord's 429: JSON retry_after and a Via header
+        async with aiohttp.ClientSession(headers={"Authorization": f"Bot {server.token}"}) as session:
+            statuses = []
+            for _ in range(4):
+                async with session.get(server.api_base + "/users/@me") as response:
+                    statuses.append(response.status)
+                    if response.status == 429:
+                        body = await response.json(content_type="application/json")
+                        assert 0 < body["retry_after"] <= 0.5
+                        assert response.headers["Via"]
+                        assert response.headers["X-RateLimit-Remaining"] == "0"
+        assert statuses == [200, 200, 200, 429]
         assert elapsed >= 0.9
 
 
