@@ -219,7 +219,9 @@ def traced_bytes(make) -> int:  # type: ignore[no-untyped-def]
     return after - before
 
 
-def bench_size(size: int, base: list[IndexRow], synth: Synthesizer | None, args: argparse.Namespace) -> None:
+def bench_size(
+    size: int, base: list[IndexRow], synth: Synthesizer | None, args: argparse.Namespace
+) -> dict[str, str]:
     print(f"\n=== {size:,} papers ===", flush=True)
     gc.collect()
     engine, rows, build_s = build_engine(size, base, synth)
@@ -255,10 +257,20 @@ def bench_size(size: int, base: list[IndexRow], synth: Synthesizer | None, args:
     auto = ["", "atten", "graph neu", "diffusion models for", "123", "reinforcement learning f", "a"]
     auto_ms = time_calls(lambda t: engine.autocomplete(t, 25), auto, repeat=3)
     print(f"autocomplete ({len(auto)} inputs incl. one letter): max {max(auto_ms):.2f} ms", flush=True)
-
+    summary = {
+        "papers": f"{size:,}",
+        "build s": f"{build_s:.1f}",
+        "index MB": f"{index.nbytes() / 1e6:.0f}",
+        "p50 ms": f"{p50:.3f}",
+        "p95 ms": f"{p95:.3f}",
+        "rank-bm25 p50 ms": "-",
+        "ratio": "-",
+        "same top 10": "-",
+        "rank-bm25 MB": "-",
+    }
     if rows is None or size > args.max_rank_bm25:
         print("rank-bm25: skipped at this size")
-        return
+        return summary
     from rank_bm25 import BM25Okapi
 
     corpus = [doc_tokens(r) for r in rows]
@@ -273,7 +285,8 @@ def bench_size(size: int, base: list[IndexRow], synth: Synthesizer | None, args:
         flush=True,
     )
     n_ref = len(tokens) if size <= 40_000 else args.rank_bm25_queries_large
-    picked = tokens[:: max(1, len(tokens) // n_ref)][:n_ref]
+    # A seeded sample keeps the mix of titles and short phrases.
+    picked = random.Random(5).sample(tokens, n_ref) if n_ref < len(tokens) else tokens
 
     def ref_top(q: list[str]) -> tuple[np.ndarray, np.ndarray]:
         scores = reference.get_scores(q)
@@ -304,13 +317,23 @@ def bench_size(size: int, base: list[IndexRow], synth: Synthesizer | None, args:
         f"max |score difference| over all papers: {worst:.3g}",
         flush=True,
     )
+    ratio = r50 / percentile(ours_sub, 50)
+    summary.update(
+        {
+            "rank-bm25 p50 ms": f"{r50:.1f}",
+            "ratio": f"{ratio:,.0f}x ({len(picked)} q)",
+            "same top 10": f"{same}/{len(picked)}",
+            "rank-bm25 MB": f"{ref_bytes / 1e6:.0f}",
+        }
+    )
+    return summary
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="2610,35712,100000,1000000")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--rank-bm25-queries-large", type=int, default=25)
+    parser.add_argument("--rank-bm25-queries-large", type=int, default=40)
     parser.add_argument("--max-rank-bm25", type=int, default=200_000)
     parser.add_argument("--max-traced", type=int, default=100_000, help="trace memory up to this size")
     args = parser.parse_args()
@@ -321,11 +344,18 @@ def main() -> int:
     icml = load_rows(ICML)
     multivenue = load_rows(MULTIVENUE)
     synth = Synthesizer(multivenue)
+    table = []
     for size in sizes:
         if size <= len(icml):
-            bench_size(size, icml, None, args)
+            table.append(bench_size(size, icml, None, args))
         else:
-            bench_size(size, multivenue, synth, args)
+            table.append(bench_size(size, multivenue, synth, args))
+    print("\nSummary (ranking latency = BM25Index.rank top 10; ratio on the same queries):")
+    columns = list(table[0])
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in table:
+        print("| " + " | ".join(row[c] for c in columns) + " |")
     return 0
 
 
