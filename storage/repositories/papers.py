@@ -410,6 +410,15 @@ class PaperRepository:
     async def count(self) -> int:
         return int(await self._db.fetchval("SELECT COUNT(*) FROM papers"))
 
+    async def count_from_other_sources(self, sources: Sequence[str]) -> int:
+        """Papers whose source is none of `sources` (is the store more than an interrupted seed load?)."""
+        marks = ", ".join("?" for _ in sources) or "NULL"
+        return int(
+            await self._db.fetchval(
+                f"SELECT COUNT(*) FROM papers WHERE source IS NULL OR source NOT IN ({marks})", tuple(sources)
+            )
+        )
+
     async def latest_added(self, limit: int = 10) -> list[Paper]:
         rows = await self._db.fetchall(
             f"SELECT {_PAPER_COLUMNS} FROM papers ORDER BY added_at DESC, id DESC LIMIT ?", (limit,)

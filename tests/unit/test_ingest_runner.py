@@ -19,6 +19,7 @@ from bot.services.ingest.runner import (
     expand_paths,
     ingest_bytes,
     ingest_paths,
+    shipped_seed_files,
 )
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
@@ -198,6 +199,22 @@ async def test_the_shipped_corpus_loads_into_an_empty_store_once(db: Database) -
     )
     assert await ensure_shipped_corpus(db) is None
     assert await PaperRepository(db).count() == 38
+
+
+async def test_a_shipped_corpus_load_cut_short_is_completed_at_the_next_start(db: Database) -> None:
+    first_name, first_data = shipped_seed_files()[0]
+    await ingest_bytes(db, first_name, first_data)  # as if killed before the second file
+    summary = await ensure_shipped_corpus(db)
+    assert summary is not None
+    assert await PaperRepository(db).count() == 38
+
+
+async def test_the_shipped_corpus_is_not_mixed_into_a_store_loaded_from_elsewhere(db: Database) -> None:
+    await ingest_bytes(
+        db, "mine.jsonl", json.dumps({"title": "My own paper", "abstract": "x" * 200}).encode()
+    )
+    assert await ensure_shipped_corpus(db) is None
+    assert await PaperRepository(db).count() == 1
 
 
 async def test_nothing_to_ingest_is_said_plainly(db: Database, tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from bot.services.ingest.records import parse_json, parse_jsonl
 from storage.db import Database, utcnow
 from storage.models import IngestSummary, PaperRecord
 from storage.repositories.papers import PaperRepository, UpsertCounts
+from storage.repositories.state import StateRepository
 
 __all__ = [
     "IngestSummary",
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+SHIPPED_CORPUS_KEY = "shipped_corpus"
 
 Progress = Callable[[int, int], None]
 
@@ -338,12 +341,22 @@ def shipped_seed_files() -> list[tuple[str, bytes]]:
 
 
 async def ensure_shipped_corpus(db: Database) -> IngestSummary | None:
-    """Load the shipped paper lists when the store has no papers yet; None when it already has some."""
-    if await PaperRepository(db).count() > 0:
+    """Load the shipped paper lists into a new store; None when there is nothing to do.
+
+    The files go in one transaction each, so a marker in app_state says the load finished: a load cut
+    short (a kill between files) is completed at the next start, and re-ingesting a file is harmless.
+    A store that holds papers from anywhere else is left alone.
+    """
+    state = StateRepository(db)
+    if await state.get(SHIPPED_CORPUS_KEY) is not None:
+        return None
+    seeds = shipped_seed_files()
+    if await PaperRepository(db).count_from_other_sources([name for name, _ in seeds]) > 0:
         return None
     tally = _Tally()
-    for name, data in shipped_seed_files():
+    for name, data in seeds:
         await _ingest_stream(db, name, io.BytesIO(data), tally)
+    await state.set(SHIPPED_CORPUS_KEY, ",".join(name for name, _ in seeds))
     summary = tally.summary()
     log.info("loaded the shipped corpus: %d papers", summary.added)
     return summary
