@@ -145,6 +145,8 @@ def build_commands(bot: FidelityBot) -> tuple[app_commands.Group, app_commands.G
         original = await interaction.original_response()
         assert original.flags.loading
         await interaction.edit_original_response(content="slow: done", embed=discord.Embed(title="Result"))
+        extra = await interaction.followup.send("extra", wait=True)
+        await extra.edit(content="extra, edited")
 
     @fid.command(name="wait", description="Answer only once released")
     async def wait(interaction: discord.Interaction) -> None:
@@ -282,6 +284,27 @@ async def test_members_intent_gets_every_member_and_no_chunk_wait(
         assert {m.name for m in guild.members} >= {"alice", "bob", "carol", "paperbot"}
         assert not [g for g in sandbox.gateway_events if g.direction == "recv" and g.op == 8]
     assert time.monotonic() - started < 10
+
+
+async def test_auto_sharded_bot(sandbox: SandboxServer) -> None:
+    bot = commands.AutoShardedBot(
+        command_prefix="!", intents=discord.Intents.default(), shard_count=2, guild_ready_timeout=0.1
+    )
+    async with running_client(bot, sandbox):
+        assert bot.shard_count == 2
+        guild = bot.get_guild(sandbox.guild.id)
+        assert guild is not None
+        assert guild.shard_id == (sandbox.guild.id >> 22) % 2
+        readies = sandbox.dispatched("READY")
+        assert sorted(tuple(r.d["shard"]) for r in readies) == [(0, 2), (1, 2)]
+        creates = sandbox.dispatched("GUILD_CREATE")
+        assert len(creates) == 1  # only the shard that owns the guild gets it
+    auto = commands.AutoShardedBot(
+        command_prefix="!", intents=discord.Intents.default(), guild_ready_timeout=0.1
+    )
+    async with running_client(auto, sandbox):
+        assert auto.shard_count == 1  # from GET /gateway/bot
+    assert sandbox.requests_matching("GET /gateway/bot")
 
 
 async def test_disallowed_privileged_intent_closes_with_4014(sandbox: SandboxServer) -> None:
@@ -433,6 +456,8 @@ async def test_defer_then_edit_original(sandbox: SandboxServer, start_bot: Any) 
         assert result.embed is not None
         assert result.embed["title"] == "Result"
         assert sandbox.requests_matching("GET /webhooks/*/*/messages/@original")[0].status == 200
+        assert [m.content for m in result.followups] == ["extra, edited"]  # follow-up edit
+        assert sandbox.requests_matching("PATCH /webhooks/*/*/messages/*")[-1].status == 200
 
 
 async def test_subcommand_group_permissions_and_resolved_options(
