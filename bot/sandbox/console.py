@@ -295,16 +295,16 @@ class Console:
         self.show_result(await self.server.submit_modal(self.user, shown, values))
 
     def _single_paper_message(self) -> SandboxMessage | None:
-        """The last message shown that the bot posted about one paper (one embed, not ephemeral)."""
-        for message in sorted(self._by_number.values(), key=lambda m: self._numbers[m.id], reverse=True):
-            if (
-                message.author is self.server.bot_user
-                and not message.ephemeral
-                and not message.deleted
-                and len(message.embeds) == 1
-            ):
-                return message
-        return None
+        """The last single-paper message shown: one the bot marked with its own reactions (👍 👎 🔖),
+        else the last one with a single embed and no buttons (listings have buttons)."""
+        shown = [
+            m
+            for m in sorted(self._by_number.values(), key=lambda m: self._numbers[m.id], reverse=True)
+            if m.author is self.server.bot_user and not m.ephemeral and not m.deleted
+        ]
+        bot_id = self.server.bot_user.id
+        marked = next((m for m in shown if any(bot_id in users for users in m.reactions.values())), None)
+        return marked or next((m for m in shown if len(m.embeds) == 1 and not m.buttons), None)
 
     async def _react(self, args: list[str]) -> None:
         rest, message = self._target(args, default=self._single_paper_message(), what="single-paper message")

@@ -1193,7 +1193,9 @@ class SandboxServer:
         deadline = self.options.interaction_deadline
 
         def answered() -> bool:
-            return record.acknowledged or record.late_callback_age is not None
+            # An autocomplete answer Discord refused is final: the person just sees no suggestions.
+            refused_autocomplete = record.type == AUTOCOMPLETE and bool(record.rejected)
+            return record.acknowledged or record.late_callback_age is not None or refused_autocomplete
 
         # Phase 1: the first response, due within the 3 s deadline (measured on the sandbox clock).
         remaining = max(0.0, deadline - (self.clock.monotonic() - record.created)) + 1.0
@@ -1204,6 +1206,8 @@ class SandboxServer:
             failure = f"the bot did not answer {record.label} within {min(waited, deadline):g}s"
             if waited >= deadline:
                 failure += " (Discord shows 'The application did not respond')"
+        if record.type == AUTOCOMPLETE and record.rejected and not record.acknowledged:
+            failure = f"Discord refused the bot's suggestions for {record.label}"
         if record.late_callback_age is not None and not record.acknowledged:
             failure = (
                 f"the bot answered {record.label} after {record.late_callback_age:.2f}s, past Discord's "
