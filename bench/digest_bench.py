@@ -28,6 +28,7 @@ import asyncio
 import gzip
 import json
 import logging
+import os
 import random
 import resource
 import statistics
@@ -265,6 +266,12 @@ class TimedRecommender:
             self.seconds += time.perf_counter() - started
 
 
+def load_average() -> str:
+    """The 1-minute load average (other work on the machine slows the wall-clock figure)."""
+    with open("/proc/loadavg", encoding="ascii") as handle:
+        return handle.read().split()[0]
+
+
 def rss_mb() -> float:
     """Current resident memory of this process (Linux), in MB."""
     with open("/proc/self/status", encoding="ascii") as status:
@@ -292,6 +299,7 @@ async def measure(db_path: Path) -> int:
         rss_before = rss_mb()
 
         started = time.perf_counter()
+        cpu_started = time.process_time()
         sent = await service.digests.all_sent_paper_ids()
         durations: list[float] = []
         sizes: list[int] = []
@@ -303,6 +311,7 @@ async def measure(db_path: Path) -> int:
             sizes.append(len(picks))
             chosen.append([pick.paper_id for pick in picks])
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu_started
         for sub, ids in zip(subs, chosen, strict=True):
             repeats = set(ids) & sent.get(recipient_of(sub), set())
             assert not repeats, f"subscription {sub.id} would get already-sent papers {repeats}"
@@ -320,7 +329,11 @@ async def measure(db_path: Path) -> int:
     empty = sum(1 for s in sizes if s == 0)
     print()
     print(f"digests built:  {len(subs):,} subscriptions over {n_papers:,} papers")
-    print(f"time:           {elapsed:.1f} s  ({len(subs) / elapsed:,.0f} digests/s)")
+    load = load_average()
+    print(
+        f"time:           {elapsed:.1f} s wall ({len(subs) / elapsed:,.0f} digests/s), {cpu:.1f} s CPU "
+        f"(both threads); load average {load} on {os.cpu_count()} cores"
+    )
     print(
         f"                of which Recommender.recommend {recommend_s:.1f} s ({recommend_s / elapsed:.0%}); "
         f"the digest layer (exclusions, filtering, reasons) {elapsed - recommend_s:.1f} s"
