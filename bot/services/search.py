@@ -374,15 +374,22 @@ class SearchEngine:
             query = self.index.doc_terms(paper_id)
             weights = {t: tf * self.index.idf(t) for t, tf in query.items()}
             top = sorted(weights, key=lambda t: (-weights[t], t))[:_SIMILAR_TERMS]
+            # Words as the source paper's title writes them, else the corpus's commonest form.
+            in_title = {
+                term: _display_form(word)
+                for word, term in display_terms(self._meta.titles[self.index.slot_of(paper_id)])
+            }
+            shown = {t: in_title.get(t) or surface_form(t) for t in top}
             mask = self._filter_mask(author, venue, year)
             filtered = None if mask is None else int(np.count_nonzero(mask & self.index.alive))
             ranked, total = self.index.rank(
                 query, limit, offset=offset, allowed=mask, exclude={*exclude, paper_id}
             )
             hits = [
-                SearchHit(pid, score, _surface(self.index.matched_terms(pid, top))) for pid, score in ranked
+                SearchHit(pid, score, tuple(shown[t] for t in self.index.matched_terms(pid, top)))
+                for pid, score in ranked
             ]
-        return SearchResults(hits, total, tuple(top), _surface(top), offset, filtered)
+        return SearchResults(hits, total, tuple(top), tuple(shown[t] for t in top), offset, filtered)
 
     def weighted(
         self,
@@ -485,6 +492,11 @@ class SearchEngine:
                 break
             put(int(index.slot_ids[slot]))
         return out[:limit]
+
+
+def _display_form(word: str) -> str:
+    """ "Federated" (sentence case) → "federated"; acronyms and mixed case ("KV", "LoRA") stay."""
+    return word.lower() if word[:1].isupper() and word[1:].islower() else word
 
 
 def _surface(terms: Iterable[str]) -> tuple[str, ...]:

@@ -89,7 +89,9 @@ def _stem(word: str) -> str:
     return stem
 
 
-_surface: dict[str, str] = {}  # term → shortest word seen that gives it ("cach" → "cache")
+# term → {word → how many distinct raw pieces ("federated", "federated.", "(federated") gave it}:
+# a cheap popularity count kept on cache misses, so "federated" wins over a stray "feder".
+_surface: dict[str, dict[str, int]] = {}
 
 
 def _word_terms(word: str) -> tuple[str, ...]:
@@ -97,17 +99,21 @@ def _word_terms(word: str) -> tuple[str, ...]:
     if not _keep(word):
         return ()
     stem = _stem(word)
-    seen = _surface.get(stem)
-    if (seen is None or len(word) < len(seen) or (len(word) == len(seen) and word < seen)) and len(
-        _surface
-    ) < _CACHE_LIMIT:
-        _surface[stem] = word
+    forms = _surface.get(stem)
+    if forms is None:
+        if len(_surface) < _CACHE_LIMIT:
+            _surface[stem] = {word: 1}
+    elif word in forms or len(forms) < 64:
+        forms[word] = forms.get(word, 0) + 1
     return (stem,)
 
 
 def surface_form(term: str) -> str:
-    """A readable word for an index term: the shortest word seen so far that stems to it."""
-    return _surface.get(term, term)
+    """A readable word for an index term: the most widespread word seen that stems to it."""
+    forms = _surface.get(term)
+    if not forms:
+        return term
+    return min(forms, key=lambda w: (-forms[w], len(w), w))
 
 
 def _piece_terms(piece: str) -> tuple[str, ...]:
