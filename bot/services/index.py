@@ -249,13 +249,21 @@ class BM25Index:
 
     def matched_terms(self, doc_id: int, terms: Iterable[str]) -> list[str]:
         """Those of ``terms`` (in their order, without repeats) that occur in the document."""
-        doc, _ = self._forward(self._slot_of[doc_id])
-        present = set(doc.tolist())
-        out: list[str] = []
-        for term in dict.fromkeys(terms):
-            tid = self._vocab.get(term)
-            if tid is not None and tid in present:
-                out.append(term)
+        return self.matched_terms_many([doc_id], terms)[0]
+
+    def matched_terms_many(self, doc_ids: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
+        """:meth:`matched_terms` for many documents at once (vectorised per document)."""
+        wanted = [t for t in dict.fromkeys(terms) if self._vocab.get(t) is not None]
+        if not wanted or not doc_ids:
+            return [[] for _ in doc_ids]
+        position = np.full(len(self._terms), len(wanted), dtype=np.int32)  # term id → rank
+        position[[self._vocab[t] for t in wanted]] = np.arange(len(wanted), dtype=np.int32)
+        out: list[list[str]] = []
+        for doc_id in doc_ids:
+            doc, _ = self._forward(self._slot_of[doc_id])
+            found = position[doc]
+            found = np.sort(found[found < len(wanted)])
+            out.append([wanted[i] for i in found.tolist()])
         return out
 
     def _forward(self, slot: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.unsignedinteger]]:

@@ -410,8 +410,10 @@ class SearchEngine:
         with self._lock:
             ranked, _ = self.index.rank(query, limit, offset=offset, allowed=allowed, exclude=exclude)
             return [
-                SearchHit(pid, score, _surface(self.index.matched_terms(pid, positive)))
-                for pid, score in ranked
+                SearchHit(pid, score, _surface(found))
+                for (pid, score), found in zip(
+                    ranked, self.index.matched_terms_many([p for p, _ in ranked], positive), strict=True
+                )
             ]
 
     @staticmethod

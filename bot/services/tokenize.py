@@ -105,15 +105,22 @@ def _word_terms(word: str) -> tuple[str, ...]:
             _surface[stem] = {word: 1}
     elif word in forms or len(forms) < 64:
         forms[word] = forms.get(word, 0) + 1
+        _best_surface.pop(stem, None)
     return (stem,)
+
+
+_best_surface: dict[str, str] = {}
 
 
 def surface_form(term: str) -> str:
     """A readable word for an index term: the most widespread word seen that stems to it."""
-    forms = _surface.get(term)
-    if not forms:
-        return term
-    return min(forms, key=lambda w: (-forms[w], len(w), w))
+    best = _best_surface.get(term)
+    if best is None:
+        forms = _surface.get(term)
+        if not forms:
+            return term
+        best = _best_surface[term] = min(forms, key=lambda w: (-forms[w], len(w), w))
+    return best
 
 
 def _piece_terms(piece: str) -> tuple[str, ...]:
