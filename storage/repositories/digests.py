@@ -188,23 +188,25 @@ class DigestRepository:
         """
         now = at or utcnow()
         async with self._db.transaction() as conn:
-            if recipient.user_id is not None:
+            if run_id is not None:
+                async with conn.execute(
+                    "UPDATE digest_items SET sent_at = ? WHERE run_id = ? AND paper_id = ? AND sent_at IS NULL",
+                    (now, run_id, paper_id),
+                ) as cursor:
+                    if cursor.rowcount == 0:
+                        # The run is gone (unsubscribed, forget-me) or the paper was already attempted.
+                        return False
+            elif recipient.user_id is not None:
                 await ensure_user(conn, recipient.user_id, now)
             async with conn.execute(
                 "INSERT OR IGNORE INTO digest_sent (user_id, channel_id, paper_id, sent_at) VALUES (?, ?, ?, ?)",
                 (recipient.user_id, recipient.channel_id, paper_id, now),
             ) as cursor:
                 fresh = cursor.rowcount > 0
-            if run_id is not None and fresh:
-                await conn.execute(
-                    "UPDATE digest_items SET sent_at = ? WHERE run_id = ? AND paper_id = ?",
-                    (now, run_id, paper_id),
-                )
-            elif run_id is not None:
+            if run_id is not None and not fresh:
                 # Sent to them by another digest meanwhile: drop it from this one.
                 await conn.execute(
-                    "DELETE FROM digest_items WHERE run_id = ? AND paper_id = ? AND sent_at IS NULL",
-                    (run_id, paper_id),
+                    "DELETE FROM digest_items WHERE run_id = ? AND paper_id = ?", (run_id, paper_id)
                 )
         return fresh
 
@@ -237,11 +239,13 @@ class DigestRepository:
         now = at or utcnow()
         async with self._db.transaction() as conn:
             if run_id is not None:
-                await conn.execute(
+                async with conn.execute(
                     "UPDATE digest_items SET message_id = ?, sent_at = COALESCE(sent_at, ?) "
                     "WHERE run_id = ? AND paper_id = ?",
                     (message_id, now, run_id, paper_id),
-                )
+                ) as cursor:
+                    if cursor.rowcount == 0:
+                        return  # the subscription was removed meanwhile (forget-me): keep nothing
             await conn.execute(
                 """
                 INSERT INTO posted_messages (message_id, channel_id, guild_id, paper_id, recipient_id, kind,

@@ -61,6 +61,7 @@ async def test_invalid_input_stores_nothing(
     with pytest.raises(InvalidScheduleError):
         await service.subscribe(USER, **options)  # type: ignore[arg-type]
     assert await db.fetchval("SELECT COUNT(*) FROM subscriptions") == 0
+    assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 0
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
 
 
@@ -440,3 +441,28 @@ async def test_build_writes_nothing(db: Database, clock: FakeClock, papers: list
     assert [p.paper.id for p in plan.papers] == [1, 2, 3, 4]
     for table in ("digest_runs", "digest_items", "digest_sent", "posted_messages"):
         assert await db.fetchval(f"SELECT COUNT(*) FROM {table}") == 0
+
+
+async def test_unsubscribing_mid_digest_stops_the_rest(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """If the user unsubscribes (or is forgotten) while their digest goes out, nothing more is sent or
+    stored about them."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=4)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+
+    class ForgetsAfterOne(FakeSender):
+        async def send_paper(self, paper, reason):  # type: ignore[no-untyped-def]
+            sent = await super().send_paper(paper, reason)
+            if len(self.papers) == 1:
+                await db.execute("DELETE FROM users WHERE id = ?", (USER,))  # what forget-me does
+            return sent
+
+    sender = ForgetsAfterOne()
+    await service.deliver_period(sub.id, sender)
+    assert sender.paper_ids == [1]
+    assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
+    assert await db.fetchval("SELECT COUNT(*) FROM digest_sent") == 0
+    assert await db.fetchval("SELECT COUNT(*) FROM subscriptions") == 0
+    assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 0

@@ -179,10 +179,11 @@ async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
     job.modify(next_run_time=datetime.now(UTC))
     senders = jobs.sender_for
     assert isinstance(senders, Senders)
-    for _ in range(200):
+    for _ in range(1000):  # up to 10 s: APScheduler runs the job in a task of its own
         if sub.id in senders.by_sub and len(senders.by_sub[sub.id].papers) == 3:
             break
         await asyncio.sleep(0.01)
+    await jobs.wait_idle()  # the run is finished after its last message is recorded
     assert senders.by_sub[sub.id].paper_ids == [1, 2, 3]
     run = await service.digests.run_for(sub.id, due.key)
     assert run is not None
