@@ -86,6 +86,7 @@ async def wait_for_papers(
         return len(papers) >= total and all(len(m.reactions) == 3 for m in papers)
 
     await e2e.server.eventually(done, what=f"{total} paper messages with 👍 👎 🔖", timeout=10)
+    await e2e.bot.digest_jobs.wait_idle()  # the run is recorded as finished after its last message
     await e2e.server.wait_quiet()
     return paper_messages(where())
 
