@@ -54,7 +54,8 @@ def paper_link(paper: Paper) -> str | None:
         return f"https://openreview.net/forum?id={paper.openreview_id}"
     if paper.doi:
         return f"https://doi.org/{paper.doi}"
-    return paper.pdf_url
+    # an abstract-only paper (the seed lists) often names its code or project page: the best link it has
+    return paper.pdf_url or paper.code_url
 
 
 def links(paper: Paper) -> list[tuple[str, str]]:
