@@ -256,6 +256,13 @@ class BM25Index:
         wanted = [t for t in dict.fromkeys(terms) if self._vocab.get(t) is not None]
         if not wanted or not doc_ids:
             return [[] for _ in doc_ids]
+        if len(doc_ids) * len(wanted) < 2000:  # a few documents: sets beat a vocabulary array
+            ids = [self._vocab[t] for t in wanted]
+            small: list[list[str]] = []
+            for doc_id in doc_ids:
+                present = set(self._forward(self._slot_of[doc_id])[0].tolist())
+                small.append([t for t, i in zip(wanted, ids, strict=True) if i in present])
+            return small
         position = np.full(len(self._terms), len(wanted), dtype=np.int32)  # term id → rank
         position[[self._vocab[t] for t in wanted]] = np.arange(len(wanted), dtype=np.int32)
         out: list[list[str]] = []

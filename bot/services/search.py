@@ -341,13 +341,10 @@ class SearchEngine:
             mask = self._filter_mask(author, venue, year)
             filtered = None if mask is None else int(np.count_nonzero(mask & self.index.alive))
             ranked, total = self.index.rank(tokens, limit, offset=offset, allowed=mask, exclude=exclude)
+            found = self.index.matched_terms_many([pid for pid, _ in ranked], terms)
             hits = [
-                SearchHit(
-                    pid,
-                    score,
-                    tuple(word_of[t] for t in self.index.matched_terms(pid, terms)),
-                )
-                for pid, score in ranked
+                SearchHit(pid, score, tuple(word_of[t] for t in matched))
+                for (pid, score), matched in zip(ranked, found, strict=True)
             ]
         return SearchResults(hits, total, terms, words, offset, filtered)
 
@@ -385,9 +382,10 @@ class SearchEngine:
             ranked, total = self.index.rank(
                 query, limit, offset=offset, allowed=mask, exclude={*exclude, paper_id}
             )
+            found = self.index.matched_terms_many([pid for pid, _ in ranked], top)
             hits = [
-                SearchHit(pid, score, tuple(shown[t] for t in self.index.matched_terms(pid, top)))
-                for pid, score in ranked
+                SearchHit(pid, score, tuple(shown[t] for t in matched))
+                for (pid, score), matched in zip(ranked, found, strict=True)
             ]
         return SearchResults(hits, total, tuple(top), tuple(shown[t] for t in top), offset, filtered)
 

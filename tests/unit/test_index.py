@@ -259,3 +259,16 @@ def test_top_k_on_thousands_of_documents_equals_sorting_every_score(seed: int) -
         assert [doc for doc, _ in ranked] == [
             ids[i] for i in sorted(kept, key=lambda i: (-scores[i], ids[i]))[:k]
         ]
+
+
+def test_matched_terms_many_agrees_with_each_document() -> None:
+    rng = np.random.default_rng(9)
+    words = [f"w{i}" for i in range(40)]
+    corpus = [list(rng.choice(words, size=int(rng.integers(0, 12)))) for _ in range(400)]
+    index = BM25Index()
+    index.add(range(400), corpus)  # type: ignore[arg-type]
+    query = ["w3", "unknown", "w1", "w3", *words[10:30]]
+    many = index.matched_terms_many(list(range(400)), query)  # vectorised path
+    for doc, found in zip(corpus, many, strict=True):
+        assert found == [t for t in dict.fromkeys(query) if t in doc]
+    assert index.matched_terms(5, query) == many[5]  # small path
