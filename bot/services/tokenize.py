@@ -214,7 +214,7 @@ def display_terms(query: str) -> list[tuple[str, str]]:
     text = _straight_apostrophes(unicodedata.normalize("NFKC", query))
     for match in WORD_RE.finditer(text):
         shown = match.group()
-        for term in _word_terms(shown.casefold()):
+        for term in _str_terms(shown.casefold()):
             if term not in seen:
                 seen.add(term)
                 pairs.append((shown, term))
