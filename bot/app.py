@@ -15,7 +15,8 @@ from discord.ext import commands
 from bot.exts import _groups, discover_extensions
 from bot.exts._digests import make_digest_scheduler
 from bot.runtime import Services
-from bot.scheduling import DigestScheduler
+from bot.scheduling import DigestScheduler, schedule_daily_fetch
+from bot.services.arxiv_daily import run_daily_fetch
 from bot.settings import Settings
 from bot.tree import PaperTree
 from storage.repositories.state import StateRepository
@@ -81,6 +82,12 @@ class PaperBot(commands.Bot):
         for group in _groups.TOP_LEVEL:
             self.tree.add_command(group)
         await self.digest_jobs.start()  # jobs rebuilt from the subscriptions table; catch-up after ready
+        if self.settings.arxiv_categories:
+            schedule_daily_fetch(
+                self.digest_jobs.scheduler,
+                lambda: run_daily_fetch(self.services),
+                time_utc=self.settings.arxiv_fetch_time,
+            )
         await self.sync_commands()
 
     async def close(self) -> None:

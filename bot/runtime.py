@@ -10,11 +10,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from storage.repositories.papers import PaperRepository
-
-from bot.services.ingest.runner import ensure_shipped_corpus
 from bot.services.digest import DigestService
 from bot.services.feedback import FeedbackService
+from bot.services.ingest.runner import ensure_shipped_corpus
 from bot.services.privacy import PrivacyService
 from bot.services.profile import ProfileService
 from bot.services.recommender import Recommender
@@ -22,6 +20,7 @@ from bot.services.search import SearchEngine
 from bot.settings import Settings
 from storage.db import Database
 from storage.repositories.messages import PostedMessageRepository
+from storage.repositories.papers import PaperRepository
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +54,19 @@ class Services:
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
         )
+
+    async def refresh_index(self, *, since: str) -> int:
+        """Put every paper added or changed since `since` (a `utcnow()` stamp) into the running index.
+
+        Used after `/paperadmin ingest` and the daily arXiv fetch: new papers are searchable at once,
+        without a rebuild.
+        """
+        ids = await self.papers.changed_since(since)
+        if not ids:
+            return 0
+        rows = await self.papers.iter_index_rows(ids=ids)
+        await asyncio.to_thread(self.search.add, rows)
+        return len(rows)
 
 
 async def build_search_engine(papers: PaperRepository) -> SearchEngine:

@@ -55,6 +55,25 @@ RETRY_PREFIX = "digest-retry:"
 SenderFactory = Callable[[Subscription], DigestSender]
 
 
+ARXIV_JOB_ID = "arxiv:daily"
+
+
+def schedule_daily_fetch(
+    scheduler: AsyncIOScheduler, job: Callable[[], Awaitable[object]], *, time_utc: str
+) -> Job:
+    """The daily arXiv fetch at HH:MM UTC (one instance at a time; a late start within an hour still runs)."""
+    hour, minute = (int(part) for part in time_utc.split(":"))
+    return scheduler.add_job(
+        job,
+        CronTrigger(hour=hour, minute=minute, timezone=UTC),
+        id=ARXIV_JOB_ID,
+        replace_existing=True,
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=3600,
+    )
+
+
 def job_id(subscription_id: int) -> str:
     return f"{JOB_PREFIX}{subscription_id}"
 

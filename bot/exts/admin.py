@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import logging
 from datetime import UTC, datetime
@@ -63,7 +62,7 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
 
     started = utcnow()
     summary = await ingest_bytes(services.db, file.filename, data)
-    indexed = await _refresh_index(interaction.client, since=started)
+    indexed = await interaction.client.services.refresh_index(since=started)
     log.info(
         "ingest %s: added %d, merged %d, unchanged %d, rejected %d; %d papers (re)indexed (%s)",
         file.filename,
@@ -79,17 +78,6 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
         await interaction.followup.send(text, ephemeral=True)
     else:
         await interaction.followup.send(text, ephemeral=True, file=problems_file)
-
-
-async def _refresh_index(bot: PaperBot, *, since: str) -> int:
-    """Put every paper the ingest added or changed into the running search index (no rebuild)."""
-    services = bot.services
-    ids = await services.papers.changed_since(since)
-    if not ids:
-        return 0
-    rows = await services.papers.iter_index_rows(ids=ids)
-    await asyncio.to_thread(services.search.add, rows)
-    return len(rows)
 
 
 def render_ingest_summary(filename: str, summary: IngestSummary) -> tuple[str, discord.File | None]:
