@@ -56,13 +56,14 @@ class RateButton(
 
     @classmethod
     async def from_custom_id(
-        cls, interaction: discord.Interaction[Any], item: discord.ui.Button[Any], match: re.Match[str], /
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> RateButton:
-        return cls(match["signal"], int(match["paper"]), label=item.label)
+        return cls(match["signal"], int(match["paper"]), label=getattr(item, "label", None))
 
-    async def callback(self, interaction: discord.Interaction[PaperBot]) -> None:
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        bot: PaperBot = interaction.client
         try:
-            note = await interaction.client.services.feedback.apply_button(
+            note = await bot.services.feedback.apply_button(
                 user_id=interaction.user.id,
                 paper_id=self.paper_id,
                 signal=self.signal,
@@ -95,15 +96,21 @@ class PageButton(
 
     @classmethod
     async def from_custom_id(
-        cls, interaction: discord.Interaction[Any], item: discord.ui.Button[Any], match: re.Match[str], /
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> PageButton:
-        return cls(int(match["search"]), int(match["page"]), label=item.label or "", tag=match["tag"] or "n")
+        return cls(
+            int(match["search"]),
+            int(match["page"]),
+            label=getattr(item, "label", None) or "",
+            tag=match["tag"] or "n",
+        )
 
-    async def callback(self, interaction: discord.Interaction[PaperBot]) -> None:
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
         from bot.ui.listing import render_stored_listing
 
+        bot: PaperBot = interaction.client
         try:
-            listing = await render_stored_listing(interaction.client.services, self.search_id, self.page)
+            listing = await render_stored_listing(bot.services, self.search_id, self.page)
             await interaction.response.edit_message(embed=listing.embed, view=listing.view)
         except Exception as error:
             await report_item_error(interaction, error, f"page button {self.search_id}:{self.page}")

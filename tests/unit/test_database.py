@@ -33,10 +33,13 @@ async def test_connection_uses_wal_foreign_keys_and_a_busy_timeout(db: Database)
 
 
 async def test_a_failed_transaction_writes_nothing(db: Database) -> None:
-    with pytest.raises(RuntimeError):
+    async def insert_then_fail() -> None:
         async with db.transaction() as conn:
             await conn.execute("INSERT INTO users (id, created_at) VALUES (1, 'now')")
             raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        await insert_then_fail()
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
 
 
@@ -70,7 +73,9 @@ async def test_a_database_newer_than_the_code_is_refused(tmp_path: Path) -> None
 
 async def test_online_backup_is_a_complete_consistent_copy(db: Database, tmp_path: Path) -> None:
     async with db.transaction() as conn:
-        await conn.executemany("INSERT INTO users (id, created_at) VALUES (?, 'now')", [(n,) for n in range(50)])
+        await conn.executemany(
+            "INSERT INTO users (id, created_at) VALUES (?, 'now')", [(n,) for n in range(50)]
+        )
     await db.backup(tmp_path / "backup" / "copy.db")
     copy = sqlite3.connect(tmp_path / "backup" / "copy.db")
     try:

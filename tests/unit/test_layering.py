@@ -44,4 +44,6 @@ def test_storage_does_not_import_the_application(path: Path) -> None:
 def test_discord_code_holds_no_sql(path: Path) -> None:
     text = path.read_text("utf-8")
     for keyword in ("SELECT ", "INSERT INTO", "DELETE FROM", "UPDATE ", "CREATE TABLE"):
-        assert keyword not in text, f"{path.relative_to(REPO)} has SQL ({keyword.strip()}); move it to storage/"
+        assert keyword not in text, (
+            f"{path.relative_to(REPO)} has SQL ({keyword.strip()}); move it to storage/"
+        )
