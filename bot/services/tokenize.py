@@ -112,6 +112,25 @@ def _word_terms(word: str) -> tuple[str, ...]:
 _best_surface: dict[str, str] = {}
 
 
+def surface_counts() -> dict[str, dict[str, int]]:
+    """A copy of the surface-form counts (saved with search snapshots)."""
+    return {term: dict(forms) for term, forms in _surface.items()}
+
+
+def merge_surface_counts(counts: Mapping[str, Mapping[str, int]]) -> None:
+    """Add counts saved by :func:`surface_counts` (after loading a search snapshot)."""
+    for term, forms in counts.items():
+        mine = _surface.get(term)
+        if mine is None:
+            if len(_surface) >= _CACHE_LIMIT:
+                continue
+            mine = _surface[term] = {}
+        for word, n in forms.items():
+            if word in mine or len(mine) < 64:
+                mine[word] = mine.get(word, 0) + n
+        _best_surface.pop(term, None)
+
+
 def surface_form(term: str) -> str:
     """A readable word for an index term: the most widespread word seen that stems to it."""
     best = _best_surface.get(term)
