@@ -579,9 +579,17 @@ def corpus_fingerprint(rows: Iterable[IndexRow | Sequence[Any]]) -> str:
     """A digest of everything the engine indexes of ``rows``, in order (for snapshots)."""
     digest = hashlib.blake2b(digest_size=20)
     digest.update(f"{SNAPSHOT_FORMAT}/{tokenizer.TOKENIZER_VERSION}/{TITLE_WEIGHT}".encode())
+    batch: list[str] = []
     for row in rows:
-        digest.update(repr(_row_fields(row)).encode("utf-8", "surrogatepass"))
-        digest.update(b"\x00")
+        pid, title, abstract, authors, venue, year, external = _row_fields(row)
+        batch.append(
+            f"{pid}\x1f{title}\x1f{abstract}\x1f{chr(30).join(authors)}\x1f{venue or ''}"
+            f"\x1f{year or ''}\x1f{chr(30).join(external)}\x1d"
+        )
+        if len(batch) >= 4096:
+            digest.update("".join(batch).encode("utf-8", "surrogatepass"))
+            batch.clear()
+    digest.update("".join(batch).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 
