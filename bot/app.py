@@ -81,7 +81,8 @@ class PaperBot(commands.Bot):
             await self.load_extension(extension)
         for group in _groups.TOP_LEVEL:
             self.tree.add_command(group)
-        await self.digest_jobs.start()  # jobs rebuilt from the subscriptions table; catch-up after ready
+        # jobs rebuilt from the subscriptions table in the background; catch-up once ready
+        await self.digest_jobs.start(in_background=True)
         if self.settings.arxiv_categories:
             schedule_daily_fetch(
                 self.digest_jobs.scheduler,

@@ -165,18 +165,29 @@ class DigestScheduler:
 
     # ---- lifecycle ---------------------------------------------------------------------------------
 
-    async def start(self, *, recover: bool = True) -> int:
+    async def start(self, *, recover: bool = True, in_background: bool = False) -> int:
         """Start the scheduler (inside the running loop), rebuild every job, then recover in the background.
 
         Returns the number of jobs scheduled. Recovery (resume + catch-up) waits for ``wait_until_ready``
-        in a task of its own, so calling this from ``setup_hook`` never blocks the login.
+        in a task of its own, so calling this from ``setup_hook`` never blocks the login. With
+        ``in_background`` the jobs are rebuilt in that task too (returns 0): with thousands of
+        subscriptions that takes seconds the gateway handshake need not wait for, and anything due
+        meanwhile is caught up by the recovery that follows.
         """
         if not self.scheduler.running:
             self.scheduler.start()
+        if in_background:
+            self.spawn(self._sync_then_recover(recover), name="digest-startup")
+            return 0
         count = await self.sync_all()
         if recover:
             self.spawn(self.recover(), name="digest-recovery")
         return count
+
+    async def _sync_then_recover(self, recover: bool) -> None:
+        await self.sync_all()
+        if recover:
+            await self.recover()
 
     @contextlib.asynccontextmanager
     async def _in_flight(self) -> AsyncIterator[None]:
@@ -241,7 +252,9 @@ class DigestScheduler:
             if job.id.startswith(JOB_PREFIX) and job.id not in wanted:
                 job.remove()
         scheduled = 0
-        for sub in subs:
+        for position, sub in enumerate(subs, 1):
+            if position % 200 == 0:
+                await asyncio.sleep(0)  # let the gateway and commands run between batches
             try:
                 self.schedule(sub)
                 scheduled += 1

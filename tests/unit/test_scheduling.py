@@ -223,7 +223,7 @@ async def test_deliveries_are_bounded_by_the_semaphore(service: DigestService) -
             nonlocal in_flight, peak
             in_flight += 1
             peak = max(peak, in_flight)
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0.05)  # long enough that three deliveries overlap even on a loaded machine
             in_flight -= 1
             return await super().send_paper(paper, reason)
 
