@@ -213,6 +213,17 @@ async def test_one_failing_subscriber_never_stops_the_others(
     assert len(senders.by_sub[subs[2].id].papers) == 2
 
 
+async def test_a_background_start_returns_at_once_and_schedules_every_subscription(
+    service: DigestService, jobs: DigestScheduler
+) -> None:
+    """setup_hook's start does not wait for thousands of jobs; they all appear shortly after."""
+    subs = [await service.subscribe(user, time="08:15", timezone="Asia/Kolkata") for user in range(1, 451)]
+    assert await jobs.start(recover=False, in_background=True) == 0
+    assert len(jobs.scheduler.get_jobs()) < len(subs)  # still being rebuilt
+    await jobs.wait_idle()
+    assert sorted(job.id for job in jobs.scheduler.get_jobs()) == sorted(job_id(sub.id) for sub in subs)
+
+
 async def test_deliveries_are_bounded_by_the_semaphore(service: DigestService) -> None:
     """Thousands due at once queue up: never more than `concurrency` digests in flight."""
     in_flight = 0
