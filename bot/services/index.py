@@ -247,6 +247,29 @@ class BM25Index:
         names = self._terms
         return {names[t]: f for t, f in zip(terms.tolist(), tfs.tolist(), strict=True)}
 
+    def term_ids(self, terms: Iterable[str]) -> IntArray:
+        """Index ids of ``terms`` (−1 for a term never indexed), to compare with :meth:`doc_weights`."""
+        get = self._vocab.get
+        return np.fromiter((get(t, -1) for t in terms), dtype=np.int64)
+
+    def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]:
+        """The terms of several documents at once: ``(indptr, term ids, weights)``.
+
+        Document ``n``'s terms are ``ids[indptr[n]:indptr[n + 1]]``; each weight is what the term adds
+        to the document's score for a one-term query, ``idf · tf·(k1 + 1) / (tf + k1·(1 − b + b·|d|/avgdl))``
+        (KeyError for an unknown id).
+        """
+        slots = [self._slot_of[d] for d in doc_ids]
+        parts = [self._forward(s) for s in slots]
+        lengths = np.fromiter((len(p[0]) for p in parts), dtype=np.int64, count=len(parts))
+        indptr = _indptr(lengths)
+        if not parts:
+            return indptr, np.zeros(0, dtype=np.int64), np.zeros(0)
+        ids = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        tf = np.concatenate([p[1] for p in parts]).astype(np.float64)
+        norm = np.repeat(self._len_factor[slots], lengths)
+        return indptr, ids, self._idf[ids] * (tf * (self.k1 + 1) / (tf + norm))
+
     def matched_terms(self, doc_id: int, terms: Iterable[str]) -> list[str]:
         """Those of ``terms`` (in their order, without repeats) that occur in the document."""
         return self.matched_terms_many([doc_id], terms)[0]

@@ -478,16 +478,20 @@ class SearchEngine:
         offset: int = 0,
         exclude: Collection[int] = (),
         allowed: Collection[int] | npt.NDArray[np.bool_] | None = None,
+        matched: bool = True,
     ) -> list[SearchHit]:
         """Best papers for a weighted query (term → weight; Σ weight · BM25 of the term).
 
         Only papers holding at least one positively weighted term are returned; their
-        ``matched_terms`` are those terms as readable words, strongest weight first.
+        ``matched_terms`` are those terms as readable words, strongest weight first (left empty
+        with ``matched=False``, for a caller that works them out itself).
         """
         _check_page(limit, offset)
         positive = sorted((t for t, w in query.items() if w > 0), key=lambda t: -query[t])
         with self._lock:
             ranked, _ = self.index.rank(query, limit, offset=offset, allowed=allowed, exclude=exclude)
+            if not matched:
+                return [SearchHit(pid, score, ()) for pid, score in ranked]
             return [
                 SearchHit(pid, score, _surface(found))
                 for (pid, score), found in zip(
