@@ -22,20 +22,23 @@ per-document length factors are recomputed vectorised at once (O(vocabulary + do
 each term's postings factors are refreshed lazily, the first time a query needs that term.
 
 Re-adding an existing id replaces that document (the old version stops counting at once; its
-postings are dropped at the next merge).  The index is not thread-safe: callers serialise
-:meth:`BM25Index.add` and queries (queries refresh cached factors, too).
+postings are dropped at the next merge).  Adding, removing and every query hold the index's
+re-entrant ``lock`` (queries refresh cached factors, too), so papers can be added from a worker
+thread while another thread searches.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import math
+import threading
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import methodcaller
-from typing import Final, TypeAlias
+from typing import Concatenate, Final, ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -132,10 +135,26 @@ class _Vocabulary(dict[str, int]):
         return tid
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(method: Callable[Concatenate[BM25Index, _P], _R]) -> Callable[Concatenate[BM25Index, _P], _R]:
+    """Run the method holding the index's lock (adds in a worker thread, queries in another)."""
+
+    @functools.wraps(method)
+    def wrapper(self: BM25Index, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class BM25Index:
     """rank-bm25's BM25 Okapi over documents given as term lists, keyed by integer ids."""
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
+        self.lock = threading.RLock()
         self.k1 = k1
         self.b = b
         self.epsilon = epsilon
@@ -156,6 +175,15 @@ class BM25Index:
         self._total_len = 0
         self._version = 0
         self._log_half: FloatArray = np.zeros(0)  # math.log(m + 0.5) for m = 0, 1, ...
+
+    def __getstate__(self) -> dict[str, object]:
+        state = self.__dict__.copy()
+        del state["lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
 
     # ----------------------------------------------------------------------------- basics
     def __len__(self) -> int:
@@ -186,6 +214,7 @@ class BM25Index:
         view.flags.writeable = False
         return view
 
+    @_locked
     def slot_of(self, doc_id: int) -> int:
         """The slot holding ``doc_id`` (KeyError if absent): index of masks for ``allowed``."""
         return self._slot_of[doc_id]
@@ -226,11 +255,13 @@ class BM25Index:
         slots = len(self._slot_of) * (8 * 3 + 28 + 28)
         return arrays + vocab + slots
 
+    @_locked
     def df(self, term: str) -> int:
         """Number of documents containing ``term``."""
         tid = self._vocab.get(term)
         return 0 if tid is None else int(self._df[tid])
 
+    @_locked
     def idf(self, term: str) -> float:
         """rank-bm25's idf of ``term`` (after its floor); 0.0 for a term no document has."""
         tid = self._vocab.get(term)
@@ -238,20 +269,24 @@ class BM25Index:
             return 0.0
         return float(self._idf[tid])
 
+    @_locked
     def doc_length(self, doc_id: int) -> int:
         return int(self._dl[self._slot_of[doc_id]])
 
+    @_locked
     def doc_terms(self, doc_id: int) -> dict[str, int]:
         """Term frequencies of one document (KeyError for an unknown id)."""
         terms, tfs = self._forward(self._slot_of[doc_id])
         names = self._terms
         return {names[t]: f for t, f in zip(terms.tolist(), tfs.tolist(), strict=True)}
 
+    @_locked
     def term_ids(self, terms: Iterable[str]) -> IntArray:
         """Index ids of ``terms`` (−1 for a term never indexed), to compare with :meth:`doc_weights`."""
         get = self._vocab.get
         return np.fromiter((get(t, -1) for t in terms), dtype=np.int64)
 
+    @_locked
     def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]:
         """The terms of several documents at once: ``(indptr, term ids, weights)``.
 
@@ -274,6 +309,7 @@ class BM25Index:
         """Those of ``terms`` (in their order, without repeats) that occur in the document."""
         return self.matched_terms_many([doc_id], terms)[0]
 
+    @_locked
     def matched_terms_many(self, doc_ids: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
         """:meth:`matched_terms` for many documents at once (vectorised per document)."""
         wanted = [t for t in dict.fromkeys(terms) if self._vocab.get(t) is not None]
@@ -313,6 +349,7 @@ class BM25Index:
             raise TypeError("docs must be sequences of terms, not strings")
         self.add_counts(doc_ids, [Counter(d) for d in docs])
 
+    @_locked
     def add_counts(self, doc_ids: Sequence[int], counts: Sequence[Mapping[str, int]]) -> None:
         """Like :meth:`add`, with each document given as term → frequency.
 
@@ -378,6 +415,7 @@ class BM25Index:
         self._refresh_segment(segment)
         self._maybe_merge()
 
+    @_locked
     def remove(self, doc_ids: Iterable[int]) -> None:
         """Remove documents (unknown ids are ignored)."""
         slots = [self._slot_of.pop(int(i)) for i in doc_ids if int(i) in self._slot_of]
@@ -447,6 +485,7 @@ class BM25Index:
             segs[-2:] = [merged]
             self._seg_starts[-2:] = [merged.slot0]
 
+    @_locked
     def optimize(self) -> None:
         """Merge all segments into one (and drop postings of replaced/removed documents)."""
         while len(self._segments) >= 2:
@@ -555,6 +594,7 @@ class BM25Index:
                     mask[seg.t_docs[lo:hi]] = True
         return mask
 
+    @_locked
     def score_array(self, query: Query) -> FloatArray:
         """Scores of every slot (0.0 for empty slots), aligned with :attr:`slot_ids`."""
         n = self.n_slots
@@ -563,6 +603,7 @@ class BM25Index:
             scores[self._dead] = 0.0
         return scores
 
+    @_locked
     def scores(self, query: Query) -> dict[int, float]:
         """Score of every document containing a query term (absent ids score 0.0)."""
         plan = self._plan(query)
@@ -587,6 +628,7 @@ class BM25Index:
         """
         return self.rank(query, k, allowed=allowed, exclude=exclude)[0]
 
+    @_locked
     def rank(
         self,
         query: Query,

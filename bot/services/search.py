@@ -5,7 +5,8 @@ BEIR SciFact, training split, nDCG@10 is 0.6959 with the title counted once, 0.7
 three times and 0.6990 four times: ``bench/scifact_eval.py``).  Scores are rank-bm25's
 ``BM25Okapi`` scores on those token lists, exactly (see :mod:`bot.services.index`).
 
-The engine is safe to call from several threads: every public method holds one lock.
+The engine is safe to call from several threads: every public method holds the index's lock (so
+does every method of the index, for callers that use it directly).
 
 Building tokenises every paper (about 10 s for 100k papers on a 2-core machine);
 :meth:`SearchEngine.load_or_build` keeps a snapshot file so a restart over an unchanged corpus
@@ -21,7 +22,6 @@ import logging
 import os
 import pickle
 import re
-import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -204,7 +204,7 @@ class SearchEngine:
 
     def __init__(self) -> None:
         self.index = BM25Index()
-        self._lock = threading.RLock()
+        self._lock = self.index.lock  # one lock: no ordering between two to get wrong
         self._meta = _Meta()
         self._venue_names: list[str] = []
         self._venue_folded: list[str] = []
@@ -289,7 +289,7 @@ class SearchEngine:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._lock = threading.RLock()
+        self._lock = self.index.lock
 
     def __len__(self) -> int:
         return len(self.index)

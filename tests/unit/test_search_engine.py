@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -372,3 +373,33 @@ def test_snapshot_round_trip_and_staleness(tmp_path: Path, caplog: pytest.LogCap
     assert "unreadable search snapshot" in caplog.text
     assert ids(rebuilt.search("kv cache")) == [1, 3]
     assert SearchEngine.load(snapshot, corpus_fingerprint(ROWS)) is not None  # rewritten
+
+
+def test_adding_from_a_worker_thread_while_searching(engine: SearchEngine) -> None:
+    # Services.refresh_index adds in a worker thread; commands and the recommender keep reading.
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                engine.search("caches paper", limit=5, year=2025)
+                engine.index.idf("cach")
+                engine.index.doc_terms(1)
+                engine.autocomplete("paper")
+                engine.weighted({"cach": 1.0, "word7": 2.0}, limit=5)
+            except BaseException as error:  # any failure in the reader fails the test
+                errors.append(error)
+                return
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for n in range(40):
+            engine.add([IndexRow(100 + n, f"Paper {n} on caches", f"word{n} cache text", (), None, 2025)])
+    finally:
+        stop.set()
+        thread.join()
+    assert errors == []
+    assert engine.search("caches", year=2025, limit=1).total == 40
+    assert engine.index.doc_terms(139) == {"paper": 2, "39": 2, "cach": 3, "word39": 1, "text": 1}
