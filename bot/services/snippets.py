@@ -57,11 +57,15 @@ def _best_window(matches: list[_Match], width: int) -> tuple[int, int]:
     return best
 
 
-def _word_boundary_before(text: str, pos: int, floor: int) -> int:
-    """The start of the word containing ``pos`` (or ``pos`` itself at a boundary), ≥ floor."""
-    while pos > floor and not text[pos - 1].isspace():
-        pos -= 1
-    return pos
+def _word_boundary_before(text: str, pos: int, reach: int = 24) -> int:
+    """The start of the word containing ``pos``, or ``pos`` itself when that word starts more
+    than ``reach`` characters earlier (a giant "word" is cut, not kept whole)."""
+    start = pos
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+        if pos - start > reach:
+            return pos
+    return start
 
 
 def _cut_end(text: str, start: int, width: int, at_least: int) -> int:
@@ -101,7 +105,7 @@ def snippet(abstract: str, terms: Iterable[str], width: int = DEFAULT_WIDTH) -> 
     for found in _SENTENCE_END_RE.finditer(text, 0, first.start):
         sentence_start = found.end()
     start = sentence_start if first.start - sentence_start <= slack else first.start - slack // 4
-    start = _word_boundary_before(text, max(start, 0), 0)
+    start = _word_boundary_before(text, max(start, 0))
     if start > first.start:
         start = first.start
     end = _cut_end(text, start, width, last.end)

@@ -320,6 +320,23 @@ def test_snippet_of_a_long_abstract_stays_within_discord_field_limits() -> None:
     assert len(text) <= 1024
 
 
+@pytest.mark.parametrize(
+    "abstract",
+    [
+        "A" * 500 + " cache",  # a giant word before the match
+        "cache " + "x" * 400,  # and after it
+        "y" * 700,  # no match, no space
+        "Intro sentence here. " * 30 + "Finally we study KV cache compression.",
+    ],
+)
+def test_snippet_visible_text_stays_near_the_width(abstract: str) -> None:
+    text = snippet(abstract, tokenize("kv cache"), width=100)
+    visible = text.replace("**", "").replace("…", "")
+    assert 0 < len(visible) <= 100
+    if "cache" in abstract:
+        assert "cache**" in text
+
+
 def test_fold() -> None:
     assert fold("  Ángel   DÍAZ ") == "angel diaz"
     assert fold("Veličković") == "velickovic"
