@@ -14,10 +14,15 @@ queries; ``bench/scifact_eval.py`` prints the variants side by side):
    half of the papers to 0.25 × the mean idf, which on ML abstracts gives "the", "of" and "we"
    more weight than "neural"; with function words removed only content words rank papers.
    Single letters (stray variables, list markers) go too; single digits stay ("1 in 5").
-4. Snowball English stemming (PyStemmer), cached word → terms in a dict.
+4. Snowball English stemming (PyStemmer), cached word → terms in a dict; a vowel-less acronym
+   loses its plural "s", which Snowball keeps ("LLMs" → "llm", like "LLM").
 
-Speed: a text is cut into raw pieces with C-level ``bytes.translate``/``split`` (ASCII) or one
-regex substitution (other text), and each piece's terms come from a dict cache, so tokenising a
+The figures (nDCG@10, title counted once): 0.6959 with all of the above, 0.6680 without
+stemming, 0.6951 with Lucene's 33 stop words instead of ours; rank-bm25 with plain lower-cased
+word tokens 0.6584.  The engine, counting the title twice, reaches 0.7014.
+
+Speed: ASCII text is cut into raw pieces by C-level ``bytes.translate`` + ``split``, other text
+(after NFKC and casefold) at whitespace; each piece's terms come from a dict cache, so tokenising a
 document runs no Python code per word (``iter_terms`` chains C iterators).
 """
 
