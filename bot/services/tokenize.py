@@ -243,8 +243,3 @@ def display_terms(query: str) -> list[tuple[str, str]]:
                 seen.add(term)
                 pairs.append((shown, term))
     return pairs
-
-
-def query_weights(terms: Iterable[str]) -> Mapping[str, int]:
-    """How many times each term occurs, in first-seen order."""
-    return Counter(terms)
