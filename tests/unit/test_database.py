@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,3 +85,22 @@ async def test_online_backup_is_a_complete_consistent_copy(db: Database, tmp_pat
         assert copy.execute("SELECT COUNT(*) FROM users").fetchone()[0] == 50
     finally:
         copy.close()
+
+
+def test_a_test_that_leaks_a_connection_fails(tmp_path: Path) -> None:
+    """pytest's settings (warnings are errors) make a forgotten close() fail the test that leaked it."""
+    repo = Path(__file__).resolve().parents[2]
+    leaky = tmp_path / "test_leaky.py"
+    leaky.write_text(
+        "from storage.db import Database\n\n"
+        "async def test_leaks(tmp_path):\n"
+        "    db = await Database.open(tmp_path / 'x.db')\n"
+        "    assert db\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(repo / "pyproject.toml"),
+         "--rootdir", str(repo), str(leaky)],
+        capture_output=True, text=True, timeout=120, cwd=repo,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout[-2000:]
+    assert "1 failed" in done.stdout
