@@ -3,29 +3,43 @@
 One call of :meth:`Recommender.recommend`:
 
 1. builds the profile query (topics + Rocchio feedback, see :mod:`bot.services.profile`);
-2. asks the search engine for the best candidates of that weighted query, leaving out papers the
-   user was already shown, sent, or rated, and anything the caller excludes;
-3. drops candidates under the bar (matching too small a share of the query: "nothing good"),
-   prefers newer papers slightly (recency decay on ``published``/``year``), and skips near-copies of
-   a paper already picked (overlap of their distinctive terms, or the same title);
-4. explains each pick: "matched: quantization, kv cache · like: <a liked paper's title>".
+2. asks the search engine for a pool of the best candidates of that weighted query, leaving out
+   papers the user was already shown, sent, or rated, and anything the caller excludes;
+3. drops candidates under the bar (matching too small a share of the query: "nothing good");
+4. re-ranks the pool: disliked terms' BM25 score is subtracted, a candidate close to the liked
+   papers goes up and one close to the disliked papers goes down (cosine of BM25-weighted term
+   vectors, mean of the few closest), newer papers are preferred slightly (recency decay on
+   ``published``/``year``);
+5. skips near-copies of a paper already picked (overlap of their distinctive terms, or the same
+   title), and explains each pick: "matched: quantization, kv cache · like: <a liked paper's title>".
 
-Candidate term sets and paper vectors are cached, database reads are batched, so a call takes a few
-milliseconds even at 100k papers (``bench/recommend_eval.py`` and the digest bench measure it).
+The re-rank works on the pool's term arrays at once (numpy, from the index), and paper dates and
+titles are kept in memory after the first read, so a call takes a few milliseconds at 100k papers
+(``bench/digest_bench.py``); ``bench/recommend_eval.py`` measures what it is worth.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import math
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Final, Protocol
 
-from bot.services.profile import DEFAULT_PARAMS, Profile, ProfileService, RankingParams, VectorCache
+import numpy as np
+import numpy.typing as npt
+
+from bot.services.profile import (
+    DEFAULT_PARAMS,
+    Profile,
+    ProfileService,
+    RankingParams,
+    Source,
+    VectorCache,
+)
 from storage.db import Database
 from storage.models import Paper
 from storage.repositories.feedback import FeedbackRepository
@@ -35,7 +49,12 @@ log = logging.getLogger(__name__)
 
 REASON_TERMS: Final = 3
 REASON_TITLE_CHARS: Final = 60
-MIN_SOURCE_SIMILARITY: Final = 0.05  # below this a liked paper is not named as the reason
+MIN_SOURCE_SIMILARITY: Final = 0.05  # below this (decayed cosine) a liked paper is not named as the reason
+DUPLICATE_TERMS: Final = 12  # distinctive terms compared by the near-copy guard
+_FACTS_CAPACITY: Final = 250_000
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 
 class Hit(Protocol):
@@ -56,6 +75,7 @@ class RecommendationEngine(Protocol):
         limit: int,
         exclude: Collection[int] = (),
         allowed: Collection[int] | None = None,
+        matched: bool = True,
     ) -> Sequence[Hit]: ...
 
 
@@ -68,11 +88,21 @@ class TermIndex(Protocol):
     @property
     def avgdl(self) -> float: ...
 
+    def __contains__(self, doc_id: object) -> bool: ...
+
     def idf(self, term: str) -> float: ...
 
     def doc_terms(self, doc_id: int) -> Mapping[str, int]: ...
 
     def doc_length(self, doc_id: int) -> int: ...
+
+    def df(self, term: str) -> int: ...
+
+    def slot_of(self, doc_id: int) -> int: ...
+
+    def term_ids(self, terms: Iterable[str]) -> IntArray: ...
+
+    def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +133,13 @@ class PersonalPicks:
 
 
 @dataclass(frozen=True, slots=True)
-class _Candidate:
-    paper_id: int
-    score: float
-    terms: Mapping[str, int]
-    top: frozenset[str]
+class _Facts:
+    """What the ranking needs of a paper besides its terms, kept in memory after the first read."""
+
+    slot: int  # index slot when read (-1: not indexed); a changed paper is re-indexed in a new slot
+    day: int | None  # date.toordinal() of `published`/`year`, None when unknown
+    title_key: str  # for the same-title guard
+    short_title: str  # for "like: <title>"
 
 
 _TITLE_WORD = re.compile(r"\w+")
@@ -147,10 +179,50 @@ def recency_factor(published: date | None, today: date, params: RankingParams) -
     return float(floor + (1.0 - floor) * 0.5 ** (age / params.recency_half_life_days))
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+def jaccard(a: frozenset[str] | frozenset[int], b: frozenset[str] | frozenset[int]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)
+
+
+def _positions(keys: IntArray, values: IntArray) -> IntArray:
+    """For each value, the index of the equal key (keys distinct, any order), else -1."""
+    if not len(keys) or not len(values):
+        return np.full(len(values), -1, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    return np.where(ordered[at] == values, order[at], -1)
+
+
+def _group_similarity(sims: FloatArray, k: int) -> FloatArray:
+    """Per candidate (row): the mean of its k largest similarities (fewer columns: all of them)."""
+    if sims.shape[1] == 0:
+        return np.zeros(sims.shape[0])
+    k = min(k, sims.shape[1])
+    if k < sims.shape[1]:
+        sims = -np.partition(-sims, k - 1, axis=1)[:, :k]
+    return np.asarray(sims.mean(axis=1), dtype=np.float64)
+
+
+@dataclass(slots=True)
+class _Pool:
+    """The candidate pool's terms as flat arrays (row = candidate, sorted), from the index."""
+
+    ids: list[int]
+    indptr: IntArray
+    row: IntArray
+    terms: IntArray  # index term id of each (candidate, term)
+    weights: FloatArray  # its BM25 weight in the candidate
+    unit: FloatArray  # the weight divided by the candidate's vector norm
+
+    def top_terms(self, n: int, k: int = DUPLICATE_TERMS) -> frozenset[int]:
+        """The candidate's k distinctive terms (largest BM25 weights), for the near-copy guard."""
+        lo, hi = int(self.indptr[n]), int(self.indptr[n + 1])
+        terms, weights = self.terms[lo:hi], self.weights[lo:hi]
+        if hi - lo > k:
+            terms = terms[np.argpartition(-weights, k - 1)[:k]]
+        return frozenset(terms.tolist())
 
 
 class Recommender:
@@ -175,9 +247,9 @@ class Recommender:
             index,
             params=params,
             clock=self._clock,
-            vectors=VectorCache(index, top_k=params.terms_per_paper),
+            vectors=VectorCache(index, top_k=params.terms_per_paper, documents=index),
         )
-        self._top_terms: OrderedDict[int, frozenset[str]] = OrderedDict()
+        self._facts: OrderedDict[int, _Facts] = OrderedDict()
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -199,12 +271,17 @@ class Recommender:
         if count <= 0:
             return []
         now = now or self._clock()
-        profile = await self.profiles.profile(user_id, extra_topics=topics, now=now)
+        if user_id is None:
+            profile = await self.profiles.profile(None, extra_topics=topics, now=now)
+            seen: set[int] = set()
+        else:
+            # The reads queue on the connection's thread together (fewer hand-overs than one by one).
+            profile, seen = await asyncio.gather(
+                self.profiles.profile(user_id, extra_topics=topics, now=now), self.feedback.seen_ids(user_id)
+            )
         if profile.empty:
             return []
-        skip: set[int] = set(exclude)
-        if user_id is not None:
-            skip |= await self.feedback.seen_ids(user_id)
+        skip = seen | set(exclude) if exclude else seen
         picks = await self.rank(profile, count=count, exclude=skip, now=now)
         if mark_shown and user_id is not None and picks:
             await self.feedback.mark_shown(
@@ -239,92 +316,208 @@ class Recommender:
         self, profile: Profile, *, count: int, exclude: Collection[int], now: datetime
     ) -> list[Recommendation]:
         """Rank unseen papers for a profile (no database writes)."""
+        params = self.params
         query = profile.query()
         positive = {t: w for t, w in query.items() if w > 0}
-        negative = {t: w for t, w in query.items() if w < 0}
         if not positive:
             return []
-        # Stage 1: the positive part of the query picks a pool of candidates (fast top-k on the
-        # index); stage 2 subtracts the disliked terms' BM25 score from each candidate exactly.
-        pool = max(6 * count, 40)
-        hits = self.engine.weighted(positive, limit=pool, exclude=exclude)
+        # Stage 1: the positive part of the query picks a pool of candidates (fast top-k on the index).
+        limit = max(6 * count, params.pool)
+        hits = [
+            h
+            for h in self.engine.weighted(positive, limit=limit, exclude=exclude, matched=False)
+            if h.score > 0 and h.paper_id in self.index
+        ]
         if not hits:
             return []
-        idf = {t: self.index.idf(t) for t in query}
-        mass = sum(w * idf[t] for t, w in positive.items()) or 1.0
-        k1, b, avgdl = self.index.k1, self.index.b, self.index.avgdl or 1.0
-        candidates: list[_Candidate] = []
-        for hit in hits:
-            if hit.score <= 0:
-                continue
-            terms = self.index.doc_terms(hit.paper_id)
-            coverage = sum(w * idf[t] for t, w in positive.items() if t in terms) / mass
-            if coverage < self.params.min_coverage:
-                continue
-            score = hit.score
-            if negative:
-                norm = k1 * (1 - b + b * self.index.doc_length(hit.paper_id) / avgdl)
-                for term, weight in negative.items():
-                    tf = terms.get(term)
-                    if tf:
-                        score += weight * idf[term] * tf * (k1 + 1) / (tf + norm)
-            if score <= 0:
-                continue
-            candidates.append(_Candidate(hit.paper_id, score, terms, self._top(hit.paper_id, terms)))
-        if not candidates:
-            return []
-        source_ids = [s.paper_id for s in profile.sources if s.signal != "dislike"]
-        papers = await self.papers.get_many([c.paper_id for c in candidates] + source_ids)
-        today = now.astimezone(UTC).date()
-        scored = sorted(
-            (
-                (c.score * recency_factor(paper_date(papers[c.paper_id]), today, self.params), c)
-                for c in candidates
-                if c.paper_id in papers
-            ),
-            key=lambda item: (-item[0], item[1].paper_id),
+        pool = self._pool([h.paper_id for h in hits])
+        n = len(hits)
+
+        # Stage 2, on the pool's term arrays: the bar, disliked terms, similarity to rated papers.
+        terms = list(query)
+        q_weight = np.fromiter(query.values(), dtype=np.float64, count=len(terms))
+        q_idf = np.fromiter((self.index.idf(t) for t in terms), dtype=np.float64, count=len(terms))
+        at = _positions(self.index.term_ids(terms), pool.terms)
+        in_query = at >= 0
+        rows, where, weights = pool.row[in_query], at[in_query], pool.weights[in_query]
+        is_positive = q_weight[where] > 0
+        mass = float(np.sum((q_weight * q_idf)[q_weight > 0])) or 1.0
+        coverage = (
+            np.bincount(rows[is_positive], weights=(q_weight * q_idf)[where[is_positive]], minlength=n) / mass
         )
-        picked: list[tuple[float, _Candidate]] = []
+        score = np.fromiter((h.score for h in hits), dtype=np.float64, count=n)
+        if not is_positive.all():
+            negative = ~is_positive
+            score += np.bincount(
+                rows[negative], weights=q_weight[where[negative]] * weights[negative], minlength=n
+            )
+
+        liked = self._strongest([s for s in profile.sources if s.signal != "dislike"])
+        disliked = self._strongest([s for s in profile.sources if s.signal == "dislike"])
+        sims = self._similarities(pool, [*liked, *disliked], n)
+        like_sims = sims[:, : len(liked)]
+        if liked and params.like_boost:
+            score *= 1.0 + params.like_boost * _group_similarity(like_sims, params.similar_k)
+        if disliked and params.dislike_penalty:
+            closeness = _group_similarity(sims[:, len(liked) :], params.similar_k)
+            score *= np.maximum(0.0, 1.0 - params.dislike_penalty * closeness)
+
+        keep = np.flatnonzero((coverage >= params.min_coverage) & (score > 0))
+        if not len(keep):
+            return []
+        facts = await self._paper_facts([pool.ids[i] for i in keep.tolist()] + [s.paper_id for s in liked])
+        today = now.astimezone(UTC).date().toordinal()
+        scored: list[tuple[float, int, int]] = []  # (score, paper id, row)
+        for i in keep.tolist():
+            paper_id = pool.ids[i]
+            fact = facts.get(paper_id)
+            if fact is None:  # not in the store any more
+                continue
+            scored.append((float(score[i]) * self._recency(fact.day, today), paper_id, i))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+
+        picked: list[tuple[float, int, int]] = []
+        tops: list[frozenset[int]] = []
         titles: set[str] = set()
-        for score, candidate in scored:
-            title = _title_key(papers[candidate.paper_id].title)
+        for value, paper_id, i in scored:
+            title = facts[paper_id].title_key
             if title and title in titles:
                 continue
-            if any(jaccard(candidate.top, other.top) >= self.params.duplicate_jaccard for _, other in picked):
+            top = pool.top_terms(i)
+            if any(jaccard(top, other) >= params.duplicate_jaccard for other in tops):
                 continue
-            picked.append((score, candidate))
+            picked.append((value, paper_id, i))
+            tops.append(top)
             titles.add(title)
             if len(picked) == count:
                 break
+        found_rows = rows[is_positive]
+        found_terms = where[is_positive]
         return [
-            Recommendation(c.paper_id, round(score, 4), self._reason(profile, query, idf, c, papers))
-            for score, c in picked
+            Recommendation(
+                paper_id,
+                round(value, 4),
+                self._reason(
+                    profile,
+                    [
+                        terms[t]
+                        for t in found_terms[
+                            np.searchsorted(found_rows, i) : np.searchsorted(found_rows, i, "right")
+                        ].tolist()
+                    ],
+                    query,
+                    q_idf,
+                    terms,
+                    liked,
+                    like_sims[i],
+                    facts,
+                ),
+            )
+            for value, paper_id, i in picked
         ]
 
-    def _top(self, paper_id: int, terms: Mapping[str, int], k: int = 12) -> frozenset[str]:
-        """A paper's most distinctive terms (for the near-duplicate guard), cached."""
-        cached = self._top_terms.get(paper_id)
-        if cached is not None:
-            return cached
-        scored = sorted(
-            terms.items(), key=lambda item: (-(1.0 + math.log(item[1])) * self.index.idf(item[0]), item[0])
+    def _pool(self, paper_ids: list[int]) -> _Pool:
+        indptr, terms, weights = self.index.doc_weights(paper_ids)
+        row = np.repeat(np.arange(len(paper_ids), dtype=np.int64), np.diff(indptr))
+        norms = np.sqrt(np.bincount(row, weights=weights * weights, minlength=len(paper_ids)))
+        norms[norms == 0] = 1.0
+        return _Pool(paper_ids, indptr, row, terms, weights, weights / norms[row])
+
+    def _strongest(self, sources: list[Source]) -> list[Source]:
+        """The `max_sources` rated papers that count most (recent first), as the similarity uses them."""
+        if len(sources) > self.params.max_sources:
+            sources = sorted(sources, key=lambda s: (-s.weight, s.paper_id))[: self.params.max_sources]
+        return sources
+
+    def _source_vectors(self, sources: Sequence[Source]) -> list[tuple[IntArray, FloatArray]]:
+        """Each rated paper's unit BM25 vector over all its terms (index), else its profile vector."""
+        indexed = [s.paper_id for s in sources if s.paper_id in self.index]
+        full = self._pool(indexed)
+        row_of = {paper_id: k for k, paper_id in enumerate(indexed)}
+        vectors: list[tuple[IntArray, FloatArray]] = []
+        for source in sources:
+            k = row_of.get(source.paper_id)
+            if k is not None:
+                lo, hi = int(full.indptr[k]), int(full.indptr[k + 1])
+                vectors.append((full.terms[lo:hi], full.unit[lo:hi]))
+                continue
+            ids = self.index.term_ids(source.vector.weights)
+            values = np.fromiter(source.vector.weights.values(), dtype=np.float64, count=len(ids))
+            vectors.append((ids[ids >= 0], values[ids >= 0]))
+        return vectors
+
+    def _similarities(self, pool: _Pool, sources: Sequence[Source], n: int) -> FloatArray:
+        """n × len(sources): decayed cosine of each candidate with each rated paper's vector."""
+        if not sources:
+            return np.zeros((n, 0))
+        arrays = self._source_vectors(sources)
+        src_terms = np.concatenate([ids for ids, _ in arrays])
+        src_values = np.concatenate(
+            [values * source.weight for (_, values), source in zip(arrays, sources, strict=True)]
         )
-        top = frozenset(t for t, _ in scored[:k])
-        self._top_terms[paper_id] = top
-        if len(self._top_terms) > 50_000:
-            self._top_terms.popitem(last=False)
-        return top
+        src_of = np.repeat(np.arange(len(sources)), [len(ids) for ids, _ in arrays])
+        order = np.argsort(src_terms, kind="stable")
+        ordered = src_terms[order]
+        lo = np.searchsorted(ordered, pool.terms, "left")
+        hi = np.searchsorted(ordered, pool.terms, "right")
+        counts = hi - lo
+        total = int(counts.sum())
+        if not total:
+            return np.zeros((n, len(sources)))
+        posting = np.repeat(np.arange(len(pool.terms)), counts)
+        starts = np.cumsum(counts) - counts
+        entry = order[np.repeat(lo, counts) + np.arange(total) - np.repeat(starts, counts)]
+        cells = pool.row[posting] * len(sources) + src_of[entry]
+        products = pool.unit[posting] * src_values[entry]
+        sums = np.asarray(np.bincount(cells, weights=products, minlength=n * len(sources)), dtype=np.float64)
+        return sums.reshape(n, len(sources))
+
+    def _recency(self, day: int | None, today: int) -> float:
+        params = self.params
+        age = params.recency_half_life_days if day is None else max(0, today - day)
+        floor = params.recency_floor
+        return float(floor + (1.0 - floor) * 0.5 ** (age / params.recency_half_life_days))
+
+    async def _paper_facts(self, paper_ids: Iterable[int]) -> dict[int, _Facts]:
+        """Dates and titles of these papers: from memory, reading the others in one batch."""
+        found: dict[int, _Facts] = {}
+        missing: list[int] = []
+        for paper_id in paper_ids:
+            fact = self._facts.get(paper_id)
+            slot = self.index.slot_of(paper_id) if paper_id in self.index else -1
+            if fact is not None and fact.slot == slot:
+                found[paper_id] = fact
+            else:
+                missing.append(paper_id)
+        if missing:
+            papers = await self.papers.get_many(missing)
+            for paper_id, paper in papers.items():
+                day = paper_date(paper)
+                fact = _Facts(
+                    slot=self.index.slot_of(paper_id) if paper_id in self.index else -1,
+                    day=None if day is None else day.toordinal(),
+                    title_key=_title_key(paper.title),
+                    short_title=_short_title(paper.title),
+                )
+                found[paper_id] = self._facts[paper_id] = fact
+            while len(self._facts) > _FACTS_CAPACITY:
+                self._facts.popitem(last=False)
+        return found
 
     def _reason(
         self,
         profile: Profile,
+        matched_terms: list[str],
         query: Mapping[str, float],
-        idf: Mapping[str, float],
-        candidate: _Candidate,
-        papers: Mapping[int, Paper],
+        q_idf: FloatArray,
+        terms: list[str],
+        liked: Sequence[Source],
+        like_sims: FloatArray,
+        facts: Mapping[int, _Facts],
     ) -> str:
+        idf = dict(zip(terms, q_idf.tolist(), strict=True))
         matched = sorted(
-            (t for t, w in query.items() if w > 0 and t in candidate.terms),
+            matched_terms,
             key=lambda t: (-(query[t] * idf[t] * (2.0 if t in profile.topic_terms else 1.0)), t),
         )
         words: list[str] = []
@@ -335,16 +528,11 @@ class Recommender:
             if len(words) == REASON_TERMS:
                 break
         parts = [f"matched: {', '.join(words)}"] if words else []
-        best, best_similarity = None, MIN_SOURCE_SIMILARITY
-        for source in profile.sources:
-            if source.signal == "dislike" or source.paper_id == candidate.paper_id:
-                continue
-            similarity = source.weight * sum(
-                w for t, w in source.vector.weights.items() if t in candidate.terms
-            )
-            if similarity > best_similarity:
-                best, best_similarity = source, similarity
-        if best is not None and best.paper_id in papers:
-            label = "like" if best.signal == "like" else "saved"
-            parts.append(f"{label}: {_short_title(papers[best.paper_id].title)}")
+        if liked:
+            best = int(np.argmax(like_sims))
+            source = liked[best]
+            fact = facts.get(source.paper_id)
+            if like_sims[best] >= MIN_SOURCE_SIMILARITY and fact is not None:
+                label = "like" if source.signal == "like" else "saved"
+                parts.append(f"{label}: {fact.short_title}")
         return " · ".join(parts) or "close to your interests"
