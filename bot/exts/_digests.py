@@ -18,7 +18,7 @@ from discord import app_commands
 
 from bot.scheduling import DigestScheduler, RequestPacer
 from bot.services.digest import ChannelGoneError, DMsClosedError, SentMessage, subscription_schedule
-from bot.services.schedule import timezone_choices
+from bot.services.schedule import Period, format_local, timezone_choices
 from bot.ui.embeds import REACTIONS, paper_embed
 from storage.models import Paper
 from storage.repositories.subscriptions import Subscription
@@ -157,9 +157,12 @@ def discord_time(moment_utc_timestamp: float) -> str:
     return f"<t:{int(moment_utc_timestamp)}:R>"
 
 
-def describe_subscription(sub: Subscription, *, next_at: str, relative: str) -> str:
+def describe_subscription(sub: Subscription, upcoming: Period) -> str:
+    """The schedule, count and topics, then when ``upcoming`` is due (in the subscriber's zone and relative)."""
     schedule = subscription_schedule(sub)
     topics = ", ".join(sub.topics) if sub.topics else "your interests and reactions"
+    next_at = format_local(upcoming.due_at, sub.timezone)
+    relative = discord_time(upcoming.due_utc.timestamp())
     return (
         f"**{schedule.describe()}**, {sub.count} paper{'s' if sub.count != 1 else ''} on *{topics}*.\n"
         f"Next digest: **{next_at}** ({relative})."

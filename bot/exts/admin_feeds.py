@@ -14,9 +14,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.exts._digests import Frequency, Weekday, describe_subscription, discord_time, timezone_autocomplete
+from bot.exts._digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
 from bot.exts._groups import feed as feed_group
-from bot.services.schedule import format_local
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -89,12 +88,7 @@ async def feed_set_command(
     )
     bot.digest_jobs.schedule(sub)
     await service.take_notice(interaction.user.id)  # a "feed paused" notice is answered by this
-    upcoming = service.next_delivery(sub)
-    text = f"✅ Feed for {channel.mention}: " + describe_subscription(
-        sub,
-        next_at=format_local(upcoming.due_at, sub.timezone),
-        relative=discord_time(upcoming.due_utc.timestamp()),
-    )
+    text = f"✅ Feed for {channel.mention}: " + describe_subscription(sub, service.next_delivery(sub))
     text += "\nReactions there (👍 👎 🔖) train the person who reacts. `/paperadmin feed clear` stops it."
     await interaction.response.send_message(text, ephemeral=True)
 
@@ -129,12 +123,7 @@ async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
     lines = [f"**Paper feeds ({len(feeds)})**"]
     for sub in feeds:
         if sub.active:
-            upcoming = service.next_delivery(sub)
-            status = describe_subscription(
-                sub,
-                next_at=format_local(upcoming.due_at, sub.timezone),
-                relative=discord_time(upcoming.due_utc.timestamp()),
-            ).replace("\n", " ")
+            status = describe_subscription(sub, service.next_delivery(sub)).replace("\n", " ")
         else:
             status = (
                 f"⏸ paused ({sub.paused_reason or 'no reason recorded'}); `/paperadmin feed set` resumes it."

@@ -18,12 +18,10 @@ from bot.exts._digests import (
     Frequency,
     Weekday,
     describe_subscription,
-    discord_time,
     timezone_autocomplete,
 )
 from bot.exts._groups import paper as paper_group
 from bot.services.digest import DeliveryOutcome, RecipientUnreachableError
-from bot.services.schedule import format_local
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -69,13 +67,8 @@ async def subscribe_command(
     )
     bot.digest_jobs.schedule(sub)
     await service.take_notice(interaction.user.id)  # a "paused" notice is answered by resubscribing
-    upcoming = service.next_delivery(sub)
     verb = "Resumed" if had is not None and not had.active else ("Updated" if had else "Subscribed")
-    text = f"✅ {verb}: " + describe_subscription(
-        sub,
-        next_at=format_local(upcoming.due_at, sub.timezone),
-        relative=discord_time(upcoming.due_utc.timestamp()),
-    )
+    text = f"✅ {verb}: " + describe_subscription(sub, service.next_delivery(sub))
     if sub.timezone == "UTC" and timezone is None and had is None:
         text += "\nTimes are in UTC: add `timezone:` (e.g. Europe/Berlin) to get it at your local time."
     text += "\nIt comes by DM. `/paper digest` sends one now; `/paper unsubscribe` stops it."
