@@ -54,6 +54,13 @@ class ApiError(Exception):
         body = errors.body()
         return cls(400, 50035, body["message"], body["errors"])
 
+    @classmethod
+    def invalid_field(cls, field: str, code: str, message: str) -> ApiError:
+        """400 Invalid Form Body with one problem at the top-level `field` (e.g. `limit`, NUMBER_TYPE_MAX)."""
+        errors = limits.FormErrors()
+        errors.add((field,), code, message)
+        return cls.form(errors)
+
 
 def unknown_channel() -> ApiError:
     return ApiError(404, 10003, "Unknown Channel")
@@ -73,6 +80,18 @@ def missing_access() -> ApiError:
 
 def unknown_webhook() -> ApiError:
     return ApiError(404, 10015, "Unknown Webhook")
+
+
+def unknown_user() -> ApiError:
+    return ApiError(404, 10013, "Unknown User")
+
+
+def cannot_message_user() -> ApiError:
+    return ApiError(403, 50007, "Cannot send messages to this user")
+
+
+def not_in_dm() -> ApiError:
+    return ApiError(403, 50003, "Cannot execute action on a DM channel")
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -203,18 +222,7 @@ class RestApi:
     def _snowflake(self, request: web.Request, name: str) -> int:
         raw = request.match_info[name]
         if not raw.isdigit():
-            raise ApiError(
-                400,
-                50035,
-                "Invalid Form Body",
-                {
-                    name: {
-                        "_errors": [
-                            {"code": "NUMBER_TYPE_COERCE", "message": f'Value "{raw}" is not snowflake.'}
-                        ]
-                    }
-                },
-            )
+            raise ApiError.invalid_field(name, "NUMBER_TYPE_COERCE", f'Value "{raw}" is not snowflake.')
         return int(raw)
 
     def _channel(self, request: web.Request) -> SandboxChannel:
@@ -279,7 +287,7 @@ class RestApi:
     async def get_user(self, request: web.Request) -> web.Response:
         user = self.world.users.get(self._snowflake(request, "user_id"))
         if user is None:
-            raise ApiError(404, 10013, "Unknown User")
+            raise unknown_user()
         return json_response(user.payload())
 
     async def create_dm(self, request: web.Request) -> web.Response:
@@ -287,9 +295,9 @@ class RestApi:
         raw = str(body.get("recipient_id", ""))
         user = self.world.users.get(int(raw)) if raw.isdigit() else None
         if user is None:
-            raise ApiError(404, 10013, "Unknown User")
+            raise unknown_user()
         if user.bot:
-            raise ApiError(403, 50007, "Cannot send messages to this user")
+            raise cannot_message_user()
         channel = self.world.dm_channel(user)
         return json_response(channel.payload(me=self.world.bot_user))
 
@@ -411,20 +419,8 @@ class RestApi:
         except ValueError:
             limit = 50
         if not 1 <= limit <= 100:
-            raise ApiError(
-                400,
-                50035,
-                "Invalid Form Body",
-                {
-                    "limit": {
-                        "_errors": [
-                            {
-                                "code": "NUMBER_TYPE_MAX",
-                                "message": "int value should be less than or equal to 100.",
-                            }
-                        ]
-                    }
-                },
+            raise ApiError.invalid_field(
+                "limit", "NUMBER_TYPE_MAX", "int value should be less than or equal to 100."
             )
         messages = sorted(self.world.messages_in(channel), key=lambda m: m.id, reverse=True)
         if before := request.query.get("before"):
@@ -448,7 +444,7 @@ class RestApi:
         if channel.is_dm:
             recipient = channel.recipient
             if recipient is None or recipient.bot or not recipient.dms_open:
-                raise ApiError(403, 50007, "Cannot send messages to this user")
+                raise cannot_message_user()
         else:
             self._require(channel, Permissions.SEND_MESSAGES)
         payload = self.body(request) or {}
@@ -462,20 +458,8 @@ class RestApi:
             referenced = self.world.message(int(reference.get("message_id", 0)))
             if referenced is None or referenced.channel is not channel:
                 if reference.get("fail_if_not_exists", True):
-                    raise ApiError(
-                        400,
-                        50035,
-                        "Invalid Form Body",
-                        {
-                            "message_reference": {
-                                "_errors": [
-                                    {
-                                        "code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE",
-                                        "message": "Unknown message",
-                                    }
-                                ]
-                            }
-                        },
+                    raise ApiError.invalid_field(
+                        "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"
                     )
                 referenced = None
         message = self.server.post_bot_message(channel, payload, files, referenced=referenced)
@@ -497,7 +481,7 @@ class RestApi:
         message = self._message(request, channel)
         if message.author is not self.world.bot_user:
             if channel.is_dm:
-                raise ApiError(403, 50003, "Cannot execute action on a DM channel")
+                raise not_in_dm()
             self._require(channel, Permissions.MANAGE_MESSAGES)
         self.server.delete_message(message)
         return no_content()
@@ -505,7 +489,7 @@ class RestApi:
     async def typing(self, request: web.Request) -> web.Response:
         channel = self._channel(request)
         if channel.is_dm and channel.recipient is not None and not channel.recipient.dms_open:
-            raise ApiError(403, 50007, "Cannot send messages to this user")
+            raise cannot_message_user()
         self.server.dispatch_typing(channel, self.world.bot_user)
         return no_content()
 
@@ -547,10 +531,10 @@ class RestApi:
         key = self._emoji(request)
         user = self.world.users.get(self._snowflake(request, "user_id"))
         if user is None:
-            raise ApiError(404, 10013, "Unknown User")
+            raise unknown_user()
         if user is not self.world.bot_user:
             if channel.is_dm:
-                raise ApiError(403, 50003, "Cannot execute action on a DM channel")
+                raise not_in_dm()
             self._require(channel, Permissions.MANAGE_MESSAGES)
         self.server.remove_reaction(message, user, key)
         return no_content()
@@ -638,20 +622,10 @@ class RestApi:
         files = self.files(request)
         kind = body.get("type")
         if kind not in ALLOWED_CALLBACKS.get(record.type, set()):
-            raise ApiError(
-                400,
-                50035,
-                "Invalid Form Body",
-                {
-                    "type": {
-                        "_errors": [
-                            {
-                                "code": "INTERACTION_CALLBACK_TYPE_INVALID",
-                                "message": f"Interaction callback type {kind} is not valid for this interaction.",
-                            }
-                        ]
-                    }
-                },
+            raise ApiError.invalid_field(
+                "type",
+                "INTERACTION_CALLBACK_TYPE_INVALID",
+                f"Interaction callback type {kind} is not valid for this interaction.",
             )
         data = body.get("data") or {}
         message: SandboxMessage | None = None
@@ -671,20 +645,8 @@ class RestApi:
         elif kind in (6, 7):
             source = record.source_message
             if source is None or source.deleted:
-                raise ApiError(
-                    400,
-                    50035,
-                    "Invalid Form Body",
-                    {
-                        "type": {
-                            "_errors": [
-                                {
-                                    "code": "INTERACTION_CALLBACK_TYPE_INVALID",
-                                    "message": "This interaction has no message to update.",
-                                }
-                            ]
-                        }
-                    },
+                raise ApiError.invalid_field(
+                    "type", "INTERACTION_CALLBACK_TYPE_INVALID", "This interaction has no message to update."
                 )
             if kind == 7:
                 server.validate_message_body(data, files, prefix=("data",), editing=source)
