@@ -36,7 +36,7 @@ import numpy.typing as npt
 from bot.errors import NotFoundError, QueryError
 from bot.services import snippets
 from bot.services import tokenize as tokenizer
-from bot.services.index import BM25Index
+from bot.services.index import BM25Index, Query
 from bot.services.tokenize import WORD_RE, display_terms, iter_terms, normalize, surface_form, tokenize
 
 log = logging.getLogger(__name__)
@@ -419,14 +419,16 @@ class SearchEngine:
         word_of = dict(zip(terms, words, strict=True))
         tokens = tokenize(query)  # with repeats: a repeated word counts again, as in rank-bm25
         with self._lock:
-            mask = self._filter_mask(author, venue, year)
-            filtered = None if mask is None else int(np.count_nonzero(mask & self.index.alive))
-            ranked, total = self.index.rank(tokens, limit, offset=offset, allowed=mask, exclude=exclude)
-            found = self.index.matched_terms_many([pid for pid, _ in ranked], terms)
-            hits = [
-                SearchHit(pid, score, tuple(word_of[t] for t in matched))
-                for (pid, score), matched in zip(ranked, found, strict=True)
-            ]
+            hits, total, filtered = self._ranked_page(
+                tokens,
+                word_of,
+                limit=limit,
+                offset=offset,
+                author=author,
+                venue=venue,
+                year=year,
+                exclude=exclude,
+            )
         return SearchResults(hits, total, terms, words, offset, filtered)
 
     def similar(
@@ -458,17 +460,42 @@ class SearchEngine:
                 for word, term in display_terms(self._meta.titles[self.index.slot_of(paper_id)])
             }
             shown = {t: in_title.get(t) or surface_form(t) for t in top}
-            mask = self._filter_mask(author, venue, year)
-            filtered = None if mask is None else int(np.count_nonzero(mask & self.index.alive))
-            ranked, total = self.index.rank(
-                query, limit, offset=offset, allowed=mask, exclude={*exclude, paper_id}
+            hits, total, filtered = self._ranked_page(
+                query,
+                shown,
+                limit=limit,
+                offset=offset,
+                author=author,
+                venue=venue,
+                year=year,
+                exclude={*exclude, paper_id},
             )
-            found = self.index.matched_terms_many([pid for pid, _ in ranked], top)
-            hits = [
-                SearchHit(pid, score, tuple(shown[t] for t in matched))
-                for (pid, score), matched in zip(ranked, found, strict=True)
-            ]
         return SearchResults(hits, total, tuple(top), tuple(shown[t] for t in top), offset, filtered)
+
+    def _ranked_page(
+        self,
+        query: Query,
+        shown: Mapping[str, str],
+        *,
+        limit: int,
+        offset: int,
+        author: str | None,
+        venue: str | None,
+        year: int | None,
+        exclude: Collection[int],
+    ) -> tuple[list[SearchHit], int, int | None]:
+        """One page of ``query`` under the filters: the hits (each naming the terms of ``shown`` it
+        holds, as ``shown`` writes them), how many match, and how many papers the filters leave
+        (None without filters). The caller holds the lock."""
+        mask = self._filter_mask(author, venue, year)
+        filtered = None if mask is None else int(np.count_nonzero(mask & self.index.alive))
+        ranked, total = self.index.rank(query, limit, offset=offset, allowed=mask, exclude=exclude)
+        found = self.index.matched_terms_many([pid for pid, _ in ranked], shown)
+        hits = [
+            SearchHit(pid, score, tuple(shown[t] for t in matched))
+            for (pid, score), matched in zip(ranked, found, strict=True)
+        ]
+        return hits, total, filtered
 
     def weighted(
         self,
