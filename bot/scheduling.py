@@ -341,37 +341,34 @@ class DigestScheduler:
 
     async def deliver(self, sub: Subscription, period: Period | None = None) -> DeliveryOutcome | None:
         """One delivery, paced and guarded: errors are logged (and retried), never raised."""
-        async with self._slots, self._in_flight():
-            try:
-                outcome = await self.service.deliver_period(sub.id, self.sender_for(sub), period=period)
-            except DigestInterruptedError as stop:
-                log.info("digest for subscription %s: %s", sub.id, stop)
-                return None
-            except Exception:
-                log.exception(
-                    "digest for subscription %s (period %s) failed", sub.id, period.key if period else "?"
-                )
-                self._schedule_retry(sub.id)
-                return None
-            finally:
-                if self.spacing:
-                    await asyncio.sleep(self.spacing)
-            self._attempts.pop(sub.id, None)
-            self._log_outcome(sub, outcome)
-            return outcome
+        what = f"digest for subscription {sub.id} (period {period.key if period else '?'})"
+        return await self._guarded(
+            sub, lambda sender: self.service.deliver_period(sub.id, sender, period=period), what
+        )
 
     async def resume(self, run: DigestRun) -> DeliveryOutcome | None:
         sub = await self.service.subscriptions.get(run.subscription_id)
         if sub is None:
             return await self.service.resume(run, _NoSender())
+        what = f"resuming digest run {run.id} (subscription {sub.id})"
+        return await self._guarded(sub, lambda sender: self.service.resume(run, sender), what)
+
+    async def _guarded(
+        self,
+        sub: Subscription,
+        send: Callable[[DigestSender], Awaitable[DeliveryOutcome]],
+        what: str,
+    ) -> DeliveryOutcome | None:
+        """Run ``send`` with the subscription's sender inside a delivery slot, spaced from the next one.
+        A failure is logged as ``what`` and retried later; a shutdown stops it quietly. Never raises."""
         async with self._slots, self._in_flight():
             try:
-                outcome = await self.service.resume(run, self.sender_for(sub))
+                outcome = await send(self.sender_for(sub))
             except DigestInterruptedError as stop:
                 log.info("digest for subscription %s: %s", sub.id, stop)
                 return None
             except Exception:
-                log.exception("resuming digest run %s (subscription %s) failed", run.id, sub.id)
+                log.exception("%s failed", what)
                 self._schedule_retry(sub.id)
                 return None
             finally:
