@@ -294,14 +294,27 @@ class BM25Index:
         to the document's score for a one-term query, ``idf · tf·(k1 + 1) / (tf + k1·(1 − b + b·|d|/avgdl))``
         (KeyError for an unknown id).
         """
-        slots = [self._slot_of[d] for d in doc_ids]
-        parts = [self._forward(s) for s in slots]
-        lengths = np.fromiter((len(p[0]) for p in parts), dtype=np.int64, count=len(parts))
+        slot_of = self._slot_of
+        slots = np.fromiter((slot_of[d] for d in doc_ids), dtype=np.int64, count=len(doc_ids))
+        # Gather every document's forward range at once, segment by segment (no loop per document).
+        seg_of = np.searchsorted(np.asarray(self._seg_starts, dtype=np.int64), slots, side="right") - 1
+        lo = np.empty(len(slots), dtype=np.int64)
+        lengths = np.empty(len(slots), dtype=np.int64)
+        for k in np.unique(seg_of).tolist():
+            seg, mine = self._segments[k], seg_of == k
+            local = slots[mine] - seg.slot0
+            lo[mine] = seg.d_indptr[local]
+            lengths[mine] = seg.d_indptr[local + 1] - lo[mine]
         indptr = _indptr(lengths)
-        if not parts:
-            return indptr, np.zeros(0, dtype=np.int64), np.zeros(0)
-        ids = np.concatenate([p[0] for p in parts]).astype(np.int64)
-        tf = np.concatenate([p[1] for p in parts]).astype(np.float64)
+        total = int(indptr[-1])
+        at = np.arange(total, dtype=np.int64) + np.repeat(lo - indptr[:-1], lengths)
+        ids = np.empty(total, dtype=np.int64)
+        tf = np.empty(total, dtype=np.float64)
+        posting_seg = np.repeat(seg_of, lengths)
+        for k in np.unique(seg_of).tolist():
+            mine = posting_seg == k
+            ids[mine] = self._segments[k].d_terms[at[mine]]
+            tf[mine] = self._segments[k].d_tf[at[mine]]
         norm = np.repeat(self._len_factor[slots], lengths)
         return indptr, ids, self._idf[ids] * (tf * (self.k1 + 1) / (tf + norm))
 

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from bot.errors import UserFacingError
 from bot.services.tokenize import count_terms, display_terms, surface_form, tokenize
 from storage.db import Database
@@ -63,6 +66,12 @@ class DocumentStats(TermStats, Protocol):
 
     def df(self, term: str) -> int: ...
 
+    def term_ids(self, terms: Iterable[str]) -> npt.NDArray[np.int64]: ...
+
+    def doc_weights(
+        self, doc_ids: Sequence[int]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class RankingParams:
@@ -83,6 +92,7 @@ class RankingParams:
     dislike_penalty: float = 2.0  # λ: score × max(0, 1 − λ · closeness to the disliked papers)
     similar_k: int = 3  # closeness to a group = mean of the k largest decayed cosines
     max_sources: int = 50  # strongest liked (and disliked) papers compared with each candidate
+    probe_terms: int = 40  # the pool is fetched with the strongest terms (and the topics'), then fully scored
 
 
 DEFAULT_PARAMS: Final = RankingParams()
@@ -134,18 +144,25 @@ def indexed_vector(paper_id: int, index: DocumentStats, *, top_k: int, min_df: i
     words of one liked paper outweighed the words all liked papers share (``bench/recommend_eval.py``:
     0.380 → 0.394 mean precision@5). Words shown are the corpus's most common surface forms.
     """
+    counts = index.doc_terms(paper_id)
+    names = list(counts)
+    tf = np.fromiter(counts.values(), dtype=np.float64, count=len(names))
     norm = index.k1 * (1 - index.b + index.b * index.doc_length(paper_id) / (index.avgdl or 1.0))
-    factor = index.k1 + 1
-    scored: list[tuple[str, float]] = []
-    tf_part: dict[str, float] = {}
-    for term, tf in index.doc_terms(paper_id).items():
-        idf = index.idf(term)
-        if idf > 0 and (min_df <= 1 or index.df(term) >= min_df):
-            tf_part[term] = tf * factor / (tf + norm)
-            scored.append((term, idf * tf_part[term]))
-    top = _unit_top(scored, top_k)
-    weights = _unit_top([(t, tf_part[t]) for t in top], top_k)
-    return PaperVector(weights=weights, words={t: surface_form(t) for t in weights})
+    tf_part = tf * (index.k1 + 1) / (tf + norm)
+    # idf · tf part, as the index has it (one call for the whole paper instead of one per term)
+    _, ids, weights = index.doc_weights([paper_id])
+    order = np.argsort(ids)
+    at = np.searchsorted(ids[order], index.term_ids(names))
+    weight = weights[order[np.minimum(at, len(ids) - 1)]] if len(ids) else np.zeros(len(names))
+    ranked = sorted(range(len(names)), key=lambda i: (-weight[i], names[i]))
+    kept: list[tuple[str, float]] = []
+    for i in ranked:
+        if len(kept) == top_k or weight[i] <= 0:
+            break
+        if min_df <= 1 or index.df(names[i]) >= min_df:
+            kept.append((names[i], float(tf_part[i])))
+    unit = _unit_top(kept, top_k)
+    return PaperVector(weights=unit, words={t: surface_form(t) for t in unit})
 
 
 def paper_vector(text: str, stats: TermStats, *, top_k: int) -> PaperVector:

@@ -431,6 +431,21 @@ class PaperRepository:
         rows = await self._db.fetchall("SELECT id FROM papers WHERE updated_at >= ? ORDER BY id", (stamp,))
         return [row[0] for row in rows]
 
+    async def dates_and_titles(
+        self, paper_ids: Iterable[int] | None = None
+    ) -> list[tuple[int, str | None, int | None, str]]:
+        """(id, published, year, title) of every paper, or of the given ids: what ranking keeps in
+        memory for recency and near-copy checks (no abstracts read)."""
+        select = "SELECT id, published, year, title FROM papers"
+        if paper_ids is None:
+            rows = await self._db.fetchall(select)
+        else:
+            rows = []
+            for chunk in _chunks(sorted({int(i) for i in paper_ids})):
+                marks = ",".join("?" * len(chunk))
+                rows += await self._db.fetchall(f"{select} WHERE id IN ({marks})", tuple(chunk))
+        return [(int(r[0]), r[1], r[2], str(r[3] or "")) for r in rows]
+
     async def title_matches(self, text: str, limit: int = 25) -> list[tuple[int, str]]:
         """(id, title) of papers whose title contains `text` (case-insensitive), titles starting with
         it first: for autocomplete."""

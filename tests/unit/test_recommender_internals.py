@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 import pytest
 
+from bot.services.feedback import FeedbackService
 from bot.services.index import BM25Index
+from bot.services.profile import indexed_vector
+from bot.services.recommender import Recommender
 from bot.services.search import SearchEngine
+from storage.db import Database
+from storage.models import PaperRecord
+from storage.repositories.papers import PaperRepository
 
 DOCS = {
     10: ["kv", "cache", "cache", "quantiz"],
@@ -19,7 +27,10 @@ DOCS = {
 def test_doc_weights_are_each_terms_one_word_bm25_score() -> None:
     """Weight of (document, term) == the document's score for a query of that one term."""
     index = BM25Index()
-    index.add(list(DOCS), list(DOCS.values()))
+    filler = {100 + i: [f"w{i}", f"w{i + 1}", "kv"] for i in range(30)}
+    index.add([10, 11, 12, *filler], [DOCS[10], DOCS[11], DOCS[12], *filler.values()])
+    index.add([13], [DOCS[13]])  # a second segment: documents are gathered across segments
+    assert index.n_segments == 2
     indptr, ids, weights = index.doc_weights([13, 10, 11])
     assert list(np.diff(indptr)) == [len(set(DOCS[d])) for d in (13, 10, 11)]
     terms = sorted({t for doc in DOCS.values() for t in doc})
@@ -53,3 +64,118 @@ def test_weighted_without_matched_terms_ranks_the_same() -> None:
     assert [(h.paper_id, h.score) for h in full] == [(h.paper_id, h.score) for h in bare]
     assert full[0].matched_terms
     assert all(h.matched_terms == () for h in bare)
+
+
+# -- the recommender's memory of papers and its re-rank ------------------------------------------
+
+NOW = datetime(2026, 3, 1, 9, tzinfo=UTC)
+USER = 5
+
+PAPERS = [
+    (
+        "Grasping objects with reinforcement learning",
+        "A robot arm learns grasping of cluttered objects with reinforcement learning and tactile feedback.",
+        2023,
+    ),
+    (
+        "Tactile grasping for robot arms",
+        "Tactile sensing guides a robot arm grasping cluttered objects; reinforcement learning fine-tunes the grasp.",
+        2022,
+    ),
+    (
+        "Reinforcement learning for board games",
+        "Reinforcement learning agents master board games: reinforcement learning with self-play and search in games.",
+        2022,
+    ),
+    (
+        "Graph neural networks for molecules",
+        "Message passing graph neural networks predict molecular properties from atom graphs.",
+        2022,
+    ),
+    (
+        "KV cache quantization",
+        "We quantize the key value cache of transformers to 2 bits for long context inference.",
+        2024,
+    ),
+    (
+        "Language model pretraining at scale",
+        "Scaling laws for pretraining language models on web text.",
+        2021,
+    ),
+    ("Protein structure prediction", "Predicting protein folding from amino acid sequences.", 2021),
+    ("Federated optimisation", "Clients train a shared model without sending their data to a server.", 2023),
+    ("Diffusion models for images", "Denoising diffusion generates images from noise step by step.", 2023),
+    ("Speech recognition with transducers", "Streaming speech recognition with neural transducers.", 2020),
+]
+
+
+@pytest.fixture
+async def product(db: Database) -> tuple[Recommender, FeedbackService, SearchEngine, dict[str, int]]:
+    papers = PaperRepository(db)
+    await papers.upsert_many(PaperRecord(title=t, abstract=a, year=y, venue="TestConf") for t, a, y in PAPERS)
+    rows = await db.fetchall("SELECT id, title FROM papers")
+    ids = {str(r[1]): int(r[0]) for r in rows}
+    engine = SearchEngine.build(await papers.iter_index_rows())
+    return (
+        Recommender(db, engine, engine.index, clock=lambda: NOW),
+        FeedbackService(db, clock=lambda: NOW),
+        engine,
+        ids,
+    )
+
+
+def test_liked_paper_vectors_keep_shared_distinctive_words_at_unit_length() -> None:
+    """A word no other paper has finds nothing: it is left out; the rest is scaled to length 1."""
+    engine = SearchEngine.build([(i + 1, t, a, (), None, y) for i, (t, a, y) in enumerate(PAPERS)])
+    vector = indexed_vector(1, engine.index, top_k=40)
+    assert "tactil" in vector.weights  # shared with paper 2
+    assert "clutter" in vector.weights
+    assert "feedback" not in vector.weights  # only paper 1 says it
+    assert sum(w * w for w in vector.weights.values()) == pytest.approx(1.0)
+    assert vector.words["tactil"] == "tactile"
+    assert len(indexed_vector(1, engine.index, top_k=2).weights) == 2
+
+
+async def test_a_like_lifts_the_paper_closest_to_it_over_a_stronger_keyword_match(product) -> None:  # type: ignore[no-untyped-def]
+    """Topic alone: the paper repeating the topic words wins; after a like, the liked paper's neighbour does."""
+    recommender, feedback, _, ids = product
+    await recommender.profiles.add_topic(USER, "reinforcement learning")
+    games, tactile = ids["Reinforcement learning for board games"], ids["Tactile grasping for robot arms"]
+    before = [p.paper_id for p in await recommender.recommend(USER, count=5, mark_shown=False)]
+    assert before[0] == games
+    await feedback.set(USER, ids["Grasping objects with reinforcement learning"], "like")
+    after = await recommender.recommend(USER, count=3, mark_shown=False)
+    assert after[0].paper_id == tactile
+    assert "like: Grasping objects with reinforcement learning" in after[0].reason
+
+
+async def test_dates_and_titles_are_read_once_and_again_only_for_changed_papers(
+    product, db: Database
+) -> None:  # type: ignore[no-untyped-def]
+    """The first ranking reads every paper's date and title; later ones read nothing, until a paper is
+    re-indexed (changed): then that paper alone, and its new date counts."""
+    recommender, _, engine, ids = product
+    reads: list[object] = []
+    original = recommender.papers.dates_and_titles
+
+    async def counted(paper_ids=None):  # type: ignore[no-untyped-def]
+        reads.append(None if paper_ids is None else sorted(paper_ids))
+        return await original(paper_ids)
+
+    recommender.papers.dates_and_titles = counted  # type: ignore[method-assign]
+    first = {
+        p.paper_id: p.score for p in await recommender.recommend(None, count=3, topics=["graph molecules"])
+    }
+    again = {
+        p.paper_id: p.score for p in await recommender.recommend(None, count=3, topics=["graph molecules"])
+    }
+    assert reads == [None]
+    assert first == again
+    graphs = ids["Graph neural networks for molecules"]
+    await db.execute("UPDATE papers SET published = '2026-02-28' WHERE id = ?", (graphs,))
+    engine.add(await PaperRepository(db).iter_index_rows(ids=[graphs]))  # as refresh_index does
+    newer = {
+        p.paper_id: p.score for p in await recommender.recommend(None, count=3, topics=["graph molecules"])
+    }
+    assert reads == [None, [graphs]]
+    assert newer[graphs] > first[graphs]  # published yesterday: full recency instead of 2022's
