@@ -10,13 +10,11 @@ import discord
 from bot.errors import NotFoundError
 from bot.ui.embeds import ListedPaper, results_embed
 from bot.ui.format import trim
-from bot.ui.views import PageButton, RateButton
+from bot.ui.views import PageButton, add_rating_buttons
 from storage.repositories.searches import SearchRepository, StoredSearch
 
 if TYPE_CHECKING:
     from bot.runtime import Services
-
-BUTTONS_PER_ROW = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +64,7 @@ async def render_listing(services: Services, stored: StoredSearch, page: int) ->
     footer = f"page {page + 1} of {pages} · {results.total} matches{filters} · buttons: rate or save a paper"
     embed = results_embed(heading, entries, first_number=offset + 1, footer=footer)
     view = discord.ui.View(timeout=None)
-    _add_rating_buttons(view, entries, first_number=offset + 1)
+    add_rating_buttons(view, [entry.paper.id for entry in entries], first_number=offset + 1)
     if pages > 1:
         view.add_item(
             PageButton(stored.id, max(page - 1, 0), label="◀ Previous", tag="p", disabled=page == 0)
@@ -77,19 +75,6 @@ async def render_listing(services: Services, stored: StoredSearch, page: int) ->
             )
         )
     return Listing(embed=embed, view=view, total=results.total)
-
-
-def _add_rating_buttons(view: discord.ui.View, entries: list[ListedPaper], *, first_number: int) -> None:
-    """A column per paper: 👍 row, 👎 row, 🔖 row for up to 5 papers; 👍 and 🔖 rows of 5 beyond that."""
-    numbers = list(enumerate(entries, first_number))
-    if len(numbers) <= BUTTONS_PER_ROW:
-        layout = [("like", numbers), ("dislike", numbers), ("save", numbers)]
-    else:
-        first, rest = numbers[:BUTTONS_PER_ROW], numbers[BUTTONS_PER_ROW:]
-        layout = [("like", first), ("like", rest), ("save", first), ("save", rest)]
-    for row, (signal, chunk) in enumerate(layout):
-        for number, entry in chunk:
-            view.add_item(RateButton(signal, entry.paper.id, label=str(number), row=row))
 
 
 def _describe_filters(stored: StoredSearch) -> str:

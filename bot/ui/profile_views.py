@@ -18,7 +18,7 @@ from bot.ui.embeds import (
     results_embed,
 )
 from bot.ui.format import display_title, escape_markdown, paper_link, trim
-from bot.ui.views import RateButton, report_item_error
+from bot.ui.views import add_rating_buttons, report_item_error
 from storage.models import Paper
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-BUTTONS_PER_ROW = 5
 SAVED_SHOWN = 25
 SNIPPET_CHARS = 220
 
@@ -43,15 +42,7 @@ def picks_embed(heading: str, entries: Sequence[ListedPaper], footer: str) -> di
 def rating_view(entries: Sequence[ListedPaper]) -> discord.ui.View:
     """Numbered 👍 👎 🔖 buttons per paper (👍 and 🔖 only beyond five papers: 25 buttons at most)."""
     view = discord.ui.View(timeout=None)
-    numbers = list(enumerate(entries, 1))
-    if len(numbers) <= BUTTONS_PER_ROW:
-        layout = [("like", numbers), ("dislike", numbers), ("save", numbers)]
-    else:
-        first, rest = numbers[:BUTTONS_PER_ROW], numbers[BUTTONS_PER_ROW:]
-        layout = [("like", first), ("like", rest), ("save", first), ("save", rest)]
-    for row, (signal, chunk) in enumerate(layout):
-        for number, entry in chunk:
-            view.add_item(RateButton(signal, entry.paper.id, label=str(number), row=row))
+    add_rating_buttons(view, [entry.paper.id for entry in entries], first_number=1)
     return view
 
 

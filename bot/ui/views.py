@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SIGNAL_EMOJI = {"like": "👍", "dislike": "👎", "save": "🔖"}
+BUTTONS_PER_ROW = 5
 
 
 async def report_item_error(interaction: discord.Interaction[Any], error: Exception, what: str) -> None:
@@ -114,6 +116,20 @@ class PageButton(
             await interaction.response.edit_message(embed=listing.embed, view=listing.view)
         except Exception as error:
             await report_item_error(interaction, error, f"page button {self.search_id}:{self.page}")
+
+
+def add_rating_buttons(view: discord.ui.View, paper_ids: Sequence[int], *, first_number: int) -> None:
+    """Numbered buttons, a column per listed paper: a 👍 row, a 👎 row and a 🔖 row for up to five
+    papers; beyond five, two 👍 rows and two 🔖 rows (Discord allows 25 buttons)."""
+    numbers = list(enumerate(paper_ids, first_number))
+    if len(numbers) <= BUTTONS_PER_ROW:
+        layout = [("like", numbers), ("dislike", numbers), ("save", numbers)]
+    else:
+        first, rest = numbers[:BUTTONS_PER_ROW], numbers[BUTTONS_PER_ROW:]
+        layout = [("like", first), ("like", rest), ("save", first), ("save", rest)]
+    for row, (signal, chunk) in enumerate(layout):
+        for number, paper_id in chunk:
+            view.add_item(RateButton(signal, paper_id, label=str(number), row=row))
 
 
 DYNAMIC_ITEMS: tuple[type[discord.ui.DynamicItem[Any]], ...] = (RateButton, PageButton)
