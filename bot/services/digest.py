@@ -1,6 +1,6 @@
 """Digests: subscribe, build, claim, plan and deliver — exactly once, without knowing about Discord.
 
-Delivery goes through a :class:`DigestSender` (the Discord one lives in ``bot/exts/_digest_sender.py``;
+Delivery goes through a :class:`DigestSender` (the Discord one lives in ``bot/exts/_digests.py``;
 tests use a fake), so every rule here is testable without a gateway:
 
 * a period is claimed in the database before anything is sent (a double fire or a restart finds it
