@@ -20,7 +20,7 @@ from typing import Final
 from bot.errors import NotFoundError, UserFacingError
 from storage.db import Database
 from storage.models import Paper
-from storage.repositories.feedback import FeedbackRepository, Signal
+from storage.repositories.feedback import FeedbackRepository, Signal, as_signal
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
@@ -42,13 +42,10 @@ def signal_for_emoji(emoji: str) -> Signal | None:
 
 
 def parse_signal(value: str) -> Signal:
-    if value == "like":
-        return "like"
-    if value == "dislike":
-        return "dislike"
-    if value == "save":
-        return "save"
-    raise UserFacingError(f"Unknown rating {value!r}: use like, dislike or save.")
+    signal = as_signal(value)
+    if signal is None:
+        raise UserFacingError(f"Unknown rating {value!r}: use like, dislike or save.")
+    return signal
 
 
 @dataclass(frozen=True, slots=True)

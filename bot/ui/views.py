@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
+from bot.services.feedback import SIGNAL_EMOJI, parse_signal
 from bot.tree import GENERIC_FAILURE, friendly_message, reply_ephemeral
+from storage.repositories.feedback import Signal
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
 
 log = logging.getLogger(__name__)
 
-SIGNAL_EMOJI = {"like": "👍", "dislike": "👎", "save": "🔖"}
 BUTTONS_PER_ROW = 5
 
 
@@ -42,7 +43,7 @@ class RateButton(
     """👍 / 👎 / 🔖 for one paper of a multi-paper message; pressing again takes it back."""
 
     def __init__(
-        self, signal: str, paper_id: int, *, label: str | None = None, row: int | None = None
+        self, signal: Signal, paper_id: int, *, label: str | None = None, row: int | None = None
     ) -> None:
         self.signal = signal
         self.paper_id = paper_id
@@ -60,7 +61,7 @@ class RateButton(
     async def from_custom_id(
         cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> RateButton:
-        return cls(match["signal"], int(match["paper"]), label=getattr(item, "label", None))
+        return cls(parse_signal(match["signal"]), int(match["paper"]), label=getattr(item, "label", None))
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         bot: PaperBot = interaction.client
@@ -122,6 +123,7 @@ def add_rating_buttons(view: discord.ui.View, paper_ids: Sequence[int], *, first
     """Numbered buttons, a column per listed paper: a 👍 row, a 👎 row and a 🔖 row for up to five
     papers; beyond five, two 👍 rows and two 🔖 rows (Discord allows 25 buttons)."""
     numbers = list(enumerate(paper_ids, first_number))
+    layout: list[tuple[Signal, list[tuple[int, int]]]]
     if len(numbers) <= BUTTONS_PER_ROW:
         layout = [("like", numbers), ("dislike", numbers), ("save", numbers)]
     else:

@@ -38,15 +38,16 @@ class FeedbackCounts:
     saves: int = 0
 
 
+def as_signal(text: str) -> Signal | None:
+    """The signal ``text`` names ("like", "dislike" or "save"), else None."""
+    return next((signal for signal in SIGNALS if signal == text), None)
+
+
 def _signal(value: object) -> Signal:
-    text = str(value)
-    if text == "like":
-        return "like"
-    if text == "dislike":
-        return "dislike"
-    if text == "save":
-        return "save"
-    raise ValueError(f"unknown feedback signal {text!r}")
+    signal = as_signal(str(value))
+    if signal is None:
+        raise ValueError(f"unknown feedback signal {str(value)!r}")
+    return signal
 
 
 class FeedbackRepository:
