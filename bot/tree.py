@@ -47,20 +47,28 @@ async def reply_ephemeral(interaction: discord.Interaction, message: str) -> Non
         log.warning("could not tell user %s about an error", interaction.user.id, exc_info=True)
 
 
+async def report_error(
+    interaction: discord.Interaction, error: Exception, what: str, *, logger: logging.Logger = log
+) -> None:
+    """Answer a failed command or component: the friendly line for an error the user can act on; for
+    an unexpected one, log ``what`` failed (with where and who) and apologise."""
+    message = friendly_message(error)
+    if message is None:
+        logger.error(
+            "%s failed (guild=%s channel=%s user=%s)",
+            what,
+            interaction.guild_id,
+            interaction.channel_id,
+            interaction.user.id,
+            exc_info=error,
+        )
+        message = GENERIC_FAILURE
+    await reply_ephemeral(interaction, message)
+
+
 class PaperTree(app_commands.CommandTree["PaperBot"]):
     async def on_error(
         self, interaction: discord.Interaction[PaperBot], error: app_commands.AppCommandError
     ) -> None:
-        message = friendly_message(error)
-        if message is None:
-            command = interaction.command.qualified_name if interaction.command else "?"
-            log.error(
-                "command /%s failed (guild=%s channel=%s user=%s)",
-                command,
-                interaction.guild_id,
-                interaction.channel_id,
-                interaction.user.id,
-                exc_info=error,
-            )
-            message = GENERIC_FAILURE
-        await reply_ephemeral(interaction, message)
+        command = interaction.command.qualified_name if interaction.command else "?"
+        await report_error(interaction, error, f"command /{command}")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from bot.services.feedback import SIGNAL_EMOJI, parse_signal
-from bot.tree import GENERIC_FAILURE, friendly_message, reply_ephemeral
+from bot.tree import report_error
 from storage.repositories.feedback import Signal
 
 if TYPE_CHECKING:
@@ -22,18 +22,8 @@ BUTTONS_PER_ROW = 5
 
 
 async def report_item_error(interaction: discord.Interaction[Any], error: Exception, what: str) -> None:
-    message = friendly_message(error)
-    if message is None:
-        log.error(
-            "%s failed (guild=%s channel=%s user=%s)",
-            what,
-            interaction.guild_id,
-            interaction.channel_id,
-            interaction.user.id,
-            exc_info=error,
-        )
-        message = GENERIC_FAILURE
-    await reply_ephemeral(interaction, message)
+    """A button or menu failed: as a failed command is answered (logged here, under bot.ui.views)."""
+    await report_error(interaction, error, what, logger=log)
 
 
 class RateButton(
