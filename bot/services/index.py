@@ -295,7 +295,17 @@ class BM25Index:
         (KeyError for an unknown id).
         """
         slot_of = self._slot_of
-        slots = np.fromiter((slot_of[d] for d in doc_ids), dtype=np.int64, count=len(doc_ids))
+        slots = np.array([slot_of[d] for d in doc_ids], dtype=np.int64)
+        if len(self._segments) == 1:  # the usual case after a build: one gather, no per-segment masks
+            seg = self._segments[0]
+            local = slots - seg.slot0
+            lo, lengths = seg.d_indptr[local], seg.d_indptr[local + 1] - seg.d_indptr[local]
+            indptr = _indptr(lengths)
+            at = np.arange(int(indptr[-1]), dtype=np.int64) + np.repeat(lo - indptr[:-1], lengths)
+            ids = seg.d_terms[at].astype(np.int64)
+            tf = seg.d_tf[at].astype(np.float64)
+            norm = np.repeat(self._len_factor[slots], lengths)
+            return indptr, ids, self._idf[ids] * (tf * (self.k1 + 1) / (tf + norm))
         # Gather every document's forward range at once, segment by segment (no loop per document).
         seg_of = np.searchsorted(np.asarray(self._seg_starts, dtype=np.int64), slots, side="right") - 1
         lo = np.empty(len(slots), dtype=np.int64)

@@ -154,9 +154,8 @@ def indexed_vector(paper_id: int, index: DocumentStats, *, top_k: int, min_df: i
     order = np.argsort(ids)
     at = np.searchsorted(ids[order], index.term_ids(names))
     weight = weights[order[np.minimum(at, len(ids) - 1)]] if len(ids) else np.zeros(len(names))
-    ranked = sorted(range(len(names)), key=lambda i: (-weight[i], names[i]))
     kept: list[tuple[str, float]] = []
-    for i in ranked:
+    for i in np.argsort(-weight, kind="stable").tolist():
         if len(kept) == top_k or weight[i] <= 0:
             break
         if min_df <= 1 or index.df(names[i]) >= min_df:
@@ -440,7 +439,6 @@ class ProfileService:
         self, user_id: int | None, *, extra_topics: Sequence[str] = (), now: datetime | None = None
     ) -> Profile:
         """The user's profile (or, for None, a profile made of `extra_topics` only)."""
-        now = now or self._clock()
         topics: list[str] = []
         feedback: list[FeedbackRow] = []
         if user_id is not None:
@@ -448,6 +446,18 @@ class ProfileService:
             topics, feedback = await asyncio.gather(
                 self.users.topics(user_id), self.feedback.signals_for(user_id)
             )
+        return await self.from_rows(topics, feedback, extra_topics=extra_topics, now=now)
+
+    async def from_rows(
+        self,
+        topics: Sequence[str],
+        feedback: Sequence[FeedbackRow],
+        *,
+        extra_topics: Sequence[str] = (),
+        now: datetime | None = None,
+    ) -> Profile:
+        """The profile made of these topics and signals (already read) plus `extra_topics`."""
+        now = now or self._clock()
         merged = list(dict.fromkeys([*topics, *(t for t in extra_topics if t.strip())]))
         vectors = await self.load_vectors(row.paper_id for row in feedback)
         return build_profile(merged, feedback, vectors, now=now, params=self.params)

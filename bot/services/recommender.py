@@ -20,10 +20,8 @@ titles are kept in memory after the first read, so a call takes a few millisecon
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -51,7 +49,6 @@ REASON_TERMS: Final = 3
 REASON_TITLE_CHARS: Final = 60
 MIN_SOURCE_SIMILARITY: Final = 0.05  # below this (decayed cosine) a liked paper is not named as the reason
 DUPLICATE_TERMS: Final = 12  # distinctive terms compared by the near-copy guard
-_TITLE_CAPACITY: Final = 50_000
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -77,6 +74,8 @@ class RecommendationEngine(Protocol):
         allowed: Collection[int] | None = None,
         matched: bool = True,
     ) -> Sequence[Hit]: ...
+
+    def title(self, paper_id: int) -> str: ...
 
 
 class TermIndex(Protocol):
@@ -202,14 +201,28 @@ def jaccard(a: frozenset[str] | frozenset[int], b: frozenset[str] | frozenset[in
     return len(a & b) / len(a | b)
 
 
-def _positions(keys: IntArray, values: IntArray) -> IntArray:
-    """For each value, the index of the equal key (keys distinct, any order), else -1."""
-    if not len(keys) or not len(values):
-        return np.full(len(values), -1, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
-    return np.where(ordered[at] == values, order[at], -1)
+class _TermTable:
+    """Term id → position lookups by one gather from a reusable array (no sorting, no binary search).
+
+    ``positions(keys, values)``: for each value, the index of the equal key, else -1 (keys distinct and
+    ≥ 0). The array is left all -1 between calls, so a call costs O(len(keys) + len(values)).
+    """
+
+    def __init__(self) -> None:
+        self._table = np.full(0, -1, dtype=np.int64)
+
+    def positions(self, keys: IntArray, values: IntArray) -> IntArray:
+        if not len(keys) or not len(values):
+            return np.full(len(values), -1, dtype=np.int64)
+        top = max(int(keys.max()), int(values.max())) + 1
+        if top > len(self._table):
+            self._table = np.full(max(top, 2 * len(self._table)), -1, dtype=np.int64)
+        table = self._table
+        table[keys] = np.arange(len(keys))
+        try:
+            return table[values]
+        finally:
+            table[keys] = -1
 
 
 def _group_similarity(sims: FloatArray, k: int) -> FloatArray:
@@ -269,8 +282,8 @@ class Recommender:
         self._day = np.zeros(0, dtype=np.int64)  # by paper id: date ordinal, 0 = unknown
         self._title_hash = np.zeros(0, dtype=np.int64)  # by paper id: hash of the title key, 0 = none
         self._synced_slots = 0
-        self._titles: OrderedDict[int, str] = OrderedDict()
         self._idfs: dict[str, float] = {}
+        self._table = _TermTable()
         self._generation: tuple[int, int] = (-1, -1)
 
     # -- public API -----------------------------------------------------------------------------
@@ -294,13 +307,12 @@ class Recommender:
             return []
         now = now or self._clock()
         if user_id is None:
-            profile = await self.profiles.profile(None, extra_topics=topics, now=now)
+            profile = await self.profiles.from_rows((), (), extra_topics=topics, now=now)
             seen: set[int] = set()
         else:
-            # The reads queue on the connection's thread together (fewer hand-overs than one by one).
-            profile, seen = await asyncio.gather(
-                self.profiles.profile(user_id, extra_topics=topics, now=now), self.feedback.seen_ids(user_id)
-            )
+            # One read for topics, reactions and what the user has seen.
+            own_topics, signals, seen = await self.feedback.learning_inputs(user_id)
+            profile = await self.profiles.from_rows(own_topics, signals, extra_topics=topics, now=now)
         if profile.empty:
             return []
         skip = seen | set(exclude) if exclude else seen
@@ -368,7 +380,10 @@ class Recommender:
         terms = list(query)
         q_weight = np.fromiter(query.values(), dtype=np.float64, count=len(terms))
         q_idf = np.fromiter(map(self._idf, terms), dtype=np.float64, count=len(terms))
-        at = _positions(self.index.term_ids(terms), pool.terms)
+        q_ids = self.index.term_ids(terms)
+        known = np.flatnonzero(q_ids >= 0)
+        at = self._table.positions(q_ids[known], pool.terms)
+        at = np.where(at >= 0, known[np.maximum(at, 0)], -1)
         in_query = at >= 0
         rows, where, weights = pool.row[in_query], at[in_query], pool.weights[in_query]
         is_positive = q_weight[where] > 0
@@ -424,9 +439,11 @@ class Recommender:
             best = int(np.argmax(like_sims[i])) if liked else -1
             named.append(liked[best] if best >= 0 and like_sims[i, best] >= MIN_SOURCE_SIMILARITY else None)
         titles_of = await self._short_titles([s.paper_id for s in named if s is not None])
+        picked_rows = np.array([i for _, _, i in picked], dtype=np.int64)
+        starts = np.searchsorted(found_rows, picked_rows).tolist()
+        ends = np.searchsorted(found_rows, picked_rows, "right").tolist()
         picks: list[Recommendation] = []
-        for (value, paper_id, i), source in zip(picked, named, strict=True):
-            lo, hi = np.searchsorted(found_rows, i), np.searchsorted(found_rows, i, "right")
+        for (value, paper_id, _), source, lo, hi in zip(picked, named, starts, ends, strict=True):
             matched = [terms[t] for t in found_terms[lo:hi].tolist()]
             named_title = titles_of.get(source.paper_id) if source is not None else None
             reason = self._reason(profile, matched, query, idf, source, named_title)
@@ -473,21 +490,22 @@ class Recommender:
             [values * source.weight for (_, values), source in zip(arrays, sources, strict=True)]
         )
         src_of = np.repeat(np.arange(len(sources)), [len(ids) for ids, _ in arrays])
-        order = np.argsort(src_terms, kind="stable")
-        ordered = src_terms[order]
-        lo = np.searchsorted(ordered, pool.terms, "left")
-        hi = np.searchsorted(ordered, pool.terms, "right")
-        counts = hi - lo
-        total = int(counts.sum())
-        if not total:
+        # Sources × their terms as a dense matrix over the terms the pool shares with them, times the
+        # pool's unit vectors over the same terms.
+        terms, column = np.unique(src_terms, return_inverse=True)
+        where = self._table.positions(terms, pool.terms)
+        shared = where >= 0
+        if not shared.any():
             return np.zeros((n, len(sources)))
-        posting = np.repeat(np.arange(len(pool.terms)), counts)
-        starts = np.cumsum(counts) - counts
-        entry = order[np.repeat(lo, counts) + np.arange(total) - np.repeat(starts, counts)]
-        cells = pool.row[posting] * len(sources) + src_of[entry]
-        products = pool.unit[posting] * src_values[entry]
-        sums = np.asarray(np.bincount(cells, weights=products, minlength=n * len(sources)), dtype=np.float64)
-        return sums.reshape(n, len(sources))
+        used, slot = np.unique(where[shared], return_inverse=True)
+        remap = np.full(len(terms), -1, dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        keep = remap[column] >= 0
+        rated = np.zeros((len(sources), len(used)))
+        rated[src_of[keep], remap[column[keep]]] = src_values[keep]
+        candidates = np.zeros((n, len(used)))
+        candidates[pool.row[shared], slot] = pool.unit[shared]
+        return np.asarray(candidates @ rated.T, dtype=np.float64)
 
     def _check_generation(self) -> None:
         """Forget cached idf values and paper facts once papers were added, changed or removed.
@@ -552,14 +570,18 @@ class Recommender:
         self._title_hash[ids] = [_title_hash(title) for *_, title in rows]
 
     async def _short_titles(self, paper_ids: Sequence[int]) -> dict[int, str]:
-        """Short titles of liked papers named in reasons (kept in memory once read)."""
-        missing = [pid for pid in dict.fromkeys(paper_ids) if pid not in self._titles]
+        """Short titles of liked papers named in reasons: from the search engine, else the store."""
+        found: dict[int, str] = {}
+        missing: list[int] = []
+        for paper_id in paper_ids:
+            try:
+                found[paper_id] = _short_title(self.engine.title(paper_id))
+            except KeyError:  # not indexed (any more)
+                missing.append(paper_id)
         if missing:
             for paper_id, _, _, title in await self.papers.dates_and_titles(missing):
-                self._titles[paper_id] = _short_title(title)
-            while len(self._titles) > _TITLE_CAPACITY:
-                self._titles.popitem(last=False)
-        return {pid: self._titles[pid] for pid in paper_ids if pid in self._titles}
+                found[paper_id] = _short_title(title)
+        return found
 
     def _reason(
         self,

@@ -156,6 +156,25 @@ class FeedbackRepository:
         )
         return {int(r[0]) for r in rows}
 
+    async def learning_inputs(self, user_id: int) -> tuple[list[str], list[FeedbackRow], set[int]]:
+        """What ranking needs of a user, in one read: (topics oldest first, :meth:`signals_for`,
+        :meth:`seen_ids`)."""
+        rows = await self._db.fetchall(
+            "SELECT 0, topic, NULL, added_at, rowid FROM user_topics WHERE user_id = ? "
+            "UNION ALL SELECT 1, paper_id, signal, created_at, rowid FROM feedback WHERE user_id = ? "
+            "UNION ALL SELECT 2, paper_id, NULL, NULL, NULL FROM recommendations_shown WHERE user_id = ? "
+            "UNION ALL SELECT 2, paper_id, NULL, NULL, NULL FROM digest_sent WHERE user_id = ?",
+            (user_id, user_id, user_id, user_id),
+        )
+        topics = sorted((r for r in rows if r[0] == 0), key=lambda r: (str(r[3]), int(r[4])))
+        signals = sorted((r for r in rows if r[0] == 1), key=lambda r: (str(r[3]), int(r[4])))
+        seen = {int(r[1]) for r in rows if r[0] != 0}
+        return (
+            [str(r[1]) for r in topics],
+            [FeedbackRow(int(r[1]), _signal(r[2]), str(r[3])) for r in signals],
+            seen,
+        )
+
     async def shown_ids(self, user_id: int) -> set[int]:
         rows = await self._db.fetchall(
             "SELECT paper_id FROM recommendations_shown WHERE user_id = ?", (user_id,)

@@ -24,13 +24,16 @@ DOCS = {
 }
 
 
-def test_doc_weights_are_each_terms_one_word_bm25_score() -> None:
+@pytest.mark.parametrize("segments", [1, 2])
+def test_doc_weights_are_each_terms_one_word_bm25_score(segments: int) -> None:
     """Weight of (document, term) == the document's score for a query of that one term."""
     index = BM25Index()
     filler = {100 + i: [f"w{i}", f"w{i + 1}", "kv"] for i in range(30)}
     index.add([10, 11, 12, *filler], [DOCS[10], DOCS[11], DOCS[12], *filler.values()])
     index.add([13], [DOCS[13]])  # a second segment: documents are gathered across segments
-    assert index.n_segments == 2
+    if segments == 1:
+        index.optimize()
+    assert index.n_segments == segments
     indptr, ids, weights = index.doc_weights([13, 10, 11])
     assert list(np.diff(indptr)) == [len(set(DOCS[d])) for d in (13, 10, 11)]
     terms = sorted({t for doc in DOCS.values() for t in doc})
@@ -179,3 +182,24 @@ async def test_dates_and_titles_are_read_once_and_again_only_for_changed_papers(
     }
     assert reads == [None, [graphs]]
     assert newer[graphs] > first[graphs]  # published yesterday: full recency instead of 2022's
+
+
+async def test_learning_inputs_is_the_three_reads_in_one(product, db: Database) -> None:  # type: ignore[no-untyped-def]
+    """Topics (oldest first), reactions (oldest first) and every paper not to show again, in one read."""
+    recommender, feedback, _, ids = product
+    repo, users = recommender.feedback, recommender.profiles.users
+    await recommender.profiles.add_topic(USER, "reinforcement learning")
+    await recommender.profiles.add_topic(USER, "graph molecules")
+    await feedback.set(USER, ids["KV cache quantization"], "like")
+    await feedback.set(USER, ids["Diffusion models for images"], "dislike")
+    await recommender.recommend(USER, count=2)  # marks two papers shown
+    await db.execute(
+        "INSERT INTO digest_sent (user_id, paper_id, sent_at) VALUES (?, ?, 'x')",
+        (USER, ids["Federated optimisation"]),
+    )
+    topics, signals, seen = await repo.learning_inputs(USER)
+    assert topics == await users.topics(USER) == ["reinforcement learning", "graph molecules"]
+    assert signals == await repo.signals_for(USER)
+    assert seen == await repo.seen_ids(USER)
+    assert len(seen) == 5
+    assert await repo.learning_inputs(USER + 1) == ([], [], set())
