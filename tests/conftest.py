@@ -9,17 +9,6 @@ import pytest
 
 from storage.db import Database
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-
-
-def shared_path(*parts: str) -> Path:
-    """A file under ../shared/, or skip the test when this checkout has none (a user's fresh clone)."""
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"needs ../shared/{'/'.join(parts)} (research data kept beside the repo, not shipped)")
-    return path
-
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:

@@ -9,25 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from shared_data import shared_path
 
 from bot.sandbox import ClientRefused
 
 if TYPE_CHECKING:
     from conftest import E2E
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def shared_path(*parts: str) -> Path:
-    """A file under ../shared/, or skip: a user's fresh clone has no research data beside it."""
-    path = REPO.parent.joinpath("shared", *parts)
-    if not path.exists():
-        pytest.skip(f"needs ../shared/{'/'.join(parts)} (research data kept beside the repo, not shipped)")
-    return path
 
 
 def _text(result: Any) -> str:

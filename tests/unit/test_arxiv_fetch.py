@@ -7,11 +7,11 @@ import itertools
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import aiohttp
 import pytest
 from aiohttp import web
+from shared_data import shared_path
 
 from bot.services import arxiv_fetch
 from bot.services.arxiv_fetch import (
@@ -26,17 +26,6 @@ from bot.services.ingest.runner import ingest_bytes
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
 from storage.repositories.state import StateRepository
-
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-
-
-def shared_path(*parts: str) -> Path:
-    """A file under ../shared/, or skip: a fresh clone has no research data beside it."""
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"needs ../shared/{'/'.join(parts)} (research data kept beside the repo, not shipped)")
-    return path
-
 
 NOW = datetime(2026, 4, 12, 22, 0, tzinfo=UTC)
 NS = (

@@ -7,23 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from shared_data import shared_path
 
 from bot.services.ingest.arxiv_atom import ArxivApiError, parse_atom, repair_mojibake, unwrap_recorded
 from bot.services.ingest.normalise import FileRejected, Rejected
 from bot.services.ingest.papertext import header_venue, parse_paper_list
 from bot.services.ingest.records import parse_json, parse_jsonl, record_from_mapping
 from storage.models import PaperRecord
-
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-
-
-def shared_path(*parts: str) -> Path:
-    """A file under ../shared/, or skip: a fresh clone has no research data beside it."""
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"needs ../shared/{'/'.join(parts)} (research data kept beside the repo, not shipped)")
-    return path
-
 
 LONG = (
     "Sparse attention lets transformers process long documents, but its kernels waste memory bandwidth on "

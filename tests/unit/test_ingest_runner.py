@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_data import shared_path
 
 from bot.services.ingest.runner import (
     MAX_PROBLEMS,
@@ -23,16 +24,6 @@ from bot.services.ingest.runner import (
 )
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
-
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-
-
-def shared_path(*parts: str) -> Path:
-    """A file under ../shared/, or skip: a fresh clone has no research data beside it."""
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"needs ../shared/{'/'.join(parts)} (research data kept beside the repo, not shipped)")
-    return path
 
 
 def abstract(n: int) -> str:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
+from shared_data import shared_path
 
 from bot.errors import NotFoundError, QueryError, UserFacingError
 from bot.services.search import (
@@ -25,16 +26,6 @@ from bot.services.search import (
 )
 from bot.services.snippets import escape_markdown, snippet
 from bot.services.tokenize import tokenize
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-
-
-def shared_path(*parts: str) -> Path:
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"needs ../shared/{'/'.join(parts)} (research data beside the repo, not shipped)")
-    return path
-
 
 ROWS = [
     IndexRow(
