@@ -12,24 +12,13 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from answers import answer_text
 from shared_data import shared_path
 
 from bot.sandbox import ClientRefused
 
 if TYPE_CHECKING:
     from conftest import E2E
-
-
-def _text(result: Any) -> str:
-    """Everything a person sees in an answer: content, embed titles, descriptions, fields."""
-    parts: list[str] = []
-    for message in result.messages:
-        parts.append(message.content)
-        for embed in message.embeds:
-            parts.extend([embed.get("title", ""), embed.get("description", "")])
-            for field in embed.get("fields", []):
-                parts.extend([field["name"], field["value"]])
-    return "\n".join(parts)
 
 
 async def _paper_count(e2e: E2E) -> int:
@@ -87,9 +76,11 @@ async def test_admin_ingests_an_attached_file_and_its_papers_are_searchable_at_o
     assert tuple(merged) == ("Plonkwise Attention Is Real", 0), "the richer record filled in the title"
 
     found = await e2e.server.run_command("bob", "paper search", query="zorblax quasitensor")
-    assert "Zorblax: Quasitensor Routing" in _text(found)
+    assert "Zorblax: Quasitensor Routing" in answer_text(found)
     found = await e2e.server.run_command("bob", "paper search", query="plonkwise")
-    assert "Plonkwise Attention Is Real" in _text(found), "the merged paper is re-indexed with its title"
+    assert "Plonkwise Attention Is Real" in answer_text(found), (
+        "the merged paper is re-indexed with its title"
+    )
 
 
 async def test_ingesting_the_same_file_again_changes_nothing(e2e: E2E) -> None:

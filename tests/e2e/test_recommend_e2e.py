@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from answers import answer_text
+
 if TYPE_CHECKING:
     from conftest import E2E
 
@@ -31,18 +33,6 @@ async def _signals(e2e: E2E, user_id: int) -> set[tuple[int, str]]:
     return {(int(r[0]), str(r[1])) for r in rows}
 
 
-def _text(result: object) -> str:
-    """Everything a person sees in an answer: content, embed titles, descriptions, fields."""
-    parts: list[str] = []
-    for message in result.messages:  # type: ignore[attr-defined]
-        parts.append(message.content)
-        for embed in message.embeds:
-            parts.extend([embed.get("title", ""), embed.get("description", "")])
-            for field in embed.get("fields", []):
-                parts.extend([field["name"], field["value"]])
-    return "\n".join(parts)
-
-
 async def test_reaction_shapes_the_profile_and_removing_it_undoes_it(e2e: E2E) -> None:
     """👍 on a posted paper is learned (interests show lists a like and its terms); unreacting undoes it."""
     server = e2e.server
@@ -57,14 +47,14 @@ async def test_reaction_shapes_the_profile_and_removing_it_undoes_it(e2e: E2E) -
 
     shown = await server.run_command("alice", "paper interests show")
     assert shown.ephemeral
-    text = _text(shown)
+    text = answer_text(shown)
     assert "👍 1 · 👎 0 · 🔖 0" in text
     learned = next(f["value"] for f in shown.embeds[0]["fields"] if f["name"].startswith("Learned"))
     assert re.search(r"`[^`]+` \+\d", learned), learned
 
     await server.unreact("alice", message, "👍")
     await server.eventually(lambda: _signals_empty(e2e, alice.id), what="alice's like removed")
-    again = _text(await server.run_command("alice", "paper interests show"))
+    again = answer_text(await server.run_command("alice", "paper interests show"))
     assert "👍 0 · 👎 0 · 🔖 0" in again
     assert "Nothing yet" in again
 
@@ -90,7 +80,7 @@ async def test_recommend_uses_topics_and_leaves_rated_papers_out(e2e: E2E) -> No
 
     first = await server.run_command("carol", "paper recommend", count=3)
     assert first.ephemeral
-    text = _text(first)
+    text = answer_text(first)
     assert "matched:" in text
     ids = [int(i) for i in re.findall(r"pb:like:(\d+)", str(first.message.components))]
     assert len(ids) == 3
@@ -123,7 +113,7 @@ async def test_saved_papers_and_bibtex_attachment(e2e: E2E) -> None:
 
     listing = await server.run_command("alice", "paper saved")
     assert listing.ephemeral
-    assert "saved papers (1)" in _text(listing)
+    assert "saved papers (1)" in answer_text(listing)
 
     exported = await server.run_command("alice", "paper saved", bibtex=True)
     assert exported.ephemeral
