@@ -287,6 +287,12 @@ class BM25Index:
         return np.fromiter((get(t, -1) for t in terms), dtype=np.int64)
 
     @_locked
+    def doc_freqs(self, term_ids: IntArray) -> IntArray:
+        """Number of documents holding each term of :meth:`term_ids` (0 for −1)."""
+        ids = np.asarray(term_ids, dtype=np.int64)
+        return np.where(ids >= 0, self._df[np.maximum(ids, 0)] if len(self._df) else 0, 0)
+
+    @_locked
     def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]:
         """The terms of several documents at once: ``(indptr, term ids, weights)``.
 

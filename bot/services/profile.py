@@ -64,9 +64,9 @@ class DocumentStats(TermStats, Protocol):
 
     def doc_length(self, doc_id: int) -> int: ...
 
-    def df(self, term: str) -> int: ...
-
     def term_ids(self, terms: Iterable[str]) -> npt.NDArray[np.int64]: ...
+
+    def doc_freqs(self, term_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
 
     def doc_weights(
         self, doc_ids: Sequence[int]
@@ -149,18 +149,15 @@ def indexed_vector(paper_id: int, index: DocumentStats, *, top_k: int, min_df: i
     tf = np.fromiter(counts.values(), dtype=np.float64, count=len(names))
     norm = index.k1 * (1 - index.b + index.b * index.doc_length(paper_id) / (index.avgdl or 1.0))
     tf_part = tf * (index.k1 + 1) / (tf + norm)
-    # idf · tf part, as the index has it (one call for the whole paper instead of one per term)
+    # idf · tf part and document frequencies, as the index has them (whole-paper calls, not per term)
     _, ids, weights = index.doc_weights([paper_id])
+    term_ids = index.term_ids(names)
     order = np.argsort(ids)
-    at = np.searchsorted(ids[order], index.term_ids(names))
+    at = np.searchsorted(ids[order], term_ids)
     weight = weights[order[np.minimum(at, len(ids) - 1)]] if len(ids) else np.zeros(len(names))
-    kept: list[tuple[str, float]] = []
-    for i in np.argsort(-weight, kind="stable").tolist():
-        if len(kept) == top_k or weight[i] <= 0:
-            break
-        if min_df <= 1 or index.df(names[i]) >= min_df:
-            kept.append((names[i], float(tf_part[i])))
-    unit = _unit_top(kept, top_k)
+    weight[index.doc_freqs(term_ids) < min_df] = 0.0
+    best = [i for i in np.argsort(-weight, kind="stable")[:top_k].tolist() if weight[i] > 0]
+    unit = _unit_top([(names[i], float(tf_part[i])) for i in best], top_k)
     return PaperVector(weights=unit, words={t: surface_form(t) for t in unit})
 
 

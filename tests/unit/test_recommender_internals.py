@@ -39,6 +39,11 @@ def test_doc_weights_are_each_terms_one_word_bm25_score(segments: int) -> None:
     terms = sorted({t for doc in DOCS.values() for t in doc})
     id_of = dict(zip(terms, index.term_ids(terms).tolist(), strict=True))
     assert index.term_ids(["never-seen"]).tolist() == [-1]
+    assert index.doc_freqs(index.term_ids(["kv", "robot", "never-seen"])).tolist() == [
+        index.df("kv"),
+        1,
+        0,
+    ]
     for n, doc_id in enumerate((13, 10, 11)):
         lo, hi = indptr[n], indptr[n + 1]
         got = dict(zip(ids[lo:hi].tolist(), weights[lo:hi].tolist(), strict=True))
