@@ -296,6 +296,7 @@ async def measure(db_path: Path) -> int:
         timed = TimedRecommender(recommender)
         service = DigestService(db, papers=papers, recommender=timed, clock=lambda: clock_now)
         subs = await service.subscriptions.active()
+        reacted = {int(r[0]) for r in await db.fetchall("SELECT DISTINCT user_id FROM feedback")}
         rss_before = rss_mb()
 
         started = time.perf_counter()
@@ -326,6 +327,20 @@ async def measure(db_path: Path) -> int:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     ms = sorted(d * 1000 for d in durations)
+    kinds: dict[str, list[float]] = {
+        "channel feeds": [],
+        "users, topics only": [],
+        "users with reactions": [],
+    }
+    for sub, seconds in zip(subs, durations, strict=True):
+        kind = (
+            "channel feeds"
+            if sub.user_id is None
+            else "users with reactions"
+            if sub.user_id in reacted
+            else "users, topics only"
+        )
+        kinds[kind].append(seconds * 1000)
     empty = sum(1 for s in sizes if s == 0)
     print()
     print(f"digests built:  {len(subs):,} subscriptions over {n_papers:,} papers")
@@ -342,6 +357,13 @@ async def measure(db_path: Path) -> int:
         f"per digest:     mean {statistics.fmean(ms):.2f} ms, median {ms[len(ms) // 2]:.2f} ms, "
         f"p95 {ms[int(len(ms) * 0.95)]:.2f} ms, max {ms[-1]:.1f} ms"
     )
+    for kind, values in kinds.items():
+        if values:
+            values.sort()
+            print(
+                f"                {kind}: {len(values):,}, median {values[len(values) // 2]:.2f} ms, "
+                f"p95 {values[int(len(values) * 0.95)]:.2f} ms, {sum(values) / 1000:.1f} s in all"
+            )
     print(f"paper look-up:  {lookup_ms:.2f} ms per digest when its messages are sent (not in the time above)")
     print(
         f"papers planned: {sum(sizes):,} (mean {statistics.fmean(sizes):.2f}); {empty:,} digests say 'nothing new'"
