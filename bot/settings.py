@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -115,7 +114,3 @@ def _is_hhmm(text: str) -> bool:
         and len(minutes) == 2
         and (0 <= int(hours) <= 23 and 0 <= int(minutes) <= 59)
     )
-
-
-def log_level_number(settings: Settings) -> int:
-    return int(getattr(logging, settings.log_level))

@@ -106,10 +106,6 @@ class RunningClient:
             return f"the bot task died: {type(error).__name__}: {error}"
         return "the bot task returned (the client stopped)"
 
-    def check_alive(self) -> None:
-        if (reason := self.death()) is not None:
-            raise AssertionError(reason)
-
 
 @contextlib.asynccontextmanager
 async def running_client(

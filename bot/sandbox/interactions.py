@@ -32,12 +32,6 @@ if TYPE_CHECKING:
 JSON = dict[str, Any]
 
 APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 2, 3, 4, 5
-KIND_NAMES = {
-    APPLICATION_COMMAND: "command",
-    MESSAGE_COMPONENT: "component",
-    AUTOCOMPLETE: "autocomplete",
-    MODAL_SUBMIT: "modal",
-}
 
 #: callback types each interaction type accepts
 ALLOWED_CALLBACKS: dict[int, set[int]] = {
@@ -48,17 +42,6 @@ ALLOWED_CALLBACKS: dict[int, set[int]] = {
 }
 
 STRING, INTEGER, BOOLEAN, USER, CHANNEL, ROLE, MENTIONABLE, NUMBER, ATTACHMENT = 3, 4, 5, 6, 7, 8, 9, 10, 11
-_OPTION_TYPE_NAMES = {
-    3: "string",
-    4: "integer",
-    5: "boolean",
-    6: "user",
-    7: "channel",
-    8: "role",
-    9: "mentionable",
-    10: "number",
-    11: "attachment",
-}
 
 
 @dataclass(frozen=True)
@@ -115,10 +98,6 @@ class InteractionRecord:
     @property
     def acknowledged(self) -> bool:
         return self.callback_type is not None
-
-    @property
-    def ephemeral_flag(self) -> int:
-        return SandboxMessage.EPHEMERAL if self.original is not None and self.original.ephemeral else 0
 
 
 class InteractionResult:

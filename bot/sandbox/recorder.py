@@ -166,9 +166,6 @@ class Recorder:
         match = route_matcher(pattern)
         return [r for r in self.requests if match(r.method, r.path)]
 
-    def failed_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.status >= 400]
-
     def unhandled_requests(self) -> list[RecordedRequest]:
         """Requests for routes the sandbox does not implement (the bot called something new)."""
         return [r for r in self.requests if r.route is None and r.status == 404]

@@ -24,10 +24,6 @@ def seed_id(n: int) -> int:
     return ((_SEED_EPOCH_MS - DISCORD_EPOCH_MS) << 22) + n
 
 
-def snowflake_time(snowflake: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(((snowflake >> 22) + DISCORD_EPOCH_MS) / 1000, dt.UTC)
-
-
 def iso(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).isoformat()
 

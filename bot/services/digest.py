@@ -237,10 +237,6 @@ class DigestService:
         """The process is shutting down: deliveries stop at the next paper boundary (and resume at start)."""
         self._stopping = True
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
-
     def now(self) -> datetime:
         return self.clock()
 

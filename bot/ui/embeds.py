@@ -22,10 +22,6 @@ PAPER_COLOUR = discord.Colour(0x3B82F6)
 REACTIONS = ("👍", "👎", "🔖")
 
 
-def embed_size(embed: discord.Embed) -> int:
-    return len(embed)
-
-
 def paper_embed(
     paper: Paper, *, reason: str | None = None, abstract_limit: int = 1500, footer: str | None = None
 ) -> discord.Embed:

@@ -175,12 +175,6 @@ class FeedbackRepository:
             seen,
         )
 
-    async def shown_ids(self, user_id: int) -> set[int]:
-        rows = await self._db.fetchall(
-            "SELECT paper_id FROM recommendations_shown WHERE user_id = ?", (user_id,)
-        )
-        return {int(r[0]) for r in rows}
-
     async def popular(
         self, *, guild_id: int | None, limit: int, exclude: Collection[int] = ()
     ) -> list[tuple[int, int]]:

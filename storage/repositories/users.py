@@ -77,9 +77,6 @@ class UserRepository:
             > 0
         )
 
-    async def clear_topics(self, user_id: int) -> int:
-        return await self._db.execute("DELETE FROM user_topics WHERE user_id = ?", (user_id,))
-
 
 @dataclass(frozen=True, slots=True)
 class ForgetCounts:
