@@ -149,8 +149,6 @@ class DigestPlan:
 
     recipient: Recipient
     subscription: Subscription | None
-    topics: tuple[str, ...]
-    count: int
     papers: tuple[PlannedPaper, ...]
     header: str
     nothing_text: str
@@ -396,8 +394,6 @@ class DigestService:
         return DigestPlan(
             recipient=recipient_of(sub) if sub is not None else Recipient(user_id=user_id),
             subscription=sub,
-            topics=sub.topics if sub is not None else (),
-            count=sub.count if sub is not None else Schedule().count,
             papers=papers,
             header=self._header(sub, schedule, now, len(papers), manual=manual),
             nothing_text=self._nothing_text(sub, schedule, now),
@@ -530,8 +526,6 @@ class DigestService:
         return DigestPlan(
             recipient=recipient_of(sub),
             subscription=sub,
-            topics=sub.topics,
-            count=sub.count,
             papers=(),
             header=self._header(sub, schedule, now, n, manual=manual),
             nothing_text=self._nothing_text(sub, schedule, now),
