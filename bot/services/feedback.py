@@ -79,23 +79,6 @@ class FeedbackService:
         self.papers = PaperRepository(db)
         self._clock = clock or (lambda: datetime.now(UTC))
 
-    async def paper_for_message(self, message_id: int) -> int | None:
-        """The paper a bot message is about, or None when it is not one of ours."""
-        return await self.messages.paper_for(message_id)
-
-    async def record_message(
-        self,
-        message_id: int,
-        channel_id: int,
-        guild_id: int | None,
-        paper_id: int,
-        *,
-        recipient_id: int | None = None,
-        kind: str = "paper",
-    ) -> None:
-        """Remember a posted single-paper message so reactions on it count (any age)."""
-        await self.messages.record(message_id, channel_id, guild_id, paper_id, recipient_id, kind)
-
     async def saved_papers(self, user_id: int) -> list[Paper]:
         """The user's bookmarks, newest first."""
         ids = await self.feedback.saved(user_id)

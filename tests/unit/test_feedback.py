@@ -61,7 +61,7 @@ async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
 ) -> None:
     """A 👍 on one of our single-paper messages becomes a like of that paper by the reacting user."""
     papers = await _papers(db)
-    await service.record_message(MESSAGE, 5, GUILD, papers[1], kind="digest")
+    await service.messages.record(MESSAGE, 5, GUILD, papers[1], kind="digest")
     change = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True)
     assert change is not None
     assert change.changed
@@ -77,7 +77,7 @@ async def test_reaction_on_an_unknown_message_or_with_another_emoji_does_nothing
 ) -> None:
     """Messages the bot did not post and non-rating emoji are ignored, without writing anything."""
     papers = await _papers(db)
-    await service.record_message(MESSAGE, 5, GUILD, papers[0])
+    await service.messages.record(MESSAGE, 5, GUILD, papers[0])
     assert await service.react(user_id=USER, message_id=424242, emoji="👍", guild_id=None, added=True) is None
     assert (
         await service.react(user_id=USER, message_id=MESSAGE, emoji="🎉", guild_id=None, added=True) is None
@@ -89,7 +89,7 @@ async def test_reaction_on_an_unknown_message_or_with_another_emoji_does_nothing
 async def test_repeated_reaction_events_are_idempotent(db: Database, service: FeedbackService) -> None:
     """The same reaction delivered twice stores one row and reports the second as no change."""
     papers = await _papers(db)
-    await service.record_message(MESSAGE, 5, None, papers[0])
+    await service.messages.record(MESSAGE, 5, None, papers[0])
     first = await service.react(user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True)
     second = await service.react(user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True)
     assert first is not None
@@ -102,7 +102,7 @@ async def test_repeated_reaction_events_are_idempotent(db: Database, service: Fe
 async def test_removing_the_reaction_takes_the_signal_back(db: Database, service: FeedbackService) -> None:
     """Removing 👍 deletes the like; removing it again is a harmless no-op."""
     papers = await _papers(db)
-    await service.record_message(MESSAGE, 5, None, papers[0])
+    await service.messages.record(MESSAGE, 5, None, papers[0])
     await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True)
     removed = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=False)
     again = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=False)
@@ -132,7 +132,7 @@ async def test_like_and_dislike_exclude_each_other_but_save_is_independent(
 async def test_feedback_is_per_user(db: Database, service: FeedbackService) -> None:
     """Two people reacting on the same message each get their own signal (a channel feed)."""
     papers = await _papers(db)
-    await service.record_message(MESSAGE, 5, GUILD, papers[2], kind="feed")
+    await service.messages.record(MESSAGE, 5, GUILD, papers[2], kind="feed")
     await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True)
     await service.react(user_id=OTHER, message_id=MESSAGE, emoji="👎", guild_id=GUILD, added=True)
     assert await _signals(db, USER) == {(papers[2], "like")}
@@ -203,10 +203,10 @@ async def test_deleting_a_paper_deletes_its_messages_and_feedback(
 ) -> None:
     """posted_messages and feedback follow their paper (foreign keys cascade)."""
     papers = await _papers(db)
-    await service.record_message(MESSAGE, 5, None, papers[0])
+    await service.messages.record(MESSAGE, 5, None, papers[0])
     await service.set(USER, papers[0], "save")
     await db.execute("DELETE FROM papers WHERE id = ?", (papers[0],))
-    assert await service.paper_for_message(MESSAGE) is None
+    assert await service.messages.paper_for(MESSAGE) is None
     assert await _signals(db) == set()
 
 
