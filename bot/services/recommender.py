@@ -3,8 +3,9 @@
 One call of :meth:`Recommender.recommend`:
 
 1. builds the profile query (topics + Rocchio feedback, see :mod:`bot.services.profile`);
-2. asks the search engine for a pool of the best candidates of that weighted query, leaving out
-   papers the user was already shown, sent, or rated, and anything the caller excludes;
+2. asks the search engine for a pool of the 100 best candidates of the query's strongest terms,
+   leaving out papers the user was already shown, sent, or rated, and anything the caller
+   excludes, and scores the pool with the whole query;
 3. drops candidates under the bar (matching too small a share of the query: "nothing good");
 4. re-ranks the pool: disliked terms' BM25 score is subtracted, a candidate close to the liked
    papers goes up and one close to the disliked papers goes down (cosine of BM25-weighted term
@@ -13,9 +14,10 @@ One call of :meth:`Recommender.recommend`:
 5. skips near-copies of a paper already picked (overlap of their distinctive terms, or the same
    title), and explains each pick: "matched: quantization, kv cache · like: <a liked paper's title>".
 
-The re-rank works on the pool's term arrays at once (numpy, from the index), and paper dates and
-titles are kept in memory after the first read, so a call takes a few milliseconds at 100k papers
-(``bench/digest_bench.py``); ``bench/recommend_eval.py`` measures what it is worth.
+The re-rank works on the pool's term arrays at once (numpy, from the index), and every paper's date
+and title key is kept in arrays by paper id after one read, so a call takes about 2 ms (5 ms with
+reactions) at 100k papers (``bench/digest_bench.py``); ``bench/recommend_eval.py`` measures what it
+is worth (mean precision@5 0.411 vs 0.388 for arxiv-sanity-lite's SVM).
 """
 
 from __future__ import annotations
@@ -149,34 +151,29 @@ def _short_title(title: str) -> str:
     return title if len(title) <= REASON_TITLE_CHARS else title[: REASON_TITLE_CHARS - 1].rstrip() + "…"
 
 
-def paper_date(paper: Paper) -> date | None:
-    """When the paper came out: its `published` date, else the middle of its year."""
-    if paper.published:
+def _date(published: str | None, year: int | None) -> date | None:
+    if published:
         try:
-            return date.fromisoformat(paper.published[:10])
+            return date.fromisoformat(published[:10])
         except ValueError:
             pass
-    if paper.year:
+    if year:
         try:
-            return date(paper.year, 7, 1)
+            return date(int(year), 7, 1)
         except ValueError:
             return None
     return None
 
 
+def paper_date(paper: Paper) -> date | None:
+    """When the paper came out: its `published` date, else the middle of its year."""
+    return _date(paper.published, paper.year)
+
+
 def _ordinal(published: str | None, year: int | None) -> int:
-    """date.toordinal() of a paper's `published` date, else of the middle of its year; 0 if unknown."""
-    if published:
-        try:
-            return date.fromisoformat(published[:10]).toordinal()
-        except ValueError:
-            pass
-    if year:
-        try:
-            return date(int(year), 7, 1).toordinal()
-        except ValueError:
-            return 0
-    return 0
+    """date.toordinal() of :func:`paper_date`, 0 when unknown."""
+    day = _date(published, year)
+    return 0 if day is None else day.toordinal()
 
 
 def _title_hash(title: str) -> int:
@@ -508,7 +505,7 @@ class Recommender:
         return np.asarray(candidates @ rated.T, dtype=np.float64)
 
     def _check_generation(self) -> None:
-        """Forget cached idf values and paper facts once papers were added, changed or removed.
+        """Forget cached idf values once papers were added, changed or removed.
 
         A changed paper is indexed again in a new slot and a removed one lowers the live count, so
         (slots, live papers) moves whenever the index does.
