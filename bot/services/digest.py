@@ -34,6 +34,7 @@ from bot.services.schedule import (
     parse_topics,
     utc_now,
 )
+from bot.services.snippets import one_line
 from storage.db import Database
 from storage.models import Paper
 from storage.repositories.digests import DigestItem, DigestRepository, DigestRun, Recipient
@@ -199,11 +200,6 @@ def _parse_stamp(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= REASON_MAX else line[: REASON_MAX - 1].rstrip() + "…"
-
-
 def _topic_list(topics: Sequence[str]) -> str:
     return ", ".join(topics)
 
@@ -366,7 +362,7 @@ class DigestService:
             recipient.user_id, count=count, topics=topics, exclude=sent, now=now, mark_shown=False
         )
         return [
-            Pick(pick.paper_id, _one_line(pick.reason), float(pick.score))
+            Pick(pick.paper_id, one_line(pick.reason, REASON_MAX), float(pick.score))
             for pick in recommended
             if pick.score > self.min_score and pick.paper_id not in sent
         ][:count]

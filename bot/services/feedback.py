@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from bot.errors import NotFoundError, UserFacingError
+from bot.services.snippets import one_line
 from storage.db import Database
 from storage.models import Paper
 from storage.repositories.feedback import FeedbackRepository, Signal, as_signal
@@ -64,11 +65,6 @@ def _iso(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat(timespec="seconds")
-
-
-def _short(title: str) -> str:
-    title = " ".join(title.split())
-    return title if len(title) <= TITLE_IN_NOTE else title[: TITLE_IN_NOTE - 1].rstrip() + "…"
 
 
 class FeedbackService:
@@ -150,7 +146,7 @@ class FeedbackService:
         paper = await self.papers.get(paper_id)
         if paper is None:
             raise NotFoundError("That paper is no longer in the library.")
-        title = _short(paper.title)
+        title = one_line(paper.title, TITLE_IN_NOTE)
         emoji = SIGNAL_EMOJI[parsed]
         if parsed in await self.feedback.signals_on(user_id, paper_id):
             await self.unset(user_id, paper_id, parsed)

@@ -1,4 +1,5 @@
-"""The piece of an abstract to show under a search hit, with the query's words in bold."""
+"""The piece of an abstract to show under a search hit, with the query's words in bold; one-line cuts
+of reasons and titles."""
 
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ _SPACE_RE: Final = re.compile(r"\s+")
 _MARKDOWN_RE: Final = re.compile(r"([\\*_~`|>\[\]#])")
 _SENTENCE_END_RE: Final = re.compile(r"[.!?]\s+")
 _ELLIPSIS: Final = "…"
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` with its whitespace collapsed, cut to ``limit`` characters (ending in "…") when longer."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + _ELLIPSIS
 
 
 def escape_markdown(text: str) -> str:
