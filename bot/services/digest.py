@@ -171,10 +171,6 @@ class DeliveryOutcome:
     in_doubt: int = 0
     paper_ids: tuple[int, ...] = field(default=())
 
-    @property
-    def delivered(self) -> bool:
-        return self.status in ("sent", "empty")
-
 
 # ---- the service -------------------------------------------------------------------------------
 

@@ -140,11 +140,10 @@ class DigestRepository:
         )
         return [_run(row) for row in rows]
 
-    async def open_runs(self, *, claimed_since: str | None = None) -> list[DigestRun]:
+    async def open_runs(self) -> list[DigestRun]:
         """Runs still in progress (the process stopped mid-digest), oldest first."""
         rows = await self._db.fetchall(
-            f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE status = 'claimed' AND claimed_at >= ? ORDER BY id",
-            (claimed_since or "",),
+            f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE status = 'claimed' ORDER BY id"
         )
         return [_run(row) for row in rows]
 
