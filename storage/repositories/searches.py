@@ -51,6 +51,3 @@ class SearchRepository:
             (search_id,),
         )
         return None if row is None else StoredSearch(*row)
-
-    async def forget_user(self, user_id: int) -> None:
-        await self._db.execute("DELETE FROM searches WHERE user_id = ?", (user_id,))

@@ -28,10 +28,6 @@ class UserRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def ensure(self, user_id: int) -> None:
-        async with self._db.transaction() as conn:
-            await ensure_user(conn, user_id)
-
     async def get(self, user_id: int) -> UserRow | None:
         row = await self._db.fetchone(
             "SELECT id, created_at, learning_paused, pending_notice FROM users WHERE id = ?", (user_id,)
