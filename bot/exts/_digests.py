@@ -9,7 +9,9 @@ to fix something become the service's ``DMsClosedError`` / ``ChannelGoneError``;
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -68,17 +70,24 @@ class DiscordDigestSender:
         if self.pacer is not None:
             await self.pacer.wait()
 
-    def _unreachable(self, error: discord.HTTPException) -> Exception | None:
-        if self.is_dm and error.code in DM_CLOSED_CODES:
-            return DMsClosedError(f"{error.text or error} (Discord {error.code})", code=error.code)
-        if not self.is_dm and error.code in CHANNEL_GONE_CODES:
-            return ChannelGoneError(f"{error.text or error} (Discord {error.code})", code=error.code)
-        return None
+    @contextlib.contextmanager
+    def _unreachable_translated(self) -> Iterator[None]:
+        """Discord errors meaning the recipient cannot get messages become DMsClosedError (a DM) or
+        ChannelGoneError (a channel); other errors pass through."""
+        try:
+            yield
+        except discord.HTTPException as error:
+            detail = f"{error.text or error} (Discord {error.code})"
+            if self.is_dm and error.code in DM_CLOSED_CODES:
+                raise DMsClosedError(detail, code=error.code) from error
+            if not self.is_dm and error.code in CHANNEL_GONE_CODES:
+                raise ChannelGoneError(detail, code=error.code) from error
+            raise
 
     async def destination(self) -> discord.abc.Messageable:
         if self._destination is not None:
             return self._destination
-        try:
+        with self._unreachable_translated():
             if self.user_id is not None:
                 user = self.bot.get_user(self.user_id)
                 if user is None:
@@ -96,23 +105,13 @@ class DiscordDigestSender:
                 if not isinstance(channel, discord.abc.Messageable):
                     raise ChannelGoneError(f"channel {self.channel_id} cannot hold messages", code=None)
                 self._destination = channel
-        except discord.HTTPException as error:
-            translated = self._unreachable(error)
-            if translated is not None:
-                raise translated from error
-            raise
         return self._destination
 
     async def _send(self, **kwargs: object) -> discord.Message:
         target = await self.destination()
         await self._pace()
-        try:
+        with self._unreachable_translated():
             return await target.send(**kwargs)  # type: ignore[call-overload, no-any-return]
-        except discord.HTTPException as error:
-            translated = self._unreachable(error)
-            if translated is not None:
-                raise translated from error
-            raise
 
     async def send_header(self, text: str) -> None:
         await self._send(content=text[:2000])
