@@ -16,7 +16,7 @@ from discord.ext import commands
 from bot.exts._groups import interests as interests_group
 from bot.exts._groups import paper as paper_group
 from bot.services.bibtex import to_bibtex
-from bot.ui.format import escape_markdown
+from bot.services.snippets import escape_markdown
 from bot.ui.profile_views import (
     ForgetMeView,
     interests_embed,

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import discord
 
-from bot.ui.format import display_title, escape_markdown, links, paper_link, short_authors, trim, venue_line
+from bot.services.snippets import escape_markdown
+from bot.ui.format import display_title, links, paper_link, short_authors, trim, venue_line
 from storage.models import Paper
 
 # Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits)

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
 from storage.models import Paper
-
-_MARKDOWN = re.compile(r"([\\*_~`|>\[\]])")
-
-
-def escape_markdown(text: str) -> str:
-    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def trim(text: str, limit: int, *, ellipsis: str = "…") -> str:

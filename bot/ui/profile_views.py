@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from bot.services.profile import ProfileSummary
+from bot.services.snippets import escape_markdown
 from bot.ui.embeds import (
     DESCRIPTION_LIMIT,
     FIELD_VALUE_LIMIT,
@@ -17,7 +18,7 @@ from bot.ui.embeds import (
     ListedPaper,
     results_embed,
 )
-from bot.ui.format import display_title, escape_markdown, paper_link, trim
+from bot.ui.format import display_title, paper_link, trim
 from bot.ui.views import add_rating_buttons, report_item_error
 from storage.models import Paper
 
