@@ -60,7 +60,7 @@ async def recommend_command(interaction: discord.Interaction[PaperBot], count: C
     elif result.status == "popular":
         papers = await services.papers.get_many(p.paper_id for p in result.popular)
         entries = [
-            listed(papers[p.paper_id], f"{p.votes} 👍/🔖 here")
+            listed(papers[p.paper_id], f"👍/🔖 from {p.votes} {'person' if p.votes == 1 else 'people'} here")
             for p in result.popular
             if p.paper_id in papers
         ]

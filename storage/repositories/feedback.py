@@ -180,19 +180,26 @@ class FeedbackRepository:
     ) -> list[tuple[int, int]]:
         """(paper id, score) of papers people liked or saved, in one guild (or everywhere).
 
-        Score = likes + saves − dislikes, counted per distinct person; only positive scores.
+        Each person is one vote per paper: up when they liked or saved it (a like and a save are still
+        one vote), down when they disliked it, none when they disliked and saved it. Score = up − down;
+        only positive scores, highest first, then the most recently rated.
         """
         where = "" if guild_id is None else "WHERE guild_id = ?"
         params: Sequence[int] = () if guild_id is None else (guild_id,)
         rows = await self._db.fetchall(
             f"""
-            SELECT paper_id,
-                   SUM(CASE signal WHEN 'dislike' THEN -1 ELSE 1 END) AS score,
-                   MAX(created_at) AS latest
-            FROM feedback {where}
+            SELECT paper_id, SUM(vote) AS score, MAX(latest) AS latest
+            FROM (
+                SELECT paper_id,
+                       CASE WHEN SUM(signal = 'dislike') = 0 THEN 1
+                            WHEN SUM(signal = 'save') = 0 THEN -1 ELSE 0 END AS vote,
+                       MAX(created_at) AS latest
+                FROM feedback {where}
+                GROUP BY paper_id, user_id
+            )
             GROUP BY paper_id
             HAVING score > 0
-            ORDER BY score DESC, latest DESC
+            ORDER BY score DESC, latest DESC, paper_id DESC
             LIMIT ?
             """,
             (*params, limit + len(exclude)),

@@ -157,3 +157,23 @@ async def test_forget_me_deletes_every_row_after_confirmation(e2e: E2E) -> None:
         assert await e2e.db.fetchval(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (alice.id,)) == 0, (
             table
         )
+
+
+async def test_popular_in_this_server_counts_people_not_reactions(e2e: E2E) -> None:
+    """Alice 👍 and 🔖 one paper: a newcomer's /paper recommend shows it popular with one person, not two."""
+    server = e2e.server
+    paper_id, message = await _post_paper(e2e, "alice", "diffusion")
+    await server.react("alice", message, "👍")
+    await server.react("alice", message, "🔖")
+    await server.eventually(
+        lambda: _has_signals(e2e, server.alice.id, {(paper_id, "like"), (paper_id, "save")}),
+        what="alice's like and save stored",
+    )
+    result = await server.run_command("bob", "paper recommend")
+    text = answer_text(result)
+    assert "Popular here" in text
+    assert "from 1 person here" in text
+
+
+async def _has_signals(e2e: E2E, user_id: int, expected: set[tuple[int, str]]) -> bool:
+    return await _signals(e2e, user_id) == expected

@@ -221,3 +221,20 @@ async def test_popular_counts_people_per_guild(db: Database, service: FeedbackSe
     repo = FeedbackRepository(db)
     assert await repo.popular(guild_id=GUILD, limit=5) == [(papers[0], 2)]
     assert await repo.popular(guild_id=GUILD, limit=5, exclude={papers[0]}) == []
+
+
+async def test_popular_counts_a_like_and_a_save_of_one_person_as_one_vote(
+    db: Database, service: FeedbackService
+) -> None:
+    """One person who liked and saved a paper is one vote; two people who liked another are two, so
+    that paper ranks first. Someone who disliked but saved a paper is neither for nor against it."""
+    papers = await _papers(db)
+    await service.set(1, papers[0], "like", guild_id=GUILD)
+    await service.set(1, papers[0], "save", guild_id=GUILD)
+    await service.set(2, papers[1], "like", guild_id=GUILD)
+    await service.set(3, papers[1], "save", guild_id=GUILD)
+    await service.set(4, papers[2], "like", guild_id=GUILD)
+    await service.set(5, papers[2], "dislike", guild_id=GUILD)
+    await service.set(5, papers[2], "save", guild_id=GUILD)
+    repo = FeedbackRepository(db)
+    assert await repo.popular(guild_id=GUILD, limit=5) == [(papers[1], 2), (papers[2], 1), (papers[0], 1)]
