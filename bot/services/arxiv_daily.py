@@ -35,6 +35,11 @@ async def run_daily_fetch(services: Services, *, fetch: Fetch = fetch_arxiv_live
     except Exception:
         log.exception("daily arXiv fetch of %s failed; the next run resumes it", " ".join(categories))
         return None
-    indexed = await services.refresh_index(since=started)
+    try:
+        indexed = await services.refresh_index(since=started)
+    except Exception:
+        # The papers are stored; the periodic index refresh picks them up.
+        log.exception("daily arXiv fetch: the papers are stored but could not be indexed yet")
+        return summary
     log.info("daily arXiv fetch: %s; %d papers (re)indexed", summary.describe().splitlines()[0], indexed)
     return summary

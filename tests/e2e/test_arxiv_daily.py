@@ -76,6 +76,24 @@ async def test_a_failed_fetch_is_logged_and_does_not_raise(
     assert "daily arXiv fetch of cs.LG failed" in caplog.text
 
 
+async def test_a_failed_index_refresh_is_logged_and_does_not_raise(
+    services: Services, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fetch stored its papers but indexing them failed: logged, not raised (the scheduler's job
+    must never raise), and the stored papers are reported."""
+
+    def broken(rows: object) -> None:
+        raise MemoryError("no room for the new postings")
+
+    monkeypatch.setattr(services.search, "add", broken)
+    with caplog.at_level(logging.ERROR):
+        summary = await run_daily_fetch(services, fetch=fake_fetch)
+    assert summary is not None
+    assert summary.added == 1
+    assert "could not be indexed" in caplog.text
+    assert await services.db.fetchval("SELECT COUNT(*) FROM papers WHERE arxiv_id = '2611.01234'") == 1
+
+
 async def test_nothing_is_fetched_without_categories(services: Services) -> None:
     services.settings = replace(services.settings, arxiv_categories=())
     called = False
