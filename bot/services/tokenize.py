@@ -29,6 +29,7 @@ document runs no Python code per word (``iter_terms`` chains C iterators).
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -96,7 +97,12 @@ def _stem(word: str) -> str:
 
 # term → {word → how many distinct raw pieces ("federated", "federated.", "(federated") gave it}:
 # a cheap popularity count kept on cache misses, so "federated" wins over a stray "feder".
+# Papers are tokenised in worker threads while queries are on the event loop and a snapshot copies
+# the counts, so every read and write of _surface and _best_surface holds _surface_lock (taken only
+# on piece-cache misses: cheap next to stemming).
 _surface: dict[str, dict[str, int]] = {}
+_best_surface: dict[str, str] = {}
+_surface_lock = threading.Lock()
 
 
 def _word_terms(word: str) -> tuple[str, ...]:
@@ -104,46 +110,47 @@ def _word_terms(word: str) -> tuple[str, ...]:
     if not _keep(word):
         return ()
     stem = _stem(word)
-    forms = _surface.get(stem)
-    if forms is None:
-        if len(_surface) < _CACHE_LIMIT:
-            _surface[stem] = {word: 1}
-    elif word in forms or len(forms) < 64:
-        forms[word] = forms.get(word, 0) + 1
-        _best_surface.pop(stem, None)
+    with _surface_lock:
+        forms = _surface.get(stem)
+        if forms is None:
+            if len(_surface) < _CACHE_LIMIT:
+                _surface[stem] = {word: 1}
+        elif word in forms or len(forms) < 64:
+            forms[word] = forms.get(word, 0) + 1
+            _best_surface.pop(stem, None)
     return (stem,)
-
-
-_best_surface: dict[str, str] = {}
 
 
 def surface_counts() -> dict[str, dict[str, int]]:
     """A copy of the surface-form counts (saved with search snapshots)."""
-    return {term: dict(forms) for term, forms in _surface.items()}
+    with _surface_lock:
+        return {term: dict(forms) for term, forms in _surface.items()}
 
 
 def merge_surface_counts(counts: Mapping[str, Mapping[str, int]]) -> None:
     """Add counts saved by :func:`surface_counts` (after loading a search snapshot)."""
-    for term, forms in counts.items():
-        mine = _surface.get(term)
-        if mine is None:
-            if len(_surface) >= _CACHE_LIMIT:
-                continue
-            mine = _surface[term] = {}
-        for word, n in forms.items():
-            if word in mine or len(mine) < 64:
-                mine[word] = mine.get(word, 0) + n
-        _best_surface.pop(term, None)
+    with _surface_lock:
+        for term, forms in counts.items():
+            mine = _surface.get(term)
+            if mine is None:
+                if len(_surface) >= _CACHE_LIMIT:
+                    continue
+                mine = _surface[term] = {}
+            for word, n in forms.items():
+                if word in mine or len(mine) < 64:
+                    mine[word] = mine.get(word, 0) + n
+            _best_surface.pop(term, None)
 
 
 def surface_form(term: str) -> str:
     """A readable word for an index term: the most widespread word seen that stems to it."""
     best = _best_surface.get(term)
     if best is None:
-        forms = _surface.get(term)
-        if not forms:
-            return term
-        best = _best_surface[term] = min(forms, key=lambda w: (-forms[w], len(w), w))
+        with _surface_lock:
+            forms = _surface.get(term)
+            if not forms:
+                return term
+            best = _best_surface[term] = min(forms, key=lambda w: (-forms[w], len(w), w))
     return best
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
@@ -13,6 +16,8 @@ from bot.services.tokenize import (
     count_terms,
     display_terms,
     iter_terms,
+    merge_surface_counts,
+    surface_counts,
     surface_form,
     tokenize,
     word_terms,
@@ -111,3 +116,55 @@ def test_word_terms_and_surface_forms() -> None:
 )
 def test_a_query_finds_its_words_in_the_paper(query: str, document: str) -> None:
     assert set(tokenize(query)) <= set(tokenize(document))
+
+
+def _novel_words(prefix: str, count: int) -> Iterator[str]:
+    """Words no text has used, each its own stem ("zqab", "zqac", ...): every one is a cache miss."""
+    letters = "bcdfghjklmnpqrstvwxz"
+    for number in range(count):
+        word = prefix
+        while True:
+            number, digit = divmod(number, len(letters))
+            word += letters[digit]
+            if not number:
+                break
+        yield word
+
+
+@pytest.fixture
+def fast_thread_switches() -> Iterator[None]:
+    """Switch threads every microsecond, so two threads interleave inside one dict copy."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(interval)
+
+
+@pytest.mark.usefixtures("fast_thread_switches")
+def test_surface_counts_can_be_copied_while_another_thread_tokenizes() -> None:
+    """A snapshot copies the surface-form counts in one thread while papers are tokenised in another
+    (new words add counts): the copy must not fail with "dictionary changed size during iteration"."""
+    merge_surface_counts({word: {word: 1} for word in _novel_words("zqpre", 20_000)})
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def tokenize_new_papers() -> None:
+        try:
+            for word in _novel_words("zqnew", 200_000):
+                if stop.is_set():
+                    return
+                tokenize(f"{word} and {word}s")
+        except BaseException as error:
+            failures.append(error)
+
+    worker = threading.Thread(target=tokenize_new_papers)
+    worker.start()
+    try:
+        for _ in range(40):
+            copied = surface_counts()
+            assert copied["zqpreb"] == {"zqpreb": 1}
+            assert surface_form("zqpreb") == "zqpreb"
+    finally:
+        stop.set()
+        worker.join()
+    assert not failures
