@@ -14,8 +14,20 @@ from pathlib import Path
 from bot.errors import SettingsError, UserFacingError
 from bot.log import setup_logging
 from bot.settings import Settings, load_settings
+from storage.models import IngestSummary
 
 log = logging.getLogger(__name__)
+
+#: `paperbot ingest` exit codes (also in README.md).
+INGEST_OK = 0
+INGEST_SOME_REJECTED = 1
+USAGE_ERROR = 2
+INGEST_NOTHING = 3
+INGEST_EXIT_CODES = f"""exit status:
+  {INGEST_OK}  every record read was stored (added, merged, or already there)
+  {INGEST_SOME_REJECTED}  some records were rejected (listed); the others were stored
+  {USAGE_ERROR}  nothing was done: a missing file or folder, or an invalid setting
+  {INGEST_NOTHING}  nothing was ingested: no supported file, or not one record could be read"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox.add_argument("--script", type=Path, help="run these console lines, then exit")
 
     ingest = commands.add_parser(
-        "ingest", help="load papers from files or folders (.txt, .json, .jsonl, Atom, .gz)"
+        "ingest",
+        help="load papers from files or folders (.txt, .json, .jsonl, Atom, .gz)",
+        epilog=INGEST_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ingest.add_argument("paths", nargs="+", type=Path)
 
@@ -63,14 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings()
     except SettingsError as error:
         print(f"paperbot: {error}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     setup_logging(settings.log_level, token=settings.discord_token)
     handler = _HANDLERS[args.command]
     try:
         return asyncio.run(handler(args, settings))
     except (SettingsError, UserFacingError) as error:
         print(f"paperbot: {error}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     except KeyboardInterrupt:
         return 130
 
@@ -118,7 +133,14 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
         print("problems (file:line: reason):")
     for problem in summary.problems:
         print(f"  {problem}")
-    return 0
+    return ingest_exit_code(summary)
+
+
+def ingest_exit_code(summary: IngestSummary) -> int:
+    """What `paperbot ingest` exits with (see INGEST_EXIT_CODES)."""
+    if not (summary.added or summary.merged or summary.unchanged):
+        return INGEST_NOTHING
+    return INGEST_SOME_REJECTED if summary.rejected else INGEST_OK
 
 
 async def _fetch(args: argparse.Namespace, settings: Settings) -> int:

@@ -250,3 +250,69 @@ def test_backup_of_a_missing_database_names_the_setting(
     assert "PAPERBOT_DB" in err
     assert err.count("\n") == 1
     assert not (tmp_path / "nowhere").exists(), "a backup must not create an empty database"
+
+
+# --- ingest exit codes -------------------------------------------------------------------------------
+
+
+def _record(number: int) -> str:
+    return json.dumps(
+        {
+            "title": f"Exit code paper {number}",
+            "abstract": f"Paper {number} measures how exit codes of batch tools guide the scripts that run them.",
+        }
+    )
+
+
+@pytest.fixture
+def ingest_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    live = tmp_path / "paperbot.db"
+    monkeypatch.setenv("PAPERBOT_DB", str(live))
+    return live
+
+
+@pytest.mark.usefixtures("ingest_db")
+def test_ingest_exits_0_when_every_record_was_stored_even_on_a_rerun(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text("\n".join(_record(n) for n in range(3)) + "\n")
+    code, out, _ = cli(capsys, "ingest", str(good))
+    assert (code, out.splitlines()[0]) == (0, "added 3, merged 0, unchanged 0, rejected 0")
+    code, out, _ = cli(capsys, "ingest", str(good))
+    assert (code, out.splitlines()[0]) == (0, "added 0, merged 0, unchanged 3, rejected 0")
+
+
+@pytest.mark.usefixtures("ingest_db")
+def test_ingest_exits_1_when_some_records_were_rejected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(_record(1) + "\n{not json\n" + _record(2) + "\n")
+    code, out, _ = cli(capsys, "ingest", str(mixed))
+    assert code == 1
+    assert out.splitlines()[0] == "added 2, merged 0, unchanged 0, rejected 1"
+    assert "mixed.jsonl:2" in out
+
+
+@pytest.mark.usefixtures("ingest_db")
+def test_ingest_exits_3_when_nothing_was_ingested(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n[1, 2\n")
+    code, out, _ = cli(capsys, "ingest", str(broken))
+    assert code == 3
+    assert out.splitlines()[0] == "added 0, merged 0, unchanged 0, rejected 2"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, _ = cli(capsys, "ingest", str(empty))
+    assert code == 3
+    assert "no supported files" in out
+
+
+def test_ingest_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["ingest", "--help"])
+    text = capsys.readouterr().out
+    assert "exit status:" in text
+    for code in ("0", "1", "2", "3"):
+        assert f"\n  {code}  " in text
