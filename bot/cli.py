@@ -62,7 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="one JSON object per result")
     search.add_argument("--batch", type=Path, help="one query per line, or JSONL with _id and text")
 
-    digest = commands.add_parser("digest", help="build (and send) one user's digest now")
+    digest = commands.add_parser(
+        "digest",
+        help="send one user's digest by DM now (needs DISCORD_TOKEN), or print it with --dry-run",
+        description="Send one user's digest by DM now, as their /paper digest would (the same papers, "
+        "reactions and records; safe beside the running bot). Needs DISCORD_TOKEN.",
+        epilog="exit status: 0 sent, 1 not sent (DMs closed, or another digest of theirs going out), "
+        "2 bad usage or settings",
+    )
     digest.add_argument("--user", type=int, required=True, help="Discord user id")
     digest.add_argument("--dry-run", action="store_true", help="print it; send and record nothing")
 
@@ -224,9 +231,13 @@ def _read_batch(path: Path) -> list[tuple[str | None, str]]:
 
 
 async def _digest(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.services.digest_cli import run_digest_cli
+    if args.dry_run:
+        from bot.services.digest_cli import run_digest_dry_run
 
-    return await run_digest_cli(settings, user_id=args.user, dry_run=args.dry_run)
+        return await run_digest_dry_run(settings, user_id=args.user)
+    from bot.digest_send import send_digest_now
+
+    return await send_digest_now(settings, user_id=args.user)
 
 
 async def _stats(args: argparse.Namespace, settings: Settings) -> int:

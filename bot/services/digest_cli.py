@@ -1,12 +1,8 @@
-"""`paperbot digest --user ID [--dry-run]`: show the digest a user would get now, from the terminal.
+"""`paperbot digest --user ID --dry-run`: show the digest a user would get now, from the terminal.
 
 The dry run builds the digest exactly as the bot would (same subscription, topics, count, exclusions
 and reasons) and prints it; it sends nothing and records nothing (no claimed period, no "shown" or
-"sent" marks), so it can be run any number of times.
-
-Sending needs the running bot: it owns the Discord connection, the pacing and the exactly-once
-bookkeeping of the live process. Without --dry-run this command says so and exits with status 2
-(the user can run `/paper digest` in Discord, which goes through the same pipeline).
+"sent" marks), so it can be run any number of times. Without --dry-run, `bot.digest_send` sends it.
 """
 
 from __future__ import annotations
@@ -21,21 +17,12 @@ from bot.services.schedule import format_local
 from bot.settings import Settings
 from storage.models import Paper
 
-SEND_NEEDS_BOT = (
-    "paperbot digest: sending needs the running bot (it owns the Discord connection and the "
-    "exactly-once bookkeeping). Preview here with --dry-run, or have the user run /paper digest "
-    "in Discord, which sends it now through the same pipeline."
-)
 
-
-async def run_digest_cli(
-    settings: Settings, *, user_id: int, dry_run: bool, out: TextIO | None = None, err: TextIO | None = None
+async def run_digest_dry_run(
+    settings: Settings, *, user_id: int, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    if not dry_run:
-        print(SEND_NEEDS_BOT, file=err)
-        return 2
     if user_id <= 0:
         print("paperbot digest: --user must be a Discord user id (a positive number)", file=err)
         return 2

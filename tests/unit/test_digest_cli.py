@@ -9,7 +9,7 @@ import pytest
 
 from bot.cli import main
 from bot.runtime import open_services
-from bot.services.digest_cli import run_digest_cli
+from bot.services.digest_cli import run_digest_dry_run
 from bot.settings import Settings
 
 USER = 4242
@@ -30,7 +30,7 @@ async def test_dry_run_prints_the_digest_and_records_nothing(tmp_path: Path) -> 
             USER, topics="quantization, language models", time="07:30", timezone="Asia/Tokyo", count=3
         )
     out = io.StringIO()
-    assert await run_digest_cli(settings, user_id=USER, dry_run=True, out=out) == 0
+    assert await run_digest_dry_run(settings, user_id=USER, out=out) == 0
     text = out.getvalue()
     assert "dry run: nothing sent, nothing recorded" in text
     assert "daily at 07:30 Asia/Tokyo, 3 papers on quantization, language models" in text
@@ -40,7 +40,7 @@ async def test_dry_run_prints_the_digest_and_records_nothing(tmp_path: Path) -> 
     assert "**" not in text  # Discord markdown is stripped for the terminal
     # Twice in a row gives the same digest: nothing was marked as sent or shown.
     again = io.StringIO()
-    await run_digest_cli(settings, user_id=USER, dry_run=True, out=again)
+    await run_digest_dry_run(settings, user_id=USER, out=again)
     assert again.getvalue() == text
     assert await _counts(settings) == dict.fromkeys(RECORDING_TABLES, 0)
 
@@ -49,18 +49,22 @@ async def test_dry_run_for_an_unknown_user_says_nothing_new(tmp_path: Path) -> N
     """A user with no subscription and no profile gets the plain "nothing new" line, not an error."""
     settings = Settings(db_path=tmp_path / "cli.db")
     out = io.StringIO()
-    assert await run_digest_cli(settings, user_id=99, dry_run=True, out=out) == 0
+    assert await run_digest_dry_run(settings, user_id=99, out=out) == 0
     assert "Subscription: none" in out.getvalue()
     assert "Nothing new" in out.getvalue()
 
 
-async def test_sending_from_the_cli_needs_the_running_bot(tmp_path: Path) -> None:
-    """Without --dry-run the command explains where sending happens and exits non-zero."""
-    err = io.StringIO()
-    code = await run_digest_cli(Settings(db_path=tmp_path / "cli.db"), user_id=USER, dry_run=False, err=err)
-    assert code == 2
-    assert "/paper digest" in err.getvalue()
-    assert "--dry-run" in err.getvalue()
+def test_sending_without_a_token_names_the_setting_and_touches_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sending needs the bot token: without it the command says so in one line and creates no database."""
+    monkeypatch.setenv("PAPERBOT_DB", str(tmp_path / "cli.db"))
+    monkeypatch.delenv("DISCORD_TOKEN", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["digest", "--user", str(USER)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("paperbot: DISCORD_TOKEN is not set")
+    assert err.count("\n") == 1
     assert not (tmp_path / "cli.db").exists()
 
 
@@ -73,4 +77,3 @@ def test_cli_entry_point(
     assert main(["digest", "--user", "7", "--dry-run"]) == 0
     captured = capsys.readouterr()
     assert "Digest for user 7" in captured.out
-    assert main(["digest", "--user", "7"]) == 2
