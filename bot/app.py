@@ -15,7 +15,7 @@ from discord.ext import commands
 from bot.exts import _groups, discover_extensions
 from bot.exts._digests import make_digest_scheduler
 from bot.runtime import Services
-from bot.scheduling import DigestScheduler, schedule_daily_fetch, schedule_index_refresh
+from bot.scheduling import DigestScheduler, schedule_daily_fetch, schedule_daily_prune, schedule_index_refresh
 from bot.services.arxiv_daily import run_daily_fetch
 from bot.settings import Settings
 from bot.tree import PaperTree
@@ -84,6 +84,9 @@ class PaperBot(commands.Bot):
         # jobs rebuilt from the subscriptions table in the background; catch-up once ready
         await self.digest_jobs.start(in_background=True)
         schedule_index_refresh(self.digest_jobs.scheduler, self.services.refresh_changed)
+        # searches past their retention go at start, then daily
+        await self.services.privacy.prune_searches()
+        schedule_daily_prune(self.digest_jobs.scheduler, self.services.privacy.prune_searches)
         if self.settings.arxiv_categories:
             schedule_daily_fetch(
                 self.digest_jobs.scheduler,

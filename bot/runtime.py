@@ -50,7 +50,7 @@ class Services:
         self.feedback = FeedbackService(self.db)
         self.recommender = Recommender(self.db, self.search, self.search.index)
         self.profiles = self.recommender.profiles
-        self.privacy = PrivacyService(self.db)
+        self.privacy = PrivacyService(self.db, search_retention_days=self.settings.search_retention_days)
         self.digest = DigestService(
             self.db,
             papers=self.papers,

@@ -75,6 +75,25 @@ def schedule_daily_fetch(
     )
 
 
+PRUNE_JOB_ID = "privacy:prune"
+
+
+def schedule_daily_prune(
+    scheduler: AsyncIOScheduler, job: Callable[[], Awaitable[object]], *, time_utc: str = "04:00"
+) -> Job:
+    """Delete data past its retention (old search listings) once a day at HH:MM UTC."""
+    hour, minute = (int(part) for part in time_utc.split(":"))
+    return scheduler.add_job(
+        job,
+        CronTrigger(hour=hour, minute=minute, timezone=UTC),
+        id=PRUNE_JOB_ID,
+        replace_existing=True,
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=6 * 3600,
+    )
+
+
 INDEX_REFRESH_JOB_ID = "index:refresh"
 
 

@@ -32,6 +32,8 @@ class Settings:
     arxiv_categories: tuple[str, ...] = ()
     arxiv_fetch_time: str = "06:00"  # UTC, daily, when arxiv_categories is set
     max_ingest_bytes: int = 25 * 1024 * 1024
+    #: stored search listings (their queries) are deleted after this many days; their buttons then expire
+    search_retention_days: int = 30
 
     def require_token(self) -> str:
         if not self.discord_token:
@@ -91,6 +93,12 @@ def load_settings(environ: Mapping[str, str] | None = None, env_file: Path | Non
     if not max_mb_raw.isdigit() or int(max_mb_raw) < 1:
         raise SettingsError(f"PAPERBOT_MAX_INGEST_MB must be a whole number of megabytes, got {max_mb_raw!r}")
 
+    retention_raw = get("PAPERBOT_SEARCH_RETENTION_DAYS") or "30"
+    if not retention_raw.isdigit() or not 1 <= int(retention_raw) <= 3650:
+        raise SettingsError(
+            f"PAPERBOT_SEARCH_RETENTION_DAYS must be a whole number of days 1-3650, got {retention_raw!r}"
+        )
+
     return Settings(
         discord_token=token,
         db_path=Path(get("PAPERBOT_DB") or "paperbot.db"),
@@ -102,6 +110,7 @@ def load_settings(environ: Mapping[str, str] | None = None, env_file: Path | Non
         arxiv_categories=categories,
         arxiv_fetch_time=fetch_time,
         max_ingest_bytes=int(max_mb_raw) * 1024 * 1024,
+        search_retention_days=int(retention_raw),
     )
 
 

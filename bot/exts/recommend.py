@@ -16,6 +16,7 @@ from discord.ext import commands
 from bot.exts._groups import interests as interests_group
 from bot.exts._groups import paper as paper_group
 from bot.services.bibtex import to_bibtex
+from bot.services.privacy import BACKUP_RETENTION_DAYS
 from bot.services.snippets import escape_markdown
 from bot.ui.profile_views import (
     ForgetMeView,
@@ -160,7 +161,9 @@ async def saved_command(interaction: discord.Interaction[PaperBot], bibtex: bool
 async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
     view = ForgetMeView(interaction.user.id)
     await interaction.response.send_message(
-        "This deletes your topics, reactions, saved papers, subscription and history, for good. Sure?",
+        "This deletes your topics, reactions, saved papers, subscription, searches and history, for good. "
+        "Backups taken before now keep a copy until they are deleted (the daily backup paperbot ships "
+        f"deletes them after {BACKUP_RETENTION_DAYS} days). Sure?",
         view=view,
         ephemeral=True,
     )

@@ -258,7 +258,8 @@ class DigestService:
         )
         new_topics = parse_topics(topics) if topics is not None else (existing.topics if existing else ())
         sub = await self.subscriptions.upsert_user(user_id, _fields(schedule, new_topics), at=self._stamp())
-        log.info("user %s subscribed: %s, topics=%s", user_id, schedule.describe(), list(new_topics))
+        log.info("user %s subscribed (subscription %s)", user_id, sub.id)
+        log.debug("subscription %s: %s, topics=%s", sub.id, schedule.describe(), list(new_topics))
         return sub
 
     async def unsubscribe(self, user_id: int) -> Subscription | None:
@@ -553,7 +554,7 @@ class DigestService:
             self._check_stop(run)
             paper_id = planned.paper.id
             if not await self.digests.reserve_item(run_id, paper_id, recipient, at=self._stamp()):
-                log.info("paper %s already went to %s: skipped", paper_id, recipient)
+                log.debug("paper %s already went to %s: skipped", paper_id, recipient)
                 continue
             try:
                 message = await sender.send_paper(planned.paper, planned.reason)

@@ -100,7 +100,7 @@ class FeedbackService:
             user_id, paper_id, signal, guild_id=guild_id, at=_iso(now or self._clock())
         )
         if result.added or result.replaced:
-            log.info("feedback: user %d %s paper %d", user_id, signal, paper_id)
+            log.debug("feedback: user %d %s paper %d", user_id, signal, paper_id)  # content: DEBUG only
         return FeedbackChange(
             paper_id,
             signal,
@@ -113,7 +113,7 @@ class FeedbackService:
         """Take a signal back (always allowed, even while learning is paused)."""
         removed = await self.feedback.remove_signal(user_id, paper_id, signal)
         if removed:
-            log.info("feedback: user %d took back %s on paper %d", user_id, signal, paper_id)
+            log.debug("feedback: user %d took back %s on paper %d", user_id, signal, paper_id)
         return FeedbackChange(paper_id, signal, added=False, changed=removed)
 
     async def react(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
+from bot.services.privacy import BACKUP_RETENTION_DAYS
 from bot.services.profile import ProfileSummary
 from bot.services.snippets import escape_markdown
 from bot.ui.embeds import (
@@ -115,6 +116,14 @@ def saved_embed(papers: Sequence[Paper]) -> discord.Embed:
     return embed
 
 
+OUTSIDE_FORGET_ME = (
+    "Out of my reach: backups of the database taken before now still hold a copy until they are "
+    f"deleted (the daily backup paperbot's deploy files set up deletes copies more than "
+    f"{BACKUP_RETENTION_DAYS} days old; copies an operator made by hand last as long as they keep them). "
+    "At the default log level, logs name your user id but never your topics, searches or reactions."
+)
+
+
 class ForgetMeView(discord.ui.View):
     """Confirm / cancel for /paper forget-me; only the person who asked can press them."""
 
@@ -151,7 +160,8 @@ class ForgetMeView(discord.ui.View):
             content=(
                 f"Done. I deleted everything I stored about you ({counts.total} records: topics, "
                 f"{counts.feedback} reactions and bookmarks, {counts.subscriptions} subscription, "
-                "recommendation history, DM index). Anything you do from now on starts afresh."
+                "searches, recommendation history, DM index). Anything you do from now on starts afresh.\n"
+                f"{OUTSIDE_FORGET_ME}"
             ),
             view=self,
         )

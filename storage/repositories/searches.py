@@ -45,6 +45,10 @@ class SearchRepository:
         assert search_id is not None
         return StoredSearch(search_id, kind, query, paper_id, author, venue, year, page_size)
 
+    async def delete_older_than(self, cutoff: str) -> int:
+        """Delete the listings stored before ``cutoff`` (an ISO-8601 UTC stamp); returns how many."""
+        return await self._db.execute("DELETE FROM searches WHERE created_at < ?", (cutoff,))
+
     async def get(self, search_id: int) -> StoredSearch | None:
         row = await self._db.fetchone(
             "SELECT id, kind, query, paper_id, author, venue, year, page_size FROM searches WHERE id = ?",

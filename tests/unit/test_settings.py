@@ -50,6 +50,7 @@ VALID: dict[str, tuple[str, str, object]] = {
     "PAPERBOT_ARXIV_CATEGORIES": ("cs.LG, cs.CL  stat.ML", "arxiv_categories", ("cs.LG", "cs.CL", "stat.ML")),
     "PAPERBOT_ARXIV_FETCH_TIME": ("23:05", "arxiv_fetch_time", "23:05"),
     "PAPERBOT_MAX_INGEST_MB": ("3", "max_ingest_bytes", 3 * 1024 * 1024),
+    "PAPERBOT_SEARCH_RETENTION_DAYS": ("7", "search_retention_days", 7),
 }
 
 INVALID: dict[str, list[str]] = {
@@ -61,6 +62,7 @@ INVALID: dict[str, list[str]] = {
     "PAPERBOT_DIGEST_GRACE_HOURS": ["-1", "49", "six", "nan"],
     "PAPERBOT_ARXIV_FETCH_TIME": ["6am", "24:00", "06:60", "6:5", "0600"],
     "PAPERBOT_MAX_INGEST_MB": ["0", "1.5", "-3", "lots"],
+    "PAPERBOT_SEARCH_RETENTION_DAYS": ["0", "3651", "30.5", "-1", "forever"],
 }
 
 # Settings with no invalid value (any path is a path; any word list is a category list).
@@ -88,6 +90,7 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.arxiv_categories == ()
     assert settings.arxiv_fetch_time == "06:00"
     assert settings.max_ingest_bytes == 25 * 1024 * 1024
+    assert settings.search_retention_days == 30
 
 
 @pytest.mark.parametrize("name", sorted(VALID))
