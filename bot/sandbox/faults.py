@@ -3,6 +3,11 @@
 server.faults.add("POST /channels/*/messages", "50007")          # cannot DM this user
 server.faults.add("PUT /channels/**", "429", retry_after=0.2)     # rate limited, retried by discord.py
 server.faults.add("/interactions/**", "500", times=2)
+server.faults.add("POST /channels/*/messages", "drop_response")  # done, but the answer is lost
+
+``drop_response`` is the fault a timeout hides: Discord carries the request out (the message is
+created, MESSAGE_CREATE is dispatched) and the connection closes before the answer arrives, so the
+client cannot tell whether it happened (aiohttp raises ServerDisconnectedError).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ ERRORS: dict[str, tuple[int, JSON]] = {
     "503": (503, {"message": "503: Service Unavailable", "code": 0}),
     "504": (504, {"message": "504: Gateway Timeout", "code": 0}),
 }
+#: the request is handled, then the connection closes without an answer
+DROP_RESPONSE = "drop_response"
 ALIASES = {
     "ratelimit": "429",
     "rate_limit": "429",
@@ -39,6 +46,8 @@ ALIASES = {
     "missing_access": "50001",
     "missing_permissions": "50013",
     "server_error": "500",
+    "lost_response": DROP_RESPONSE,
+    "timeout_after_accept": DROP_RESPONSE,
 }
 
 
@@ -55,11 +64,17 @@ class Fault:
 
     def __post_init__(self) -> None:
         self.kind = ALIASES.get(str(self.kind), str(self.kind))
-        if self.kind != "429" and self.kind not in ERRORS:
+        if self.kind not in ("429", DROP_RESPONSE) and self.kind not in ERRORS:
             raise ValueError(
-                f"unknown fault kind {self.kind!r}; one of 429, {', '.join(ERRORS)}, {', '.join(ALIASES)}"
+                f"unknown fault kind {self.kind!r}; one of 429, {DROP_RESPONSE}, {', '.join(ERRORS)}, "
+                f"{', '.join(ALIASES)}"
             )
         self._match = route_matcher(self.pattern)
+
+    @property
+    def drops_response(self) -> bool:
+        """The request is carried out and its answer lost (not an error answer)."""
+        return self.kind == DROP_RESPONSE
 
     @property
     def exhausted(self) -> bool:
@@ -108,7 +123,8 @@ class Faults:
         """Fail the next `times` requests matching `pattern` ("METHOD /path", `*` one segment, `**` rest).
 
         `kind`: "429" (with `retry_after`), "50007", "10003", "10008", "10013", "10062", "50001",
-        "50013", "500", "502", "503", "504", or an alias such as "cannot_dm".
+        "50013", "500", "502", "503", "504", "drop_response" (carried out, then the connection
+        closes before the answer), or an alias such as "cannot_dm".
         `when(method, path, json_body)` narrows it further.
         """
         fault = Fault(

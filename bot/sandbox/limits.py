@@ -42,6 +42,7 @@ CHOICE_NAME_MAX = 100
 CHOICE_STRING_VALUE_MAX = 100
 MODAL_TITLE_MAX = 45
 FILES_MAX = 10
+NONCE_MAX = 25
 DEFAULT_ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024
 COMMAND_DESCRIPTION_MAX = 100
 COMMAND_OPTIONS_MAX = 25
@@ -165,6 +166,11 @@ def validate_message(
     if files > FILES_MAX:
         errors.add((*prefix, "files"), "BASE_TYPE_MAX_LENGTH", f"Must be {FILES_MAX} or fewer in length.")
     return errors
+
+
+def validate_create_nonce(payload: JSON, errors: FormErrors) -> None:
+    """Create Message's ``nonce``: an integer or a string of up to 25 characters."""
+    errors.max_length(("nonce",), payload.get("nonce"), NONCE_MAX)
 
 
 def message_is_empty(payload: JSON, *, files: int = 0, kept_attachments: int = 0) -> bool:

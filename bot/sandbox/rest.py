@@ -256,6 +256,13 @@ class RestApi:
     def message_out(self, message: SandboxMessage) -> web.Response:
         return json_response(message.payload(me_id=self.world.bot_user.id))
 
+    def created_out(self, message: SandboxMessage) -> web.Response:
+        """Create Message's answer: the message, with the nonce it was created with."""
+        data = message.payload(me_id=self.world.bot_user.id)
+        if message.nonce is not None:
+            data["nonce"] = message.nonce
+        return json_response(data)
+
     # -- gateway, users, application ----------------------------------------------------------------
 
     async def get_gateway(self, request: web.Request) -> web.Response:
@@ -452,6 +459,17 @@ class RestApi:
         if files and not channel.is_dm:
             self._require(channel, Permissions.ATTACH_FILES)
         self.server.validate_message_body(payload, files)
+        nonce_errors = limits.FormErrors()
+        limits.validate_create_nonce(payload, nonce_errors)
+        if nonce_errors:
+            raise ApiError.form(nonce_errors)
+        nonce = payload.get("nonce")
+        if nonce is not None and payload.get("enforce_nonce") is True:
+            earlier = self.server.nonces.recall(self.world.bot_user.id, nonce)
+            if earlier is not None:
+                if earlier.deleted:
+                    raise unknown_message()  # created with this nonce, deleted since: not created again
+                return self.created_out(earlier)
         reference = payload.get("message_reference")
         referenced: SandboxMessage | None = None
         if reference:
@@ -463,7 +481,7 @@ class RestApi:
                     )
                 referenced = None
         message = self.server.post_bot_message(channel, payload, files, referenced=referenced)
-        return self.message_out(message)
+        return self.created_out(message)
 
     async def edit_message(self, request: web.Request) -> web.Response:
         channel = self._channel(request)

@@ -41,6 +41,7 @@ from bot.sandbox.interactions import (
     nest_options,
     split_command_path,
 )
+from bot.sandbox.nonces import DEFAULT_WINDOW, NonceMemory
 from bot.sandbox.recorder import (
     Changes,
     ClientRefused,
@@ -100,6 +101,8 @@ class SandboxOptions:
     #: (requests, per seconds) per route bucket; the headers say so and a burst past it gets a 429
     rate_limit: tuple[int, float] = (50, 1.0)
     attachment_size_limit: int = limits.DEFAULT_ATTACHMENT_SIZE_LIMIT
+    #: how long a message nonce is remembered for ``enforce_nonce`` (Discord: "a few minutes")
+    nonce_window: float = DEFAULT_WINDOW
     interaction_deadline: float = 3.0
     token_lifetime: float = 15 * 60.0
     #: how long run_command waits for quiet after the answer (follow-ups that come right after)
@@ -153,6 +156,7 @@ class SandboxServer:
         self.changes = Changes()
         self.recorder = Recorder(self.changes)
         self.faults = Faults()
+        self.nonces = NonceMemory(self.clock, self.options.nonce_window)
         self.gateway = Gateway(self)
         self.interactions: dict[int, InteractionRecord] = {}
         self.interactions_by_token: dict[str, InteractionRecord] = {}
@@ -936,6 +940,8 @@ class SandboxServer:
         *,
         referenced: SandboxMessage | None = None,
     ) -> SandboxMessage:
+        """A message the bot created by REST (Create Message), announced with MESSAGE_CREATE."""
+        nonce = payload.get("nonce")
         message = self.world.new_message(
             channel,
             self.world.bot_user,
@@ -956,9 +962,15 @@ class SandboxServer:
                 else None
             ),
             origin="channel",
+            nonce=nonce,
         )
+        if nonce is not None:
+            self.nonces.remember(message.author.id, nonce, message)
         self._outbox.append(message)
-        self._dispatch("MESSAGE_CREATE", self._message_event(message), channel.guild_id)
+        event = self._message_event(message)
+        if nonce is not None:
+            event["nonce"] = nonce
+        self._dispatch("MESSAGE_CREATE", event, channel.guild_id)
         self._notify_listeners("create", message)
         return message
 
@@ -1344,11 +1356,28 @@ class SandboxServer:
         fault = self.faults.take(request.method, path, record.json)
         if fault is not None:
             record.fault = fault.kind
+        if fault is not None and fault.drops_response:
+            response = await self._answer(request, handler, path, allowed, headers)
+            if request.transport is not None:
+                request.transport.close()  # handled, but the client never hears the answer
+            return response
+        if fault is not None:
             status, body, extra = fault.response()
             if status == 429:
                 headers["X-RateLimit-Remaining"] = "0"
                 headers["X-RateLimit-Reset-After"] = f"{fault.retry_after:.3f}"
             return json_response(body, status=status, headers={**headers, **extra})
+        return await self._answer(request, handler, path, allowed, headers)
+
+    async def _answer(
+        self,
+        request: web.Request,
+        handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+        path: str,
+        allowed: bool,
+        headers: dict[str, str],
+    ) -> web.StreamResponse:
+        """The route's answer: a 429 past the bucket, else the handler's (Discord's error shape on refusal)."""
         if not allowed:
             retry_after = float(headers["X-RateLimit-Reset-After"])
             return json_response(

@@ -482,6 +482,8 @@ class SandboxMessage:
     interaction_id: int | None = None
     #: "channel" (REST), "response", "followup", "user"
     origin: str = "channel"
+    #: the ``nonce`` it was created with (echoed in the create answer and MESSAGE_CREATE only)
+    nonce: str | int | None = None
 
     EPHEMERAL = 1 << 6
     LOADING = 1 << 7

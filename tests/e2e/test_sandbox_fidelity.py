@@ -765,6 +765,84 @@ async def test_injected_errors_and_server_errors(sandbox: SandboxServer, start_b
             await bot.http.send_message(papers.id, params=discord.http.handle_message_parameters(content="x"))
 
 
+def created_with_nonce(sandbox: SandboxServer, nonce: str) -> list[Any]:
+    return [e for e in sandbox.dispatched("MESSAGE_CREATE") if e.d.get("nonce") == nonce]
+
+
+async def test_enforce_nonce_returns_the_message_already_created(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    """discord.py sends `nonce` with `enforce_nonce: true`; Discord answers a repeat within a few minutes
+    with the message it created, creates nothing, dispatches nothing; later the nonce is free again."""
+    async with start_bot() as bot:
+        channel = bot.get_channel(sandbox.channel("general").id)
+        assert isinstance(channel, discord.TextChannel)
+        first = await channel.send("digest header", nonce="d-header-1")
+        again = await channel.send("digest header, sent again", nonce="d-header-1")
+        assert again.id == first.id
+        assert again.content == "digest header"  # that message, not the new text
+        assert first.nonce == "d-header-1"
+        assert [m.content for m in sandbox.messages_in("general")] == ["digest header"]
+        assert len(created_with_nonce(sandbox, "d-header-1")) == 1
+        (posted,) = [r for r in sandbox.requests_matching("POST /channels/*/messages")][-1:]
+        assert posted.json["enforce_nonce"] is True
+        assert posted.response["nonce"] == "d-header-1"
+        # A nonce alone (no enforce_nonce) is only echoed back, not enforced.
+        route = discord.http.Route("POST", "/channels/{channel_id}/messages", channel_id=channel.id)
+        await bot.http.request(route, json={"content": "unenforced", "nonce": "d-header-1"})
+        assert len(sandbox.messages_in("general")) == 2
+        # Past the window Discord remembers the nonce no longer: a new message.
+        sandbox.clock.advance(sandbox.options.nonce_window + 1)
+        later = await channel.send("after the window", nonce="d-header-1")
+        assert later.id != first.id
+        assert len(sandbox.messages_in("general")) == 3
+
+
+async def test_enforce_nonce_of_a_deleted_message_is_refused_and_long_nonces_too(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    """A repeat of a nonce whose message was deleted since gets 404 Unknown Message (not a new message);
+    a nonce over 25 characters gets 400 50035."""
+    async with start_bot() as bot:
+        channel = bot.get_channel(sandbox.channel("general").id)
+        assert isinstance(channel, discord.TextChannel)
+        message = await channel.send("a paper", nonce="d-paper-7")
+        await message.delete()
+        with pytest.raises(discord.NotFound) as caught:
+            await channel.send("a paper", nonce="d-paper-7")
+        assert caught.value.code == 10008
+        assert sandbox.messages_in("general") == []
+        await channel.send("exactly 25", nonce="n" * 25)
+        with pytest.raises(discord.HTTPException) as refused:
+            await channel.send("26 is too long", nonce="n" * 26)
+        assert refused.value.status == 400
+        assert refused.value.code == 50035
+        assert "In nonce: Must be 25 or fewer in length." in refused.value.text
+        assert [m.content for m in sandbox.messages_in("general")] == ["exactly 25"]
+
+
+async def test_a_dropped_answer_hides_a_message_that_was_created(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    """The drop_response fault: the message is created, the client gets no answer (as after a timeout);
+    sending again with the same nonce returns that message."""
+    async with start_bot() as bot:
+        channel = bot.get_channel(sandbox.channel("general").id)
+        assert isinstance(channel, discord.TextChannel)
+        sandbox.faults.add("POST /channels/*/messages", "drop_response")
+        with pytest.raises(aiohttp.ServerDisconnectedError):
+            await channel.send("lost answer", nonce="d-paper-9")
+        (created,) = sandbox.messages_in("general")
+        assert created.content == "lost answer"
+        retried = await channel.send("lost answer", nonce="d-paper-9")
+        assert retried.id == created.id
+        assert len(sandbox.messages_in("general")) == 1
+        assert [r.fault for r in sandbox.requests_matching("POST /channels/*/messages")] == [
+            "drop_response",
+            None,
+        ]
+
+
 async def test_json_content_type_and_rate_limit_headers(sandbox: SandboxServer) -> None:
     async with aiohttp.ClientSession() as session:
         headers = {"Authorization": f"Bot {sandbox.token}"}
