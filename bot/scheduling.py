@@ -475,11 +475,11 @@ class DigestScheduler:
 class _NoSender:
     """For runs whose subscription is gone: resume() closes them without sending."""
 
-    async def send_header(self, text: str) -> None:  # pragma: no cover - never called
+    async def send_header(self, text: str, *, nonce: str) -> SentMessage:  # pragma: no cover - never called
         raise RuntimeError("subscription removed")
 
-    async def send_paper(self, paper: Paper, reason: str) -> SentMessage:  # pragma: no cover
+    async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:  # pragma: no cover
         raise RuntimeError("subscription removed")
 
-    async def send_nothing_today(self, text: str) -> None:  # pragma: no cover
+    async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage:  # pragma: no cover
         raise RuntimeError("subscription removed")

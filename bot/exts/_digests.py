@@ -1,25 +1,38 @@
 """The Discord side of digests: a DigestSender that posts by DM or to a channel, and the scheduler set-up.
 
 Every paper goes out as its own message (so a reaction names exactly one paper) with 👍 👎 🔖 added;
-the digest service records each message in ``posted_messages``. Discord errors that need a person
-to fix something become the service's ``DMsClosedError`` / ``ChannelGoneError``; anything else
-(5xx, timeouts) propagates so the run stays open and is retried. Every request waits on the shared
-:class:`~bot.scheduling.RequestPacer`, so a 09:00 rush stays under Discord's global limit.
+the digest service records each message in ``posted_messages``. Each message carries the nonce the
+service derived for it; discord.py (2.5+) sends it with ``enforce_nonce: true``, so Discord answers a
+repeat with the message it already created. Discord errors that need a person to fix something
+become the service's ``DMsClosedError`` / ``ChannelGoneError``; a send whose outcome is unknown (no
+answer within :data:`SEND_TIMEOUT`, a dropped connection, a 5xx) becomes ``SendOutcomeUnknownError``
+(the service sends it again with the same nonce); anything else propagates so the run stays open and
+is retried. Every request waits on the shared :class:`~bot.scheduling.RequestPacer`, so a 09:00 rush
+stays under Discord's global limit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal
 
+import aiohttp
 import discord
 from discord import app_commands
 
 from bot.scheduling import DigestScheduler, RequestPacer
-from bot.services.digest import ChannelGoneError, DMsClosedError, SentMessage, subscription_schedule
+from bot.services.digest import (
+    ChannelGoneError,
+    DMsClosedError,
+    SendOutcomeUnknownError,
+    SentMessage,
+    SentThenDeletedError,
+    subscription_schedule,
+)
 from bot.services.schedule import Period, format_local, timezone_choices
 from bot.ui.embeds import REACTIONS, paper_embed
 from storage.models import Paper
@@ -33,6 +46,11 @@ log = logging.getLogger(__name__)
 #: Discord error codes meaning "this recipient cannot get messages until someone changes something".
 DM_CLOSED_CODES = frozenset({50007, 50001, 50013, 10003, 10013})
 CHANNEL_GONE_CODES = frozenset({10003, 50001, 50013})
+#: Discord's answer to a repeated nonce whose message was deleted since (the message went out).
+UNKNOWN_MESSAGE = 10008
+#: Longest wait for Discord to answer one message (aiohttp's own default is 5 minutes, longer than
+#: Discord remembers a nonce); a repeat after this still falls inside the dedupe window.
+SEND_TIMEOUT = 30.0
 
 
 class DiscordDigestSender:
@@ -45,6 +63,7 @@ class DiscordDigestSender:
         user_id: int | None = None,
         channel_id: int | None = None,
         pacer: RequestPacer | None = None,
+        send_timeout: float = SEND_TIMEOUT,
     ) -> None:
         if (user_id is None) == (channel_id is None):
             raise ValueError("a digest goes to a user or to a channel")
@@ -52,6 +71,7 @@ class DiscordDigestSender:
         self.user_id = user_id
         self.channel_id = channel_id
         self.pacer = pacer
+        self.send_timeout = send_timeout
         self._destination: discord.abc.Messageable | None = None
 
     @classmethod
@@ -107,20 +127,40 @@ class DiscordDigestSender:
                 self._destination = channel
         return self._destination
 
-    async def _send(self, **kwargs: object) -> discord.Message:
+    @staticmethod
+    @contextlib.contextmanager
+    def _unknown_outcome_translated() -> Iterator[None]:
+        """Failures after which the message may exist become SendOutcomeUnknownError; a refusal that
+        proves it was never created (or a connection that was never made) passes through."""
+        try:
+            yield
+        except aiohttp.ClientConnectorError:
+            raise  # never reached Discord
+        except discord.DiscordServerError as error:
+            raise SendOutcomeUnknownError(f"Discord answered {error.status}") from error
+        except (TimeoutError, aiohttp.ClientError, OSError) as error:
+            raise SendOutcomeUnknownError(f"no answer from Discord ({error!r})") from error
+
+    async def _send(self, *, nonce: str, **kwargs: object) -> discord.Message:
         target = await self.destination()
         await self._pace()
-        with self._unreachable_translated():
-            return await target.send(**kwargs)  # type: ignore[call-overload, no-any-return]
+        with self._unknown_outcome_translated(), self._unreachable_translated():
+            try:
+                async with asyncio.timeout(self.send_timeout):
+                    return await target.send(nonce=nonce, **kwargs)  # type: ignore[call-overload, no-any-return]
+            except discord.NotFound as error:
+                if error.code == UNKNOWN_MESSAGE:
+                    raise SentThenDeletedError(f"nonce {nonce}: {error.text}") from error
+                raise
 
-    async def send_header(self, text: str) -> None:
-        await self._send(content=text[:2000])
+    async def send_header(self, text: str, *, nonce: str) -> SentMessage:
+        return _sent(await self._send(content=text[:2000], nonce=nonce))
 
-    async def send_nothing_today(self, text: str) -> None:
-        await self._send(content=text[:2000])
+    async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage:
+        return _sent(await self._send(content=text[:2000], nonce=nonce))
 
-    async def send_paper(self, paper: Paper, reason: str) -> SentMessage:
-        message = await self._send(embed=paper_embed(paper, reason=reason))
+    async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
+        message = await self._send(embed=paper_embed(paper, reason=reason), nonce=nonce)
         for emoji in REACTIONS:
             await self._pace()
             try:
@@ -136,8 +176,12 @@ class DiscordDigestSender:
                 )
                 if error.code in CHANNEL_GONE_CODES:
                     break
-        guild_id = message.guild.id if message.guild is not None else None
-        return SentMessage(message_id=message.id, channel_id=message.channel.id, guild_id=guild_id)
+        return _sent(message)
+
+
+def _sent(message: discord.Message) -> SentMessage:
+    guild_id = message.guild.id if message.guild is not None else None
+    return SentMessage(message_id=message.id, channel_id=message.channel.id, guild_id=guild_id)
 
 
 Frequency = Literal["daily", "weekdays", "weekly"]

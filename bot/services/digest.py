@@ -8,15 +8,27 @@ tests use a fake), so every rule here is testable without a gateway:
 * a paper is never sent twice to the same person or channel, whether by a scheduled digest or
   ``/paper digest`` (``digest_sent``); the recommender is asked to leave those papers out;
 * a digest with nothing new says so in one short message, never silence;
-* a crash mid-digest leaves the run ``claimed``; resuming it sends only the papers not yet attempted;
+* every message of a digest carries a nonce derived from (subscription, recipient, period, paper or
+  header) and the same on every attempt: Discord, asked with ``enforce_nonce``, answers a repeat
+  within a few minutes with the message it already created. So a send whose answer was lost (a
+  timeout, a dropped connection, a 5xx) is sent again at once with the same nonce and yields one
+  message, never two;
+* the header is reserved and confirmed on the run like each paper, so a retry or a resume never
+  sends it twice;
+* a crash mid-digest leaves the run ``claimed``; resuming it sends the papers not yet attempted, and
+  those attempted without an answer only while Discord still remembers their nonce
+  (:data:`NONCE_TRUST`); older ones are never sent again (never twice beats once more);
 * closed DMs (Discord 50007) or a gone channel pause the subscription and leave a notice that the
   user sees at their next command.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import hashlib
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -45,6 +57,14 @@ log = logging.getLogger(__name__)
 MANUAL_PREFIX = "manual:"
 DEFAULT_GRACE = timedelta(hours=6)
 REASON_MAX = 200
+#: Discord's Create Message takes a nonce of up to 25 characters.
+NONCE_MAX = 25
+#: How long after a message was attempted its nonce is trusted to dedupe a repeat. Discord remembers a
+#: nonce "in the past few minutes" without saying how many; the digest counts on two.
+NONCE_TRUST = timedelta(minutes=2)
+#: Pauses before each repeat of a send whose outcome is unknown (same nonce); ~20 s in all, well inside
+#: NONCE_TRUST even with discord.py's own retries of a 5xx.
+RESEND_DELAYS: tuple[float, ...] = (1.0, 4.0, 15.0)
 
 
 # ---- what the service needs from others --------------------------------------------------------
@@ -101,6 +121,15 @@ class ChannelGoneError(RecipientUnreachableError):
     """Discord 10003 (unknown channel), 50001 (missing access) or 50013 (missing permissions)."""
 
 
+class SendOutcomeUnknownError(Exception):
+    """The message may or may not have been posted (a timeout, a dropped connection, a 5xx answer):
+    only sending it again with the same nonce can tell."""
+
+
+class SentThenDeletedError(Exception):
+    """Discord knows this nonce for a message that was deleted since: it went out; do not send it again."""
+
+
 class DigestInterruptedError(Exception):
     """Delivery stopped between two papers because the process is shutting down; the run stays claimed
     and resumes with the papers not yet sent at the next start."""
@@ -114,15 +143,37 @@ class SentMessage:
 
 
 class DigestSender(Protocol):
-    """Posts one digest's messages. Raise DMsClosedError / ChannelGoneError for unreachable recipients."""
+    """Posts one digest's messages, each with the given Create Message ``nonce`` (and ``enforce_nonce``).
 
-    async def send_header(self, text: str) -> None: ...
+    Raise DMsClosedError / ChannelGoneError for unreachable recipients, SendOutcomeUnknownError when the
+    message may have been posted without an answer, SentThenDeletedError when Discord says its nonce
+    names a message deleted since.
+    """
 
-    async def send_paper(self, paper: Paper, reason: str) -> SentMessage:
+    async def send_header(self, text: str, *, nonce: str) -> SentMessage: ...
+
+    async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
         """One message for one paper, with 👍 👎 🔖 already added."""
         ...
 
-    async def send_nothing_today(self, text: str) -> None: ...
+    async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage: ...
+
+
+def message_nonce(recipient: Recipient, subscription_id: int | None, period_key: str, part: str) -> str:
+    """The nonce of one digest message (``part``: "header" or "paper:<id>"): the same on every attempt at
+    it, and different for every other message (Discord dedupes per sender, whatever the channel)."""
+    who = f"u{recipient.user_id}" if recipient.user_id is not None else f"c{recipient.channel_id}"
+    key = f"{subscription_id}\x1f{who}\x1f{period_key}\x1f{part}".encode()
+    nonce = "d" + hashlib.blake2b(key, digest_size=12).hexdigest()
+    assert len(nonce) <= NONCE_MAX
+    return nonce
+
+
+@dataclass(slots=True)
+class _Attempts:
+    """Whether any attempt at one message may have posted it (then a failure never releases it)."""
+
+    maybe_posted: bool = False
 
 
 # ---- results -------------------------------------------------------------------------------------
@@ -212,6 +263,8 @@ class DigestService:
         min_score: float = 0.0,
         subscriptions: SubscriptionRepository | None = None,
         digests: DigestRepository | None = None,
+        resend_delays: Sequence[float] = RESEND_DELAYS,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self.db = db
         self.papers = papers
@@ -221,6 +274,8 @@ class DigestService:
         self.min_score = min_score
         self.subscriptions = subscriptions or SubscriptionRepository(db)
         self.digests = digests or DigestRepository(db)
+        self.resend_delays = tuple(resend_delays)
+        self._sleep = sleep
         self._stopping = False
 
     def request_stop(self) -> None:
@@ -447,7 +502,7 @@ class DigestService:
         sub = await self.subscriptions.for_user(user_id)
         if sub is None:
             plan = await self.build(None, user_id=user_id, manual=True)
-            return await self._send_plan(None, plan, plan.papers, sender, header_sent=False)
+            return await self._send_plan(None, plan, plan.papers, sender)
         now = self.now()
         run = None
         for attempt in range(5):
@@ -476,30 +531,46 @@ class DigestService:
     async def _deliver(
         self, run: DigestRun, sub: Subscription, sender: DigestSender, *, manual: bool = False
     ) -> DeliveryOutcome:
+        run = await self.digests.get_run(run.id) or run  # the header's state as stored now
+        opening = self._opening(run, sub)
         items = await self.digests.items(run.id)
-        if not items:
+        if not items and opening != "send":
+            # The "nothing new" line was attempted: say it again only while its nonce dedupes.
+            if opening == "done":
+                await self.digests.finish_run(run.id, "empty", at=self._stamp())
+                return DeliveryOutcome("empty", period_key=run.period_key)
+        elif not items:
             picks = await self.choose(sub)
             items = await self.digests.plan_items(run.id, [(pick.paper_id, pick.reason) for pick in picks])
         plan = self._texts(sub, len(items), manual=manual)
         in_doubt = [item for item in items if item.in_doubt]
-        if in_doubt:
-            log.warning(
-                "run %s: %d paper(s) may or may not have reached %s before the crash; not sending them again",
+        resend = {item.paper_id for item in in_doubt if self._nonce_trusted(item.sent_at)}
+        lost = [item for item in in_doubt if item.paper_id not in resend]
+        if resend:
+            log.info(
+                "run %s: %d paper(s) went out without an answer; sending them again with the same nonce "
+                "(Discord answers with the message if it was posted)",
                 run.id,
-                len(in_doubt),
+                len(resend),
+            )
+        if lost:
+            log.warning(
+                "run %s: %d paper(s) may or may not have reached %s, too long ago to send again safely; "
+                "not sending them again",
+                run.id,
+                len(lost),
                 recipient_of(sub),
             )
-        pending = [item for item in items if item.sent_at is None]
-        header_sent = any(item.sent_at is not None for item in items)
+        pending = [item for item in items if item.sent_at is None or item.paper_id in resend]
         if items and not pending:
             await self.digests.finish_run(run.id, "sent", "nothing left to send", at=self._stamp())
-            return DeliveryOutcome("sent", period_key=run.period_key, in_doubt=len(in_doubt))
+            return DeliveryOutcome("sent", period_key=run.period_key, in_doubt=len(lost))
         found = await self.papers.get_many([item.paper_id for item in pending]) if pending else {}
         to_send = tuple(
             PlannedPaper(found[item.paper_id], item.reason, 0.0) for item in pending if item.paper_id in found
         )
         try:
-            outcome = await self._send_plan(run, plan, to_send, sender, header_sent=header_sent)
+            outcome = await self._send_plan(run, plan, to_send, sender, opening=opening, resend=resend)
         except RecipientUnreachableError as error:
             await self._pause_unreachable(sub, error)
             await self.digests.finish_run(run.id, "failed", f"unreachable: {error}", at=self._stamp())
@@ -508,9 +579,29 @@ class DigestService:
             outcome.status,
             sent=outcome.sent,
             period_key=run.period_key,
-            in_doubt=len(in_doubt),
+            in_doubt=len(lost),
             paper_ids=outcome.paper_ids,
         )
+
+    def _opening(self, run: DigestRun, sub: Subscription) -> str:
+        """What to do with the run's header (or "nothing new" line): ``send`` it (never attempted),
+        ``resend`` it with its nonce (attempted without an answer, recently), or it is ``done``."""
+        if run.header_message_id is not None:
+            return "done"
+        if run.header_sent_at is None:
+            return "send"
+        if self._nonce_trusted(run.header_sent_at):
+            return "resend"
+        log.warning(
+            "run %s: the header may or may not have reached %s, too long ago to send again safely",
+            run.id,
+            recipient_of(sub),
+        )
+        return "done"
+
+    def _nonce_trusted(self, attempted_at: str | None) -> bool:
+        """Whether Discord still dedupes the nonce of a message first attempted at ``attempted_at``."""
+        return attempted_at is not None and self.now() - _parse_stamp(attempted_at) <= NONCE_TRUST
 
     def _texts(self, sub: Subscription, n: int, *, manual: bool) -> DigestPlan:
         """Header and nothing-new texts of a digest of ``n`` planned papers (papers themselves not set)."""
@@ -531,37 +622,69 @@ class DigestService:
         papers: Sequence[PlannedPaper],
         sender: DigestSender,
         *,
-        header_sent: bool,
+        opening: str = "send",
+        resend: Collection[int] = (),
     ) -> DeliveryOutcome:
         """Send the header and papers (or the nothing-new line); each paper reserved before it goes out.
 
-        Raises RecipientUnreachableError untouched (the caller pauses); any other error leaves the run
-        claimed so it can be resumed.
+        ``opening`` says what to do with the header (see :meth:`_opening`); ``resend`` are papers already
+        reserved and attempted without an answer, sent again with their nonce. Raises
+        RecipientUnreachableError untouched (the caller pauses); any other error leaves the run claimed
+        so it can be resumed.
         """
         recipient = plan.recipient
         run_id = run.id if run else None
+        if run is not None:
+            nonce = functools.partial(message_nonce, recipient, run.subscription_id, run.period_key)
+        else:
+            nonce = functools.partial(
+                message_nonce, recipient, None, f"{MANUAL_PREFIX}{self.now().isoformat()}"
+            )
         self._check_stop(run)
-        if not papers and not header_sent:
-            await sender.send_nothing_today(plan.nothing_text)
+        if not papers and opening != "done":
+            await self._send_opening(
+                run,
+                opening,
+                functools.partial(sender.send_nothing_today, plan.nothing_text, nonce=nonce("header")),
+            )
             if run is not None:
                 await self.digests.finish_run(run.id, "empty", at=self._stamp())
             return DeliveryOutcome("empty")
-        if not header_sent:
-            await sender.send_header(plan.header)
+        if opening != "done":
+            await self._send_opening(
+                run, opening, functools.partial(sender.send_header, plan.header, nonce=nonce("header"))
+            )
         sent: list[int] = []
         sub = plan.subscription
         for planned in papers:
             self._check_stop(run)
             paper_id = planned.paper.id
-            if not await self.digests.reserve_item(run_id, paper_id, recipient, at=self._stamp()):
+            again = paper_id in resend
+            if not again and not await self.digests.reserve_item(
+                run_id, paper_id, recipient, at=self._stamp()
+            ):
                 log.debug("paper %s already went to %s: skipped", paper_id, recipient)
                 continue
+            attempts = _Attempts(maybe_posted=again)
+            send = functools.partial(
+                sender.send_paper, planned.paper, planned.reason, nonce=nonce(f"paper:{paper_id}")
+            )
+            what = (
+                f"paper {paper_id} of run {run_id}"
+                if run_id is not None
+                else "a paper of an on-demand digest"
+            )
             try:
-                message = await sender.send_paper(planned.paper, planned.reason)
+                message = await self._send_retrying(what, attempts, send)
+            except SentThenDeletedError:
+                log.info("%s went out and was deleted since: not sending it again", what)
+                continue
             except Exception:
-                # A send that failed with an error did not post: the paper may go out later. (On
-                # cancellation or a crash the message may have been posted; it stays reserved.)
-                await self.digests.release_item(run_id, paper_id, recipient)
+                # A send that failed with a known error did not post: the paper may go out later. One that
+                # may have posted (or cancellation, a crash) stays reserved, to be sent again with its
+                # nonce while Discord dedupes it.
+                if not attempts.maybe_posted:
+                    await self.digests.release_item(run_id, paper_id, recipient)
                 raise
             await self.digests.record_message(
                 run_id,
@@ -577,6 +700,44 @@ class DigestService:
         if run is not None:
             await self.digests.finish_run(run.id, "sent", f"{len(sent)} papers", at=self._stamp())
         return DeliveryOutcome("sent", sent=len(sent), paper_ids=tuple(sent))
+
+    async def _send_opening(
+        self, run: DigestRun | None, opening: str, send: Callable[[], Awaitable[SentMessage]]
+    ) -> None:
+        """The header or "nothing new" line: reserved on the run, sent (again, while its outcome is
+        unknown), confirmed with its message id."""
+        if run is not None and opening == "send":
+            await self.digests.reserve_header(run.id, at=self._stamp())
+        what = f"the header of run {run.id}" if run is not None else "the header of an on-demand digest"
+        attempts = _Attempts(maybe_posted=opening == "resend")
+        try:
+            message = await self._send_retrying(what, attempts, send)
+        except SentThenDeletedError:
+            log.info("%s went out and was deleted since: not sending it again", what)
+            return
+        except Exception:
+            if run is not None and not attempts.maybe_posted:
+                await self.digests.release_header(run.id)
+            raise
+        if run is not None:
+            await self.digests.record_header(run.id, message.message_id, at=self._stamp())
+
+    async def _send_retrying(
+        self, what: str, attempts: _Attempts, send: Callable[[], Awaitable[SentMessage]]
+    ) -> SentMessage:
+        """``send``, and again (same nonce) while its outcome is unknown: Discord answers a repeat with
+        the message it created, so the message goes out once. Raises the last error."""
+        delays = list(self.resend_delays)
+        while True:
+            try:
+                return await send()
+            except SendOutcomeUnknownError as error:
+                attempts.maybe_posted = True
+                if not delays:
+                    raise
+                delay = delays.pop(0)
+                log.warning("%s: %s; sending it again with the same nonce in %g s", what, error, delay)
+                await self._sleep(delay)
 
     def _check_stop(self, run: DigestRun | None) -> None:
         if self._stopping:
@@ -681,5 +842,8 @@ __all__ = [
     "Pick",
     "PlannedPaper",
     "RecipientUnreachableError",
+    "SendOutcomeUnknownError",
     "SentMessage",
+    "SentThenDeletedError",
+    "message_nonce",
 ]

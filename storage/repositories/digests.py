@@ -10,7 +10,9 @@ The life of one period of one subscription:
    ``posted_messages`` row (so reactions on it map to the paper) in one transaction. A send that fails
    with a known error is undone by :meth:`release_item`. A crash between reserve and record leaves the
    paper "in doubt": it is never sent again (a paper is never sent twice), only logged.
-4. :meth:`finish_run` sets the final status. Runs still ``claimed`` after a crash are resumed with
+4. The header (or the "nothing new" line of an empty digest) is reserved and confirmed the same way
+   on the run itself (:meth:`reserve_header`, :meth:`record_header`, :meth:`release_header`).
+5. :meth:`finish_run` sets the final status. Runs still ``claimed`` after a crash are resumed with
    their unreserved items (:meth:`open_runs`, :meth:`unsent_items`).
 """
 
@@ -27,7 +29,7 @@ from storage.repositories.users import ensure_user
 
 RUN_STATUSES = ("claimed", "sent", "empty", "failed", "skipped")
 
-_RUN_COLUMNS = "id, subscription_id, period_key, status, detail, claimed_at, finished_at"
+_RUN_COLUMNS = "id, subscription_id, period_key, status, detail, claimed_at, finished_at, header_sent_at, header_message_id"
 _ITEM_COLUMNS = "run_id, paper_id, position, reason, message_id, sent_at"
 
 
@@ -40,6 +42,9 @@ class DigestRun:
     detail: str | None
     claimed_at: str
     finished_at: str | None
+    #: when the header (or "nothing new" line) was first attempted, and its message once confirmed
+    header_sent_at: str | None = None
+    header_message_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +79,17 @@ class Recipient:
 
 
 def _run(row: aiosqlite.Row | Sequence[Any]) -> DigestRun:
-    return DigestRun(int(row[0]), int(row[1]), str(row[2]), str(row[3]), row[4], str(row[5]), row[6])
+    return DigestRun(
+        int(row[0]),
+        int(row[1]),
+        str(row[2]),
+        str(row[3]),
+        row[4],
+        str(row[5]),
+        row[6],
+        row[7],
+        None if row[8] is None else int(row[8]),
+    )
 
 
 def _item(row: aiosqlite.Row | Sequence[Any]) -> DigestItem:
@@ -155,6 +170,32 @@ class DigestRepository:
         await self._db.execute(
             "UPDATE digest_runs SET status = ?, detail = ?, finished_at = ? WHERE id = ?",
             (status, detail, at or utcnow(), run_id),
+        )
+
+    async def reserve_header(self, run_id: int, *, at: str | None = None) -> bool:
+        """Mark the run's header as going out (before sending). False: it was attempted before."""
+        async with (
+            self._db.transaction() as conn,
+            conn.execute(
+                "UPDATE digest_runs SET header_sent_at = ? WHERE id = ? AND header_sent_at IS NULL",
+                (at or utcnow(), run_id),
+            ) as cursor,
+        ):
+            return cursor.rowcount > 0
+
+    async def record_header(self, run_id: int, message_id: int, *, at: str | None = None) -> None:
+        """The header is out: keep its message id (it is never sent again)."""
+        await self._db.execute(
+            "UPDATE digest_runs SET header_message_id = ?, header_sent_at = COALESCE(header_sent_at, ?) "
+            "WHERE id = ?",
+            (message_id, at or utcnow(), run_id),
+        )
+
+    async def release_header(self, run_id: int) -> None:
+        """Undo :meth:`reserve_header` after a send that is known to have failed."""
+        await self._db.execute(
+            "UPDATE digest_runs SET header_sent_at = NULL WHERE id = ? AND header_message_id IS NULL",
+            (run_id,),
         )
 
     # ---- items --------------------------------------------------------------------------------

@@ -256,6 +256,107 @@ async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_pe
         assert run.status == "skipped"
 
 
+def nth_paper_post(n: int) -> Callable[[str, str, Any], bool]:
+    """A fault filter: the n-th (1-based) distinct paper message the bot creates (repeats of it match too)."""
+    nonces: list[str] = []
+
+    def matches(method: str, path: str, body: Any) -> bool:
+        if not (isinstance(body, dict) and body.get("embeds")):
+            return False
+        if body["nonce"] not in nonces:
+            nonces.append(body["nonce"])
+        return nonces.index(body["nonce"]) == n - 1
+
+    return matches
+
+
+def is_header_post(method: str, path: str, body: Any) -> bool:
+    return isinstance(body, dict) and str(body.get("content", "")).startswith("📚")
+
+
+async def assert_one_message_per_paper_and_one_header(e2e: E2E, user: str, papers: int) -> None:
+    dms = e2e.server.dm_messages(user)
+    assert len(text_messages(dms)) == 1, [m.content for m in text_messages(dms)]
+    posted = paper_messages(dms)
+    assert len(posted) == papers
+    ids = await posted_paper_ids(e2e, posted)
+    assert len(set(ids)) == papers, "a paper went out twice"
+    assert await e2e.db.fetchval("SELECT COUNT(*) FROM posted_messages") == papers
+
+
+async def test_a_send_whose_answer_is_lost_after_discord_took_it_goes_out_once(
+    e2e: E2E, clock: Clock
+) -> None:
+    """Discord creates the header and the second paper, then the answers are lost (as after a timeout);
+    the third paper gets a 503. The bot sends each again with the same nonce, Discord returns the
+    message it made, and the DM has one header and one message per paper, each with 👍 👎 🔖."""
+    server = e2e.server
+    e2e.services.digest.resend_delays = (0.05, 0.05, 0.05)
+    await server.run_command(
+        "alice", "paper subscribe", topics=TOPICS, time="09:00", timezone="Europe/Berlin"
+    )
+    sub_id = await subscription_id(e2e, server.alice.id)
+    server.faults.add("POST /channels/*/messages", "drop_response", when=is_header_post)
+    server.faults.add("POST /channels/*/messages", "drop_response", when=nth_paper_post(2))
+    server.faults.add("POST /channels/*/messages", "503", when=nth_paper_post(3))
+    clock.now = BERLIN_0900
+    await fire(e2e, sub_id)
+    await wait_for_papers(e2e, lambda: server.dm_messages("alice"), 5)
+    await assert_one_message_per_paper_and_one_header(e2e, "alice", 5)
+    posts = server.requests_matching("POST /channels/*/messages")
+    dropped = [r for r in posts if r.fault == "drop_response"]
+    assert len(dropped) == 2
+    for lost in dropped:
+        (repeat,) = [r for r in posts if r.fault is None and r.json["nonce"] == lost.json["nonce"]]
+        assert repeat.json["enforce_nonce"] is True
+        assert repeat.response["id"] == lost.response["id"], "Discord answered with the same message"
+    (unavailable,) = [r for r in posts if r.fault == "503"]
+    assert [r.status for r in posts if r.json["nonce"] == unavailable.json["nonce"]] == [503, 200]
+    run = await e2e.services.digest.digests.run_for(sub_id, "2026-11-30")
+    assert run is not None
+    assert run.status == "sent"
+
+
+async def test_a_retry_after_sends_that_never_answered_sends_no_paper_or_header_twice(
+    e2e: E2E, clock: Clock
+) -> None:
+    """Every attempt at the second paper loses its answer: the delivery fails and stays open; the
+    scheduler's retry a minute later sends it again with its nonce (Discord returns it) and the rest,
+    never the header again."""
+    server = e2e.server
+    jobs = e2e.bot.digest_jobs
+    jobs.retry_delay = timedelta(days=30)  # the test runs the retry itself, below
+    e2e.services.digest.resend_delays = (0.05, 0.05, 0.05)
+    e2e.allow_error("failed")  # the scheduler logs the failed delivery before retrying it
+    await server.run_command(
+        "alice", "paper subscribe", topics=TOPICS, time="09:00", timezone="Europe/Berlin", count=3
+    )
+    sub_id = await subscription_id(e2e, server.alice.id)
+    attempts = 1 + len(e2e.services.digest.resend_delays)
+    fault = server.faults.add(
+        "POST /channels/*/messages", "drop_response", times=attempts, when=nth_paper_post(2)
+    )
+    clock.now = BERLIN_0900
+    await fire(e2e, sub_id)
+    await server.eventually(
+        lambda: fault.exhausted and len(paper_messages(server.dm_messages("alice"))) == 2,
+        what="paper 2 created, every answer about it lost",
+    )
+    await jobs.wait_idle()
+    run = await e2e.services.digest.digests.run_for(sub_id, "2026-11-30")
+    assert run is not None
+    assert run.status == "claimed"
+    assert jobs.scheduler.get_job(f"digest-retry:{sub_id}") is not None
+
+    clock.now = BERLIN_0900 + timedelta(minutes=1)
+    await jobs.retry_job(sub_id)  # what APScheduler runs at the retry time
+    await wait_for_papers(e2e, lambda: server.dm_messages("alice"), 3)
+    await assert_one_message_per_paper_and_one_header(e2e, "alice", 3)
+    run = await e2e.services.digest.digests.run_for(sub_id, "2026-11-30")
+    assert run is not None
+    assert run.status == "sent"
+
+
 async def test_closed_dms_pause_the_digest_and_the_next_command_says_how_to_fix_it(
     e2e: E2E, clock: Clock
 ) -> None:

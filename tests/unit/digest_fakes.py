@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from bot.services.digest import DigestService, SentMessage
+from bot.services.digest import DigestService, SendOutcomeUnknownError, SentMessage
 from storage.db import Database
 from storage.models import Paper
 
@@ -115,7 +115,13 @@ _MESSAGE_IDS = itertools.count(9000)  # message ids are unique across senders, l
 
 @dataclass
 class FakeSender:
-    """Records what a digest posted; can fail at a chosen paper with a chosen exception."""
+    """Records what a digest posted; can fail at a chosen paper with a chosen exception.
+
+    Like Discord with ``enforce_nonce``, a message whose nonce is in ``posted`` (shared between senders
+    to stand for Discord's memory) is not posted again: the earlier message is returned.
+    ``lose_answer_at`` posts that paper attempt and then raises SendOutcomeUnknownError (the answer was
+    lost); ``lose_header_answers`` does so for that many header attempts.
+    """
 
     channel_id: int = 555
     guild_id: int | None = None
@@ -123,31 +129,61 @@ class FakeSender:
     papers: list[tuple[int, str]] = field(default_factory=list)
     nothing: list[str] = field(default_factory=list)
     fail_header: BaseException | None = None
-    fail_at: dict[int, BaseException] = field(default_factory=dict)  # 0-based paper index → error
+    fail_at: dict[int, BaseException] = field(default_factory=dict)  # 0-based paper attempt → error
+    lose_answer_at: set[int] = field(default_factory=set)  # 0-based paper attempts posted, answer lost
+    lose_header_answers: int = 0
+    posted: dict[str, SentMessage] = field(default_factory=dict)  # nonce → message (Discord's memory)
+    nonces: list[str] = field(default_factory=list)  # the nonce of every attempt, in order
     attempts: int = 0
 
-    async def send_header(self, text: str) -> None:
+    def _post(self, nonce: str, record: Callable[[], None]) -> SentMessage:
+        earlier = self.posted.get(nonce)
+        if earlier is not None:
+            return earlier
+        record()
+        message = self.posted[nonce] = SentMessage(next(_MESSAGE_IDS), self.channel_id, self.guild_id)
+        return message
+
+    async def send_header(self, text: str, *, nonce: str) -> SentMessage:
+        self.nonces.append(nonce)
         if self.fail_header is not None:
             raise self.fail_header
-        self.headers.append(text)
+        message = self._post(nonce, lambda: self.headers.append(text))
+        if self.lose_header_answers:
+            self.lose_header_answers -= 1
+            raise SendOutcomeUnknownError("no answer from Discord (timeout)")
+        return message
 
-    async def send_paper(self, paper: Paper, reason: str) -> SentMessage:
+    async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
         index = self.attempts
         self.attempts += 1
+        self.nonces.append(nonce)
         if index in self.fail_at:
             raise self.fail_at[index]
-        self.papers.append((paper.id, reason))
-        return SentMessage(next(_MESSAGE_IDS), self.channel_id, self.guild_id)
+        message = self._post(nonce, lambda: self.papers.append((paper.id, reason)))
+        if index in self.lose_answer_at:
+            raise SendOutcomeUnknownError("no answer from Discord (timeout)")
+        return message
 
-    async def send_nothing_today(self, text: str) -> None:
+    async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage:
+        self.nonces.append(nonce)
         if self.fail_header is not None:
             raise self.fail_header
-        self.nothing.append(text)
+        message = self._post(nonce, lambda: self.nothing.append(text))
+        if self.lose_header_answers:
+            self.lose_header_answers -= 1
+            raise SendOutcomeUnknownError("no answer from Discord (timeout)")
+        return message
 
     @property
     def paper_ids(self) -> list[int]:
         return [pid for pid, _ in self.papers]
 
 
+async def no_sleep(seconds: float) -> None:
+    """The digest's pause between repeats of a send, skipped in tests."""
+
+
 def make_service(db: Database, clock: FakeClock, scores: dict[int, float], **kwargs: object) -> DigestService:
+    kwargs.setdefault("sleep", no_sleep)
     return DigestService(db, papers=DbPapers(db), recommender=FakeRecommender(scores), clock=clock, **kwargs)  # type: ignore[arg-type]

@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from digest_fakes import FakeClock, FakeRecommender, FakeSender, add_papers, make_service
 
 from bot.errors import InvalidScheduleError
-from bot.services.digest import ChannelGoneError, DMsClosedError
+from bot.services.digest import (
+    NONCE_TRUST,
+    ChannelGoneError,
+    DigestService,
+    DMsClosedError,
+    SendOutcomeUnknownError,
+    SentThenDeletedError,
+    message_nonce,
+)
 from storage.db import Database
+from storage.migrate import available_migrations
 from storage.repositories.digests import Recipient
 
 USER = 111
@@ -234,27 +245,204 @@ async def test_crash_mid_digest_resumes_with_unsent_papers_only(
     assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 5
 
 
-async def test_a_paper_in_doubt_after_a_hard_crash_is_not_sent_again(
-    db: Database, clock: FakeClock, papers: list[int]
-) -> None:
-    """If the process died while a paper was going out, resume skips it: never twice beats once more."""
-    service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=3)
-    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+async def crash_while_sending_the_second_paper(service: DigestService, sub_id: int) -> FakeSender:
+    """The process dies while paper 2 is going out: it stays reserved without a message id."""
     sender = FakeSender(fail_at={1: asyncio.CancelledError()})
     with pytest.raises(asyncio.CancelledError):
-        await service.deliver_period(sub.id, sender)
-    (run,) = await service.runs_to_resume()
+        await service.deliver_period(sub_id, sender)
+    (run,) = await service.digests.open_runs()
     items = await service.digests.items(run.id)
     assert [(i.paper_id, i.delivered, i.in_doubt) for i in items] == [
         (1, True, False),
         (2, False, True),
         (3, False, False),
     ]
+    return sender
+
+
+async def test_a_paper_in_doubt_is_sent_again_with_its_nonce_while_discord_dedupes_it(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Resumed within NONCE_TRUST, the paper the crash interrupted is sent again with the same nonce
+    (Discord returns the message if it had gone out), the header not again."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    first = await crash_while_sending_the_second_paper(service, sub.id)
+    clock.advance(seconds=NONCE_TRUST.total_seconds() - 10)
+    (run,) = await service.runs_to_resume()
+    resumed = FakeSender(posted=first.posted)
+    outcome = await service.resume(run, resumed)
+    assert (outcome.status, outcome.in_doubt) == ("sent", 0)
+    assert resumed.paper_ids == [2, 3]
+    assert resumed.headers == []
+    assert resumed.nonces[0] == first.nonces[-1], "paper 2 went out again with its first nonce"
+    assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 3
+
+
+async def test_a_paper_in_doubt_is_not_sent_again_once_its_nonce_may_be_forgotten(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Past NONCE_TRUST, Discord may create a second message: resume skips the paper (never twice)."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    await crash_while_sending_the_second_paper(service, sub.id)
+    clock.advance(seconds=NONCE_TRUST.total_seconds() + 60)
+    (run,) = await service.runs_to_resume()
     resumed = FakeSender()
     outcome = await service.resume(run, resumed)
     assert resumed.paper_ids == [3]
+    assert resumed.headers == []
     assert outcome.in_doubt == 1
+
+
+async def test_a_lost_answer_is_sent_again_with_the_same_nonce_and_each_paper_goes_out_once(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Paper 2 is posted but its answer lost (a timeout): sent again at once with the same nonce, Discord
+    returns that message: one message per paper, each recorded once, one header."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    sender = FakeSender(lose_answer_at={1})
+    outcome = await service.deliver_period(sub.id, sender)
+    assert (outcome.status, outcome.sent) == ("sent", 3)
+    assert sender.paper_ids == [1, 2, 3]
+    assert len(sender.headers) == 1
+    assert sender.nonces[2] == sender.nonces[3], "the repeat carried the same nonce"
+    assert len(set(sender.nonces)) == 4  # header + three papers
+    rows = await db.fetchall("SELECT paper_id, message_id FROM posted_messages ORDER BY paper_id")
+    assert [r[0] for r in rows] == [1, 2, 3]
+    assert rows[1][1] == sender.posted[sender.nonces[2]].message_id
+
+
+async def test_a_header_whose_answer_was_lost_goes_out_once(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=2)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    sender = FakeSender(lose_header_answers=1)
+    assert (await service.deliver_period(sub.id, sender)).status == "sent"
+    assert len(sender.headers) == 1
+    assert sender.paper_ids == [1, 2]
+    run = await service.digests.run_for(sub.id, "2026-11-30")
+    assert run is not None
+    assert run.header_message_id == sender.posted[sender.nonces[0]].message_id
+
+
+async def test_a_retry_after_the_first_paper_failed_does_not_send_the_header_twice(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """The header went out, the first paper failed (released): the retry sends the papers, no header."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=2)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    first = FakeSender(fail_at={0: RuntimeError("Discord 400")})
+    with pytest.raises(RuntimeError):
+        await service.deliver_period(sub.id, first)
+    assert len(first.headers) == 1
+    clock.advance(minutes=10)  # the scheduler's retry, long after any nonce is remembered
+    (run,) = await service.runs_to_resume()
+    retry = FakeSender()
+    assert (await service.resume(run, retry)).status == "sent"
+    assert retry.headers == []
+    assert retry.paper_ids == [1, 2]
+
+
+async def test_a_send_that_never_answers_stays_reserved_and_the_resume_sends_it_once(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Every repeat loses its answer too: the run stops with the paper reserved (not released, it may
+    be out), and the resume a minute later sends it with the same nonce: still one message."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=2)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    attempts = len(service.resend_delays) + 1
+    sender = FakeSender(lose_answer_at=set(range(attempts)))
+    with pytest.raises(SendOutcomeUnknownError):
+        await service.deliver_period(sub.id, sender)
+    assert sender.paper_ids == [1]
+    assert sender.nonces[1:] == [sender.nonces[1]] * attempts
+    (run,) = await service.digests.open_runs()
+    assert [(i.paper_id, i.in_doubt) for i in await service.digests.items(run.id)] == [(1, True), (2, False)]
+    assert await service.digests.sent_paper_ids(Recipient(user_id=USER)) == {1}  # still reserved
+    clock.advance(minutes=1)
+    resumed = FakeSender(posted=sender.posted)
+    assert (await service.resume(run, resumed)).status == "sent"
+    assert sender.paper_ids + resumed.paper_ids == [1, 2]
+    assert resumed.headers == []
+    assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 2
+
+
+async def test_a_paper_deleted_before_its_repeat_is_not_sent_again(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Discord answers a repeated nonce of a deleted message with Unknown Message: it went out, so the
+    digest moves on to the next paper."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    await crash_while_sending_the_second_paper(service, sub.id)
+    (run,) = await service.runs_to_resume()
+    resumed = FakeSender(fail_at={0: SentThenDeletedError("Unknown Message")})
+    outcome = await service.resume(run, resumed)
+    assert (outcome.status, outcome.sent) == ("sent", 1)
+    assert resumed.paper_ids == [3]
+
+
+async def test_a_run_interrupted_before_the_upgrade_gets_no_second_header(tmp_path: Path) -> None:
+    """A run left claimed by the previous version (header and paper 1 out) resumes after the migration
+    with the other papers only, even right away."""
+    path = tmp_path / "old.db"
+    claimed = datetime(2026, 11, 30, 9, 0, tzinfo=UTC).isoformat()
+    with sqlite3.connect(path) as conn:
+        conn.executescript(available_migrations()[0].sql)
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute("INSERT INTO users (id, created_at) VALUES (?, ?)", (USER, claimed))
+        conn.executemany(
+            "INSERT INTO papers (id, title, abstract, added_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+            [(pid, f"Paper {pid}", "An abstract.", claimed, claimed) for pid in (1, 2)],
+        )
+        conn.execute(
+            "INSERT INTO subscriptions (id, kind, user_id, count, created_at, updated_at) "
+            "VALUES (1, 'user', ?, 2, ?, ?)",
+            (USER, claimed, claimed),
+        )
+        conn.execute(
+            "INSERT INTO digest_runs (id, subscription_id, period_key, claimed_at) VALUES (1, 1, '2026-11-30', ?)",
+            (claimed,),
+        )
+        conn.executemany(
+            "INSERT INTO digest_items (run_id, paper_id, position, message_id, sent_at) VALUES (1, ?, ?, ?, ?)",
+            [(1, 0, 9001, claimed), (2, 1, None, None)],
+        )
+        conn.execute("INSERT INTO digest_sent (user_id, paper_id, sent_at) VALUES (?, 1, ?)", (USER, claimed))
+    conn.close()
+    async with await Database.open(path) as db:
+        service = make_service(db, FakeClock(datetime(2026, 11, 30, 9, 0, 30, tzinfo=UTC)), {1: 2.0, 2: 1.0})
+        (run,) = await service.runs_to_resume()
+        resumed = FakeSender()
+        assert (await service.resume(run, resumed)).status == "sent"
+        assert resumed.headers == []
+        assert resumed.paper_ids == [2]
+
+
+def test_message_nonces_fit_discord_and_name_one_message_each() -> None:
+    alice, feed = Recipient(user_id=USER), Recipient(channel_id=555)
+    nonces = {
+        message_nonce(who, sub, period, part)
+        for who in (alice, feed)
+        for sub in (1, 2, None)
+        for period in ("2026-11-30", "2026-12-01", "manual:2026-11-30T09:00:00.000001+00:00")
+        for part in ("header", "paper:1", "paper:2")
+    }
+    assert len(nonces) == 2 * 3 * 3 * 3
+    assert all(len(nonce) <= 25 for nonce in nonces)
+    assert message_nonce(alice, 1, "2026-11-30", "paper:1") == message_nonce(
+        alice, 1, "2026-11-30", "paper:1"
+    )
 
 
 async def test_interrupted_runs_beyond_grace_are_closed_not_resumed(
@@ -453,8 +641,8 @@ async def test_unsubscribing_mid_digest_stops_the_rest(
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
 
     class ForgetsAfterOne(FakeSender):
-        async def send_paper(self, paper, reason):  # type: ignore[no-untyped-def]
-            sent = await super().send_paper(paper, reason)
+        async def send_paper(self, paper, reason, *, nonce):  # type: ignore[no-untyped-def]
+            sent = await super().send_paper(paper, reason, nonce=nonce)
             if len(self.papers) == 1:
                 await db.execute("DELETE FROM users WHERE id = ?", (USER,))  # what forget-me does
             return sent

@@ -231,13 +231,13 @@ async def test_deliveries_are_bounded_by_the_semaphore(service: DigestService) -
     peak = 0
 
     class Slow(FakeSender):
-        async def send_paper(self, paper, reason):  # type: ignore[no-untyped-def]
+        async def send_paper(self, paper, reason, *, nonce):  # type: ignore[no-untyped-def]
             nonlocal in_flight, peak
             in_flight += 1
             peak = max(peak, in_flight)
             await asyncio.sleep(0.05)  # long enough that three deliveries overlap even on a loaded machine
             in_flight -= 1
-            return await super().send_paper(paper, reason)
+            return await super().send_paper(paper, reason, nonce=nonce)
 
     jobs = DigestScheduler(service, lambda sub: Slow(), clock=service.clock, concurrency=3, spacing=0)
     subs = [await service.subscribe(user, time="09:00", timezone="UTC", count=1) for user in range(1, 13)]
@@ -322,8 +322,8 @@ async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(ser
     jobs: DigestScheduler
 
     class StopsAfterTwo(FakeSender):
-        async def send_paper(self, paper, reason):  # type: ignore[no-untyped-def]
-            sent = await super().send_paper(paper, reason)
+        async def send_paper(self, paper, reason, *, nonce):  # type: ignore[no-untyped-def]
+            sent = await super().send_paper(paper, reason, nonce=nonce)
             if len(self.papers) == 2:
                 asyncio.get_running_loop().create_task(jobs.stop())
                 await asyncio.sleep(0)  # the stop request lands while this message is finishing
