@@ -1,10 +1,26 @@
-"""The one SQLite connection paperbot owns: WAL, foreign keys, busy timeout, serialised writes."""
+"""The SQLite store paperbot owns: WAL, a write connection, and read connections beside it.
+
+- Writes go one transaction at a time through `transaction()` on the write connection (aiosqlite
+  runs a connection's calls on one thread, but transactions on a shared connection would interleave
+  between tasks, so they are serialised behind an asyncio lock).
+- Reads (`fetchall`, `fetchone`, `fetchval`) use a separate read connection, so they see only
+  committed rows, never a transaction still in progress in another task, and never wait behind a
+  write that waits for SQLite's lock (WAL readers do not block on writers).
+- `snapshot()` is a read transaction on a third connection: several statements that see one
+  committed state (the search index reads rows and the change sequence they belong to together).
+
+Another process (`paperbot ingest`) may hold SQLite's write lock. `transaction()` keeps retrying
+BEGIN IMMEDIATE every few milliseconds, so it gets the lock in the first gap between the other
+writer's transactions, for up to `WRITE_PATIENCE_S`; after that it raises `StoreBusyError` (nothing
+was written). Bulk writers keep their transactions short so those gaps come often.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +32,18 @@ from storage.migrate import apply_migrations
 
 log = logging.getLogger(__name__)
 
+#: How long a read waits for SQLite (WAL readers wait only while another connection recovers the WAL).
 BUSY_TIMEOUT_MS = 5000
+#: One BEGIN IMMEDIATE attempt waits this long for the write lock before it is tried again.
+WRITE_ATTEMPT_MS = 20
+#: A write gives up (StoreBusyError) when the lock stayed taken this long.
+WRITE_PATIENCE_S = 300.0
+#: A write that waited this long for the lock says so (once) at WARNING.
+SLOW_LOCK_S = 5.0
+
+
+class StoreBusyError(sqlite3.OperationalError):
+    """Another writer kept the database locked for longer than a write's patience; nothing was written."""
 
 
 def utcnow() -> str:
@@ -24,45 +51,92 @@ def utcnow() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class Database:
-    """Owns one aiosqlite connection; write transactions go one at a time through `transaction()`.
+def is_busy(error: BaseException) -> bool:
+    """Whether an error means "the database is locked by another connection" (SQLITE_BUSY)."""
+    if isinstance(error, StoreBusyError):
+        return True
+    if not isinstance(error, sqlite3.OperationalError):
+        return False
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return bool(code & 0xFF == sqlite3.SQLITE_BUSY)
+    return "database is locked" in str(error)
 
-    aiosqlite runs every call of a connection on one thread, but transactions on a shared connection
-    interleave between tasks, so writes are serialised behind an asyncio lock.
+
+async def _connect(path: Path, *, busy_ms: int, read_only: bool) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        conn.row_factory = aiosqlite.Row
+        await conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        await conn.execute("PRAGMA synchronous = NORMAL")
+        if read_only:
+            await conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+class Database:
+    """A write connection (serialised transactions), a read connection, and a snapshot connection.
+
+    An in-memory database (":memory:", for experiments) is one connection for all three, as SQLite
+    cannot share it: there, reads run on the write connection.
     """
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        path: Path,
+        *,
+        reader: aiosqlite.Connection | None = None,
+        snapshots: aiosqlite.Connection | None = None,
+    ) -> None:
         self._conn = conn
+        self._reader = reader
+        self._snapshots = snapshots
         self.path = path
         self._write_lock = asyncio.Lock()
+        self._snapshot_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path | str, *, migrate: bool = True) -> Database:
         path = Path(path)
-        if str(path) != ":memory:":
+        in_memory = str(path) == ":memory:"
+        if not in_memory:
             path.parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(path, isolation_level=None)
+        conn = await _connect(path, busy_ms=WRITE_ATTEMPT_MS, read_only=False)
+        db = cls(conn, path)
         try:
-            conn.row_factory = aiosqlite.Row
-            await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")  # the WAL switch may wait
             await conn.execute("PRAGMA journal_mode = WAL")
-            await conn.execute("PRAGMA foreign_keys = ON")
-            await conn.execute("PRAGMA synchronous = NORMAL")
-            db = cls(conn, path)
+            await conn.execute(f"PRAGMA busy_timeout = {WRITE_ATTEMPT_MS}")
             if migrate:
                 await db.migrate()
+            if not in_memory:
+                db._reader = await _connect(path, busy_ms=BUSY_TIMEOUT_MS, read_only=True)
+                db._snapshots = await _connect(path, busy_ms=BUSY_TIMEOUT_MS, read_only=True)
         except BaseException:
-            await conn.close()
+            await db.close()
             raise
         return db
 
     async def migrate(self) -> list[int]:
         """Apply pending numbered migrations; returns the versions applied."""
         async with self._write_lock:
-            return await apply_migrations(self._conn)
+            # The migration script begins its own transaction: let SQLite itself wait for the lock.
+            await self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            try:
+                return await apply_migrations(self._conn)
+            finally:
+                await self._conn.execute(f"PRAGMA busy_timeout = {WRITE_ATTEMPT_MS}")
 
     async def close(self) -> None:
-        await self._conn.close()
+        for conn in (self._snapshots, self._reader, self._conn):
+            if conn is not None:
+                await conn.close()
+        self._snapshots = self._reader = None
 
     async def __aenter__(self) -> Database:
         return self
@@ -70,11 +144,39 @@ class Database:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    # ------------------------------------------------------------------ writing
+
+    async def _begin_when_free(self, *, patience: float) -> None:
+        """BEGIN IMMEDIATE, retried until the write lock is free (StoreBusyError after `patience`)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        warned = False
+        while True:
+            try:
+                await self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if not is_busy(error):
+                    raise
+                waited = loop.time() - started
+                if waited >= patience:
+                    raise StoreBusyError(
+                        f"the database {self.path} stayed locked by another writer for {waited:.0f} s"
+                    ) from error
+                if waited >= SLOW_LOCK_S and not warned:
+                    log.warning("waiting for the database lock (another process writing) for %.0f s", waited)
+                    warned = True
+                continue
+            return
+
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on any error)."""
+    async def transaction(self, *, patience: float = WRITE_PATIENCE_S) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on any error).
+
+        Waits for the write lock up to `patience` seconds (StoreBusyError, nothing written). Keep the
+        body short: while it runs, every other writer (this process's and others') waits.
+        """
         async with self._write_lock:
-            await self._conn.execute("BEGIN IMMEDIATE")
+            await self._begin_when_free(patience=patience)
             try:
                 yield self._conn
             except BaseException:
@@ -82,19 +184,6 @@ class Database:
                 raise
             else:
                 await self._conn.execute("COMMIT")
-
-    # Reads need no lock: they run on the same connection thread, one statement at a time.
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
-        async with self._conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
-
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
-        async with self._conn.execute(sql, params) as cursor:
-            return await cursor.fetchone()
-
-    async def fetchval(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        row = await self.fetchone(sql, params)
-        return None if row is None else row[0]
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one write statement in its own transaction; returns the rows changed."""
@@ -104,6 +193,49 @@ class Database:
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         async with self.transaction() as conn:
             await conn.executemany(sql, rows)
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def _read_conn(self) -> aiosqlite.Connection:
+        return self._conn if self._reader is None else self._reader
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
+        async with self._read_conn.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
+        async with self._read_conn.execute(sql, params) as cursor:
+            return await cursor.fetchone()
+
+    async def fetchval(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A read transaction: every statement on the connection it yields sees the same committed
+        state, whatever other connections commit meanwhile. Read only; one at a time."""
+        if self._snapshots is None:
+            yield self._conn
+            return
+        async with self._snapshot_lock:
+            await self._snapshots.execute("BEGIN")
+            try:
+                yield self._snapshots
+            finally:
+                await self._snapshots.execute("COMMIT")
+
+    async def data_version(self) -> int:
+        """SQLite's `PRAGMA data_version` of the snapshot connection: it changes whenever any other
+        connection (this process's writer or another process) commits, and costs no read of the data."""
+        if self._snapshots is None:
+            async with self._conn.execute("PRAGMA data_version") as cursor:
+                row = await cursor.fetchone()
+        else:
+            async with self._snapshot_lock, self._snapshots.execute("PRAGMA data_version") as cursor:
+                row = await cursor.fetchone()
+        return int(row[0]) if row else 0
 
     async def backup(self, target: Path | str) -> None:
         """Online backup (SQLite's backup API): consistent even while the bot writes."""

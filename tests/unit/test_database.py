@@ -1,4 +1,5 @@
-"""The store: migrations from empty, PRAGMAs, serialised transactions, rollback, online backup."""
+"""The store: migrations from empty, PRAGMAs, serialised transactions, rollback, online backup, reads beside
+the writer (never another task's uncommitted rows, never waiting for the write lock), another writer's lock."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from storage.db import Database
+from storage.db import Database, StoreBusyError
 from storage.migrate import available_migrations
 
 
@@ -54,6 +56,103 @@ async def test_concurrent_transactions_do_not_interleave(db: Database) -> None:
 
     await asyncio.gather(*(writer(n) for n in range(1, 11)))
     assert await db.fetchval("SELECT COUNT(*) FROM users WHERE learning_paused = 1") == 10
+
+
+async def test_reads_never_see_another_tasks_uncommitted_rows(db: Database) -> None:
+    inserted, checked = asyncio.Event(), asyncio.Event()
+
+    async def writer() -> None:
+        async with db.transaction() as conn:
+            await conn.execute("INSERT INTO users (id, created_at) VALUES (1, 'now')")
+            inserted.set()
+            await checked.wait()  # still uncommitted while the other task reads
+
+    task = asyncio.create_task(writer())
+    await inserted.wait()
+    assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
+    checked.set()
+    await task
+    assert await db.fetchval("SELECT COUNT(*) FROM users") == 1  # committed: visible at once
+
+
+async def test_reads_do_not_wait_while_another_process_holds_the_write_lock(db: Database) -> None:
+    """A write waiting for the lock (here: another connection's open transaction) holds up no read."""
+    other = sqlite3.connect(db.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT INTO users (id, created_at) VALUES (2, 'now')")
+        waiting = asyncio.create_task(db.execute("INSERT INTO users (id, created_at) VALUES (3, 'now')"))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        assert await asyncio.wait_for(db.fetchval("SELECT COUNT(*) FROM users"), 1.0) == 0
+        other.execute("COMMIT")
+        assert await asyncio.wait_for(waiting, 5.0) == 1  # it got the lock once the other let go
+    finally:
+        other.close()
+    assert await db.fetchval("SELECT COUNT(*) FROM users") == 2
+
+
+async def test_a_write_gives_up_cleanly_when_the_lock_stays_taken(db: Database) -> None:
+    other = sqlite3.connect(db.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreBusyError, match="locked by another writer"):
+            async with db.transaction(patience=0.3) as conn:
+                await conn.execute("INSERT INTO users (id, created_at) VALUES (4, 'now')")
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+    assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
+    await db.execute("INSERT INTO users (id, created_at) VALUES (5, 'now')")  # and the store works on
+
+
+async def test_a_write_gets_the_lock_between_another_writers_short_transactions(db: Database) -> None:
+    """Another process committing batch after batch (as `paperbot ingest` does) leaves gaps; a write
+    waiting for the lock takes the first one instead of waiting for the other writer to finish."""
+    stop = False
+
+    def bulk_writer() -> int:
+        other = sqlite3.connect(db.path, isolation_level=None, timeout=5)
+        batches = 0
+        try:
+            while not stop:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute(
+                    "INSERT INTO app_state (key, value, updated_at) VALUES (?, 'x', 'now')", (f"k{batches}",)
+                )
+                time.sleep(0.2)  # the lock held for a batch
+                other.execute("COMMIT")
+                batches += 1
+                time.sleep(0.03)  # the pause between batches
+        finally:
+            other.close()
+        return batches
+
+    bulk = asyncio.create_task(asyncio.to_thread(bulk_writer))
+    await asyncio.sleep(0.1)
+    waits = []
+    for user in range(10):
+        started = time.perf_counter()
+        await db.execute("INSERT INTO users (id, created_at) VALUES (?, 'now')", (user,))
+        waits.append(time.perf_counter() - started)
+        await asyncio.sleep(0.1)
+    stop = True
+    assert await bulk >= 3
+    assert max(waits) < 1.5, waits  # a batch or two, not the whole run
+
+
+async def test_data_version_changes_when_another_connection_commits(db: Database) -> None:
+    before = await db.data_version()
+    assert await db.data_version() == before  # nothing committed: the same number, no data read
+    other = sqlite3.connect(db.path, isolation_level=None)
+    try:
+        other.execute("INSERT INTO users (id, created_at) VALUES (9, 'now')")
+    finally:
+        other.close()
+    after = await db.data_version()
+    assert after != before
+    await db.execute("INSERT INTO users (id, created_at) VALUES (10, 'now')")  # this process's writer too
+    assert await db.data_version() != after
 
 
 async def test_foreign_keys_cascade_when_a_user_is_deleted(db: Database) -> None:
