@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import importlib
 import json
@@ -15,7 +17,7 @@ from discord.ext import commands
 from bot.exts import _groups, discover_extensions
 from bot.exts._digests import make_digest_scheduler
 from bot.runtime import Services
-from bot.scheduling import DigestScheduler, schedule_daily_fetch, schedule_daily_prune, schedule_index_refresh
+from bot.scheduling import DigestScheduler, schedule_daily_fetch, schedule_daily_prune
 from bot.services.arxiv_daily import run_daily_fetch
 from bot.settings import Settings
 from bot.tree import PaperTree
@@ -60,6 +62,7 @@ class PaperBot(commands.Bot):
         self.settings = settings
         self.services = services
         self._digest_jobs: DigestScheduler | None = None
+        self._following_store: asyncio.Task[None] | None = None
 
     @property
     def digest_jobs(self) -> DigestScheduler:
@@ -83,7 +86,8 @@ class PaperBot(commands.Bot):
             self.tree.add_command(group)
         # jobs rebuilt from the subscriptions table in the background; catch-up once ready
         await self.digest_jobs.start(in_background=True)
-        schedule_index_refresh(self.digest_jobs.scheduler, self.services.refresh_changed)
+        # papers another process (`paperbot ingest`) commits become searchable seconds later
+        self._following_store = asyncio.create_task(self.services.follow_store(), name="follow-store")
         # searches past their retention go at start, then daily
         await self.services.privacy.prune_searches()
         schedule_daily_prune(self.digest_jobs.scheduler, self.services.privacy.prune_searches)
@@ -96,6 +100,10 @@ class PaperBot(commands.Bot):
         await self.sync_commands()
 
     async def close(self) -> None:
+        if self._following_store is not None:
+            self._following_store.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._following_store
         if self._digest_jobs is not None:
             await self._digest_jobs.stop()  # digests stop between papers and resume at the next start
         await super().close()

@@ -17,13 +17,18 @@ from bot.services.ingest.runner import ensure_shipped_corpus
 from bot.services.privacy import PrivacyService
 from bot.services.profile import ProfileService
 from bot.services.recommender import Recommender
-from bot.services.search import SearchEngine, corpus_fingerprint
+from bot.services.search import TITLE_WEIGHT, SearchEngine
 from bot.settings import Settings
-from storage.db import Database, utcnow
+from storage.db import Database
 from storage.repositories.messages import PostedMessageRepository
-from storage.repositories.papers import PaperRepository
+from storage.repositories.papers import IndexPosition, PaperRepository
 
 log = logging.getLogger(__name__)
+
+
+#: How often the running bot looks for papers another process committed (`PRAGMA data_version`: no
+#: data is read unless something was committed).
+STORE_POLL_SECONDS = 2.0
 
 
 @dataclass
@@ -34,6 +39,8 @@ class Services:
     db: Database
     papers: PaperRepository
     search: SearchEngine
+    #: the store the index was built from, and the change sequence it holds every paper up to
+    position: IndexPosition
     # reactions, profiles, recommendations, forget-me (issue 5): built from db and search
     messages: PostedMessageRepository = field(init=False)
     feedback: FeedbackService = field(init=False)
@@ -42,8 +49,8 @@ class Services:
     privacy: PrivacyService = field(init=False)
     # digests and channel feeds (issue 6)
     digest: DigestService = field(init=False)
-    #: papers changed at or after this `utcnow()` stamp may not be in the index yet
-    index_stamp: str = field(default_factory=utcnow)
+    _refreshing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+    _snapshot_seq: int = field(init=False, default=-1)  # the seq of the snapshot last saved
 
     def __post_init__(self) -> None:
         self.messages = PostedMessageRepository(self.db)
@@ -57,37 +64,77 @@ class Services:
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
         )
+        self._snapshot_seq = self.position.seq  # open_services loaded or saved it
+
+    @property
+    def index_seq(self) -> int:
+        """The store's change sequence the index holds every paper up to."""
+        return self.position.seq
 
     async def refresh_changed(self) -> int:
-        """Index what changed since the last look (e.g. `paperbot ingest` run beside the bot)."""
-        since, self.index_stamp = self.index_stamp, utcnow()
-        try:
-            return await self.refresh_index(since=since)
-        except Exception:
-            self.index_stamp = since  # try the same window again next time
-            log.exception("could not refresh the search index")
-            return 0
+        """Index every paper added or changed since the index last looked: after `/paperadmin ingest`
+        and the daily arXiv fetch, and whenever another process (`paperbot ingest`) committed papers.
 
-    async def refresh_index(self, *, since: str) -> int:
-        """Put every paper added or changed since `since` (a `utcnow()` stamp) into the running index.
-
-        Used after `/paperadmin ingest`, the daily arXiv fetch, and periodically for papers another
-        process (`paperbot ingest`) stored: new papers become searchable without a rebuild. The snapshot
-        is saved again so the next start need not rebuild either.
+        Follows the store's change sequence, so a paper committed while this runs is picked up next
+        time, whatever its timestamps say. On an error (raised) the index stays where it was, and the
+        next call tries the same changes again.
         """
-        ids = await self.papers.changed_since(since)
-        if not ids:
-            return 0
-        rows = await self.papers.iter_index_rows(ids=ids)
-        await asyncio.to_thread(self.search.add, rows)
-        snapshot = snapshot_path(self.settings)
-        if snapshot is not None:
-            everything = await self.papers.iter_index_rows()
+        async with self._refreshing:
+            seq, rows = await self.papers.changes_after(self.position.seq)
+            if rows:
+                await asyncio.to_thread(self.search.add, rows)
+            self.position = self.position._replace(seq=seq, papers=len(self.search))
+            return len(rows)
+
+    async def save_snapshot(self) -> bool:
+        """Save the index beside the database if it holds more than the saved snapshot; True if saved.
+
+        The snapshot records exactly what the index holds (store, change sequence, paper count), so
+        the next start loads it only for the very same store state.
+        """
+        path = snapshot_path(self.settings)
+        if path is None or self._snapshot_seq == self.position.seq:
+            return False
+        async with self._refreshing:
+            position = self.position
             try:
-                await asyncio.to_thread(self.search.save, snapshot, corpus_fingerprint(everything))
+                await asyncio.to_thread(self.search.save, path, index_fingerprint(position))
             except OSError as error:
-                log.warning("could not save the search snapshot %s: %s", snapshot, error)
-        return len(rows)
+                log.warning("could not save the search snapshot %s: %s", path, error)
+                return False
+            self._snapshot_seq = position.seq
+            return True
+
+    async def follow_store(self, *, every: float = STORE_POLL_SECONDS) -> None:
+        """Run until cancelled: index what any connection commits, seconds after it commits.
+
+        Every `every` seconds, one `PRAGMA data_version` (no data read) says whether anything was
+        committed since the last look; if so the index follows the change sequence. When a look finds
+        the store quiet and the index ahead of its snapshot, the snapshot is saved (once a burst of
+        ingest batches is over, not after each batch).
+        """
+        version: int | None = None
+        changed = True  # at first: whatever was committed between the index build and now
+        while True:
+            try:
+                now = await self.db.data_version()
+                if now != version:
+                    version, changed = now, True
+                if changed:
+                    await self.refresh_changed()
+                    changed = False
+                else:
+                    await self.save_snapshot()
+            except Exception:
+                log.exception("could not index the papers committed to the store; trying again shortly")
+            await asyncio.sleep(every)
+
+
+def index_fingerprint(position: IndexPosition) -> str:
+    """What a snapshot holds: this store's papers up to change `seq`, that many, with this title weight."""
+    return (
+        f"store={position.store_id} seq={position.seq} papers={position.papers} title_weight={TITLE_WEIGHT}"
+    )
 
 
 def snapshot_path(settings: Settings) -> Path | None:
@@ -97,16 +144,26 @@ def snapshot_path(settings: Settings) -> Path | None:
     return settings.db_path.with_name(settings.db_path.name + ".search-index")
 
 
-async def build_search_engine(papers: PaperRepository, snapshot: Path | None = None) -> SearchEngine:
-    """The index over every stored paper: loaded from the snapshot when it matches the store, else built."""
+async def build_search_engine(
+    papers: PaperRepository, snapshot: Path | None = None
+) -> tuple[SearchEngine, IndexPosition]:
+    """The index over every stored paper and the store position it holds: loaded from the snapshot
+    when it was saved for exactly this store state, else built (and saved)."""
     started = time.perf_counter()
-    rows = await papers.iter_index_rows()
-    if snapshot is None:
+    position = await papers.index_position()
+    engine = None
+    if snapshot is not None:
+        engine = await asyncio.to_thread(SearchEngine.load, snapshot, index_fingerprint(position))
+    if engine is None:
+        position, rows = await papers.index_rows_at()
         engine = await asyncio.to_thread(SearchEngine.build, rows)
-    else:
-        engine = await asyncio.to_thread(SearchEngine.load_or_build, rows, snapshot)
+        if snapshot is not None:
+            try:
+                await asyncio.to_thread(engine.save, snapshot, index_fingerprint(position))
+            except OSError as error:
+                log.warning("could not save the search snapshot %s: %s", snapshot, error)
     log.info("search index: %d papers in %.2fs", len(engine), time.perf_counter() - started)
-    return engine
+    return engine, position
 
 
 @contextlib.asynccontextmanager
@@ -119,8 +176,7 @@ async def open_services(settings: Settings, *, load_shipped_corpus: bool = True)
             if summary is not None:
                 log.info("empty database: loaded the shipped corpus (%d papers)", summary.added)
         papers = PaperRepository(db)
-        stamp = utcnow()  # before reading: a paper stored while the index builds is picked up later
-        search = await build_search_engine(papers, snapshot_path(settings))
-        yield Services(settings=settings, db=db, papers=papers, search=search, index_stamp=stamp)
+        search, position = await build_search_engine(papers, snapshot_path(settings))
+        yield Services(settings=settings, db=db, papers=papers, search=search, position=position)
     finally:
         await db.close()

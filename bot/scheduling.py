@@ -33,7 +33,6 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
-from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.services.digest import (
     DeliveryOutcome,
@@ -91,23 +90,6 @@ def schedule_daily_prune(
         coalesce=True,
         max_instances=1,
         misfire_grace_time=6 * 3600,
-    )
-
-
-INDEX_REFRESH_JOB_ID = "index:refresh"
-
-
-def schedule_index_refresh(
-    scheduler: AsyncIOScheduler, job: Callable[[], Awaitable[object]], *, minutes: float = 5
-) -> Job:
-    """Every few minutes, index papers another process stored (a `paperbot ingest` beside the bot)."""
-    return scheduler.add_job(
-        job,
-        IntervalTrigger(minutes=minutes, timezone=UTC),
-        id=INDEX_REFRESH_JOB_ID,
-        replace_existing=True,
-        coalesce=True,
-        max_instances=1,
     )
 
 

@@ -18,7 +18,6 @@ from bot.services.admin_stats import AdminStats, gather_admin_stats
 from bot.services.arxiv_fetch import last_fetch
 from bot.services.ingest.runner import IngestSummary, ingest_bytes
 from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT
-from storage.db import utcnow
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -60,9 +59,8 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
     if len(data) > limit:  # the size Discord announced was wrong
         raise UserFacingError(f"{file.filename} is larger than {_megabytes(limit)}.")
 
-    started = utcnow()
     summary = await ingest_bytes(services.db, file.filename, data)
-    indexed = await interaction.client.services.refresh_index(since=started)
+    indexed = await services.refresh_changed()
     log.info(
         "ingest %s: added %d, merged %d, unchanged %d, rejected %d; %d papers (re)indexed (%s)",
         file.filename,

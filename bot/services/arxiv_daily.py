@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from bot.services.arxiv_fetch import FetchSummary, fetch_arxiv_live
-from storage.db import Database, utcnow
+from storage.db import Database
 
 if TYPE_CHECKING:
     from bot.runtime import Services
@@ -28,7 +28,6 @@ async def run_daily_fetch(services: Services, *, fetch: Fetch = fetch_arxiv_live
     categories: Sequence[str] = services.settings.arxiv_categories
     if not categories:
         return None
-    started = utcnow()
     db: Database = services.db
     try:
         summary = await fetch(db, categories=categories, days=DAILY_FETCH_DAYS)
@@ -36,7 +35,7 @@ async def run_daily_fetch(services: Services, *, fetch: Fetch = fetch_arxiv_live
         log.exception("daily arXiv fetch of %s failed; the next run resumes it", " ".join(categories))
         return None
     try:
-        indexed = await services.refresh_index(since=started)
+        indexed = await services.refresh_changed()
     except Exception:
         # The papers are stored; the periodic index refresh picks them up.
         log.exception("daily arXiv fetch: the papers are stored but could not be indexed yet")

@@ -425,12 +425,6 @@ class PaperRepository:
         )
         return [_paper(row) for row in rows]
 
-    async def changed_since(self, stamp: str) -> list[int]:
-        """Ids of papers added or changed at or after `stamp` (a `utcnow()` string): what an ingest
-        touched, for refreshing the search index without a full rebuild."""
-        rows = await self._db.fetchall("SELECT id FROM papers WHERE updated_at >= ? ORDER BY id", (stamp,))
-        return [row[0] for row in rows]
-
     async def dates_and_titles(
         self, paper_ids: Iterable[int] | None = None
     ) -> list[tuple[int, str | None, int | None, str]]:
@@ -463,27 +457,79 @@ class PaperRepository:
         return [(row[0], row[1]) for row in rows]
 
     async def iter_index_rows(self, *, ids: Iterable[int] | None = None, page: int = 20000) -> list[IndexRow]:
-        """Every paper (or the given ids) as (id, title, abstract, authors, venue, year), in id order.
+        """Every paper (or the given ids) as (id, title, abstract, authors, venue, year), in id order,
+        as one committed state (one read transaction).
 
         Reads in primary-key pages (`id > last`), each one indexed range scan; 100k papers take
         about a second.
         """
-        select = "SELECT id, title, abstract, authors, venue, year FROM papers"
-        out: list[IndexRow] = []
-        if ids is not None:
-            wanted = sorted({int(i) for i in ids})
-            for chunk in _chunks(wanted):
-                marks = ",".join("?" * len(chunk))
-                rows = await self._db.fetchall(f"{select} WHERE id IN ({marks}) ORDER BY id", tuple(chunk))
-                out.extend(map(_index_row, rows))
+        async with self._db.snapshot() as conn:
+            return await _index_rows(conn, ids=ids, page=page)
+
+    async def index_position(self) -> IndexPosition:
+        """Where the store is now: its id, its change sequence, how many papers it holds."""
+        async with self._db.snapshot() as conn:
+            return await _position(conn)
+
+    async def index_rows_at(self) -> tuple[IndexPosition, list[IndexRow]]:
+        """Every paper for a new index, and the position those rows are at (one read transaction)."""
+        async with self._db.snapshot() as conn:
+            return await _position(conn), await _index_rows(conn)
+
+    async def changes_after(self, seq: int) -> tuple[int, list[IndexRow]]:
+        """The papers added or changed after change sequence `seq`, and the sequence they bring the
+        reader to (one read transaction: a writer committing meanwhile is seen next time, whole)."""
+        async with self._db.snapshot() as conn:
+            async with conn.execute("SELECT seq FROM paper_changes WHERE id = 1") as cursor:
+                row = await cursor.fetchone()
+            now = int(row[0]) if row else 0
+            if now <= seq:
+                return now, []
+            async with conn.execute(f"{_INDEX_SELECT} WHERE change_seq > ? ORDER BY id", (seq,)) as cursor:
+                return now, [_index_row(r) for r in await cursor.fetchall()]
+
+
+class IndexPosition(NamedTuple):
+    """What the search index holds when it holds exactly the store at this point."""
+
+    store_id: str  # random per database (paper_changes.store_id)
+    seq: int  # every paper written so far has a change_seq at or below this
+    papers: int
+
+
+_INDEX_SELECT = "SELECT id, title, abstract, authors, venue, year FROM papers"
+
+
+async def _position(conn: aiosqlite.Connection) -> IndexPosition:
+    async with conn.execute(
+        "SELECT store_id, seq, (SELECT COUNT(*) FROM papers) FROM paper_changes WHERE id = 1"
+    ) as cursor:
+        row = await cursor.fetchone()
+    assert row is not None, "paper_changes has its one row from migration 3 on"
+    return IndexPosition(str(row[0]), int(row[1]), int(row[2]))
+
+
+async def _index_rows(
+    conn: aiosqlite.Connection, *, ids: Iterable[int] | None = None, page: int = 20000
+) -> list[IndexRow]:
+    out: list[IndexRow] = []
+    if ids is not None:
+        wanted = sorted({int(i) for i in ids})
+        for chunk in _chunks(wanted):
+            marks = ",".join("?" * len(chunk))
+            async with conn.execute(
+                f"{_INDEX_SELECT} WHERE id IN ({marks}) ORDER BY id", tuple(chunk)
+            ) as cursor:
+                out.extend(map(_index_row, await cursor.fetchall()))
+        return out
+    last = -1
+    while True:
+        async with conn.execute(f"{_INDEX_SELECT} WHERE id > ? ORDER BY id LIMIT ?", (last, page)) as cursor:
+            rows = list(await cursor.fetchall())
+        if not rows:
             return out
-        last = -1
-        while True:
-            rows = await self._db.fetchall(f"{select} WHERE id > ? ORDER BY id LIMIT ?", (last, page))
-            if not rows:
-                return out
-            out.extend(map(_index_row, rows))
-            last = rows[-1][0]
+        out.extend(map(_index_row, rows))
+        last = rows[-1][0]
 
 
 def _index_row(row: Sequence[Any]) -> IndexRow:

@@ -181,7 +181,7 @@ async def test_dates_and_titles_are_read_once_and_again_only_for_changed_papers(
     assert first == again
     graphs = ids["Graph neural networks for molecules"]
     await db.execute("UPDATE papers SET published = '2026-02-28' WHERE id = ?", (graphs,))
-    engine.add(await PaperRepository(db).iter_index_rows(ids=[graphs]))  # as refresh_index does
+    engine.add(await PaperRepository(db).iter_index_rows(ids=[graphs]))  # as refresh_changed does
     newer = {
         p.paper_id: p.score for p in await recommender.recommend(None, count=3, topics=["graph molecules"])
     }

@@ -1,15 +1,21 @@
 """The composition root: the search index snapshot beside the database, and papers stored by another
-process (a `paperbot ingest` next to the running bot) becoming searchable."""
+process (a `paperbot ingest` next to the running bot) becoming searchable, by the store's change sequence."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from pathlib import Path
 
 from bot.runtime import open_services, snapshot_path
+from bot.services.ingest.normalise import Rejected
+from bot.services.ingest.records import parse_jsonl
 from bot.services.ingest.runner import ingest_bytes
 from bot.settings import Settings
 from storage.db import Database
+from storage.models import PaperRecord
+from storage.repositories.papers import PaperRepository
 
 PAPER = {
     "id": "x1",
@@ -51,7 +57,81 @@ async def test_papers_stored_by_another_process_become_searchable_while_running(
     async with open_services(settings) as services:
         await _ingest_elsewhere(settings.db_path, PAPER)
         assert not services.search.search("quokka curriculum", limit=3).hits
-        assert await services.refresh_changed() >= 1  # (stamps have one-second resolution)
+        assert await services.refresh_changed() == 1
         assert services.search.search("quokka curriculum", limit=3).hits
+        assert await services.refresh_changed() == 0  # nothing new: nothing re-indexed
+        assert await services.save_snapshot()
     async with open_services(settings) as services:  # the refreshed snapshot matches the store
         assert services.search.search("quokka curriculum", limit=3).hits
+
+
+def _record(line: dict[str, str]) -> PaperRecord:
+    (item,) = parse_jsonl([json.dumps(line)], source="other.jsonl")
+    assert not isinstance(item, Rejected)
+    return item
+
+
+async def test_papers_committed_while_a_refresh_runs_are_indexed_and_survive_a_restart(
+    tmp_path: Path,
+) -> None:
+    """An ingest in another process stamps its rows when it starts and commits minutes later; a
+    refresh that runs in between cannot see them. The next refresh must still index them, and the
+    snapshot saved after it must not claim papers the index does not hold."""
+    settings = Settings(db_path=tmp_path / "paperbot.db")
+    started_long_ago = "2026-01-01T00:00:00+00:00"  # the ingest's clock, read before its transaction
+    async with open_services(settings) as services:
+        async with await Database.open(settings.db_path) as other, other.transaction() as conn:
+            await PaperRepository(other).upsert_many([_record(PAPER)], conn=conn, now=started_long_ago)
+            assert await services.refresh_changed() == 0  # runs while the ingest is uncommitted
+            await services.save_snapshot()
+        assert await services.refresh_changed() == 1  # the ingest has committed
+        assert services.search.search("quokka curriculum", limit=3).hits
+        await services.save_snapshot()
+    async with open_services(settings) as services:
+        assert services.search.search("quokka curriculum", limit=3).hits
+
+
+async def test_a_snapshot_saved_mid_ingest_is_not_taken_for_the_finished_store(tmp_path: Path) -> None:
+    """The snapshot records the change sequence the index has seen: after the ingest commits more, a
+    restart rebuilds instead of loading an index that lacks the new papers."""
+    settings = Settings(db_path=tmp_path / "paperbot.db")
+    async with open_services(settings) as services:
+        await _ingest_elsewhere(settings.db_path, PAPER)
+        await services.refresh_changed()
+        assert await services.save_snapshot()
+        other = dict(PAPER, id="x2", title="Wombat-scheduled replay buffers", abstract="Wombat replay. " * 20)
+        await _ingest_elsewhere(settings.db_path, other)  # after the snapshot, never refreshed
+    async with open_services(settings) as services:
+        assert services.search.search("wombat replay", limit=3).hits
+        assert services.search.search("quokka curriculum", limit=3).hits
+
+
+async def test_following_the_store_indexes_another_process_commits_and_then_saves_the_snapshot(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(db_path=tmp_path / "paperbot.db")
+    snapshot = snapshot_path(settings)
+    assert snapshot is not None
+    async with open_services(settings) as services:
+        saved_at = snapshot.stat().st_mtime_ns
+        following = asyncio.create_task(services.follow_store(every=0.05))
+        try:
+            await _ingest_elsewhere(settings.db_path, PAPER)
+            for _ in range(200):
+                if services.search.search("quokka curriculum", limit=3).hits:
+                    break
+                await asyncio.sleep(0.05)
+            assert services.search.search("quokka curriculum", limit=3).hits
+            for _ in range(200):  # the next quiet look saves the snapshot
+                if snapshot.stat().st_mtime_ns != saved_at:
+                    break
+                await asyncio.sleep(0.05)
+            assert snapshot.stat().st_mtime_ns != saved_at
+            refreshed_at = snapshot.stat().st_mtime_ns
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+    async with open_services(settings) as services:
+        assert services.search.search("quokka curriculum", limit=3).hits
+    assert snapshot.stat().st_mtime_ns == refreshed_at  # loaded as saved: it holds this store exactly

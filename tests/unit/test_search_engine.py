@@ -384,7 +384,7 @@ def test_snapshot_round_trip_and_staleness(tmp_path: Path, caplog: pytest.LogCap
 
 
 def test_adding_from_a_worker_thread_while_searching(engine: SearchEngine) -> None:
-    # Services.refresh_index adds in a worker thread; commands and the recommender keep reading.
+    # Services.refresh_changed adds in a worker thread; commands and the recommender keep reading.
     errors: list[BaseException] = []
     stop = threading.Event()
 
