@@ -32,6 +32,8 @@ class Settings:
     arxiv_categories: tuple[str, ...] = ()
     arxiv_fetch_time: str = "06:00"  # UTC, daily, when arxiv_categories is set
     max_ingest_bytes: int = 25 * 1024 * 1024
+    #: Discord user ids allowed to change the shared corpus from Discord, besides the application's owners
+    operator_ids: frozenset[int] = frozenset()
     #: stored search listings (their queries) are deleted after this many days; their buttons then expire
     search_retention_days: int = 30
 
@@ -93,6 +95,13 @@ def load_settings(environ: Mapping[str, str] | None = None, env_file: Path | Non
     if not max_mb_raw.isdigit() or int(max_mb_raw) < 1:
         raise SettingsError(f"PAPERBOT_MAX_INGEST_MB must be a whole number of megabytes, got {max_mb_raw!r}")
 
+    operators_raw = (get("PAPERBOT_OPERATORS") or "").replace(",", " ").split()
+    if not all(part.isdigit() and int(part) > 0 for part in operators_raw):
+        raise SettingsError(
+            "PAPERBOT_OPERATORS must be Discord user ids separated by spaces or commas, "
+            f"got {get('PAPERBOT_OPERATORS')!r}"
+        )
+
     retention_raw = get("PAPERBOT_SEARCH_RETENTION_DAYS") or "30"
     if not retention_raw.isdigit() or not 1 <= int(retention_raw) <= 3650:
         raise SettingsError(
@@ -111,6 +120,7 @@ def load_settings(environ: Mapping[str, str] | None = None, env_file: Path | Non
         arxiv_fetch_time=fetch_time,
         max_ingest_bytes=int(max_mb_raw) * 1024 * 1024,
         search_retention_days=int(retention_raw),
+        operator_ids=frozenset(int(part) for part in operators_raw),
     )
 
 

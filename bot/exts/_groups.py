@@ -11,7 +11,7 @@ interests = app_commands.Group(
 )
 paperadmin = app_commands.Group(
     name="paperadmin",
-    description="Server set-up for paperbot: channel feeds, corpus, stats",
+    description="Server set-up for paperbot: channel feeds, stats; loading papers (bot operators)",
     # Hidden from members without Manage Server (server admins can change who sees them);
     # each command also checks the permission when it runs.
     default_permissions=discord.Permissions(manage_guild=True),

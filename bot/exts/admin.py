@@ -1,4 +1,4 @@
-"""/paperadmin ingest and /paperadmin stats (Manage Server)."""
+"""/paperadmin ingest (the bot's operators) and /paperadmin stats (Manage Server, this server's counts)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from discord.ext import commands
 from bot.errors import UserFacingError
 from bot.exts._groups import paperadmin
 from bot.log import interaction_ids
-from bot.services.admin_stats import AdminStats, gather_admin_stats
+from bot.services.admin_stats import AdminStats, gather_guild_stats
 from bot.services.arxiv_fetch import last_fetch
 from bot.services.ingest.runner import IngestSummary, ingest_bytes
-from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT
+from bot.services.operators import ApplicationOwnership, Operators, TeamMember, operators_of
+from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -36,22 +37,70 @@ def _megabytes(size: int) -> str:
     return f"{max(1, round(size / 1024))} KB"
 
 
+def _ownership(app: discord.AppInfo | None) -> ApplicationOwnership | None:
+    if app is None:
+        return None
+    if app.team is None:
+        return ApplicationOwnership(owner_id=app.owner.id)
+    return ApplicationOwnership(
+        owner_id=None,
+        team_owner_id=app.team.owner_id,
+        team_members=tuple(
+            TeamMember(m.id, m.role.value, m.membership_state is discord.TeamMembershipState.accepted)
+            for m in app.team.members
+        ),
+    )
+
+
+async def current_operators(bot: PaperBot) -> Operators:
+    """The operators as Discord says now (a team can change while the bot runs); if Discord cannot be
+    asked, as it said at login."""
+    try:
+        app: discord.AppInfo | None = await bot.application_info()
+    except discord.HTTPException as error:
+        log.warning("could not fetch the application's owners (%s); using those seen at login", error)
+        app = bot.application
+    return operators_of(_ownership(app), bot.settings.operator_ids)
+
+
+OPERATORS_SHOWN = 5
+
+
+def operators_only(operators: Operators) -> str:
+    """The refusal for someone who is not an operator: why, and who may do it."""
+    ids = operators.ids()
+    named = ", ".join(f"<@{user_id}>" for user_id in ids[:OPERATORS_SHOWN])
+    if len(ids) > OPERATORS_SHOWN:
+        named += f" and {len(ids) - OPERATORS_SHOWN} more"
+    who = f" ({named})" if named else ""
+    return (
+        "Only paperbot's operators can load papers from Discord: the corpus is shared by every server and "
+        "every DM digest, so a server's admins cannot change it. Operators are the owner of the bot's "
+        "Discord application (or the admins and developers of its team) and the people its host lists in "
+        f"PAPERBOT_OPERATORS{who}. Ask one of them, or the host can run `paperbot ingest` on the server."
+    )
+
+
 @paperadmin.command(
-    name="ingest", description="Load papers from an attached file (text list, JSON, JSONL, arXiv Atom)"
+    name="ingest",
+    description="Load papers from an attached file into the corpus every server shares (bot operators)",
 )
 @app_commands.describe(
     file="A paper list (.txt), JSON or JSONL records, or an arXiv API response; .gz accepted"
 )
-@app_commands.checks.has_permissions(manage_guild=True)
 async def ingest_command(interaction: discord.Interaction[PaperBot], file: discord.Attachment) -> None:
     services = interaction.client.services
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    operators = await current_operators(interaction.client)
+    if not operators.allows(interaction.user.id):
+        log.info("ingest refused: not an operator (%s)", interaction_ids(interaction))
+        raise UserFacingError(operators_only(operators))
     limit = services.settings.max_ingest_bytes
     if file.size > limit:
         raise UserFacingError(
             f"{file.filename} is {_megabytes(file.size)}; I accept files up to {_megabytes(limit)} here. "
             "Split it, or load it with `paperbot ingest` on the server."
         )
-    await interaction.response.defer(ephemeral=True, thinking=True)
     try:
         data = await file.read()
     except discord.HTTPException as error:
@@ -109,15 +158,24 @@ def render_ingest_summary(filename: str, summary: IngestSummary) -> tuple[str, d
     return "\n".join(lines), attachment
 
 
-@paperadmin.command(name="stats", description="Papers, users, subscriptions, last arXiv fetch, next digests")
+@paperadmin.command(
+    name="stats", description="This server's people, subscriptions, reactions and next digests; papers"
+)
 @app_commands.checks.has_permissions(manage_guild=True)
 async def stats_command(interaction: discord.Interaction[PaperBot]) -> None:
+    if interaction.guild_id is None:
+        raise app_commands.NoPrivateMessage()
     await interaction.response.defer(ephemeral=True, thinking=True)
     services = interaction.client.services
-    stats = await gather_admin_stats(services.db, datetime.now(UTC))
+    stats = await gather_guild_stats(services.db, interaction.guild_id, datetime.now(UTC))
     last_fetch = await _last_fetch_line(interaction.client)
+    guild_name = interaction.guild.name if interaction.guild is not None else None
     embed = render_stats(
-        stats, last_fetch=last_fetch, guild_id=interaction.guild_id, searchable=len(services.search)
+        stats,
+        last_fetch=last_fetch,
+        guild_id=interaction.guild_id,
+        guild_name=guild_name,
+        searchable=len(services.search),
     )
     await interaction.followup.send(embed=embed, ephemeral=True)
 
@@ -143,17 +201,27 @@ def _when(moment: datetime) -> str:
 
 
 def render_stats(
-    stats: AdminStats, *, last_fetch: str, guild_id: int | None, searchable: int
+    stats: AdminStats, *, last_fetch: str, guild_id: int, guild_name: str | None, searchable: int
 ) -> discord.Embed:
+    """One server's stats: its own people, subscriptions, reactions and digests, and the shared papers."""
     counts = stats.counts
-    embed = discord.Embed(title="paperbot stats", colour=ADMIN_COLOUR)
+    title = (
+        f"paperbot stats for {discord.utils.escape_markdown(guild_name)}"
+        if guild_name
+        else "paperbot stats for this server"
+    )
+    embed = discord.Embed(title=title[:TITLE_LIMIT], colour=ADMIN_COLOUR)
+    embed.set_footer(text="Counts of this server only; the papers are shared by every server.")
     papers = f"{counts.papers:,} ({searchable:,} searchable)"
     if counts.derived_titles:
         papers += f"\n{counts.derived_titles:,} with a derived title"
-    embed.add_field(name="Papers", value=papers)
-    embed.add_field(name="Users", value=f"{counts.users:,}\n{counts.feedback:,} reactions and saves")
+    embed.add_field(name="Papers (every server)", value=papers)
     embed.add_field(
-        name="Subscriptions",
+        name="People here",
+        value=f"{counts.users:,} rated papers or set up a digest here\n{counts.feedback:,} reactions and saves",
+    )
+    embed.add_field(
+        name="Subscriptions here",
         value=(
             f"{counts.subscriptions:,} DM digests\n{counts.channel_feeds:,} channel feeds\n"
             f"{counts.paused_subscriptions:,} paused"
@@ -166,17 +234,14 @@ def render_stats(
     else:
         upcoming = f"next {_when(outlook.next.due_utc)}\n{outlook.due_within_day:,} in the next 24 hours"
     embed.add_field(
-        name="Next digests", value=f"{upcoming}\n{counts.digests_sent:,} sent so far", inline=False
+        name="Next digests here", value=f"{upcoming}\n{counts.digests_sent:,} sent so far", inline=False
     )
-    if guild_id is not None:
-        feeds = outlook.feeds_of(guild_id)
-        if feeds:
-            lines = [f"<#{feed.channel_id}> {_when(feed.due_utc)}" for feed in feeds[:FEEDS_SHOWN]]
-            if len(feeds) > FEEDS_SHOWN:
-                lines.append(f"…and {len(feeds) - FEEDS_SHOWN} more (`/paperadmin feed list`)")
-            embed.add_field(
-                name="This server's feeds", value="\n".join(lines)[:FIELD_VALUE_LIMIT], inline=False
-            )
+    feeds = outlook.feeds_of(guild_id)
+    if feeds:
+        lines = [f"<#{feed.channel_id}> {_when(feed.due_utc)}" for feed in feeds[:FEEDS_SHOWN]]
+        if len(feeds) > FEEDS_SHOWN:
+            lines.append(f"…and {len(feeds) - FEEDS_SHOWN} more (`/paperadmin feed list`)")
+        embed.add_field(name="This server's feeds", value="\n".join(lines)[:FIELD_VALUE_LIMIT], inline=False)
     return embed
 
 

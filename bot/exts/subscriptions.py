@@ -64,6 +64,7 @@ async def subscribe_command(
         frequency=frequency,
         count=count,
         weekday=weekday,
+        guild_id=interaction.guild_id,
     )
     bot.digest_jobs.schedule(sub)
     await service.take_notice(interaction.user.id)  # a "paused" notice is answered by resubscribing

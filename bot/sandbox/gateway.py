@@ -149,6 +149,20 @@ class Gateway:
             delivered += 1
         return delivered
 
+    def announce_guild(self, guild_id: int) -> int:
+        """GUILD_CREATE for a guild the bot was just added to (shaped per session, as at IDENTIFY)."""
+        delivered = 0
+        for session in self.live_sessions:
+            if (
+                session.invalidated
+                or not session.owns_guild(guild_id)
+                or not session.wants("GUILD_CREATE", guild_id)
+            ):
+                continue
+            session.append("GUILD_CREATE", self.guild_create_payload(session, guild_id))
+            delivered += 1
+        return delivered
+
     def _shape(self, session: GatewaySession, event: str, data: JSON, guild_id: int | None) -> JSON:
         """Blank message content for sessions without MESSAGE_CONTENT, with Discord's exceptions."""
         if event not in ("MESSAGE_CREATE", "MESSAGE_UPDATE") or session.intents & Intents.MESSAGE_CONTENT:

@@ -18,7 +18,7 @@ import inspect
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +63,7 @@ from bot.sandbox.rest import (
     read_body,
 )
 from bot.sandbox.state import (
+    TEAM_ROLES,
     Intents,
     Overwrite,
     Permissions,
@@ -70,9 +71,12 @@ from bot.sandbox.state import (
     SandboxChannel,
     SandboxClock,
     SandboxGuild,
+    SandboxMember,
     SandboxMessage,
     SandboxRole,
+    SandboxTeam,
     SandboxUser,
+    TeamMembership,
     World,
     emoji_key,
     emoji_payload,
@@ -246,6 +250,12 @@ class SandboxServer:
         return self.world.guild
 
     @property
+    def app_owner(self) -> SandboxUser:
+        """The user who owns the bot's application (and the guilds); a team's owner once a team owns it."""
+        team = self.world.application.team
+        return team.owner if team is not None else self.world.owner
+
+    @property
     def alice(self) -> SandboxUser:
         """A member with Manage Server (through the Moderators role)."""
         return self.world.alice
@@ -341,6 +351,63 @@ class SandboxServer:
             member = self.guild.members[user.id].payload()
             self._dispatch("GUILD_MEMBER_ADD", {**member, "guild_id": str(self.guild.id)}, self.guild.id)
         return user
+
+    def add_guild(self, name: str, *, members: Mapping[str, bool] | None = None) -> SandboxGuild:
+        """The bot is added to another server (GUILD_CREATE to a connected bot). ``members``: username →
+        Manage Server (through that server's Moderators role); a name no one has yet becomes a new user.
+        Its one channel is #general (``server.guild_channel(guild, "general")``)."""
+        guild = self.world.add_guild(name)
+        for username, manage_guild in (members or {}).items():
+            user = self.world.user_named(username) or self.world.add_user(username, in_guild=False)
+            self.add_to_guild(guild, user, manage_guild=manage_guild, announce=False)
+        self.gateway.announce_guild(guild.id)
+        self.changes.notify()
+        return guild
+
+    def add_to_guild(
+        self,
+        guild: SandboxGuild,
+        user: SandboxUser | str,
+        *,
+        manage_guild: bool = False,
+        announce: bool = True,
+    ) -> SandboxMember:
+        """`user` joins `guild` (GUILD_MEMBER_ADD)."""
+        user = self.user(user)
+        roles = [self.world.moderators_of(guild).id] if manage_guild else []
+        member = self.world.add_member(user, roles=roles, guild=guild)
+        if announce:
+            self._dispatch("GUILD_MEMBER_ADD", {**member.payload(), "guild_id": str(guild.id)}, guild.id)
+        return member
+
+    def guild_channel(self, guild: SandboxGuild, name: str) -> SandboxChannel:
+        channel = guild.channel_named(name)
+        if channel is None:
+            raise ClientRefused(f"no channel #{name} in {guild.name}")
+        return channel
+
+    def set_application_team(
+        self,
+        owner: SandboxUser | str,
+        members: Mapping[str, str] | None = None,
+        *,
+        invited: Mapping[str, str] | None = None,
+    ) -> SandboxTeam:
+        """A developer team now owns the application: `owner` (listed as an admin member, as Discord
+        does), ``members`` (username → "admin", "developer" or "read_only") who accepted, and ``invited``
+        ones who did not yet. The application's ``owner`` becomes the team's pseudo-user."""
+        team_owner = self.user(owner)
+        memberships = [TeamMembership(team_owner, "admin")]
+        for accepted, listed in ((True, members or {}), (False, invited or {})):
+            for username, role in listed.items():
+                if role not in TEAM_ROLES:
+                    raise ValueError(f"a team member's role is one of {', '.join(TEAM_ROLES)}, not {role!r}")
+                memberships.append(TeamMembership(self.user(username), role, accepted=accepted))
+        team = SandboxTeam(
+            self.world.snowflakes.next(), f"{self.world.application.name} team", team_owner, memberships
+        )
+        self.world.application.team = team
+        return team
 
     def remove_member(self, user: SandboxUser | str) -> None:
         user = self.user(user)

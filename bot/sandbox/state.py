@@ -619,6 +619,61 @@ def emoji_payload(key: str) -> JSON:
     return {"id": None, "name": key}
 
 
+#: User flag of the pseudo-user that stands for a team as an application's owner (TEAM_PSEUDO_USER).
+TEAM_PSEUDO_USER = 1 << 10
+TEAM_ROLES = ("admin", "developer", "read_only")
+
+
+@dataclass
+class TeamMembership:
+    user: SandboxUser
+    role: str  # "admin", "developer" or "read_only"
+    accepted: bool = True  # False: invited, not accepted yet (membership_state 1)
+
+
+@dataclass
+class SandboxTeam:
+    """A developer team owning the application (Discord's team object)."""
+
+    id: int
+    name: str
+    owner: SandboxUser
+    members: list[TeamMembership] = field(default_factory=list)
+
+    def payload(self) -> JSON:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "icon": None,
+            "owner_user_id": str(self.owner.id),
+            "members": [
+                {
+                    "membership_state": 2 if m.accepted else 1,
+                    "permissions": ["*"],
+                    "team_id": str(self.id),
+                    "user": m.user.payload(),
+                    "role": m.role,
+                }
+                for m in self.members
+            ],
+        }
+
+    def owner_pseudo_user(self) -> JSON:
+        """What Discord puts in an application's ``owner`` when a team owns it: a pseudo-user for the team."""
+        return {
+            "id": str(self.id),
+            "username": f"team{self.id}",
+            "global_name": None,
+            "discriminator": "0000",
+            "avatar": None,
+            "public_flags": TEAM_PSEUDO_USER,
+            "flags": TEAM_PSEUDO_USER,
+            "banner": None,
+            "accent_color": None,
+            "avatar_decoration_data": None,
+        }
+
+
 @dataclass
 class Application:
     id: int
@@ -626,6 +681,8 @@ class Application:
     owner: SandboxUser
     bot: SandboxUser
     description: str = "A local stand-in for a Discord application"
+    #: When a team owns the application, ``owner`` in its payload is the team's pseudo-user.
+    team: SandboxTeam | None = None
 
     def payload(self) -> JSON:
         return {
@@ -638,8 +695,8 @@ class Application:
             "bot_public": True,
             "bot_require_code_grant": False,
             "verify_key": "0" * 64,
-            "owner": self.owner.payload(),
-            "team": None,
+            "owner": self.owner.payload() if self.team is None else self.team.owner_pseudo_user(),
+            "team": None if self.team is None else self.team.payload(),
             "flags": (1 << 19) | (1 << 23),  # GATEWAY_MESSAGE_CONTENT_LIMITED, APPLICATION_COMMAND_BADGE
             "bot": self.bot.payload(),
             "interactions_endpoint_url": None,
@@ -747,11 +804,50 @@ class World:
             self.add_member(user, roles=roles)
         return user
 
-    def add_member(self, user: SandboxUser, *, roles: list[int] | None = None) -> SandboxMember:
+    def add_member(
+        self, user: SandboxUser, *, roles: list[int] | None = None, guild: SandboxGuild | None = None
+    ) -> SandboxMember:
         self.users[user.id] = user
         member = SandboxMember(user, list(roles or []))
-        self.guild.members[user.id] = member
+        (guild or self.guild).members[user.id] = member
         return member
+
+    def add_guild(self, name: str) -> SandboxGuild:
+        """Another server the bot is in, owned by the application's owner, with the roles of the first
+        (@everyone, the bot's managed role, Moderators with Manage Server) and one #general channel."""
+        guild = SandboxGuild(id=self.snowflakes.next(), name=name, owner_id=self.owner.id)
+        guild.roles = [
+            SandboxRole(guild.id, "@everyone", Permissions.EVERYONE_DEFAULT),
+            SandboxRole(
+                self.snowflakes.next(),
+                "paperbot",
+                Permissions.BOT_DEFAULT,
+                1,
+                managed=True,
+                bot_id=self.bot_user.id,
+            ),
+            SandboxRole(
+                self.snowflakes.next(),
+                "Moderators",
+                Permissions.MANAGE_GUILD | Permissions.MANAGE_MESSAGES,
+                2,
+            ),
+        ]
+        channel = SandboxChannel(
+            self.snowflakes.next(), ChannelType.TEXT, "general", guild.id, topic="Anything"
+        )
+        guild.channels.append(channel)
+        self.channels[channel.id] = channel
+        self.guilds[guild.id] = guild
+        self.add_member(self.owner, guild=guild)
+        self.add_member(self.bot_user, roles=[guild.roles[1].id], guild=guild)
+        return guild
+
+    @staticmethod
+    def moderators_of(guild: SandboxGuild) -> SandboxRole:
+        role = next((r for r in guild.roles if r.name == "Moderators"), None)
+        assert role is not None, f"guild {guild.name} has no Moderators role"
+        return role
 
     def user_named(self, name: str) -> SandboxUser | None:
         name = name.lstrip("@").lower()

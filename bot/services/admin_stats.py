@@ -1,4 +1,6 @@
-"""What `/paperadmin stats` shows: store counts, the last arXiv fetch and the next digest deliveries.
+"""What `/paperadmin stats` (one server) and `paperbot stats` (the whole store) show: counts, the last
+arXiv fetch and the next digest deliveries. A server's admins see their own server only: the papers
+(shared by every server) and that server's people, subscriptions, feeds, reactions and next digests.
 
 Next deliveries are computed from the subscriptions table with the same schedule rules the digest
 scheduler's CronTriggers follow (`bot.services.schedule.next_delivery`), so they are right whether or
@@ -13,7 +15,7 @@ from datetime import datetime, timedelta
 from bot.services.digest import subscription_schedule
 from bot.services.schedule import next_delivery
 from storage.db import Database
-from storage.repositories.stats import StoreCounts, store_counts
+from storage.repositories.stats import StoreCounts, guild_counts, store_counts
 from storage.repositories.subscriptions import SubscriptionRepository
 
 
@@ -48,8 +50,9 @@ class AdminStats:
     digests: DigestOutlook
 
 
-async def digest_outlook(db: Database, now: datetime) -> DigestOutlook:
-    """The next delivery of each active subscription after `now` (aware)."""
+async def digest_outlook(db: Database, now: datetime, *, guild_id: int | None = None) -> DigestOutlook:
+    """The next delivery of each active subscription after `now` (aware); with `guild_id`, only those
+    set up in that server (its channel feeds and the DM digests started there)."""
     upcoming = sorted(
         (
             NextDigest(
@@ -60,6 +63,7 @@ async def digest_outlook(db: Database, now: datetime) -> DigestOutlook:
                 due_utc=next_delivery(subscription_schedule(sub), now).due_utc,
             )
             for sub in await SubscriptionRepository(db).active()
+            if guild_id is None or sub.guild_id == guild_id
         ),
         key=lambda d: (d.due_utc, d.subscription_id),
     )
@@ -68,4 +72,12 @@ async def digest_outlook(db: Database, now: datetime) -> DigestOutlook:
 
 
 async def gather_admin_stats(db: Database, now: datetime) -> AdminStats:
+    """Everything, for the host (`paperbot stats`)."""
     return AdminStats(counts=await store_counts(db), digests=await digest_outlook(db, now))
+
+
+async def gather_guild_stats(db: Database, guild_id: int, now: datetime) -> AdminStats:
+    """One server's view (`/paperadmin stats`): nothing about other servers or their people."""
+    return AdminStats(
+        counts=await guild_counts(db, guild_id), digests=await digest_outlook(db, now, guild_id=guild_id)
+    )

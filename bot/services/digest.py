@@ -301,10 +301,13 @@ class DigestService:
         frequency: str | None = None,
         count: int | None = None,
         weekday: str | int | None = None,
+        guild_id: int | None = None,
     ) -> Subscription:
         """Create or change a user's DM digest. Options not given keep their current value (or default).
 
         Also resumes a paused digest. Raises InvalidScheduleError (nothing stored) on bad input.
+        ``guild_id`` is the server it was set up from (its admins' stats count it; None from DMs keeps
+        the server it was set up from before).
         """
         existing = await self.subscriptions.for_user(user_id)
         base = subscription_schedule(existing) if existing else None
@@ -312,7 +315,9 @@ class DigestService:
             time_local=time, timezone=timezone, frequency=frequency, count=count, weekday=weekday, base=base
         )
         new_topics = parse_topics(topics) if topics is not None else (existing.topics if existing else ())
-        sub = await self.subscriptions.upsert_user(user_id, _fields(schedule, new_topics), at=self._stamp())
+        sub = await self.subscriptions.upsert_user(
+            user_id, _fields(schedule, new_topics), guild_id=guild_id, at=self._stamp()
+        )
         log.info("user %s subscribed (subscription %s)", user_id, sub.id)
         log.debug("subscription %s: %s, topics=%s", sub.id, schedule.describe(), list(new_topics))
         return sub

@@ -110,24 +110,27 @@ class SubscriptionRepository:
         return [_row_to_subscription(row) for row in rows]
 
     async def upsert_user(
-        self, user_id: int, fields: ScheduleFields, *, at: str | None = None
+        self, user_id: int, fields: ScheduleFields, *, guild_id: int | None = None, at: str | None = None
     ) -> Subscription:
-        """Create or replace a user's DM digest; (re)activates it and clears any pause."""
+        """Create or replace a user's DM digest; (re)activates it and clears any pause. ``guild_id`` is the
+        server it was set up from (None, from DMs, keeps the one recorded before)."""
         now = at or utcnow()
         async with self._db.transaction() as conn:
             await ensure_user(conn, user_id, now)
             await conn.execute(
                 """
-                INSERT INTO subscriptions (kind, user_id, topics, time_local, timezone, frequency, weekday,
-                                           count, active, paused_reason, created_by, created_at, updated_at)
-                VALUES ('user', ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, ?, ?)
+                INSERT INTO subscriptions (kind, user_id, guild_id, topics, time_local, timezone, frequency,
+                                           weekday, count, active, paused_reason, created_by, created_at,
+                                           updated_at)
+                VALUES ('user', ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, ?, ?)
                 ON CONFLICT (user_id) WHERE kind = 'user' DO UPDATE SET
+                    guild_id = COALESCE(excluded.guild_id, subscriptions.guild_id),
                     topics = excluded.topics, time_local = excluded.time_local,
                     timezone = excluded.timezone, frequency = excluded.frequency,
                     weekday = excluded.weekday, count = excluded.count,
                     active = 1, paused_reason = NULL, updated_at = excluded.updated_at
                 """,
-                (user_id, *_field_values(fields), user_id, now, now),
+                (user_id, guild_id, *_field_values(fields), user_id, now, now),
             )
             async with conn.execute(
                 f"SELECT {_COLUMNS} FROM subscriptions WHERE kind = 'user' AND user_id = ?", (user_id,)

@@ -1,24 +1,39 @@
-"""Journeys 11–12 for server admins: /paperadmin ingest with an attached file, /paperadmin stats.
+"""Journeys 11–12: /paperadmin ingest (the bot's operators) with an attached file, /paperadmin stats
+(a server's admins, for their own server).
 
 Through the real discord.py client and the local Discord server: the file is uploaded as an
 attachment, downloaded by the bot from the attachment URL, ingested with the same parsers as the
-CLI, and the new papers are searchable at once.
+CLI, and the new papers are searchable at once. The corpus is shared by every server, so only the
+application's owners (or its team's admins and developers) and PAPERBOT_OPERATORS may change it; here
+alice (Manage Server) is also listed in PAPERBOT_OPERATORS unless a test says otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from answers import answer_text
 from shared_data import shared_path
 
-from bot.sandbox import ClientRefused
+from bot.sandbox import ClientRefused, SandboxServer
 
 if TYPE_CHECKING:
     from conftest import E2E
+
+StartBot = Callable[..., contextlib.AbstractAsyncContextManager["E2E"]]
+OPERATORS_ONLY = "Only paperbot's operators can load papers from Discord"
+
+
+@pytest.fixture
+async def e2e(start_paperbot: StartBot, sandbox: SandboxServer) -> AsyncIterator[E2E]:
+    """The bot with alice, a server admin, also one of its operators (PAPERBOT_OPERATORS)."""
+    async with start_paperbot(operator_ids=frozenset({sandbox.alice.id})) as running:
+        yield running
 
 
 async def _paper_count(e2e: E2E) -> int:
@@ -137,14 +152,72 @@ async def test_non_admins_cannot_ingest(e2e: E2E) -> None:
     # e.g. an admin opened the command to everyone in Server Settings → Integrations
     result = await e2e.server.run_command("bob", "paperadmin ingest", file=upload, force=True)
     assert result.ephemeral
-    assert "Manage Server" in result.text
+    assert OPERATORS_ONLY in result.text
     assert await _paper_count(e2e) == before
     stats = await e2e.server.run_command("bob", "paperadmin stats", force=True)
     assert "Manage Server" in stats.text
 
 
-async def test_a_file_over_the_size_limit_is_refused_before_download(start_paperbot: Any) -> None:
-    async with start_paperbot(max_ingest_bytes=1024) as e2e:
+async def test_a_server_admin_who_is_not_an_operator_is_refused_and_nothing_is_ingested(
+    start_paperbot: StartBot,
+) -> None:
+    """Manage Server runs a server, not the corpus every server shares: alice is told who may load
+    papers (naming the application's owner), the file is not even downloaded, nothing is stored."""
+    async with start_paperbot() as e2e:
+        server = e2e.server
+        before = await _paper_count(e2e)
+        result = await server.run_command(
+            "alice", "paperadmin ingest", file=("ours.json", json.dumps(NEW_PAPERS))
+        )
+        assert result.ephemeral
+        assert OPERATORS_ONLY in result.text
+        assert "PAPERBOT_OPERATORS" in result.text
+        assert f"<@{server.app_owner.id}>" in result.text
+        assert not server.requests_matching("GET /attachments/**"), "the file was downloaded anyway"
+        assert await _paper_count(e2e) == before
+        found = await server.run_command("bob", "paper search", query="zorblax quasitensor")
+        assert "Zorblax" not in answer_text(found)
+
+
+async def test_the_application_owner_can_ingest(start_paperbot: StartBot) -> None:
+    async with start_paperbot() as e2e:
+        server = e2e.server
+        result = await server.run_command(
+            server.app_owner, "paperadmin ingest", file=("owner.json", json.dumps(NEW_PAPERS))
+        )
+        assert re.search(r"added \*\*2\*\*", result.text), result.text
+        found = await server.run_command("bob", "paper search", query="zorblax quasitensor")
+        assert "Zorblax: Quasitensor Routing" in answer_text(found)
+
+
+async def test_a_team_owned_application_lets_its_admins_and_developers_ingest_only(
+    start_paperbot: StartBot,
+) -> None:
+    """Once a team owns the application (while the bot runs): its developer may ingest, a read-only
+    member with Manage Server may not, and someone only invited may not either."""
+    async with start_paperbot() as e2e:
+        server = e2e.server
+        server.add_user("dave", manage_guild=True)
+        server.add_user("erin", manage_guild=True)
+        server.set_application_team(
+            "carol", {"bob": "developer", "dave": "read_only"}, invited={"erin": "admin"}
+        )
+        upload = ("team.json", json.dumps(NEW_PAPERS))
+        for refused in ("dave", "erin"):
+            result = await server.run_command(refused, "paperadmin ingest", file=upload)
+            assert OPERATORS_ONLY in result.text, refused
+            assert f"<@{server.carol.id}>" in result.text
+            assert f"<@{server.user('bob').id}>" in result.text
+        assert await e2e.db.fetchval("SELECT COUNT(*) FROM papers WHERE external_id = 'zx-1'") == 0
+        # bob has no Manage Server: the server's admins allowed him the command (Integrations)
+        result = await server.run_command("bob", "paperadmin ingest", file=upload, force=True)
+        assert re.search(r"added \*\*2\*\*", result.text), result.text
+
+
+async def test_a_file_over_the_size_limit_is_refused_before_download(
+    start_paperbot: Any, sandbox: SandboxServer
+) -> None:
+    async with start_paperbot(max_ingest_bytes=1024, operator_ids=frozenset({sandbox.alice.id})) as e2e:
         before = await _paper_count(e2e)
         big = json.dumps(NEW_PAPERS * 20)
         assert len(big) > 1024
@@ -170,12 +243,13 @@ async def test_stats_shows_counts_last_fetch_and_next_digests(e2e: E2E) -> None:
     assert embed is not None
     fields = {f["name"]: f["value"] for f in embed["fields"]}
     papers = await _paper_count(e2e)
-    assert fields["Papers"].startswith(f"{papers:,} ({papers:,} searchable)")
-    assert fields["Users"].startswith(str(await e2e.db.fetchval("SELECT COUNT(*) FROM users")))
-    assert "1 channel feeds" in fields["Subscriptions"]
+    assert fields["Papers (every server)"].startswith(f"{papers:,} ({papers:,} searchable)")
+    assert fields["People here"].startswith("0 rated papers or set up a digest here")
+    assert "1 channel feeds" in fields["Subscriptions here"]
     assert "never" in fields["Last arXiv fetch"]
-    assert re.search(r"next <t:\d+:f>", fields["Next digests"]), fields["Next digests"]
-    assert "1 in the next 24 hours" in fields["Next digests"]
+    assert re.search(r"next <t:\d+:f>", fields["Next digests here"]), fields["Next digests here"]
+    assert "1 in the next 24 hours" in fields["Next digests here"]
+    assert "the papers are shared by every server" in embed["footer"]["text"]
     general = server.channel("general")
     assert f"<#{general.id}> <t:" in fields["This server's feeds"]
 
@@ -195,7 +269,7 @@ async def test_the_icml_2024_list_through_discord_gives_the_seed_papers_their_ti
     assert len(e2e.services.search) == 2610
     stats = await e2e.server.run_command("alice", "paperadmin stats")
     assert stats.embed is not None
-    papers = next(f["value"] for f in stats.embed["fields"] if f["name"] == "Papers")
+    papers = next(f["value"] for f in stats.embed["fields"] if f["name"] == "Papers (every server)")
     assert papers == "2,610 (2,610 searchable)"
 
 
@@ -213,3 +287,71 @@ async def test_arxiv_api_responses_use_the_same_parsers(e2e: E2E) -> None:
     assert re.search(r"added \*\*0\*\*", refused.text), refused.text
     assert re.search(r"rejected \*\*1\*\*", refused.text), refused.text
     assert await _paper_count(e2e) == before
+
+
+async def _rate(e2e: E2E, user: str, where: Any, query: str, emojis: tuple[str, ...]) -> None:
+    """`user` posts the best match of `query` with /paper show in `where` and reacts with `emojis`."""
+    hits = e2e.services.search.search(query, limit=1).hits
+    shown = await e2e.server.run_command(user, "paper show", paper=str(hits[0].paper_id), where=where)
+    assert shown.message is not None
+    await e2e.server.eventually(lambda: len(shown.message.reactions) == 3, what="the bot's 👍 👎 🔖")
+    for emoji in emojis:
+        await e2e.server.react(user, shown.message, emoji)
+
+
+def _stats_fields(result: Any) -> dict[str, str]:
+    assert result.ephemeral
+    assert result.embed is not None
+    return {f["name"]: f["value"] for f in result.embed["fields"]}
+
+
+async def test_stats_in_one_server_show_none_of_another_servers_counts(
+    start_paperbot: StartBot, sandbox: SandboxServer
+) -> None:
+    """Two servers share the papers; each server's admins see their own people, subscriptions, feeds,
+    reactions and next digests only."""
+    other = sandbox.add_guild("Other Lab", members={"carol": True, "dave": False})
+    general_b = sandbox.guild_channel(other, "general")
+    async with start_paperbot(dev_guild_id=None) as e2e:  # global commands: usable in both servers
+        server = e2e.server
+        # Paper Lab: bob subscribes and likes one paper
+        await server.run_command("bob", "paper subscribe", topics="language models", time="10:00")
+        await _rate(e2e, "bob", "papers", "quantization", ("👍",))
+        # Other Lab: a feed, dave's digest, three ratings by two people
+        feed = await server.run_command(
+            "carol",
+            "paperadmin feed set",
+            channel="general",
+            topics="diffusion",
+            time="08:00",
+            where=general_b,
+        )
+        assert feed.ok, feed.failure
+        await server.run_command("dave", "paper subscribe", topics="robotics", time="07:00", where=general_b)
+        await _rate(e2e, "dave", general_b, "diffusion", ("👍", "🔖"))
+        await _rate(e2e, "carol", general_b, "reinforcement learning", ("👎",))
+        await server.eventually(
+            _count_is(e2e, "SELECT COUNT(*) FROM feedback", 4), what="all 4 ratings stored"
+        )
+
+        here = _stats_fields(await server.run_command("alice", "paperadmin stats"))
+        papers = await _paper_count(e2e)
+        assert here["Papers (every server)"].startswith(f"{papers:,} (")
+        assert here["People here"] == "1 rated papers or set up a digest here\n1 reactions and saves"
+        assert here["Subscriptions here"] == "1 DM digests\n0 channel feeds\n0 paused"
+        assert "1 in the next 24 hours" in here["Next digests here"]
+        assert "This server's feeds" not in here
+
+        there = _stats_fields(await server.run_command("carol", "paperadmin stats", where=general_b))
+        assert there["People here"] == "2 rated papers or set up a digest here\n3 reactions and saves"
+        assert there["Subscriptions here"] == "1 DM digests\n1 channel feeds\n0 paused"
+        assert "2 in the next 24 hours" in there["Next digests here"]
+        assert f"<#{general_b.id}>" in there["This server's feeds"]
+        assert there["Papers (every server)"] == here["Papers (every server)"]
+
+
+def _count_is(e2e: E2E, sql: str, expected: int) -> Callable[[], Any]:
+    async def check() -> bool:
+        return bool(await e2e.db.fetchval(sql) == expected)
+
+    return check

@@ -897,3 +897,67 @@ def test_intent_bits_match_discord_py() -> None:
     assert discord.Intents(dm_reactions=True).value == Intents.DIRECT_MESSAGE_REACTIONS
     assert discord.Permissions(manage_guild=True).value == Permissions.MANAGE_GUILD
     assert discord.Permissions(send_messages=True).value == Permissions.SEND_MESSAGES
+
+
+# -- application owners and teams, other guilds -------------------------------------------------------
+
+
+async def test_application_info_names_the_owner_then_the_team(sandbox: SandboxServer, start_bot: Any) -> None:
+    """GET /oauth2/applications/@me as Discord documents it: the owning user; once a team owns the app,
+    the team (owner_user_id, members with role and membership_state) and a team pseudo-user as owner.
+    discord.py's Bot.is_owner then accepts the team's admins and developers only. Without the bot's
+    token the route is refused (401)."""
+    async with start_bot() as bot:
+        app = await bot.application_info()
+        assert app.owner.id == sandbox.app_owner.id
+        assert app.team is None
+        assert await bot.is_owner(app.owner)
+
+        sandbox.add_user("dave")
+        sandbox.set_application_team(
+            "carol", {"alice": "developer", "bob": "read_only"}, invited={"dave": "admin"}
+        )
+        app = await bot.application_info()
+        assert app.team is not None
+        assert app.team.owner_id == sandbox.carol.id
+        roles = {m.name: (m.role.value, m.membership_state.value) for m in app.team.members}
+        assert roles == {
+            "carol": ("admin", 2),
+            "alice": ("developer", 2),
+            "bob": ("read_only", 2),
+            "dave": ("admin", 1),
+        }
+        assert app.owner.id == app.team.id
+        assert app.owner.public_flags.team_user
+        bot.owner_id = bot.owner_ids = None  # is_owner caches what it fetched
+        assert await bot.is_owner(discord.Object(sandbox.alice.id))  # type: ignore[arg-type]
+        assert not await bot.is_owner(discord.Object(sandbox.bob.id))  # type: ignore[arg-type]
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(sandbox.api_base + "/oauth2/applications/@me") as response,
+    ):
+        assert response.status == 401
+
+
+async def test_a_second_guild_arrives_with_its_members_and_commands(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    """The bot added to another server gets its GUILD_CREATE; a guild command synced to the first server
+    is not there (Discord's client would not offer it), a global one is; permissions are that server's."""
+    async with start_bot() as bot:
+        other = sandbox.add_guild("Other Lab", members={"carol": True, "dave": False})
+        await sandbox.eventually(lambda: bot.get_guild(other.id) is not None, what="the second GUILD_CREATE")
+        guild = bot.get_guild(other.id)
+        assert guild is not None
+        assert guild.name == "Other Lab"
+        assert [c.name for c in guild.text_channels] == ["general"]
+        general = sandbox.guild_channel(other, "general")
+        with pytest.raises(ClientRefused, match="no command /fid"):
+            await sandbox.run_command("carol", "fid ping", where=general)
+        pong = await sandbox.run_command("dave", "fidping", where=general)
+        assert pong.content == "pong from a guild to dave"
+        interaction = sandbox.dispatched("INTERACTION_CREATE")[-1].d
+        assert interaction["guild_id"] == str(other.id)
+        assert int(interaction["member"]["permissions"]) & Permissions.MANAGE_GUILD == 0
+        assert sandbox.user("carol").id in other.members
+        assert sandbox.alice.id not in other.members

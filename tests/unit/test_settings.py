@@ -51,6 +51,11 @@ VALID: dict[str, tuple[str, str, object]] = {
     "PAPERBOT_ARXIV_FETCH_TIME": ("23:05", "arxiv_fetch_time", "23:05"),
     "PAPERBOT_MAX_INGEST_MB": ("3", "max_ingest_bytes", 3 * 1024 * 1024),
     "PAPERBOT_SEARCH_RETENTION_DAYS": ("7", "search_retention_days", 7),
+    "PAPERBOT_OPERATORS": (
+        "123456789012345678, 223456789012345678  42",
+        "operator_ids",
+        frozenset({123456789012345678, 223456789012345678, 42}),
+    ),
 }
 
 INVALID: dict[str, list[str]] = {
@@ -63,6 +68,7 @@ INVALID: dict[str, list[str]] = {
     "PAPERBOT_ARXIV_FETCH_TIME": ["6am", "24:00", "06:60", "6:5", "0600"],
     "PAPERBOT_MAX_INGEST_MB": ["0", "1.5", "-3", "lots"],
     "PAPERBOT_SEARCH_RETENTION_DAYS": ["0", "3651", "30.5", "-1", "forever"],
+    "PAPERBOT_OPERATORS": ["alice", "123;456", "-5", "12.5", "<@123456789012345678>", "0"],
 }
 
 # Settings with no invalid value (any path is a path; any word list is a category list).
@@ -91,6 +97,7 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.arxiv_fetch_time == "06:00"
     assert settings.max_ingest_bytes == 25 * 1024 * 1024
     assert settings.search_retention_days == 30
+    assert settings.operator_ids == frozenset()
 
 
 @pytest.mark.parametrize("name", sorted(VALID))
