@@ -4,7 +4,7 @@
     .venv/bin/python bench/ingest_bench.py FILE_OR_FOLDER… # anything `paperbot ingest` accepts
 
 Ingests into a fresh database in a temporary folder (the same `ingest_paths` the CLI runs: gzip,
-JSON decoding, field cleaning, content keys, batched merge, one transaction per file, WAL on disk)
+JSON decoding, field cleaning, content keys, batched merge, one transaction per batch, WAL on disk)
 and prints records/s (wall clock) for the first ingest, then for a second ingest of the same input, which merges
 every record into an existing paper and writes nothing. Then the time to read every paper back for
 the search index (`PaperRepository.iter_index_rows`). CPU time and the load average are printed too:

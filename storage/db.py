@@ -70,6 +70,9 @@ async def _connect(path: Path, *, busy_ms: int, read_only: bool) -> aiosqlite.Co
         await conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
         await conn.execute("PRAGMA foreign_keys = ON")
         await conn.execute("PRAGMA synchronous = NORMAL")
+        # Statement journals (every insert into papers runs triggers) and sorts stay in memory rather
+        # than in temporary files: a third of the cost of an ingest otherwise.
+        await conn.execute("PRAGMA temp_store = MEMORY")
         if read_only:
             await conn.execute("PRAGMA query_only = ON")
     except BaseException:

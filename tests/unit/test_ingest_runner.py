@@ -1,19 +1,24 @@
-"""`paperbot ingest`: files and folders, .gz, format detection, one transaction per file, the summary,
-progress, the shipped corpus, the 2,610 merge figure, idempotent re-ingest, and a kill -9 mid-file."""
+"""`paperbot ingest`: files and folders, .gz, format detection, the summary, progress, the shipped corpus,
+the 2,610 merge figure, idempotent re-ingest, a kill -9 mid-file, and the write lock left to the running
+bot between batches."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
+import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from shared_data import shared_path
 
 from bot.services.ingest.runner import (
+    BATCH,
     MAX_PROBLEMS,
     detect_format,
     ensure_shipped_corpus,
@@ -153,12 +158,21 @@ async def test_bad_records_are_reported_with_file_and_line(db: Database) -> None
 
 
 async def test_a_file_that_fails_midway_leaves_nothing_behind(db: Database) -> None:
-    """Batches already merged are rolled back with the file: one file, one transaction."""
+    """A file that is not UTF-8 half-way is found out before its first batch is written."""
     good = "".join(json.dumps({"title": f"T{n}", "abstract": abstract(n)}) + "\n" for n in range(2500))
     summary = await ingest_bytes(db, "upload.jsonl", good.encode() + b'{"title": "\xff\xfe"}\n')
     assert summary.rejected == 1
     assert summary.added == 0
     assert "not UTF-8" in summary.problems[0]
+    assert await PaperRepository(db).count() == 0
+
+
+async def test_a_gzip_file_cut_short_midway_leaves_nothing_behind(db: Database) -> None:
+    good = "".join(json.dumps({"title": f"T{n}", "abstract": abstract(n)}) + "\n" for n in range(5000))
+    packed = gzip.compress(good.encode())
+    summary = await ingest_bytes(db, "upload.jsonl.gz", packed[: len(packed) * 3 // 4])
+    assert summary.rejected == 1
+    assert "damaged gzip data" in summary.problems[0]
     assert await PaperRepository(db).count() == 0
 
 
@@ -331,7 +345,48 @@ async def test_kill_9_mid_file_leaves_the_store_consistent(tmp_path: Path) -> No
 
     async with await Database.open(db_path) as db:
         assert await db.fetchval("PRAGMA integrity_check") == "ok"
-        assert await PaperRepository(db).count() == 3, "the big file was rolled back as a whole"
-        summary = await ingest_paths(db, [big])
-        assert summary.added == 5000
+        kept = await PaperRepository(db).count() - 3
+        assert 0 < kept < 5000, "the batches committed before the kill stay; the rest is not there"
+        assert kept % BATCH == 0, "whole batches only"
+        rows = await db.fetchall("SELECT title, abstract FROM papers WHERE title LIKE 'B%'")
+        assert all(row[1] == abstract(int(row[0][1:])) for row in rows), "every paper stored whole"
+        summary = await ingest_paths(db, [big])  # the rerun completes the file
+        assert (summary.added, summary.unchanged) == (5000 - kept, kept)
         assert await PaperRepository(db).count() == 5003
+
+
+# ----------------------------------------------------------------------------- beside the running bot
+
+
+async def test_an_ingest_in_another_process_lets_other_writers_in_between_batches(tmp_path: Path) -> None:
+    """`paperbot ingest` of a file that takes seconds, beside a process that writes now and then (the
+    bot storing reactions): every one of those writes gets the lock within a moment, none waits for
+    the whole file (SQLite's busy timeout is 5 s), and the ingest still stores every paper."""
+    db_path = tmp_path / "shared.db"
+    big = tmp_path / "big.jsonl"
+    big.write_text(jsonl([{"title": f"B{n}", "abstract": abstract(n)} for n in range(150_000)]), "utf-8")
+    async with await Database.open(db_path) as db:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "ingest", str(big),
+            env={**os.environ, "PAPERBOT_DB": str(db_path), "PAPERBOT_LOG_LEVEL": "WARNING"},
+            stdout=asyncio.subprocess.DEVNULL, cwd=REPO,
+        )  # fmt: skip
+        waits: list[float] = []
+        during: list[int] = []
+        while child.returncode is None:
+            await asyncio.sleep(0.1)
+            stored = await PaperRepository(db).count()
+            started = time.perf_counter()
+            await db.execute(
+                "INSERT INTO users (id, created_at) VALUES (?, 'now')", (len(waits) + 1,)
+            )  # a write with the default patience: never lost, only delayed
+            waits.append(time.perf_counter() - started)
+            if 0 < stored < 150_000:
+                during.append(stored)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(child.wait()), 0.01)
+        assert await child.wait() == 0
+        assert max(waits) < 1.0, f"a write waited {max(waits):.1f} s for the ingest's lock"
+        assert len(during) >= 5, "the ingest ran for a while, and its batches were visible as they committed"
+        assert await PaperRepository(db).count() == 150_000
+        assert await db.fetchval("SELECT COUNT(*) FROM users") == len(waits)

@@ -1,15 +1,20 @@
-"""Ingest files and folders: detect the format, parse, merge into the store, one transaction per file.
+"""Ingest files and folders: detect the format, parse, merge into the store in short transactions.
 
 - Folders are walked recursively for `.txt`, `.md`, `.json`, `.jsonl`, `.ndjson`, `.xml`, `.atom`
   files, each optionally `.gz` (gzip is recognised by its magic bytes, whatever the name says).
 - The format comes from the name and, when the name does not say, from the first bytes: `<` is an
   Atom feed, `[` a JSON list, `{` JSON or JSONL, anything else paper-list text. A `.json` holding a
   recorded arXiv response (`{"url", "status_code", "body"}`) is read as Atom.
-- Each file is one transaction: a kill -9 (or any error) mid-file leaves the store as it was before
-  that file; earlier files stay in. A file that cannot be read at all (not UTF-8, not JSON, an arXiv
-  error feed) is reported and skipped; a bad record is reported with its line and the rest go in.
-- JSONL is streamed and merged in batches (`BATCH` records per `upsert_many`), so memory stays flat
-  and the event loop gets control back between batches.
+- Records are merged in batches of `BATCH`, each batch one transaction, so SQLite's write lock is
+  held for a fraction of a second at a time and the running bot (another process) writes between
+  batches; after each commit the lock is left free for `BATCH_PAUSE`. A record is always merged whole
+  within one batch, so a kill -9 (or any error) mid-file leaves a consistent store holding the
+  batches committed so far, and ingesting the file again completes it (merging makes that harmless).
+- A file that cannot be read at all (not UTF-8, damaged gzip, not JSON, an arXiv error feed) is
+  reported and skipped, and writes nothing: a streamed file (JSONL) is read through once before its
+  first batch, so damage half-way leaves no half file behind. A bad record is reported with its line
+  and the rest go in.
+- JSONL is streamed, so memory stays flat, and batch N is merged while batch N+1 is parsed.
 - `progress(done, total)` is called after each batch, in bytes of input read (compressed bytes for
   `.gz`), so the CLI can draw a bar.
 """
@@ -52,7 +57,9 @@ SHIPPED_CORPUS_KEY = "shipped_corpus"
 
 Progress = Callable[[int, int], None]
 
-BATCH = 1000
+BATCH = 1000  # records per transaction: about 0.1 s of SQLite's write lock
+BATCH_PAUSE = 0.03  # the longest the lock is left free after a batch (the bot's writers retry every 10 ms)
+_MIN_PAUSE = 0.005
 MAX_PROBLEMS = 50
 SUFFIXES = {
     ".txt": "text",
@@ -65,6 +72,7 @@ SUFFIXES = {
     ".atom": "atom",
 }
 _SNIFF_CHARS = 4096
+_CHECK_CHARS = 1 << 20
 _YIELD_EVERY = 50  # records parsed between chances for the running merge to proceed
 
 
@@ -205,7 +213,7 @@ def _looks_like_jsonl(text: str) -> bool:
 
 
 async def _settle(task: asyncio.Task[UpsertCounts] | None) -> None:
-    """Wait for a merge to finish (without raising its error) before the transaction ends."""
+    """Wait for a merge to finish (without raising its error) before giving up on the file."""
     if task is None:
         return
     try:
@@ -217,6 +225,29 @@ async def _settle(task: asyncio.Task[UpsertCounts] | None) -> None:
         task.exception()  # retrieved: the error that matters is the one already propagating
 
 
+class _BatchWriter:
+    """Merges batches one transaction each, and starts a batch only once the write lock has been free
+    for a quarter of the time the previous batch held it (at most `BATCH_PAUSE`), so other writers
+    (the running bot) always find a gap. Parsing the next batch usually takes longer than that."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._repo = PaperRepository(db)
+        self._free_until = 0.0  # loop time before which the lock is left to others
+
+    async def merge(self, batch: list[PaperRecord]) -> UpsertCounts:
+        loop = asyncio.get_running_loop()
+        if (wait := self._free_until - loop.time()) > 0:
+            await asyncio.sleep(wait)
+        started = loop.time()
+        try:
+            async with self._db.transaction() as conn:
+                return await self._repo.upsert_many(batch, conn=conn, now=utcnow())
+        finally:
+            held = loop.time() - started
+            self._free_until = loop.time() + min(BATCH_PAUSE, max(_MIN_PAUSE, held / 4))
+
+
 async def _ingest_stream(
     db: Database,
     name: str,
@@ -224,48 +255,51 @@ async def _ingest_stream(
     tally: _Tally,
     report: Callable[[int], None] | None = None,
 ) -> None:
-    """Ingest one file's bytes as one transaction; problems go to `tally`, counts after the commit."""
+    """Ingest one file's bytes batch by batch; problems go to `tally`, counts once the file is done."""
     here = _Tally()
-    repo = PaperRepository(db)
-    now = utcnow()
+    writer = _BatchWriter(db)
     text_stream: io.TextIOWrapper | None = None
     fmt = "unknown"
     try:
         text_stream = io.TextIOWrapper(
             _binary_stream(raw), encoding="utf-8-sig", errors="strict", newline=None
         )
-        head = text_stream.read(_SNIFF_CHARS)
+        fmt = detect_format(name, text_stream.read(_SNIFF_CHARS))
+        if fmt == "jsonl":
+            # Streamed: its records are merged as they are read, so read it through once first. Not
+            # UTF-8 or damaged gzip is then found before any batch is written. (Other formats are
+            # read whole before their first record.)
+            while text_stream.read(_CHECK_CHARS):
+                pass
         text_stream.seek(0)
-        fmt = detect_format(name, head)
         seen = 0
-        async with db.transaction() as conn:
-            # Batch N is merged (SQLite working in aiosqlite's thread) while batch N+1 is parsed
-            # here; batches still merge one after another, so each sees the ones before it.
-            merging: asyncio.Task[UpsertCounts] | None = None
-            batch: list[PaperRecord] = []
-            try:
-                for item in _items(fmt, text_stream, name):
-                    if isinstance(item, Rejected):
-                        here.reject(item.where(name), item.reason)
-                        continue
-                    batch.append(item)
-                    seen += 1
-                    if len(batch) >= BATCH:
-                        if merging is not None:
-                            here.count(await merging)
-                            if report is not None:
-                                report(raw.tell())
-                        merging = asyncio.create_task(repo.upsert_many(batch, conn=conn, now=now))
-                        batch = []
-                    if seen % _YIELD_EVERY == 0 and merging is not None and not merging.done():
-                        await asyncio.sleep(0)  # let the merge take its next step
-                if merging is not None:
-                    here.count(await merging)
-                    merging = None
-                if batch:
-                    here.count(await repo.upsert_many(batch, conn=conn, now=now))
-            finally:
-                await _settle(merging)  # never roll back under a merge that is still running
+        # Batch N is merged (SQLite working in aiosqlite's thread) while batch N+1 is parsed here;
+        # batches still merge one after another, so each sees the ones before it.
+        merging: asyncio.Task[UpsertCounts] | None = None
+        batch: list[PaperRecord] = []
+        try:
+            for item in _items(fmt, text_stream, name):
+                if isinstance(item, Rejected):
+                    here.reject(item.where(name), item.reason)
+                    continue
+                batch.append(item)
+                seen += 1
+                if len(batch) >= BATCH:
+                    if merging is not None:
+                        here.count(await merging)
+                        if report is not None:
+                            report(raw.tell())
+                    merging = asyncio.create_task(writer.merge(batch))
+                    batch = []
+                if seen % _YIELD_EVERY == 0 and merging is not None and not merging.done():
+                    await asyncio.sleep(0)  # let the merge take its next step
+            if merging is not None:
+                here.count(await merging)
+                merging = None
+            if batch:
+                here.count(await writer.merge(batch))
+        finally:
+            await _settle(merging)  # a merge still running ends (commits or rolls back) first
         if seen == 0 and here.rejected == 0:
             here.problem(f"{name}: no papers found")
     except FileRejected as error:
@@ -296,7 +330,7 @@ async def _ingest_stream(
 async def ingest_paths(
     db: Database, paths: Sequence[Path], *, progress: Progress | None = None
 ) -> IngestSummary:
-    """Ingest files and folders (see the module docstring); one transaction per file."""
+    """Ingest files and folders (see the module docstring), batch by batch."""
     files = expand_paths(paths)
     sizes = []
     for file in files:
@@ -327,7 +361,7 @@ async def ingest_paths(
 
 
 async def ingest_bytes(db: Database, name: str, data: bytes) -> IngestSummary:
-    """Ingest one uploaded file (`/paperadmin ingest`) as one transaction."""
+    """Ingest one uploaded file (`/paperadmin ingest`), batch by batch."""
     tally = _Tally()
     await _ingest_stream(db, name, io.BytesIO(data), tally)
     return tally.summary()
@@ -343,8 +377,8 @@ def shipped_seed_files() -> list[tuple[str, bytes]]:
 async def ensure_shipped_corpus(db: Database) -> IngestSummary | None:
     """Load the shipped paper lists into a new store; None when there is nothing to do.
 
-    The files go in one transaction each, so a marker in app_state says the load finished: a load cut
-    short (a kill between files) is completed at the next start, and re-ingesting a file is harmless.
+    A marker in app_state says the load finished: a load cut short (a kill at any point, which keeps
+    the batches committed so far) is completed at the next start; re-ingesting a file is harmless.
     A store that holds papers from anywhere else is left alone.
     """
     state = StateRepository(db)
