@@ -74,17 +74,18 @@ class Services:
     async def refresh_changed(self) -> int:
         """Index every paper added or changed since the index last looked: after `/paperadmin ingest`
         and the daily arXiv fetch, and whenever another process (`paperbot ingest`) committed papers.
+        Returns how many papers that was.
 
         Follows the store's change sequence, so a paper committed while this runs is picked up next
         time, whatever its timestamps say. On an error (raised) the index stays where it was, and the
         next call tries the same changes again.
         """
         async with self._refreshing:
-            seq, rows = await self.papers.changes_after(self.position.seq)
-            if rows:
-                await asyncio.to_thread(self.search.add, rows)
-            self.position = self.position._replace(seq=seq, papers=len(self.search))
-            return len(rows)
+            changes = await self.papers.changes_after(self.position.seq)
+            if changes.changed:
+                await asyncio.to_thread(self.search.add, changes.changed)
+            self.position = self.position._replace(seq=changes.seq, papers=len(self.search))
+            return len(changes.changed)
 
     async def save_snapshot(self) -> bool:
         """Save the index beside the database if it holds more than the saved snapshot; True if saved.

@@ -476,7 +476,7 @@ class PaperRepository:
         async with self._db.snapshot() as conn:
             return await _position(conn), await _index_rows(conn)
 
-    async def changes_after(self, seq: int) -> tuple[int, list[IndexRow]]:
+    async def changes_after(self, seq: int) -> PaperChanges:
         """The papers added or changed after change sequence `seq`, and the sequence they bring the
         reader to (one read transaction: a writer committing meanwhile is seen next time, whole)."""
         async with self._db.snapshot() as conn:
@@ -484,9 +484,14 @@ class PaperRepository:
                 row = await cursor.fetchone()
             now = int(row[0]) if row else 0
             if now <= seq:
-                return now, []
+                return PaperChanges(now, [])
             async with conn.execute(f"{_INDEX_SELECT} WHERE change_seq > ? ORDER BY id", (seq,)) as cursor:
-                return now, [_index_row(r) for r in await cursor.fetchall()]
+                return PaperChanges(now, [_index_row(r) for r in await cursor.fetchall()])
+
+
+class PaperChanges(NamedTuple):
+    seq: int  # the change sequence these changes bring a reader to
+    changed: list[IndexRow]  # papers added or changed, in id order
 
 
 class IndexPosition(NamedTuple):

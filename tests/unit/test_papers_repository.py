@@ -247,7 +247,9 @@ async def test_every_paper_write_takes_the_next_change_seq(db: Database, repo: P
     await db.execute(
         "INSERT INTO papers (title, abstract, added_at, updated_at) VALUES ('Typed in', 'by hand', 'x', 'x')"
     )
-    assert [row.title for row in (await repo.changes_after(later))[1]] == ["Typed in"]
+    latest, changed = await repo.changes_after(later)
+    assert [row.title for row in changed] == ["Typed in"]
+    assert latest > later
 
 
 async def test_title_matches_for_autocomplete(repo: PaperRepository) -> None:
