@@ -38,10 +38,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import methodcaller
-from typing import Concatenate, Final, ParamSpec, TypeAlias, TypeVar
+from typing import Any, Concatenate, Final, ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+from bot.services.snapshot import Snapshot, check_offsets, check_range, expect
 
 Query: TypeAlias = Sequence[str] | Mapping[str, float]
 """A list of terms (each occurrence adds its BM25 score again, as in rank-bm25) or a mapping
@@ -176,14 +178,154 @@ class BM25Index:
         self._version = 0
         self._log_half: FloatArray = np.zeros(0)  # math.log(m + 0.5) for m = 0, 1, ...
 
-    def __getstate__(self) -> dict[str, object]:
-        state = self.__dict__.copy()
-        del state["lock"]
-        return state
+    # ----------------------------------------------------------------------------- snapshots
+    _SEGMENT_ARRAYS: Final = ("t_indptr", "t_docs", "t_tf", "d_indptr", "d_terms", "d_tf")
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self.lock = threading.RLock()
+    def snapshot_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, list[str]]]:
+        """What a snapshot keeps (call holding :attr:`lock`): JSON scalars, arrays that later changes
+        leave alone, and the vocabulary. Document frequencies, idf, length factors and each posting's tf
+        factor are derived again on load (the same operations, so the same scores)."""
+        meta: dict[str, Any] = {
+            "k1": self.k1,
+            "b": self.b,
+            "epsilon": self.epsilon,
+            "segments": [[seg.slot0, seg.n_docs] for seg in self._segments],
+        }
+        arrays: dict[str, np.ndarray] = {
+            "index.slot_ids": self._slot_ids,
+            "index.dl": self._dl,
+            "index.alive": self._alive.copy(),  # the only one changed in place (by removals)
+        }
+        for n, seg in enumerate(self._segments):
+            for name in self._SEGMENT_ARRAYS:
+                arrays[f"index.seg{n}.{name}"] = getattr(seg, name)
+        return meta, arrays, {"index.terms": list(self._terms)}
+
+    @classmethod
+    def from_snapshot(
+        cls,
+        meta: Any,
+        snapshot: Snapshot,
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+    ) -> BM25Index:
+        """The index :meth:`snapshot_state` saved, every array checked (dtype, length, bounds, agreement
+        between the term-major and document-major postings) before use; SnapshotError otherwise."""
+        expect(isinstance(meta, dict), "index: no metadata")
+        expect(
+            (meta.get("k1"), meta.get("b"), meta.get("epsilon")) == (k1, b, epsilon),
+            "index: other BM25 parameters",
+        )
+        terms = snapshot.strings("index.terms")
+        index = cls(k1=k1, b=b, epsilon=epsilon)
+        n_terms = len(terms)
+        vocab = _Vocabulary(terms)
+        vocab.update(zip(terms, range(n_terms), strict=True))
+        expect(len(vocab) == n_terms, "index: a term twice in the vocabulary")
+        slot_ids = snapshot.array("index.slot_ids", (np.int64,))
+        n_slots = len(slot_ids)
+        dl = snapshot.array("index.dl", (np.int64,), length=n_slots)
+        alive = snapshot.array("index.alive", (np.bool_,), length=n_slots)
+        check_range("index.dl", dl, 0, 1 << 40)
+        live = np.flatnonzero(alive)
+        slot_of = dict(zip(slot_ids[live].tolist(), live.tolist(), strict=True))
+        expect(len(slot_of) == len(live), "index: a document in two slots")
+        layout = meta.get("segments")
+        expect(isinstance(layout, list), "index: no segments")
+        df = np.zeros(n_terms, dtype=np.int64)
+        segments: list[_Segment] = []
+        start = 0
+        for n, entry in enumerate(layout):
+            expect(
+                isinstance(entry, list) and len(entry) == 2 and all(type(v) is int for v in entry),
+                f"index: segment {n} badly described",
+            )
+            slot0, n_docs = entry
+            expect(slot0 == start and 0 <= n_docs <= n_slots - slot0, f"index: segment {n} out of place")
+            segment = cls._segment_from(snapshot, f"index.seg{n}.", slot0, n_docs, n_terms)
+            mine = alive[slot0 : slot0 + n_docs]
+            live_by_term, live_by_doc = cls._live_postings(segment, alive, mine, n_terms)
+            expect(np.array_equal(live_by_term, live_by_doc), f"index: segment {n} postings disagree")
+            lengths = cls._doc_lengths(segment)
+            expect(
+                np.array_equal(lengths[mine], dl[slot0 : slot0 + n_docs][mine]),
+                f"index: segment {n} document lengths disagree with their terms",
+            )
+            df += live_by_doc
+            segments.append(segment)
+            start = slot0 + n_docs
+        expect(start == n_slots, "index: the segments do not cover every slot")
+        index._terms = terms
+        index._vocab = vocab
+        index._df = df
+        index._segments = segments
+        index._seg_starts = [seg.slot0 for seg in segments]
+        index._slot_of = slot_of
+        index._slot_ids = slot_ids
+        index._dl = dl
+        index._alive = alive
+        index._dead = np.flatnonzero(~alive).astype(np.int64)
+        index._n_live = len(live)
+        index._total_len = int(dl[live].sum())
+        index._refresh_stats()
+        return index
+
+    @staticmethod
+    def _live_postings(
+        seg: _Segment, alive: BoolArray, mine: BoolArray, n_terms: int
+    ) -> tuple[IntArray, IntArray]:
+        """Per term, how many live documents hold it: counted from the term-major postings and from the
+        document-major ones (they agree in an index this code wrote)."""
+        by_term = np.zeros(n_terms, dtype=np.int64)
+        if mine.all():  # nothing removed or replaced here (the usual case): every posting counts
+            by_term[: seg.n_terms] = np.diff(seg.t_indptr)
+            return by_term, np.bincount(seg.d_terms, minlength=n_terms)
+        running = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(alive[seg.t_docs], dtype=np.int32)])
+        by_term[: seg.n_terms] = running[seg.t_indptr[1:]] - running[seg.t_indptr[:-1]]
+        return by_term, np.bincount(seg.d_terms[np.repeat(mine, np.diff(seg.d_indptr))], minlength=n_terms)
+
+    @staticmethod
+    def _doc_lengths(seg: _Segment) -> IntArray:
+        """Each document's length (the sum of its term frequencies), from the document-major postings."""
+        starts, sizes = seg.d_indptr[:-1], np.diff(seg.d_indptr)
+        if not len(starts):
+            return np.zeros(0, dtype=np.int64)
+        padded = np.concatenate([seg.d_tf, np.zeros(1, dtype=seg.d_tf.dtype)])  # an empty last document
+        lengths: IntArray = np.add.reduceat(padded, starts, dtype=np.int64)
+        lengths[sizes == 0] = 0
+        return lengths
+
+    @staticmethod
+    def _segment_from(snapshot: Snapshot, prefix: str, slot0: int, n_docs: int, n_terms: int) -> _Segment:
+        t_indptr = snapshot.array(prefix + "t_indptr", (np.int64,))
+        t_docs = snapshot.array(prefix + "t_docs", (np.int32,))
+        n_postings = len(t_docs)
+        t_tf = snapshot.array(prefix + "t_tf", (np.uint16, np.uint32), length=n_postings)
+        d_indptr = snapshot.array(prefix + "d_indptr", (np.int64,), length=n_docs + 1)
+        d_terms = snapshot.array(prefix + "d_terms", (np.int32,), length=n_postings)
+        d_tf = snapshot.array(prefix + "d_tf", (t_tf.dtype.type,), length=n_postings)
+        seg_terms = len(t_indptr) - 1
+        expect(seg_terms <= n_terms, prefix + "t_indptr: more terms than the vocabulary")
+        check_offsets(prefix + "t_indptr", t_indptr, n_postings)
+        check_offsets(prefix + "d_indptr", d_indptr, n_postings)
+        check_range(prefix + "t_docs", t_docs, slot0, slot0 + n_docs)
+        check_range(prefix + "d_terms", d_terms, 0, seg_terms)
+        check_range(prefix + "t_tf", t_tf, 1, 1 << 32)
+        check_range(prefix + "d_tf", d_tf, 1, 1 << 32)
+        return _Segment(
+            slot0=slot0,
+            n_docs=n_docs,
+            t_indptr=t_indptr,
+            t_docs=t_docs,
+            t_tf=t_tf,
+            t_w=np.zeros(n_postings),  # computed per term at its first query (t_ver −1: stale)
+            t_ver=np.full(seg_terms, -1, dtype=np.int64),
+            d_indptr=d_indptr,
+            d_terms=d_terms,
+            d_tf=d_tf,
+        )
 
     # ----------------------------------------------------------------------------- basics
     def __len__(self) -> int:

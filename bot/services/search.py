@@ -10,7 +10,8 @@ does every method of the index, for callers that use it directly).
 
 Building tokenises every paper (about 10 s for 100k papers on a 2-core machine);
 :meth:`SearchEngine.load_or_build` keeps a snapshot file so a restart over an unchanged corpus
-loads in about a second instead.
+loads in well under a second instead. The snapshot holds numpy arrays and JSON only, checked before
+use (:mod:`bot.services.snapshot`): a file beside someone else's database can never run code.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ import bisect
 import gc
 import hashlib
 import logging
-import os
-import pickle
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, pairwise
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,9 +33,10 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.errors import NotFoundError, QueryError
-from bot.services import snippets
+from bot.services import snapshot, snippets
 from bot.services import tokenize as tokenizer
 from bot.services.index import BM25Index, Query
+from bot.services.snapshot import SnapshotError, check_offsets, check_range, expect
 from bot.services.tokenize import WORD_RE, display_terms, iter_terms, normalize, surface_form, tokenize
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ MAX_QUERY_CHARS: Final = 300
 _SIMILAR_TERMS: Final = 10  # terms of the source paper listed (and bolded) for /paper similar
 _FILTER_CACHE: Final = 64
 _AUTOCOMPLETE_PRESELECT: Final = 200
-SNAPSHOT_FORMAT: Final = 1
+SNAPSHOT_FORMAT: Final = snapshot.FORMAT
 _ARXIV_VERSION_RE: Final = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(?:\.[a-z]{2})?/\d{7})v\d+$")
 
 
@@ -227,10 +227,8 @@ class SearchEngine:
     @classmethod
     def load_or_build(cls, rows: Iterable[IndexRow | Sequence[Any]], snapshot: Path) -> SearchEngine:
         """The engine for ``rows``: loaded from ``snapshot`` when it was saved for exactly these
-        rows (same order, text, metadata, tokenizer), else built and saved there.
-
-        The snapshot is a pickle: keep it where only the bot writes (beside its database).
-        """
+        rows (same order, text, metadata, tokenizer), else built and saved there (a stale, corrupt or
+        foreign file is replaced)."""
         rows = list(rows)
         fingerprint = corpus_fingerprint(rows)
         engine = cls.load(snapshot, fingerprint)
@@ -243,53 +241,134 @@ class SearchEngine:
         return engine
 
     def save(self, path: Path, fingerprint: str) -> None:
-        """Write the engine to ``path`` atomically (temporary file, then rename)."""
-        state = {
-            "format": SNAPSHOT_FORMAT,
-            "tokenizer": tokenizer.TOKENIZER_VERSION,
-            "fingerprint": fingerprint,
-            "surface": tokenizer.surface_counts(),
-            "engine": self,
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        with self._lock, temporary.open("wb") as fh:
-            pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, path)
+        """Write the engine to ``path`` atomically, as numpy arrays and JSON (:mod:`bot.services.snapshot`).
+
+        The state is gathered holding the lock (references and small copies); the file is written after,
+        so searches need not wait for the disk.
+        """
+        with self._lock:
+            index_meta, arrays, strings = self.index.snapshot_state()
+            segments = list(self._title_segments)
+            meta = {
+                "format": SNAPSHOT_FORMAT,
+                "tokenizer": tokenizer.TOKENIZER_VERSION,
+                "fingerprint": fingerprint,
+                "index": index_meta,
+                "title_segments": [[seg.start, seg.stop] for seg in segments],
+            }
+            strings["engine.titles"] = list(self._meta.titles)
+            strings["engine.authors"] = list(self._meta.authors)
+            strings["engine.venue_names"] = list(self._venue_names)
+            strings["engine.external"] = list(self._external)
+            arrays["engine.external_papers"] = np.fromiter(self._external.values(), dtype=np.int64)
+            arrays["engine.venues"] = self._venues
+            arrays["engine.years"] = self._years
+            for n, seg in enumerate(segments):
+                strings[f"engine.title{n}.words"] = seg.words
+                arrays[f"engine.title{n}.indptr"] = seg.indptr
+                arrays[f"engine.title{n}.slots"] = seg.slots
+        # The tokenizer's surface forms (which word to show for a term), as (term, word, count) rows.
+        forms = [
+            (term, word, n) for term, words in tokenizer.surface_counts().items() for word, n in words.items()
+        ]
+        strings["surface.terms"] = [term for term, _, _ in forms]
+        strings["surface.words"] = [word for _, word, _ in forms]
+        arrays["surface.counts"] = np.fromiter((n for _, _, n in forms), dtype=np.int64, count=len(forms))
+        snapshot.write(path, meta, arrays, strings)
 
     @classmethod
     def load(cls, path: Path, fingerprint: str) -> SearchEngine | None:
-        """The engine saved at ``path`` for ``fingerprint``; None if absent, stale or unreadable."""
+        """The engine saved at ``path`` for ``fingerprint``; None (with a log line) if absent, stale,
+        written by another version, corrupt or foreign. Nothing in the file is used before it is checked."""
         try:
-            with path.open("rb") as fh:
-                state = pickle.load(fh)  # noqa: S301 - our own file, beside the database
+            with snapshot.Snapshot(path) as saved:
+                meta = saved.meta
+                expect(isinstance(meta, dict), "no metadata")
+                if meta.get("format") != SNAPSHOT_FORMAT:
+                    log.warning(
+                        "search snapshot %s has format %r, not %d: rebuilding it",
+                        path,
+                        meta.get("format"),
+                        SNAPSHOT_FORMAT,
+                    )
+                    return None
+                if (
+                    meta.get("tokenizer") != tokenizer.TOKENIZER_VERSION
+                    or meta.get("fingerprint") != fingerprint
+                ):
+                    log.info("search snapshot %s is stale: rebuilding", path)
+                    return None
+                engine, surface = cls._from_snapshot(meta, saved)
         except FileNotFoundError:
             return None
-        except Exception as error:  # a truncated or foreign file: rebuild, never crash
-            log.warning("ignoring unreadable search snapshot %s: %r", path, error)
+        except SnapshotError as error:
+            log.warning("ignoring search snapshot %s (%s): rebuilding it", path, error)
             return None
-        if not (
-            isinstance(state, dict)
-            and state.get("format") == SNAPSHOT_FORMAT
-            and state.get("tokenizer") == tokenizer.TOKENIZER_VERSION
-            and state.get("fingerprint") == fingerprint
-            and isinstance(state.get("engine"), cls)
-        ):
-            log.info("search snapshot %s is stale: rebuilding", path)
+        except Exception:  # a file nobody foresaw: a cache is rebuilt, never trusted or fatal
+            log.warning("ignoring search snapshot %s (unreadable): rebuilding it", path, exc_info=True)
             return None
-        tokenizer.merge_surface_counts(state.get("surface") or {})
-        engine: SearchEngine = state["engine"]
+        tokenizer.merge_surface_counts(surface)
         return engine
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        state["_filter_cache"] = {}
-        return state
+    @classmethod
+    def _from_snapshot(
+        cls, meta: dict[str, Any], saved: snapshot.Snapshot
+    ) -> tuple[SearchEngine, list[tuple[str, str, int]]]:
+        index = BM25Index.from_snapshot(meta.get("index"), saved)
+        n = index.n_slots
+        titles = saved.strings("engine.titles", length=n)
+        authors = saved.strings("engine.authors", length=n)
+        venue_names = saved.strings("engine.venue_names")
+        venue_code = {name: code for code, name in enumerate(venue_names)}
+        expect(len(venue_code) == len(venue_names), "engine.venue_names: a venue twice")
+        venues = saved.array("engine.venues", (np.int32,), length=n)
+        check_range("engine.venues", venues, -1, len(venue_names))
+        years = saved.array("engine.years", (np.int32,), length=n)
+        segments = cls._title_segments_from(meta.get("title_segments"), saved, n)
+        external_keys = saved.strings("engine.external")
+        external_papers = saved.array("engine.external_papers", (np.int64,), length=len(external_keys))
+        external = dict(zip(external_keys, external_papers.tolist(), strict=True))
+        surface_terms = saved.strings("surface.terms")
+        surface_words = saved.strings("surface.words", length=len(surface_terms))
+        counts = saved.array("surface.counts", (np.int64,), length=len(surface_terms))
+        check_range("surface.counts", counts, 1, 1 << 62)
+        surface = list(zip(surface_terms, surface_words, counts.tolist(), strict=True))
+        engine = cls()
+        engine.index = index
+        engine._lock = index.lock
+        engine._meta = _Meta(titles, authors, venues.tolist(), years.tolist())
+        engine._venue_names = venue_names
+        engine._venue_folded = [fold(name) for name in venue_names]
+        engine._venue_code = venue_code
+        engine._years = years
+        engine._venues = venues
+        engine._title_len = np.fromiter(map(len, titles), dtype=np.int32, count=n)
+        engine._title_segments = segments
+        engine._external = external
+        return engine, surface
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = self.index.lock
+    @staticmethod
+    def _title_segments_from(layout: Any, saved: snapshot.Snapshot, n_slots: int) -> list[_TitleSegment]:
+        expect(isinstance(layout, list), "no title segments")
+        segments: list[_TitleSegment] = []
+        start = 0
+        for n, entry in enumerate(layout):
+            expect(
+                isinstance(entry, list) and len(entry) == 2 and all(type(v) is int for v in entry),
+                f"title segment {n} badly described",
+            )
+            lo, hi = entry
+            expect(lo == start and lo <= hi <= n_slots, f"title segment {n} out of place")
+            words = saved.strings(f"engine.title{n}.words")
+            expect(all(a < b for a, b in pairwise(words)), f"engine.title{n}.words: not sorted")
+            indptr = saved.array(f"engine.title{n}.indptr", (np.int64,), length=len(words) + 1)
+            slots = saved.array(f"engine.title{n}.slots", (np.int32,))
+            check_offsets(f"engine.title{n}.indptr", indptr, len(slots))
+            check_range(f"engine.title{n}.slots", slots, lo, hi)
+            segments.append(_TitleSegment(lo, hi, words, indptr, slots))
+            start = hi
+        expect(start == n_slots, "the title segments do not cover every slot")
+        return segments
 
     def __len__(self) -> int:
         return len(self.index)

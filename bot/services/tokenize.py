@@ -32,7 +32,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Final
 
@@ -127,18 +127,18 @@ def surface_counts() -> dict[str, dict[str, int]]:
         return {term: dict(forms) for term, forms in _surface.items()}
 
 
-def merge_surface_counts(counts: Mapping[str, Mapping[str, int]]) -> None:
-    """Add counts saved by :func:`surface_counts` (after loading a search snapshot)."""
+def merge_surface_counts(counts: Iterable[tuple[str, str, int]]) -> None:
+    """Add ``(term, word, count)`` triples saved from :func:`surface_counts` (after loading a search
+    snapshot)."""
     with _surface_lock:
-        for term, forms in counts.items():
+        for term, word, n in counts:
             mine = _surface.get(term)
             if mine is None:
                 if len(_surface) >= _CACHE_LIMIT:
                     continue
                 mine = _surface[term] = {}
-            for word, n in forms.items():
-                if word in mine or len(mine) < 64:
-                    mine[word] = mine.get(word, 0) + n
+            if word in mine or len(mine) < 64:
+                mine[word] = mine.get(word, 0) + n
             _best_surface.pop(term, None)
 
 

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import json
+import pickle
 import re
+import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -205,3 +207,34 @@ async def test_similar_ranks_against_the_paper_and_leaves_it_out(e2e: E2E) -> No
     assert 1 not in ids
     expected = e2e.services.search.similar(1, limit=5)
     assert ids == [hit.paper_id for hit in expected.hits]
+
+
+class RunsCode:
+    """Unpickling this touches ``marker`` (what a hostile file beside the database would do)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, tuple[Path]]:
+        return (Path.touch, (self.marker,))
+
+
+async def test_a_search_snapshot_that_would_run_code_is_rebuilt_never_run(
+    start_paperbot: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Someone else's file sits where the index snapshot goes (beside the database): a pickle that would
+    create a file when loaded. The bot starts, says it rebuilt the index, answers searches, and the
+    file's code never ran."""
+    db_path = tmp_path / "paperbot.db"
+    snapshot = db_path.with_name(db_path.name + ".search-index")
+    marker = tmp_path / "code-ran"
+    snapshot.write_bytes(pickle.dumps({"format": 1, "fingerprint": "", "engine": RunsCode(marker)}))
+    with caplog.at_level("WARNING", logger="bot.services.search"):
+        async with start_paperbot(db_path=db_path) as e2e:
+            result = await e2e.server.run_command(
+                "bob", "paper search", query="kv cache quantization", limit=3
+            )
+            assert "KV" in result.text
+    assert not marker.exists(), "the snapshot's code ran"
+    assert any(str(snapshot) in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
+    assert zipfile.is_zipfile(snapshot), "the index was saved again, in the safe format"

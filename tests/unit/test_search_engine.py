@@ -6,7 +6,6 @@ import gzip
 import json
 import re
 import threading
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -20,7 +19,6 @@ from bot.services.search import (
     TITLE_WEIGHT,
     IndexRow,
     SearchEngine,
-    corpus_fingerprint,
     document_terms,
     fold,
 )
@@ -357,30 +355,6 @@ def test_on_icml_2024_equals_rank_bm25_and_answers_by_title() -> None:
         assert row.paper_id in [pid for pid, _ in engine.autocomplete(row.title[:25])]
         assert engine.autocomplete(records[row.paper_id - 1]["openreview_id"])[0][0] == row.paper_id
     assert np.isclose(engine.index.avgdl, reference.avgdl)
-
-
-def test_snapshot_round_trip_and_staleness(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    snapshot = tmp_path / "search" / "index.pickle"
-    built = SearchEngine.load_or_build(ROWS, snapshot)  # no snapshot yet: builds and saves
-    assert snapshot.exists()
-    loaded = SearchEngine.load_or_build(ROWS, snapshot)
-    assert loaded is not built
-    for query in ["kv cache quantization", "attention"]:
-        assert loaded.search(query, limit=10) == built.search(query, limit=10)
-    assert loaded.autocomplete("atten") == built.autocomplete("atten")
-    assert loaded.search("cache", author="angel").total == 1
-    loaded.add([IndexRow(9, "Brand new paper", "About caches.")])  # still a working engine
-    assert 9 in loaded
-
-    changed = [*ROWS[:-1], IndexRow(6, "QLoRA", "Changed abstract.")]
-    assert SearchEngine.load(snapshot, corpus_fingerprint(changed)) is None  # stale
-    assert SearchEngine.load(tmp_path / "missing", corpus_fingerprint(ROWS)) is None
-    snapshot.write_bytes(b"not a pickle")
-    with caplog.at_level("WARNING"):
-        rebuilt = SearchEngine.load_or_build(ROWS, snapshot)
-    assert "unreadable search snapshot" in caplog.text
-    assert ids(rebuilt.search("kv cache")) == [1, 3]
-    assert SearchEngine.load(snapshot, corpus_fingerprint(ROWS)) is not None  # rewritten
 
 
 def test_adding_from_a_worker_thread_while_searching(engine: SearchEngine) -> None:

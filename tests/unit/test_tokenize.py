@@ -144,7 +144,7 @@ def fast_thread_switches() -> Iterator[None]:
 def test_surface_counts_can_be_copied_while_another_thread_tokenizes() -> None:
     """A snapshot copies the surface-form counts in one thread while papers are tokenised in another
     (new words add counts): the copy must not fail with "dictionary changed size during iteration"."""
-    merge_surface_counts({word: {word: 1} for word in _novel_words("zqpre", 20_000)})
+    merge_surface_counts((word, word, 1) for word in _novel_words("zqpre", 20_000))
     failures: list[BaseException] = []
     stop = threading.Event()
 

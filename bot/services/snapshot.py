@@ -1,0 +1,222 @@
+"""The search snapshot file: numpy arrays and JSON in an uncompressed zip, nothing that can run code.
+
+The file sits beside the database, which may come from someone else (a backup, a shared volume), so
+reading it must never execute anything and must check everything before the engine uses it:
+
+* the container is a zip whose members are all stored (not compressed) ``.npy`` arrays, no bigger
+  together than the file (no zip bomb);
+* every member's ``.npy`` header is read first: its dtype must be one of the few plain numeric dtypes
+  the engine saves (never ``object``, so nothing is unpickled: ``np.load(..., allow_pickle=False)``
+  refuses pickled data anyway) and its size must fit in the member;
+* ``meta`` is UTF-8 JSON (scalars and small lists) in a ``uint8`` array; a list of strings is two
+  arrays, the UTF-8 of the strings joined by NUL and where each one ends (:meth:`Snapshot.strings`),
+  so it can only ever give back strings; the engine then checks format and tokenizer versions, the fingerprint, every array's
+  dtype, shape and bounds, and the consistency of the structures (see
+  :meth:`bot.services.index.BM25Index.from_snapshot` and :meth:`bot.services.search.SearchEngine.load`).
+
+Anything wrong raises :class:`SnapshotError`; the caller then rebuilds the index (with a log line).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+import numpy as np
+import numpy.typing as npt
+
+FORMAT: Final = 2  # format 1 was a pickle
+_SUFFIX: Final = ".npy"
+
+
+def _plain(dtype: np.dtype[Any]) -> bool:
+    """A dtype a snapshot may hold: booleans and integers in native order (never object or records)."""
+    return dtype.kind in "biu" and dtype.names is None and dtype.subdtype is None and dtype.isnative
+
+
+class SnapshotError(ValueError):
+    """The file is not a whole snapshot this version wrote: it is never used."""
+
+
+def _json_array(value: object) -> npt.NDArray[np.uint8]:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def _string_arrays(strings: Sequence[str]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """A list of strings as two plain arrays: their UTF-8, joined by NUL, and where each one ends (in
+    characters of the joined text: what a string that itself holds a NUL is cut by)."""
+    text = "\x00".join(strings).encode("utf-8", "surrogatepass")
+    sizes = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    ends = np.cumsum(sizes + 1, dtype=np.int64) - 1
+    return np.frombuffer(text, dtype=np.uint8), ends
+
+
+def write(
+    path: Path,
+    meta: Mapping[str, Any],
+    arrays: Mapping[str, np.ndarray],
+    strings: Mapping[str, Sequence[str]],
+) -> None:
+    """Write a snapshot to ``path`` atomically (a temporary file beside it, then a rename)."""
+    members: dict[str, np.ndarray] = {"meta": _json_array(dict(meta))}
+    for name, values in strings.items():
+        members[name + ".chars"], members[name + ".ends"] = _string_arrays(values)
+    for name, array in arrays.items():
+        if name in members or not _plain(array.dtype):
+            raise ValueError(f"cannot save {name!r} of dtype {array.dtype} in a snapshot")
+        members[name] = array
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    with (
+        temporary.open("wb") as fh,
+        zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive,
+    ):
+        for name, array in members.items():
+            with archive.open(name + _SUFFIX, "w", force_zip64=True) as out:
+                np.lib.format.write_array(out, np.ascontiguousarray(array), allow_pickle=False)
+    os.replace(temporary, path)
+
+
+class Snapshot:
+    """A snapshot file opened for reading, its container checked; arrays are read and checked on demand."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("rb")  # one open file: what is checked is what is read
+        try:
+            self._names = self._check_container(self._file)
+            self._file.seek(0)
+            self._npz = np.load(self._file, allow_pickle=False)
+            self.meta = self._json("meta")
+        except SnapshotError:
+            self.close()
+            raise
+        except (OSError, zipfile.BadZipFile, ValueError, EOFError) as error:
+            self.close()
+            raise SnapshotError(f"not a snapshot this version can read ({error})") from error
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if hasattr(self, "_npz"):
+            self._npz.close()
+        self._file.close()
+
+    @staticmethod
+    def _check_container(file: BinaryIO) -> frozenset[str]:
+        size = os.fstat(file.fileno()).st_size
+        names: set[str] = set()
+        total = 0
+        with zipfile.ZipFile(file) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                if (
+                    not name.endswith(_SUFFIX)
+                    or "/" in name
+                    or info.compress_type != zipfile.ZIP_STORED
+                    or info.file_size != info.compress_size
+                    or name[: -len(_SUFFIX)] in names
+                ):
+                    raise SnapshotError(f"unexpected member {name!r}")
+                total += info.file_size
+                with archive.open(info) as member:
+                    _check_header(name, member, info.file_size)
+                names.add(name[: -len(_SUFFIX)])
+        if total > size:
+            raise SnapshotError("members larger than the file")
+        return frozenset(names)
+
+    def _json(self, name: str) -> Any:
+        raw = self.array(name, (np.uint8,))
+        try:
+            return json.loads(raw.tobytes().decode("utf-8", "surrogatepass"))
+        except (UnicodeDecodeError, ValueError) as error:
+            raise SnapshotError(f"{name}: not JSON ({error})") from error
+
+    def strings(self, name: str, *, length: int | None = None) -> list[str]:
+        """The list of strings ``name`` (of ``length`` items if given): always strings, by construction."""
+        raw = self.array(name + ".chars", (np.uint8,))
+        ends = self.array(name + ".ends", (np.int64,), length=length)
+        try:
+            text = raw.tobytes().decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as error:
+            raise SnapshotError(f"{name}: not UTF-8 ({error})") from error
+        if not len(ends):
+            expect(not text, f"{name}: text without strings")
+            return []
+        parts = text.split("\x00")
+        if len(parts) == len(ends):
+            return parts
+        # Some string holds a NUL itself: cut where the saved ends say (between separators).
+        expect(int(ends[-1]) == len(text) and int(ends[0]) >= 0, f"{name}: ends out of range")
+        expect(bool(np.all(ends[1:] > ends[:-1])), f"{name}: ends out of order")
+        bounds = ends.tolist()
+        starts = [0, *(end + 1 for end in bounds[:-1])]
+        return [text[start:end] for start, end in zip(starts, bounds, strict=True)]
+
+    def array(
+        self, name: str, dtypes: Collection[type[np.generic]], *, length: int | None = None
+    ) -> npt.NDArray[Any]:
+        """The 1-D array ``name``, checked to have one of ``dtypes`` (and ``length`` items if given)."""
+        if name not in self._names:
+            raise SnapshotError(f"{name}: missing")
+        try:
+            array: npt.NDArray[Any] = self._npz[name]
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+            raise SnapshotError(f"{name}: unreadable ({error})") from error
+        if array.ndim != 1 or array.dtype not in {np.dtype(t) for t in dtypes}:
+            raise SnapshotError(f"{name}: {array.dtype} of shape {array.shape} is not what was saved")
+        if length is not None and len(array) != length:
+            raise SnapshotError(f"{name}: {len(array)} items where {length} were saved")
+        return array
+
+
+def _check_header(name: str, member: Any, member_size: int) -> None:
+    """Read the ``.npy`` header only: a plain numeric dtype whose data fits in the member."""
+    try:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise SnapshotError(f"{name}: .npy version {version}")
+    except (ValueError, EOFError, OSError) as error:
+        raise SnapshotError(f"{name}: not an .npy array ({error})") from error
+    if not _plain(dtype):
+        raise SnapshotError(f"{name}: dtype {dtype} is not one a snapshot holds")
+    count = 1
+    for extent in shape:
+        count *= int(extent)
+    if count * dtype.itemsize > member_size:
+        raise SnapshotError(f"{name}: header promises more data than the member holds")
+
+
+def expect(condition: bool, problem: str) -> None:
+    """Raise SnapshotError(problem) unless ``condition``."""
+    if not condition:
+        raise SnapshotError(problem)
+
+
+def check_offsets(name: str, offsets: npt.NDArray[np.int64], end: int) -> None:
+    """CSR offsets: start at 0, never decrease, end at ``end``."""
+    expect(len(offsets) >= 1 and int(offsets[0]) == 0 and int(offsets[-1]) == end, f"{name}: bad bounds")
+    expect(bool(np.all(offsets[1:] >= offsets[:-1])), f"{name}: offsets decrease")
+
+
+def check_range(name: str, values: npt.NDArray[np.integer[Any]], low: int, high: int) -> None:
+    """Every value in ``[low, high)``."""
+    if len(values):
+        expect(int(values.min()) >= low and int(values.max()) < high, f"{name}: values out of range")
