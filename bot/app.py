@@ -19,6 +19,7 @@ from bot.exts._digests import make_digest_scheduler
 from bot.runtime import Services
 from bot.scheduling import DigestScheduler, schedule_daily_fetch, schedule_daily_prune
 from bot.services.arxiv_daily import run_daily_fetch
+from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from bot.tree import PaperTree
 from storage.repositories.state import StateRepository
@@ -63,6 +64,7 @@ class PaperBot(commands.Bot):
         self.services = services
         self._digest_jobs: DigestScheduler | None = None
         self._following_store: asyncio.Task[None] | None = None
+        self._writes: WriteBehind | None = None  # started in setup_hook
 
     @property
     def digest_jobs(self) -> DigestScheduler:
@@ -86,6 +88,9 @@ class PaperBot(commands.Bot):
             self.tree.add_command(group)
         # jobs rebuilt from the subscriptions table in the background; catch-up once ready
         await self.digest_jobs.start(in_background=True)
+        # reactions, clicks and listings are stored behind the answers (and what a crash left, now)
+        self._writes = self.services.writes
+        await self._writes.start()
         # papers another process (`paperbot ingest`) commits become searchable seconds later
         self._following_store = asyncio.create_task(self.services.follow_store(), name="follow-store")
         # searches past their retention go at start, then daily
@@ -106,6 +111,8 @@ class PaperBot(commands.Bot):
                 await self._following_store
         if self._digest_jobs is not None:
             await self._digest_jobs.stop()  # digests stop between papers and resume at the next start
+        if self._writes is not None:
+            await self._writes.stop()  # what is not stored yet stays in the outbox for the next start
         await super().close()
 
     async def sync_commands(self) -> None:

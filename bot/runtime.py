@@ -18,10 +18,14 @@ from bot.services.privacy import PrivacyService
 from bot.services.profile import ProfileService
 from bot.services.recommender import Recommender
 from bot.services.search import TITLE_WEIGHT, SearchEngine
+from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from storage.db import Database
+from storage.outbox import outbox_path
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import IndexPosition, PaperRepository
+from storage.repositories.searches import SearchRepository
+from storage.repositories.users import ForgetCounts
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,8 @@ class Services:
     privacy: PrivacyService = field(init=False)
     # digests and channel feeds (issue 6)
     digest: DigestService = field(init=False)
+    #: reactions, rating clicks, listings and posted-message notes, stored behind the answers
+    writes: WriteBehind = field(init=False)
     _refreshing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     _snapshot_seq: int = field(init=False, default=-1)  # the seq of the snapshot last saved
 
@@ -64,7 +70,18 @@ class Services:
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
         )
+        self.writes = WriteBehind(
+            outbox_path(self.settings.db_path),
+            feedback=self.feedback,
+            searches=SearchRepository(self.db),
+            messages=self.messages,
+        )
         self._snapshot_seq = self.position.seq  # open_services loaded or saved it
+
+    async def forget_user(self, user_id: int) -> ForgetCounts:
+        """`/paper forget-me`: nothing about the user still waiting to be stored is stored after it."""
+        await self.writes.discard_user(user_id)
+        return await self.privacy.forget(user_id)
 
     @property
     def index_seq(self) -> int:
@@ -178,6 +195,10 @@ async def open_services(settings: Settings, *, load_shipped_corpus: bool = True)
                 log.info("empty database: loaded the shipped corpus (%d papers)", summary.added)
         papers = PaperRepository(db)
         search, position = await build_search_engine(papers, snapshot_path(settings))
-        yield Services(settings=settings, db=db, papers=papers, search=search, position=position)
+        services = Services(settings=settings, db=db, papers=papers, search=search, position=position)
+        try:
+            yield services
+        finally:
+            await services.writes.stop()  # if the bot did not (a failed start)
     finally:
         await db.close()

@@ -149,6 +149,18 @@ class Database:
 
     # ------------------------------------------------------------------ writing
 
+    async def _settled(self, sql: str) -> None:
+        """Run one statement on the write connection to its end, even if the caller is cancelled
+        meanwhile (aiosqlite runs a queued statement anyway): a cancelled caller must know whether
+        its BEGIN, COMMIT or ROLLBACK happened, or a transaction would be left open."""
+        statement = asyncio.ensure_future(self._conn.execute(sql))
+        try:
+            await asyncio.shield(statement)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await statement
+            raise
+
     async def _begin_when_free(self, *, patience: float) -> None:
         """BEGIN IMMEDIATE, retried until the write lock is free (StoreBusyError after `patience`)."""
         loop = asyncio.get_running_loop()
@@ -156,7 +168,11 @@ class Database:
         warned = False
         while True:
             try:
-                await self._conn.execute("BEGIN IMMEDIATE")
+                await self._settled("BEGIN IMMEDIATE")
+            except asyncio.CancelledError:
+                if self._conn.in_transaction:  # it began just as the caller gave up
+                    await self._settled("ROLLBACK")
+                raise
             except sqlite3.OperationalError as error:
                 if not is_busy(error):
                     raise
@@ -173,7 +189,7 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def transaction(self, *, patience: float = WRITE_PATIENCE_S) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on any error).
+        """One write transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on any error or cancellation).
 
         Waits for the write lock up to `patience` seconds (StoreBusyError, nothing written). Keep the
         body short: while it runs, every other writer (this process's and others') waits.
@@ -183,10 +199,11 @@ class Database:
             try:
                 yield self._conn
             except BaseException:
-                await self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # (statements still queued run first: aiosqlite is FIFO)
+                    await self._settled("ROLLBACK")
                 raise
             else:
-                await self._conn.execute("COMMIT")
+                await self._settled("COMMIT")
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one write statement in its own transaction; returns the rows changed."""

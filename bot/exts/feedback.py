@@ -1,7 +1,9 @@
 """👍 👎 🔖 reactions on single-paper messages the bot posted, of any age (raw reaction events).
 
-Exits fast: an emoji that is not a rating, the bot's own reactions and other bots are dropped before
-any database work; then only messages in `posted_messages` count. Nothing is posted in the channel.
+Exits fast: an emoji that is not a rating, the bot's own reactions, other bots and other people's
+messages are dropped before any database work. The rest goes to the outbox (`services.writes`) and is
+stored behind, so a busy store delays a reaction but never loses it; only messages in
+`posted_messages` count. Nothing is posted in the channel.
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ class Feedback(commands.Cog):
     def _ignored(self, payload: discord.RawReactionActionEvent) -> bool:
         if payload.emoji.id is not None or signal_for_emoji(payload.emoji.name or "") is None:
             return True  # a custom emoji or not one of 👍 👎 🔖
-        if self.bot.user is not None and payload.user_id == self.bot.user.id:
+        me = self.bot.user.id if self.bot.user is not None else None
+        if payload.user_id == me:
             return True  # the bot adding its own three reactions
+        if payload.message_author_id is not None and payload.message_author_id != me:
+            return True  # someone else's message (Discord names the author on additions)
         if payload.member is not None and payload.member.bot:
             return True
         user = self.bot.get_user(payload.user_id)
@@ -38,24 +43,22 @@ class Feedback(commands.Cog):
         if self._ignored(payload):
             return
         try:
-            change = await self.bot.services.feedback.react(
+            # Kept in the outbox at once and stored behind: a busy store delays it, never drops it.
+            await self.bot.services.writes.reaction(
                 user_id=payload.user_id,
                 message_id=payload.message_id,
                 emoji=payload.emoji.name or "",
                 guild_id=payload.guild_id,
                 added=added,
+                on_our_message=payload.message_author_id is not None,
             )
         except Exception:
             log.exception(
-                "reaction %s on message %s by user %s (guild=%s) could not be stored",
-                payload.emoji.name,
+                "reaction on message %s by user %s (guild=%s) could not be kept",
                 payload.message_id,
                 payload.user_id,
                 payload.guild_id,
             )
-            return
-        if change is not None and change.paused:
-            log.debug("user %s reacted while learning is paused", payload.user_id)
 
     @commands.Cog.listener()
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:

@@ -15,7 +15,7 @@ from bot.ui.embeds import REACTIONS, paper_embed
 from bot.ui.listing import render_listing
 from bot.ui.views import DYNAMIC_ITEMS
 from storage.models import Paper
-from storage.repositories.searches import SearchRepository
+from storage.repositories.searches import StoredSearch
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -70,7 +70,7 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
     """Answer with one paper and add 👍 👎 🔖, recording the message so reactions map to the paper."""
     await interaction.response.send_message(embed=paper_embed(paper))
     message = await interaction.original_response()
-    await interaction.client.services.messages.record(
+    await interaction.client.services.writes.posted_message(
         message_id=message.id,
         channel_id=message.channel.id,
         guild_id=interaction.guild_id,
@@ -100,18 +100,12 @@ async def search_command(
 ) -> None:
     services = interaction.client.services
     services.search.validate_query(query)
-    stored = await SearchRepository(services.db).save(
-        kind="search",
-        query=query,
-        author=author,
-        venue=venue,
-        year=year,
-        page_size=limit,
-        user_id=interaction.user.id,
-    )
+    # The listing's id is the interaction's, so the answer needs nothing from the store's writer.
+    stored = StoredSearch(interaction.id, "search", query, None, author, venue, year, limit)
     listing = await render_listing(services, stored, 0)
     if listing.total == 0:
         raise QueryError(_no_match_message(query, author, venue, year))
+    await services.writes.listing(stored, user_id=interaction.user.id)
     await interaction.response.send_message(embed=listing.embed, view=listing.view)
 
 
@@ -149,12 +143,11 @@ async def similar_command(
 ) -> None:
     services = interaction.client.services
     found = await resolve_paper(services, paper)
-    stored = await SearchRepository(services.db).save(
-        kind="similar", paper_id=found.id, page_size=limit, user_id=interaction.user.id
-    )
+    stored = StoredSearch(interaction.id, "similar", "", found.id, None, None, None, limit)
     listing = await render_listing(services, stored, 0)
     if listing.total == 0:
         raise QueryError(f"I found no papers like “{found.title}”: its words appear in no other paper.")
+    await services.writes.listing(stored, user_id=interaction.user.id)
     await interaction.response.send_message(embed=listing.embed, view=listing.view)
 
 

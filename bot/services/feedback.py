@@ -12,7 +12,7 @@ Rules (PRODUCT.md journey 6):
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -21,7 +21,7 @@ from bot.errors import NotFoundError, UserFacingError
 from bot.services.snippets import one_line
 from storage.db import Database
 from storage.models import Paper
-from storage.repositories.feedback import FeedbackRepository, Signal, as_signal
+from storage.repositories.feedback import OPPOSITE, FeedbackRepository, Signal, as_signal
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
@@ -137,10 +137,19 @@ class FeedbackService:
             return await self.set(user_id, paper_id, signal, guild_id=guild_id, now=now)
         return await self.unset(user_id, paper_id, signal)
 
-    async def apply_button(self, *, user_id: int, paper_id: int, signal: str, guild_id: int | None) -> str:
-        """A rating button: set the signal, or take it back when the user already gave it.
+    async def plan_button(
+        self,
+        *,
+        user_id: int,
+        paper_id: int,
+        signal: str,
+        pending: Sequence[tuple[bool, Signal]] = (),
+    ) -> ButtonPress:
+        """What a rating button does, from reads only: set the signal, or take it back when the user
+        already gave it, and the one-line confirmation.
 
-        Returns the one-line ephemeral confirmation.
+        `pending`: this user's (added, signal) changes on this paper that were accepted but are not in
+        the store yet, oldest first; they count as done (pressing twice quickly takes it back).
         """
         parsed = parse_signal(signal)
         paper = await self.papers.get(paper_id)
@@ -148,16 +157,45 @@ class FeedbackService:
             raise NotFoundError("That paper is no longer in the library.")
         title = one_line(paper.title, TITLE_IN_NOTE)
         emoji = SIGNAL_EMOJI[parsed]
-        if parsed in await self.feedback.signals_on(user_id, paper_id):
-            await self.unset(user_id, paper_id, parsed)
-            return f"Removed your {emoji} on “{title}”."
-        change = await self.set(user_id, paper_id, parsed, guild_id=guild_id)
-        if change.paused:
-            return (
-                f"Learning is paused, so I did not record your {emoji} on “{title}”. "
-                "Turn it back on with `/paper interests pause`."
+        given = await self.feedback.signals_on(user_id, paper_id)
+        for added, earlier in pending:
+            if added:
+                if earlier in OPPOSITE:
+                    given.discard(OPPOSITE[earlier])  # a like takes a dislike back, and the other way
+                given.add(earlier)
+            else:
+                given.discard(earlier)
+        if parsed in given:
+            return ButtonPress(parsed, added=False, note=f"Removed your {emoji} on “{title}”.")
+        if parsed != "save" and await self.users.learning_paused(user_id):
+            return ButtonPress(
+                parsed,
+                added=None,
+                note=(
+                    f"Learning is paused, so I did not record your {emoji} on “{title}”. "
+                    "Turn it back on with `/paper interests pause`."
+                ),
             )
-        return confirmation(parsed, title)
+        return ButtonPress(parsed, added=True, note=confirmation(parsed, title))
+
+    async def apply_button(self, *, user_id: int, paper_id: int, signal: str, guild_id: int | None) -> str:
+        """A rating button, planned and stored at once; returns the one-line ephemeral confirmation."""
+        press = await self.plan_button(user_id=user_id, paper_id=paper_id, signal=signal)
+        if press.added:
+            await self.set(user_id, paper_id, press.signal, guild_id=guild_id)
+        elif press.added is False:
+            await self.unset(user_id, paper_id, press.signal)
+        return press.note
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """What pressing a rating button does: set the signal (added True), take it back (False), or
+    nothing (None: learning is paused); and what to tell the person."""
+
+    signal: Signal
+    added: bool | None
+    note: str
 
 
 def confirmation(signal: Signal, title: str) -> str:

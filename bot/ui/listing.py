@@ -25,7 +25,7 @@ class Listing:
 
 
 async def render_stored_listing(services: Services, search_id: int, page: int) -> Listing:
-    stored = await SearchRepository(services.db).get(search_id)
+    stored = services.writes.pending_listing(search_id) or await SearchRepository(services.db).get(search_id)
     if stored is None:
         raise NotFoundError("This result list has expired; run the search again.")
     return await render_listing(services, stored, page)

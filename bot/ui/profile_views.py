@@ -154,7 +154,7 @@ class ForgetMeView(discord.ui.View):
     async def confirm(
         self, interaction: discord.Interaction[PaperBot], button: discord.ui.Button[Any]
     ) -> None:
-        counts = await interaction.client.services.privacy.forget(self.user_id)
+        counts = await interaction.client.services.forget_user(self.user_id)
         self._finish()
         await interaction.response.edit_message(
             content=(

@@ -55,14 +55,23 @@ class RateButton(
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         bot: PaperBot = interaction.client
+        services, user_id = bot.services, interaction.user.id
         try:
-            note = await bot.services.feedback.apply_button(
-                user_id=interaction.user.id,
+            press = await services.feedback.plan_button(
+                user_id=user_id,
                 paper_id=self.paper_id,
                 signal=self.signal,
-                guild_id=interaction.guild_id,
+                pending=services.writes.pending_ratings(user_id, self.paper_id),
             )
-            await interaction.response.send_message(note, ephemeral=True)
+            if press.added is not None:  # stored behind the answer: a busy store never delays it
+                await services.writes.rating(
+                    user_id=user_id,
+                    paper_id=self.paper_id,
+                    signal=press.signal,
+                    added=press.added,
+                    guild_id=interaction.guild_id,
+                )
+            await interaction.response.send_message(press.note, ephemeral=True)
         except Exception as error:
             await report_item_error(interaction, error, f"rating button {self.signal}:{self.paper_id}")
 

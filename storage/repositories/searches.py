@@ -34,14 +34,30 @@ class SearchRepository:
         year: int | None = None,
         page_size: int,
         user_id: int | None = None,
+        search_id: int | None = None,
+        created_at: str | None = None,
     ) -> StoredSearch:
+        """Store a listing. With `search_id` (the interaction's id, known before the store has the
+        row) saving again is a no-op; without it the store picks the id."""
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
-                "INSERT INTO searches (kind, query, paper_id, author, venue, year, page_size, user_id,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (kind, query, paper_id, author, venue, year, page_size, user_id, utcnow()),
+                "INSERT OR IGNORE INTO searches (id, kind, query, paper_id, author, venue, year, page_size,"
+                " user_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    search_id,
+                    kind,
+                    query,
+                    paper_id,
+                    author,
+                    venue,
+                    year,
+                    page_size,
+                    user_id,
+                    created_at or utcnow(),
+                ),
             )
-            search_id = cursor.lastrowid
+            if search_id is None:
+                search_id = cursor.lastrowid
         assert search_id is not None
         return StoredSearch(search_id, kind, query, paper_id, author, venue, year, page_size)
 

@@ -4,6 +4,7 @@ the writer (never another task's uncommitted rows, never waiting for the write l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import subprocess
 import sys
@@ -104,6 +105,26 @@ async def test_a_write_gives_up_cleanly_when_the_lock_stays_taken(db: Database) 
         other.close()
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
     await db.execute("INSERT INTO users (id, created_at) VALUES (5, 'now')")  # and the store works on
+
+
+async def test_a_write_cancelled_while_it_waits_for_the_lock_leaves_no_transaction_open(db: Database) -> None:
+    """aiosqlite still runs a statement whose caller was cancelled: the BEGIN that went through just as
+    the caller gave up is rolled back, not left holding the lock for the whole process."""
+    other = sqlite3.connect(db.path, isolation_level=None)
+    try:
+        for delay in (0.0, 0.005, 0.02, 0.05):
+            other.execute("BEGIN IMMEDIATE")
+            waiting = asyncio.create_task(db.execute("INSERT INTO users (id, created_at) VALUES (1, 'now')"))
+            await asyncio.sleep(0.05)
+            other.execute("COMMIT")  # the lock is free: the next BEGIN attempt may succeed ...
+            await asyncio.sleep(delay)
+            waiting.cancel()  # ... just as the caller gives up
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+            await db.execute("DELETE FROM users")  # the store takes writes: no transaction left open
+            assert await asyncio.wait_for(db.fetchval("SELECT COUNT(*) FROM users"), 1) == 0
+    finally:
+        other.close()
 
 
 async def test_a_write_gets_the_lock_between_another_writers_short_transactions(db: Database) -> None:

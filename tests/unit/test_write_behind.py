@@ -1,0 +1,261 @@
+"""Writes stored behind the answers (`bot.services.write_behind`): kept in the outbox at once, stored in
+order once the database is free, never lost to a locked store, a stop or a kill -9; a reaction that
+comes before its message's note waits for it; forget-me drops what is still pending."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.services.feedback import FeedbackService
+from bot.services.privacy import PrivacyService
+from bot.services.write_behind import MESSAGE_GRACE, WriteBehind
+from storage.db import Database
+from storage.models import PaperRecord
+from storage.outbox import Outbox
+from storage.repositories.messages import PostedMessageRepository
+from storage.repositories.papers import PaperRepository
+from storage.repositories.searches import SearchRepository, StoredSearch
+
+REPO = Path(__file__).resolve().parents[2]
+USER, OTHER, GUILD, MESSAGE = 11, 12, 77, 9001
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def papers(db: Database) -> list[int]:
+    records = [
+        PaperRecord(title=f"Paper {n}", abstract=f"Paper {n} studies problem {n} in depth with method {n}.")
+        for n in range(3)
+    ]
+    await PaperRepository(db).upsert_many(records)
+    return [int(row[0]) for row in await db.fetchall("SELECT id FROM papers ORDER BY id")]
+
+
+def _writes(db: Database, path: Path, clock: Clock | None = None) -> WriteBehind:
+    feedback = FeedbackService(db)
+    return WriteBehind(
+        path,
+        feedback=feedback,
+        searches=SearchRepository(db),
+        messages=PostedMessageRepository(db),
+        **({"clock": clock} if clock else {}),
+    )
+
+
+@pytest.fixture
+async def writes(db: Database, tmp_path: Path) -> AsyncIterator[WriteBehind]:
+    behind = _writes(db, tmp_path / "paperbot.db.pending")
+    await behind.start()
+    try:
+        yield behind
+    finally:
+        await behind.stop()
+
+
+@pytest.fixture
+def locked(db: Database) -> Iterator[sqlite3.Connection]:
+    """Another connection holding the database's write lock (as `paperbot ingest` can)."""
+    other = sqlite3.connect(db.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield other
+    finally:
+        if other.in_transaction:
+            other.execute("ROLLBACK")
+        other.close()
+
+
+async def _signals(db: Database) -> set[tuple[int, int, str]]:
+    rows = await db.fetchall("SELECT user_id, paper_id, signal FROM feedback")
+    return {(int(r[0]), int(r[1]), str(r[2])) for r in rows}
+
+
+async def test_writes_accepted_while_the_store_is_locked_are_stored_once_it_is_free(
+    db: Database, papers: list[int], writes: WriteBehind, locked: sqlite3.Connection
+) -> None:
+    listing = StoredSearch(123456789012345678, "search", "graph networks", None, None, None, None, 5)
+    await writes.listing(listing, user_id=USER)
+    await writes.rating(user_id=USER, paper_id=papers[0], signal="save", added=True, guild_id=GUILD)
+    await writes.posted_message(
+        message_id=MESSAGE, channel_id=5, guild_id=GUILD, paper_id=papers[1], recipient_id=None
+    )
+    await writes.reaction(
+        user_id=OTHER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True, on_our_message=True
+    )
+    await asyncio.sleep(0.3)
+    assert writes.pending == 4
+    assert writes.pending_listing(listing.id) == listing  # the page buttons find it meanwhile
+    assert await _signals(db) == set()
+    locked.execute("COMMIT")  # the other writer is done
+    await writes.drained()
+    assert await _signals(db) == {(USER, papers[0], "save"), (OTHER, papers[1], "like")}
+    assert await SearchRepository(db).get(listing.id) == listing
+    assert writes.pending_listing(listing.id) is None
+    outbox = await Outbox.open(writes.path)  # another look at the file: nothing left in it
+    try:
+        assert await outbox.all() == []
+    finally:
+        await outbox.close()
+
+
+async def test_what_a_stop_left_in_the_outbox_is_stored_at_the_next_start(
+    db: Database, papers: list[int], tmp_path: Path, locked: sqlite3.Connection
+) -> None:
+    path = tmp_path / "paperbot.db.pending"
+    first = _writes(db, path)
+    await first.start()
+    await first.rating(user_id=USER, paper_id=papers[2], signal="like", added=True, guild_id=None)
+    await asyncio.sleep(0.2)
+    await first.stop()  # while its write waits for the lock
+    locked.execute("COMMIT")
+    assert await _signals(db) == set()
+    again = _writes(db, path)
+    await again.start()
+    try:
+        await again.drained()
+    finally:
+        await again.stop()
+    assert await _signals(db) == {(USER, papers[2], "like")}
+
+
+CHILD = """
+import asyncio, sys
+from pathlib import Path
+from bot.services.feedback import FeedbackService
+from bot.services.privacy import PrivacyService
+from bot.services.write_behind import WriteBehind
+from storage.db import Database
+from storage.repositories.messages import PostedMessageRepository
+from storage.repositories.searches import SearchRepository
+
+async def main(db_path, outbox, paper_id):
+    db = await Database.open(db_path)
+    writes = WriteBehind(Path(outbox), feedback=FeedbackService(db), searches=SearchRepository(db),
+                         messages=PostedMessageRepository(db))
+    await writes.start()
+    await writes.rating(user_id=11, paper_id=int(paper_id), signal="save", added=True, guild_id=None)
+    print("accepted", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def test_a_write_accepted_just_before_a_kill_9_is_stored_at_the_next_start(
+    db: Database, papers: list[int], tmp_path: Path, locked: sqlite3.Connection
+) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD, "utf-8")
+    path = tmp_path / "paperbot.db.pending"
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), str(db.path), str(path), str(papers[0]),
+        stdout=asyncio.subprocess.PIPE, cwd=REPO,
+    )  # fmt: skip
+    assert child.stdout is not None
+    try:
+        assert (await asyncio.wait_for(child.stdout.readline(), 30)).strip() == b"accepted"
+    finally:
+        child.kill()  # the store was locked: the bot had accepted the click but not stored it
+        await child.wait()
+    locked.execute("COMMIT")
+    assert await _signals(db) == set()
+    again = _writes(db, path)
+    await again.start()
+    try:
+        await again.drained()
+    finally:
+        await again.stop()
+    assert await _signals(db) == {(USER, papers[0], "save")}
+
+
+async def test_a_reaction_that_comes_before_its_messages_note_waits_for_it(
+    db: Database, papers: list[int], writes: WriteBehind
+) -> None:
+    await writes.reaction(
+        user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True, on_our_message=True
+    )
+    await writes.reaction(
+        user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=False, on_our_message=False
+    )  # taken back at once: must not overtake the addition
+    await writes.reaction(
+        user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True, on_our_message=True
+    )
+    await asyncio.sleep(0.2)
+    assert writes.pending == 3
+    await writes.posted_message(
+        message_id=MESSAGE, channel_id=5, guild_id=None, paper_id=papers[1], recipient_id=USER
+    )
+    await writes.drained()
+    assert await _signals(db) == {(USER, papers[1], "like")}
+
+
+async def test_a_reaction_on_a_message_that_never_gets_a_note_is_let_go(
+    db: Database, papers: list[int], tmp_path: Path
+) -> None:
+    clock = Clock()
+    writes = _writes(db, tmp_path / "x.pending", clock)
+    await writes.start()
+    try:
+        await writes.reaction(
+            user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True, on_our_message=True
+        )
+        await writes.reaction(
+            user_id=USER, message_id=MESSAGE + 1, emoji="👍", guild_id=None, added=True, on_our_message=False
+        )  # not one of the bot's messages: nothing to wait for
+        await asyncio.sleep(0.2)
+        assert writes.pending == 1
+        clock.now += MESSAGE_GRACE
+        await writes.drained(timeout=5)
+    finally:
+        await writes.stop()
+    assert await _signals(db) == set()
+
+
+async def test_forget_me_leaves_nothing_of_the_users_pending_writes(
+    db: Database, papers: list[int], writes: WriteBehind, locked: sqlite3.Connection
+) -> None:
+    """As `Services.forget_user` does: what has not started is dropped, and a write already waiting
+    for the lock is stored before the deletion, which then removes it."""
+    await writes.rating(user_id=USER, paper_id=papers[0], signal="like", added=True, guild_id=None)
+    await writes.rating(user_id=OTHER, paper_id=papers[0], signal="like", added=True, guild_id=None)
+    await writes.rating(user_id=USER, paper_id=papers[1], signal="save", added=True, guild_id=None)
+    await asyncio.sleep(0.2)  # the first one is waiting for the lock by now
+    assert await writes.discard_user(USER) == 2
+    forgetting = asyncio.create_task(PrivacyService(db).forget(USER))
+    await asyncio.sleep(0.1)
+    locked.execute("COMMIT")
+    await forgetting
+    await writes.drained()
+    assert await _signals(db) == {(OTHER, papers[0], "like")}
+
+
+async def test_pressing_a_rating_button_twice_before_the_store_has_the_first_takes_it_back(
+    db: Database, papers: list[int], writes: WriteBehind, locked: sqlite3.Connection
+) -> None:
+    feedback = FeedbackService(db)
+    notes = []
+    for _ in range(2):
+        press = await feedback.plan_button(
+            user_id=USER, paper_id=papers[0], signal="like", pending=writes.pending_ratings(USER, papers[0])
+        )
+        assert press.added is not None
+        await writes.rating(user_id=USER, paper_id=papers[0], signal="like", added=press.added, guild_id=None)
+        notes.append(press.note)
+    assert notes[0].startswith("👍 Noted")
+    assert notes[1].startswith("Removed your 👍")
+    locked.execute("COMMIT")
+    await writes.drained()
+    assert await _signals(db) == set()
