@@ -1,6 +1,7 @@
 """`paperbot ingest` of several files in another process beside the running bot, while people search,
-click and react through the local Discord: every interaction is answered within Discord's 3 s, every
-reaction and click is stored, and every ingested paper is searchable within 60 s of the ingest's end."""
+click, react and follow topics through the local Discord: every interaction is answered within
+Discord's 3 s, every reaction, click and command is stored, and every ingested paper is searchable
+within 60 s of the ingest's end."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from shared_data import shared_path
 
 from bot.sandbox import InteractionResult
+from bot.services.profile import MAX_TOPICS
 
 if TYPE_CHECKING:
     from conftest import E2E
@@ -87,6 +89,7 @@ class People:
     firsts: list[float] = field(default_factory=list)
     reactions: set[tuple[str, int]] = field(default_factory=set)  # (who, paper id) rated 👍
     saves: set[tuple[str, int]] = field(default_factory=set)  # (who, paper id) saved by button
+    topics: list[str] = field(default_factory=list)  # erin's, each added by a command
 
     def answered(self, result: InteractionResult) -> InteractionResult:
         record = result.record
@@ -127,9 +130,20 @@ async def _show_and_react(e2e: E2E, people: People, running: asyncio.Event, pape
         await asyncio.sleep(0.1)
 
 
+async def _follow_topics(e2e: E2E, people: People, running: asyncio.Event) -> None:
+    """A command that writes before it answers (the store's lock is free between the ingest's batches)."""
+    while running.is_set() and len(people.topics) < MAX_TOPICS:
+        topic = f"{WORDS[len(people.topics) % len(WORDS)]} topic {len(people.topics)}"
+        added = people.answered(await e2e.server.run_command("erin", "paper interests add", topic=topic))
+        assert "Added" in added.text
+        people.topics.append(topic)
+        await asyncio.sleep(0.2)
+
+
 async def _ingest_beside_the_bot(e2e: E2E, paths: list[Path]) -> None:
     server = e2e.server
     server.add_user("dave", manage_guild=False, dms_open=True)
+    server.add_user("erin", manage_guild=False, dms_open=True)
     probes = [_last_title(path) for path in paths]
     papers = [int(r[0]) for r in await e2e.db.fetchall("SELECT id FROM papers ORDER BY id LIMIT 200")]
     people = People()
@@ -144,6 +158,7 @@ async def _ingest_beside_the_bot(e2e: E2E, paths: list[Path]) -> None:
     busy = [
         asyncio.create_task(_search_and_save(e2e, people, running)),
         asyncio.create_task(_show_and_react(e2e, people, running, papers)),
+        asyncio.create_task(_follow_topics(e2e, people, running)),
     ]
     try:
         output, _ = await asyncio.wait_for(child.communicate(), 240)
@@ -179,8 +194,12 @@ async def _ingest_beside_the_bot(e2e: E2E, paths: list[Path]) -> None:
     }
     assert {(ids[who], pid, "like") for who, pid in people.reactions} <= stored, "every reaction"
     assert {(ids[who], pid, "save") for who, pid in people.saves} <= stored, "every click"
+    erin = server.user("erin").id
+    topics = await e2e.db.fetchall("SELECT topic FROM user_topics WHERE user_id = ?", (erin,))
+    assert sorted(str(r[0]) for r in topics) == sorted(people.topics), "every command"
     assert people.reactions
     assert people.saves
+    assert people.topics
 
 
 async def test_a_multi_file_ingest_beside_the_bot_while_people_use_it(e2e: E2E, tmp_path: Path) -> None:
