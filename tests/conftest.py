@@ -1,4 +1,4 @@
-"""Fixtures shared by every test: a fresh migrated database, closed after the test."""
+"""Fixtures shared by every test: a fresh migrated database, and a running sandbox Discord server."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.sandbox import SandboxServer
 from storage.db import Database
 
 
@@ -17,3 +18,10 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
         yield database
     finally:
         await database.close()
+
+
+@pytest.fixture
+async def sandbox() -> AsyncIterator[SandboxServer]:
+    """A running SandboxServer with a fresh world (see tests/README.md, "The sandbox")."""
+    async with SandboxServer() as server:
+        yield server

@@ -1,6 +1,6 @@
 """Run a discord.py client against a SandboxServer in-process, and notice when it breaks.
 
-Used by the end-to-end fixtures (tests/e2e/conftest.py) and by `paperbot sandbox`. The client runs
+Used by the end-to-end fixtures (tests/e2e/paperbot_e2e.py) and by `paperbot sandbox`. The client runs
 as `asyncio.create_task(client.start(token))` — never `client.run()` — so the test's event loop
 drives both the server and the bot.
 """

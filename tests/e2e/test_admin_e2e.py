@@ -23,7 +23,7 @@ from shared_data import shared_path
 from bot.sandbox import ClientRefused, SandboxServer
 
 if TYPE_CHECKING:
-    from conftest import E2E
+    from paperbot_e2e import E2E
 
 StartBot = Callable[..., contextlib.AbstractAsyncContextManager["E2E"]]
 OPERATORS_ONLY = "Only paperbot's operators can load papers from Discord"

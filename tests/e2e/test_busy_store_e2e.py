@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import E2E
+    from paperbot_e2e import E2E
 
 HELD = 6.0  # seconds: past SQLite's busy timeout, so a write that waited for it would fail
 

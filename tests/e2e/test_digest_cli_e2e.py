@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conftest import E2E
+    from paperbot_e2e import E2E
 
 
 async def run_cli(e2e: E2E, cwd: Path, *argv: str) -> tuple[int, str, str]:

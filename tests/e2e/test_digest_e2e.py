@@ -20,7 +20,7 @@ from bot.services.digest import subscription_schedule
 from bot.services.schedule import make_schedule, next_delivery
 
 if TYPE_CHECKING:
-    from conftest import E2E
+    from paperbot_e2e import E2E
 
     from bot.sandbox.state import SandboxMessage
 

@@ -22,7 +22,7 @@ from bot.sandbox import InteractionResult
 from bot.services.profile import MAX_TOPICS
 
 if TYPE_CHECKING:
-    from conftest import E2E
+    from paperbot_e2e import E2E
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE = 3.0  # Discord's first-response deadline

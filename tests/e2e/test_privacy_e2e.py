@@ -16,7 +16,7 @@ from bot.services.privacy import BACKUP_RETENTION_DAYS
 from storage.db import Database
 
 if TYPE_CHECKING:
-    from conftest import E2E
+    from paperbot_e2e import E2E
 
 StartBot = Callable[..., contextlib.AbstractAsyncContextManager["E2E"]]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from answers import answer_text
 
 if TYPE_CHECKING:
-    from conftest import E2E
+    from paperbot_e2e import E2E
 
 
 async def _post_paper(e2e: E2E, user: str, query: str) -> tuple[int, object]:

@@ -18,7 +18,7 @@ from bot.services.ingest.runner import ingest_bytes
 from storage.db import Database
 
 if TYPE_CHECKING:
-    from conftest import E2E
+    from paperbot_e2e import E2E
 
 
 def _numbered_ids(result: object) -> list[int]:
