@@ -20,9 +20,11 @@ GENERIC_FAILURE = "Something went wrong on my side; it has been logged. Please t
 
 def friendly_message(error: Exception) -> str | None:
     """The line to show for an error the user can act on, or None for an unexpected one."""
-    original = getattr(error, "original", None) or error.__cause__ or error
-    if isinstance(original, UserFacingError):
-        return str(original)
+    # discord.py wraps a command's own exception (``.original``); a user-facing error may also have
+    # been raised from another one (its ``__cause__`` is then not what the user should read)
+    for candidate in (getattr(error, "original", None), error, error.__cause__):
+        if isinstance(candidate, UserFacingError):
+            return str(candidate)
     if isinstance(error, app_commands.MissingPermissions):
         return "You need the Manage Server permission for this command."
     if isinstance(error, app_commands.NoPrivateMessage):
