@@ -1,0 +1,128 @@
+"""`bot/ui/embeds.py`: every embed paperbot builds fits Discord's limits, however long the paper.
+
+Checked twice: against the documented limits one by one, and by the sandbox's own validator of a
+Create Message body (`bot.sandbox.limits`, the rules the local Discord refuses a message by).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import discord
+import pytest
+
+from bot.sandbox import limits
+from bot.ui.embeds import ListedPaper, paper_embed, results_embed
+from storage.models import Paper
+
+LONG_WORDS = " ".join(["quantization"] * 2000)  # 25,999 characters, no sentence end
+
+
+def _paper(paper_id: int = 1, *, long: bool = False, **fields: Any) -> Paper:
+    values: dict[str, Any] = {
+        "id": paper_id,
+        "title": "KV cache quantization",
+        "title_derived": False,
+        "abstract": "We quantize the KV cache.",
+        "authors": ("A. Author", "B. Author"),
+        "venue": "ICML 2024",
+        "year": 2024,
+        "status": None,
+        "url": None,
+        "pdf_url": None,
+        "code_url": None,
+        "arxiv_id": "2401.01234",
+        "openreview_id": None,
+        "doi": None,
+        "external_id": None,
+        "source": None,
+        "published": None,
+        "added_at": "2024-01-01T00:00:00+00:00",
+    }
+    if long:
+        values |= {
+            "title": LONG_WORDS[:900],
+            "title_derived": True,
+            "abstract": LONG_WORDS,
+            "authors": tuple(f"Author Number {n} With A Long Name" for n in range(300)),
+            "venue": "The International Conference on " + LONG_WORDS[:1500],
+            "status": "Oral " + LONG_WORDS[:600],
+            "url": "https://example.org/" + "a" * 600,
+            "pdf_url": "https://example.org/pdf/" + "b" * 600,
+            "code_url": "https://github.com/" + "c" * 600,
+            "openreview_id": "x" * 200,
+            "doi": "10.1000/" + "d" * 300,
+        }
+    return Paper(**(values | fields))
+
+
+def _problems(embeds: list[discord.Embed]) -> str:
+    """What the sandbox (Discord's rules) refuses in a message carrying these embeds; "" when fine."""
+    return limits.validate_message({"embeds": [embed.to_dict() for embed in embeds]}).describe()
+
+
+def _within_documented_limits(embed: discord.Embed) -> None:
+    assert len(embed.title or "") <= 256
+    assert len(embed.description or "") <= 4096
+    assert len(embed.fields) <= 25
+    for embed_field in embed.fields:
+        assert 0 < len(embed_field.name or "") <= 256
+        assert 0 < len(embed_field.value or "") <= 1024
+    assert len(embed.footer.text or "") <= 2048
+    assert len(embed) <= 6000, "title, description, fields, footer and author together"
+
+
+@pytest.mark.parametrize("reason", [None, "You liked " + LONG_WORDS[:5000]])
+def test_a_paper_with_every_field_far_too_long_still_fits(reason: str | None) -> None:
+    embed = paper_embed(_paper(long=True), reason=reason)
+    _within_documented_limits(embed)
+    assert _problems([embed]) == ""
+    assert (embed.title or "").endswith("…"), "a cut title says it was cut"
+
+
+def test_a_long_paper_keeps_its_links_and_footer() -> None:
+    embed = paper_embed(_paper(long=True))
+    names = [embed_field.name for embed_field in embed.fields]
+    assert names == ["Authors", "Venue", "Links"]
+    assert embed.footer.text == "paper #1 · react 👍 👎 🔖 to rate or save"
+    assert "et al. (300 authors)" in (embed.fields[0].value or "")
+
+
+def test_a_paper_without_abstract_or_links_is_still_a_valid_embed() -> None:
+    bare = _paper(abstract="", authors=(), venue=None, year=None, arxiv_id=None)
+    embed = paper_embed(bare)
+    assert embed.description == "*No abstract.*"
+    assert [embed_field.name for embed_field in embed.fields] == ["Authors", "Venue"]
+    assert _problems([embed]) == ""
+
+
+@pytest.mark.parametrize("count", [1, 5, 10])
+def test_a_result_list_of_long_papers_is_shortened_until_it_fits(count: int) -> None:
+    """The longest heading and footer a listing makes (a 150-character query, 100-character filters)."""
+    entries = [
+        ListedPaper(_paper(n, long=True), snippet=LONG_WORDS[:3000], matched=("quantization",) * 50)
+        for n in range(1, count + 1)
+    ]
+    filters = f"author: {'a' * 100}, venue: {'v' * 100}, year: 2024"
+    embed = results_embed(
+        f"Results for “{LONG_WORDS[:150]}”",
+        entries,
+        first_number=1,
+        footer=f"page 1 of 999 · 9999 matches · {filters} · buttons: rate or save a paper",
+    )
+    _within_documented_limits(embed)
+    assert _problems([embed]) == ""
+    assert embed.description is not None
+    assert "**1. " in embed.description
+
+
+def test_a_result_list_of_short_papers_is_not_shortened() -> None:
+    entries = [
+        ListedPaper(_paper(n), snippet="We **quantize** the KV cache.", matched=("quantize",)) for n in (1, 2)
+    ]
+    embed = results_embed("Results for “kv cache”", entries, first_number=6, footer="page 2 of 2")
+    assert embed.description is not None
+    assert embed.description.count("> We **quantize** the KV cache.") == 2
+    assert "**6. [KV cache quantization](https://arxiv.org/abs/2401.01234)**" in embed.description
+    assert "**7. " in embed.description
+    assert "matched: quantize" in embed.description
