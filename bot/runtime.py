@@ -18,6 +18,7 @@ from bot.services.privacy import PrivacyService
 from bot.services.profile import ProfileService
 from bot.services.recommender import Recommender
 from bot.services.search import TITLE_WEIGHT, SearchEngine
+from bot.services.search_service import SearchService
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from storage.db import Database
@@ -55,6 +56,8 @@ class Services:
     digest: DigestService = field(init=False)
     #: reactions, rating clicks, listings and posted-message notes, stored behind the answers
     writes: WriteBehind = field(init=False)
+    #: /paper search, show and similar: listings, their pages, paper references
+    search_service: SearchService = field(init=False)
     _refreshing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     _snapshot_seq: int = field(init=False, default=-1)  # the seq of the snapshot last saved
 
@@ -70,12 +73,14 @@ class Services:
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
         )
+        searches = SearchRepository(self.db)
         self.writes = WriteBehind(
             outbox_path(self.settings.db_path),
             feedback=self.feedback,
-            searches=SearchRepository(self.db),
+            searches=searches,
             messages=self.messages,
         )
+        self.search_service = SearchService(self.search, self.papers, searches, self.writes)
         self._snapshot_seq = self.position.seq  # open_services loaded or saved it
 
     async def forget_user(self, user_id: int) -> ForgetCounts:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+#: A person's rating of a paper: 👍, 👎 or 🔖 (like and dislike exclude each other; save is apart).
+Signal = Literal["like", "dislike", "save"]
 
 
 @dataclass(slots=True)

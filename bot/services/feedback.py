@@ -20,8 +20,8 @@ from typing import Final
 from bot.errors import NotFoundError, UserFacingError
 from bot.services.snippets import one_line
 from storage.db import Database
-from storage.models import Paper
-from storage.repositories.feedback import OPPOSITE, FeedbackRepository, Signal, as_signal
+from storage.models import Paper, Signal
+from storage.repositories.feedback import OPPOSITE, FeedbackRepository, as_signal
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository

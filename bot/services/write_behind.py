@@ -28,8 +28,9 @@ from typing import Any, Final
 
 from bot.services.feedback import FeedbackService
 from storage.db import is_busy, utcnow
+from storage.models import Signal
 from storage.outbox import Outbox, PendingWrite
-from storage.repositories.feedback import Signal, as_signal
+from storage.repositories.feedback import as_signal
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository, StoredSearch
 

@@ -1,20 +1,24 @@
-"""A page of search or similar-papers results: one embed plus rating and paging buttons."""
+"""A page of search or similar-papers results: one embed plus rating and paging buttons.
+
+Renders what `bot.services.search_service` returned; the paging button asks that service for the
+page it moves to and edits the message in place.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.errors import NotFoundError
+from bot.services.search_service import ListingPage
 from bot.ui.embeds import ListedPaper, results_embed
 from bot.ui.format import trim
-from bot.ui.views import PageButton, add_rating_buttons
-from storage.repositories.searches import SearchRepository, StoredSearch
+from bot.ui.views import add_rating_buttons, report_item_error
 
 if TYPE_CHECKING:
-    from bot.runtime import Services
+    from bot.app import PaperBot
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,65 +28,82 @@ class Listing:
     total: int
 
 
-async def render_stored_listing(services: Services, search_id: int, page: int) -> Listing:
-    stored = services.writes.pending_listing(search_id) or await SearchRepository(services.db).get(search_id)
-    if stored is None:
-        raise NotFoundError("This result list has expired; run the search again.")
-    return await render_listing(services, stored, page)
-
-
-async def render_listing(services: Services, stored: StoredSearch, page: int) -> Listing:
-    """Run the stored search for `page` (0-based) and render it."""
-    offset = page * stored.page_size
-    if stored.kind == "similar":
-        assert stored.paper_id is not None
-        results = services.search.similar(stored.paper_id, limit=stored.page_size, offset=offset)
-        source = await services.papers.get(stored.paper_id)
-        heading = f"Papers like “{trim(source.title, 150) if source else stored.paper_id}”"
+def render_listing(page: ListingPage) -> Listing:
+    """The message for one page: numbered papers, 👍 👎 🔖 per paper, ◀ ▶ when there is more than one page."""
+    listing = page.listing
+    if listing.kind == "similar":
+        heading = f"Papers like “{trim(page.source_title, 150) if page.source_title else listing.paper_id}”"
     else:
-        results = services.search.search(
-            stored.query,
-            limit=stored.page_size,
-            offset=offset,
-            author=stored.author,
-            venue=stored.venue,
-            year=stored.year,
-        )
-        heading = f"Results for “{trim(stored.query, 150)}”"
-    papers = await services.papers.get_many([hit.paper_id for hit in results.hits])
-    entries = [
-        ListedPaper(
-            paper=papers[hit.paper_id],
-            snippet=services.search.snippet(papers[hit.paper_id].abstract, results.terms),
-            matched=hit.matched_terms,
-        )
-        for hit in results.hits
-        if hit.paper_id in papers
-    ]
-    pages = max(1, -(-results.total // stored.page_size))
-    filters = _describe_filters(stored)
-    footer = f"page {page + 1} of {pages} · {results.total} matches{filters} · buttons: rate or save a paper"
-    embed = results_embed(heading, entries, first_number=offset + 1, footer=footer)
+        heading = f"Results for “{trim(listing.query, 150)}”"
+    entries = [ListedPaper(paper=hit.paper, snippet=hit.snippet, matched=hit.matched) for hit in page.hits]
+    number, pages = page.page, page.pages
+    footer = (
+        f"page {number + 1} of {pages} · {page.total} matches{_describe_filters(page)} · "
+        "buttons: rate or save a paper"
+    )
+    embed = results_embed(heading, entries, first_number=page.offset + 1, footer=footer)
     view = discord.ui.View(timeout=None)
-    add_rating_buttons(view, [entry.paper.id for entry in entries], first_number=offset + 1)
+    add_rating_buttons(view, [entry.paper.id for entry in entries], first_number=page.offset + 1)
     if pages > 1:
         view.add_item(
-            PageButton(stored.id, max(page - 1, 0), label="◀ Previous", tag="p", disabled=page == 0)
+            PageButton(listing.id, max(number - 1, 0), label="◀ Previous", tag="p", disabled=number == 0)
         )
         view.add_item(
             PageButton(
-                stored.id, min(page + 1, pages - 1), label="Next ▶", tag="n", disabled=page + 1 >= pages
+                listing.id, min(number + 1, pages - 1), label="Next ▶", tag="n", disabled=number + 1 >= pages
             )
         )
-    return Listing(embed=embed, view=view, total=results.total)
+    return Listing(embed=embed, view=view, total=page.total)
 
 
-def _describe_filters(stored: StoredSearch) -> str:
+def _describe_filters(page: ListingPage) -> str:
+    listing = page.listing
     parts = []
-    if stored.author:
-        parts.append(f"author: {stored.author}")
-    if stored.venue:
-        parts.append(f"venue: {stored.venue}")
-    if stored.year:
-        parts.append(f"year: {stored.year}")
+    if listing.author:
+        parts.append(f"author: {listing.author}")
+    if listing.venue:
+        parts.append(f"venue: {listing.venue}")
+    if listing.year:
+        parts.append(f"year: {listing.year}")
     return f" · {', '.join(parts)}" if parts else ""
+
+
+class PageButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"pb:page:(?P<search>\d+):(?P<page>\d+)(?::(?P<tag>[a-z]))?",
+):
+    """Moves a stored search listing to another page by editing the message in place."""
+
+    def __init__(self, search_id: int, page: int, *, label: str, tag: str, disabled: bool = False) -> None:
+        self.search_id = search_id
+        self.page = page
+        # the tag keeps "previous" and "next" distinct when both point to the same page
+        super().__init__(
+            discord.ui.Button(
+                style=discord.ButtonStyle.primary,
+                label=label,
+                custom_id=f"pb:page:{search_id}:{page}:{tag}",
+                disabled=disabled,
+                row=4,
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> PageButton:
+        return cls(
+            int(match["search"]),
+            int(match["page"]),
+            label=getattr(item, "label", None) or "",
+            tag=match["tag"] or "n",
+        )
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        bot: PaperBot = interaction.client
+        try:
+            page = await bot.services.search_service.page(self.search_id, self.page)
+            listing = render_listing(page)
+            await interaction.response.edit_message(embed=listing.embed, view=listing.view)
+        except Exception as error:
+            await report_item_error(interaction, error, f"page button {self.search_id}:{self.page}")

@@ -1,4 +1,5 @@
-"""Buttons whose custom_id carries their state, so they keep working after a restart."""
+"""Rating buttons whose custom_id carries their state, so they keep working after a restart (the paging
+button of a result list is in `bot.ui.listing`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import discord
 
 from bot.services.feedback import SIGNAL_EMOJI, parse_signal
 from bot.tree import report_error
-from storage.repositories.feedback import Signal
+from storage.models import Signal
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -76,48 +77,6 @@ class RateButton(
             await report_item_error(interaction, error, f"rating button {self.signal}:{self.paper_id}")
 
 
-class PageButton(
-    discord.ui.DynamicItem[discord.ui.Button[Any]],
-    template=r"pb:page:(?P<search>\d+):(?P<page>\d+)(?::(?P<tag>[a-z]))?",
-):
-    """Moves a stored search listing to another page by editing the message in place."""
-
-    def __init__(self, search_id: int, page: int, *, label: str, tag: str, disabled: bool = False) -> None:
-        self.search_id = search_id
-        self.page = page
-        # the tag keeps "previous" and "next" distinct when both point to the same page
-        super().__init__(
-            discord.ui.Button(
-                style=discord.ButtonStyle.primary,
-                label=label,
-                custom_id=f"pb:page:{search_id}:{page}:{tag}",
-                disabled=disabled,
-                row=4,
-            )
-        )
-
-    @classmethod
-    async def from_custom_id(
-        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
-    ) -> PageButton:
-        return cls(
-            int(match["search"]),
-            int(match["page"]),
-            label=getattr(item, "label", None) or "",
-            tag=match["tag"] or "n",
-        )
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        from bot.ui.listing import render_stored_listing
-
-        bot: PaperBot = interaction.client
-        try:
-            listing = await render_stored_listing(bot.services, self.search_id, self.page)
-            await interaction.response.edit_message(embed=listing.embed, view=listing.view)
-        except Exception as error:
-            await report_item_error(interaction, error, f"page button {self.search_id}:{self.page}")
-
-
 def add_rating_buttons(view: discord.ui.View, paper_ids: Sequence[int], *, first_number: int) -> None:
     """Numbered buttons, a column per listed paper: a 👍 row, a 👎 row and a 🔖 row for up to five
     papers; beyond five, two 👍 rows and two 🔖 rows (Discord allows 25 buttons)."""
@@ -131,6 +90,3 @@ def add_rating_buttons(view: discord.ui.View, paper_ids: Sequence[int], *, first
     for row, (signal, chunk) in enumerate(layout):
         for number, paper_id in chunk:
             view.add_item(RateButton(signal, paper_id, label=str(number), row=row))
-
-
-DYNAMIC_ITEMS: tuple[type[discord.ui.DynamicItem[Any]], ...] = (RateButton, PageButton)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 from storage.db import Database, utcnow
+from storage.models import Signal as Signal  # defined with the records; importable from here too
 from storage.repositories.users import ensure_user
 
-Signal = Literal["like", "dislike", "save"]
 SIGNALS: Final[tuple[Signal, ...]] = ("like", "dislike", "save")
 OPPOSITE: Final[dict[str, Signal]] = {"like": "dislike", "dislike": "like"}
 

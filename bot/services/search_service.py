@@ -1,0 +1,172 @@
+"""What `/paper search`, `/paper show` and `/paper similar` ask for: listings, their pages, paper references.
+
+A listing is a search (query and filters) or the papers like one paper, with its page size. It is run
+and checked before the answer, and stored behind it (`WriteBehind.listing`, keyed by the
+interaction's id), so its paging buttons work for as long as searches are kept. A page is the
+papers of one stretch of it, each with its snippet and the words it matched; the Discord layer only
+renders what it gets (`bot.ui.listing`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.errors import NotFoundError, QueryError
+from bot.services.search import SearchEngine
+from bot.services.write_behind import WriteBehind
+from storage.models import Paper
+from storage.repositories.papers import PaperRepository
+from storage.repositories.searches import SearchRepository, StoredSearch
+
+#: The longest a paper reference is quoted back in "I don't know a paper matching …".
+_SHOWN_REFERENCE = 80
+
+
+@dataclass(frozen=True, slots=True)
+class ListedHit:
+    """One paper of a page: its snippet (markdown, the query's terms in bold) and the words it matched."""
+
+    paper: Paper
+    snippet: str
+    matched: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListingPage:
+    """One page (0-based) of a listing, with how many papers the whole listing has."""
+
+    listing: StoredSearch
+    page: int
+    total: int
+    hits: tuple[ListedHit, ...]
+    #: for papers like one paper: that paper's title (None when it is no longer stored)
+    source_title: str | None = None
+
+    @property
+    def offset(self) -> int:
+        """How many papers come before this page (its first paper is number ``offset + 1``)."""
+        return self.page * self.listing.page_size
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.listing.page_size))
+
+
+class SearchService:
+    def __init__(
+        self,
+        engine: SearchEngine,
+        papers: PaperRepository,
+        searches: SearchRepository,
+        writes: WriteBehind,
+    ) -> None:
+        self.engine = engine
+        self.papers = papers
+        self.searches = searches
+        self.writes = writes
+
+    def autocomplete(self, text: str, *, limit: int = 25) -> list[tuple[int, str]]:
+        """(paper id, title) for what someone has typed so far (an id, an external id or title words)."""
+        return self.engine.autocomplete(text, limit=limit)
+
+    async def resolve_paper(self, text: str) -> Paper:
+        """The paper an option names: an autocomplete choice (id), an arXiv/OpenReview id, a DOI or a title."""
+        text = text.strip()
+        if not text:
+            raise NotFoundError("Name a paper: start typing its title and pick one from the list.")
+        paper: Paper | None = None
+        if text.isdigit():
+            paper = await self.papers.get(int(text))
+        if paper is None:
+            paper = await self.papers.find_by_external(text)
+        if paper is None:
+            matches = self.engine.autocomplete(text, limit=2)
+            if len(matches) == 1 or (matches and matches[0][1].casefold() == text.casefold()):
+                paper = await self.papers.get(matches[0][0])
+        if paper is None:
+            shown = text if len(text) <= _SHOWN_REFERENCE else text[: _SHOWN_REFERENCE - 1] + "…"
+            raise NotFoundError(
+                f"I don't know a paper matching “{shown}”. Start typing a title and pick one from the list, "
+                "or give an arXiv id, OpenReview id or DOI."
+            )
+        return paper
+
+    async def search(
+        self,
+        listing_id: int,
+        *,
+        user_id: int,
+        query: str,
+        author: str | None = None,
+        venue: str | None = None,
+        year: int | None = None,
+        page_size: int,
+    ) -> ListingPage:
+        """The first page of a search, stored as listing ``listing_id`` (QueryError when nothing matches)."""
+        self.engine.validate_query(query)
+        listing = StoredSearch(listing_id, "search", query, None, author, venue, year, page_size)
+        first = await self._page(listing, 0)
+        if first.total == 0:
+            raise QueryError(_no_match_message(query, author, venue, year))
+        await self.writes.listing(listing, user_id=user_id)
+        return first
+
+    async def similar(self, listing_id: int, *, user_id: int, paper: str, page_size: int) -> ListingPage:
+        """The first page of the papers most like the one ``paper`` names, stored as listing ``listing_id``."""
+        found = await self.resolve_paper(paper)
+        listing = StoredSearch(listing_id, "similar", "", found.id, None, None, None, page_size)
+        first = await self._page(listing, 0)
+        if first.total == 0:
+            raise QueryError(f"I found no papers like “{found.title}”: its words appear in no other paper.")
+        await self.writes.listing(listing, user_id=user_id)
+        return first
+
+    async def page(self, listing_id: int, page: int) -> ListingPage:
+        """Another page of a stored listing (NotFoundError once it expired)."""
+        listing = self.writes.pending_listing(listing_id) or await self.searches.get(listing_id)
+        if listing is None:
+            raise NotFoundError("This result list has expired; run the search again.")
+        return await self._page(listing, page)
+
+    async def _page(self, listing: StoredSearch, page: int) -> ListingPage:
+        offset = page * listing.page_size
+        source_title: str | None = None
+        if listing.kind == "similar":
+            assert listing.paper_id is not None
+            results = self.engine.similar(listing.paper_id, limit=listing.page_size, offset=offset)
+            source = await self.papers.get(listing.paper_id)
+            source_title = source.title if source else None
+        else:
+            results = self.engine.search(
+                listing.query,
+                limit=listing.page_size,
+                offset=offset,
+                author=listing.author,
+                venue=listing.venue,
+                year=listing.year,
+            )
+        papers = await self.papers.get_many([hit.paper_id for hit in results.hits])
+        hits = tuple(
+            ListedHit(
+                paper=papers[hit.paper_id],
+                snippet=self.engine.snippet(papers[hit.paper_id].abstract, results.terms),
+                matched=hit.matched_terms,
+            )
+            for hit in results.hits
+            if hit.paper_id in papers
+        )
+        return ListingPage(listing, page, results.total, hits, source_title)
+
+
+def _no_match_message(query: str, author: str | None, venue: str | None, year: int | None) -> str:
+    filters = [
+        f"author “{author}”" if author else "",
+        f"venue “{venue}”" if venue else "",
+        f"year {year}" if year else "",
+    ]
+    active = [part for part in filters if part]
+    if active:
+        return (
+            f"No papers match “{query}” with {', '.join(active)}. Try without a filter or with other words."
+        )
+    return f"No papers match “{query}”. Try other or fewer words."

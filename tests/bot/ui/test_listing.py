@@ -1,0 +1,125 @@
+"""`bot/ui/listing.py`: a page the search service returned, as the message people see and click.
+
+Fast: no gateway and no database; the message is checked against the sandbox's validator too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.sandbox import limits
+from bot.services.search_service import ListedHit, ListingPage
+from bot.ui.listing import Listing, render_listing
+from storage.models import Paper
+from storage.repositories.searches import StoredSearch
+
+
+def _paper(paper_id: int) -> Paper:
+    return Paper(
+        id=paper_id,
+        title=f"Paper number {paper_id}",
+        title_derived=False,
+        abstract="An abstract.",
+        authors=("A. Author",),
+        venue="ICML 2024",
+        year=2024,
+        status=None,
+        url=f"https://example.org/{paper_id}",
+        pdf_url=None,
+        code_url=None,
+        arxiv_id=None,
+        openreview_id=None,
+        doi=None,
+        external_id=None,
+        source=None,
+        published=None,
+        added_at="2024-01-01T00:00:00+00:00",
+    )
+
+
+def _page(
+    *,
+    page: int,
+    total: int,
+    page_size: int = 5,
+    kind: str = "search",
+    author: str | None = None,
+    year: int | None = None,
+    source_title: str | None = None,
+) -> ListingPage:
+    listing = StoredSearch(
+        777, kind, "kv cache" if kind == "search" else "", 9, author, None, year, page_size
+    )
+    first = page * page_size
+    hits = tuple(
+        ListedHit(_paper(n), snippet="the **kv cache**", matched=("kv", "cache"))
+        for n in range(first + 1, min(total, first + page_size) + 1)
+    )
+    return ListingPage(listing, page, total, hits, source_title)
+
+
+def _buttons(rendered: Listing) -> list[dict[str, Any]]:
+    """The buttons as Discord receives them, row by row."""
+    return [button for row in rendered.view.to_components() for button in row["components"]]
+
+
+def _labels(rendered: Listing) -> list[str | None]:
+    return [button.get("label") for button in _buttons(rendered)]
+
+
+def _valid(rendered: Listing) -> str:
+    body = {"embeds": [rendered.embed.to_dict()], "components": rendered.view.to_components()}
+    return limits.validate_message(body).describe()
+
+
+def test_the_first_of_three_pages() -> None:
+    rendered = render_listing(_page(page=0, total=12, author="Lovelace", year=2024))
+    assert rendered.total == 12
+    assert rendered.embed.title == "Results for “kv cache”"
+    assert rendered.embed.footer.text == (
+        "page 1 of 3 · 12 matches · author: Lovelace, year: 2024 · buttons: rate or save a paper"
+    )
+    assert (rendered.embed.description or "").startswith("**1. [Paper number 1](https://example.org/1)**")
+    assert _labels(rendered) == ["1", "2", "3", "4", "5"] * 3 + ["◀ Previous", "Next ▶"]
+    previous, following = _buttons(rendered)[-2:]
+    assert previous.get("disabled") is True
+    assert not following.get("disabled")
+    assert following["custom_id"] == "pb:page:777:1:n"
+    assert [button["custom_id"] for button in _buttons(rendered)[:2]] == ["pb:like:1", "pb:like:2"]
+    assert _valid(rendered) == ""
+
+
+def test_the_last_page_numbers_on_and_cannot_go_further() -> None:
+    rendered = render_listing(_page(page=2, total=12))
+    assert rendered.embed.footer.text == "page 3 of 3 · 12 matches · buttons: rate or save a paper"
+    assert (rendered.embed.description or "").startswith("**11. ")
+    assert _labels(rendered) == ["11", "12"] * 3 + ["◀ Previous", "Next ▶"]
+    previous, following = _buttons(rendered)[-2:]
+    assert previous["custom_id"] == "pb:page:777:1:p"
+    assert following.get("disabled") is True
+    assert _valid(rendered) == ""
+
+
+def test_one_page_has_no_paging_buttons() -> None:
+    rendered = render_listing(_page(page=0, total=3))
+    assert _labels(rendered) == ["1", "2", "3"] * 3
+
+
+@pytest.mark.parametrize(
+    ("source_title", "heading"), [("Medusa", "Papers like “Medusa”"), (None, "Papers like “9”")]
+)
+def test_papers_like_one_paper_are_headed_by_its_title(source_title: str | None, heading: str) -> None:
+    rendered = render_listing(_page(page=0, total=2, kind="similar", source_title=source_title))
+    assert rendered.embed.title == heading
+
+
+def test_ten_papers_a_page_get_two_like_rows_and_two_save_rows() -> None:
+    rendered = render_listing(_page(page=0, total=30, page_size=10))
+    buttons = _buttons(rendered)
+    assert len(buttons) == 22
+    assert [button["emoji"]["name"] for button in buttons[:20]] == ["👍"] * 10 + ["🔖"] * 10
+    assert buttons[0]["custom_id"] == "pb:like:1"
+    assert buttons[10]["custom_id"] == "pb:save:1"
+    assert _valid(rendered) == ""
