@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import importlib
 import json
 import logging
 from typing import Any
@@ -14,8 +13,9 @@ import discord
 import yarl
 from discord.ext import commands
 
-from bot.exts import _groups, discover_extensions
+from bot.exts import discover_extensions
 from bot.exts._digests import make_digest_scheduler
+from bot.exts._groups import make_groups
 from bot.runtime import Services
 from bot.scheduling import DigestScheduler, schedule_daily_fetch, schedule_daily_prune
 from bot.services.arxiv_daily import run_daily_fetch
@@ -62,6 +62,8 @@ class PaperBot(commands.Bot):
         )
         self.settings = settings
         self.services = services
+        #: /paper and /paperadmin with their subgroups; each extension adds its commands in setup()
+        self.command_groups = make_groups()
         self._digest_jobs: DigestScheduler | None = None
         self._following_store: asyncio.Task[None] | None = None
         self._writes: WriteBehind | None = None  # started in setup_hook
@@ -77,15 +79,15 @@ class PaperBot(commands.Bot):
         point_discord_at(self.settings)
         await super().login(token)
 
-    async def setup_hook(self) -> None:
-        # Extensions add their commands to the shared groups when discord.py executes them, and it
-        # executes them afresh for every bot: start from fresh groups so a second bot in the same
-        # process (tests, the sandbox) does not register every command twice.
-        importlib.reload(_groups)
+    async def load_commands(self) -> None:
+        """Load every extension (each adds its own commands and listeners) and put the groups in the tree."""
         for extension in discover_extensions():
             await self.load_extension(extension)
-        for group in _groups.TOP_LEVEL:
+        for group in self.command_groups.top_level:
             self.tree.add_command(group)
+
+    async def setup_hook(self) -> None:
+        await self.load_commands()
         # jobs rebuilt from the subscriptions table in the background; catch-up once ready
         await self.digest_jobs.start(in_background=True)
         # reactions, clicks and listings are stored behind the answers (and what a crash left, now)

@@ -12,7 +12,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.errors import UserFacingError
-from bot.exts._groups import paperadmin
+from bot.exts._groups import Subcommands
 from bot.log import interaction_ids
 from bot.services.admin_stats import AdminStats, gather_guild_stats
 from bot.services.arxiv_fetch import last_fetch
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from bot.app import PaperBot
 
 log = logging.getLogger(__name__)
+
+paperadmin = Subcommands("paperadmin")
 
 ADMIN_COLOUR = discord.Colour(0x64748B)
 PROBLEMS_FILE = "rejected.txt"
@@ -260,5 +262,5 @@ class CommandLog(commands.Cog):
 
 
 async def setup(bot: PaperBot) -> None:
-    # The /paperadmin commands above are registered on the shared group (bot.exts._groups).
+    paperadmin.add_to(bot)
     await bot.add_cog(CommandLog())

@@ -15,12 +15,14 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.exts._digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
-from bot.exts._groups import feed as feed_group
+from bot.exts._groups import Subcommands
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
 
 log = logging.getLogger(__name__)
+
+feed = Subcommands("paperadmin", "feed")
 
 FeedChannel = discord.TextChannel
 NEEDED = ("view_channel", "send_messages", "embed_links", "add_reactions", "read_message_history")
@@ -41,7 +43,7 @@ def _guild_id(interaction: discord.Interaction[PaperBot]) -> int:
     return interaction.guild_id
 
 
-@feed_group.command(name="set", description="Give a channel its own paper feed on a schedule")
+@feed.command(name="set", description="Give a channel its own paper feed on a schedule")
 @app_commands.describe(
     channel="Where the papers are posted",
     topics="Comma-separated topics the feed picks papers by (needed for a new feed)",
@@ -93,7 +95,7 @@ async def feed_set_command(
     await interaction.response.send_message(text, ephemeral=True)
 
 
-@feed_group.command(name="clear", description="Stop a channel's paper feed")
+@feed.command(name="clear", description="Stop a channel's paper feed")
 @app_commands.describe(channel="The channel whose feed to stop")
 @app_commands.checks.has_permissions(manage_guild=True)
 @app_commands.guild_only()
@@ -109,7 +111,7 @@ async def feed_clear_command(interaction: discord.Interaction[PaperBot], channel
     )
 
 
-@feed_group.command(name="list", description="This server's paper feeds and when they post next")
+@feed.command(name="list", description="This server's paper feeds and when they post next")
 @app_commands.checks.has_permissions(manage_guild=True)
 @app_commands.guild_only()
 async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
@@ -136,5 +138,4 @@ async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
 
 
 async def setup(bot: commands.Bot) -> None:
-    """Commands are attached to the shared /paperadmin feed group at import; nothing else to set up."""
-    log.debug("admin feed commands loaded")
+    feed.add_to(bot)

@@ -13,8 +13,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.exts._groups import interests as interests_group
-from bot.exts._groups import paper as paper_group
+from bot.exts._groups import Subcommands
 from bot.services.bibtex import to_bibtex
 from bot.services.privacy import BACKUP_RETENTION_DAYS
 from bot.services.snippets import escape_markdown
@@ -31,6 +30,9 @@ if TYPE_CHECKING:
     from bot.app import PaperBot
 
 log = logging.getLogger(__name__)
+
+paper_group = Subcommands("paper")
+interests_group = Subcommands("paper", "interests")
 
 Count = app_commands.Range[int, 1, 10]
 Topic = app_commands.Range[str, 1, 100]
@@ -170,4 +172,5 @@ async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
 
 
 async def setup(bot: commands.Bot) -> None:
-    """Commands live on the shared /paper group, which the bot adds to its tree."""
+    paper_group.add_to(bot)
+    interests_group.add_to(bot)

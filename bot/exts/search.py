@@ -9,7 +9,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.exts._groups import paper as paper_group
+from bot.exts._groups import Subcommands
 from bot.ui.embeds import REACTIONS, paper_embed
 from bot.ui.listing import PageButton, render_listing
 from bot.ui.views import RateButton
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from bot.app import PaperBot
 
 log = logging.getLogger(__name__)
+
+paper = Subcommands("paper")
 
 Limit = app_commands.Range[int, 1, 10]
 Year = app_commands.Range[int, 1900, 2100]
@@ -56,7 +58,7 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
         await message.add_reaction(emoji)
 
 
-@paper_group.command(name="search", description="Search papers by topic, method or title words")
+@paper.command(name="search", description="Search papers by topic, method or title words")
 @app_commands.describe(
     query="What to look for, e.g. kv cache quantization",
     limit="Results per page (1-10, default 5)",
@@ -86,7 +88,7 @@ async def search_command(
     await interaction.response.send_message(embed=listing.embed, view=listing.view)
 
 
-@paper_group.command(name="show", description="Show one paper with its abstract and links")
+@paper.command(name="show", description="Show one paper with its abstract and links")
 @app_commands.describe(paper="Start typing a title, or give an arXiv/OpenReview id")
 @app_commands.autocomplete(paper=paper_autocomplete)
 async def show_command(
@@ -96,7 +98,7 @@ async def show_command(
     await post_paper(interaction, found)
 
 
-@paper_group.command(name="similar", description="Papers most like one paper (the paper itself left out)")
+@paper.command(name="similar", description="Papers most like one paper (the paper itself left out)")
 @app_commands.describe(
     paper="Start typing a title, or give an arXiv/OpenReview id", limit="Results per page (1-10)"
 )
@@ -112,4 +114,5 @@ async def similar_command(
 
 
 async def setup(bot: commands.Bot) -> None:
+    paper.add_to(bot)
     bot.add_dynamic_items(RateButton, PageButton)

@@ -20,7 +20,7 @@ from bot.exts._digests import (
     describe_subscription,
     timezone_autocomplete,
 )
-from bot.exts._groups import paper as paper_group
+from bot.exts._groups import Subcommands
 from bot.services.digest import DeliveryOutcome, RecipientUnreachableError
 
 if TYPE_CHECKING:
@@ -28,13 +28,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+paper = Subcommands("paper")
+
 DMS_CLOSED_HELP = (
     "I can't send you direct messages. Allow DMs from this server's members (right-click the server → "
     "Privacy Settings → Direct Messages), then try again."
 )
 
 
-@paper_group.command(name="subscribe", description="Get a paper digest by DM at your own local time")
+@paper.command(name="subscribe", description="Get a paper digest by DM at your own local time")
 @app_commands.describe(
     topics="Comma-separated, e.g. kv cache, quantization (default: your interests)",
     time="Local time HH:MM, 24-hour (default 09:00)",
@@ -76,7 +78,7 @@ async def subscribe_command(
     await interaction.response.send_message(text, ephemeral=True)
 
 
-@paper_group.command(name="unsubscribe", description="Stop your paper digest")
+@paper.command(name="unsubscribe", description="Stop your paper digest")
 async def unsubscribe_command(interaction: discord.Interaction[PaperBot]) -> None:
     bot = interaction.client
     removed = await bot.services.digest.unsubscribe(interaction.user.id)
@@ -94,7 +96,7 @@ async def unsubscribe_command(interaction: discord.Interaction[PaperBot]) -> Non
     )
 
 
-@paper_group.command(name="digest", description="Send me my paper digest by DM now")
+@paper.command(name="digest", description="Send me my paper digest by DM now")
 async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
     bot = interaction.client
     service = bot.services.digest
@@ -149,4 +151,5 @@ class DigestNotices(commands.Cog):
 
 
 async def setup(bot: commands.Bot) -> None:
+    paper.add_to(bot)
     await bot.add_cog(DigestNotices(bot))  # type: ignore[arg-type]
