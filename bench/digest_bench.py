@@ -1,7 +1,7 @@
 """Digest bench: build every digest for 10,000 subscriptions over 100,000 papers (target ≤ 60 s).
 
 What is timed is what the scheduler does for each subscription when it fires, before sending:
-``DigestService.choose`` — the real Recommender on the real search index (profile from topics and
+``DigestPlanner.choose`` — the real Recommender on the real search index (profile from topics and
 reactions, exclusion of everything already sent, ranking, near-copy guard, reasons) over a real
 SQLite database, one subscription after another, in one process as the bot runs them. Reading the
 chosen papers for their messages happens as they are sent and is reported separately; sending is
@@ -44,7 +44,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bot.runtime import build_search_engine  # noqa: E402
-from bot.services.digest import DigestService, recipient_of  # noqa: E402
+from bot.services.digests import Digests  # noqa: E402
+from bot.services.digests.subscriptions import recipient_of  # noqa: E402
 from bot.services.recommender import Recommender  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import PaperRecord  # noqa: E402
@@ -294,20 +295,20 @@ async def measure(db_path: Path) -> int:
         )
         clock_now = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
         timed = TimedRecommender(recommender)
-        service = DigestService(db, papers=papers, recommender=timed, clock=lambda: clock_now)
+        service = Digests(db, papers=papers, recommender=timed, clock=lambda: clock_now)
         subs = await service.subscriptions.active()
         reacted = {int(r[0]) for r in await db.fetchall("SELECT DISTINCT user_id FROM feedback")}
         rss_before = rss_mb()
 
         started = time.perf_counter()
         cpu_started = time.process_time()
-        sent = await service.digests.all_sent_paper_ids()
+        sent = await service.repository.all_sent_paper_ids()
         durations: list[float] = []
         sizes: list[int] = []
         chosen: list[list[int]] = []
         for sub in subs:
             t0 = time.perf_counter()
-            picks = await service.choose(sub, sent=sent.get(recipient_of(sub), set()))
+            picks = await service.planner.choose(sub, sent=sent.get(recipient_of(sub), set()))
             durations.append(time.perf_counter() - t0)
             sizes.append(len(picks))
             chosen.append([pick.paper_id for pick in picks])

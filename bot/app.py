@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
 import logging
@@ -13,12 +11,13 @@ import discord
 import yarl
 from discord.ext import commands
 
+from bot.digest_sender import DiscordDigestSender, RequestPacer
 from bot.exts import discover_extensions
-from bot.exts._digests import make_digest_scheduler
 from bot.exts._groups import make_groups
 from bot.runtime import Services
-from bot.scheduling import DigestScheduler, schedule_daily_fetch, schedule_daily_prune
+from bot.scheduler import ProcessScheduler
 from bot.services.arxiv_daily import run_daily_fetch
+from bot.services.digests.jobs import DigestScheduler
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from bot.tree import PaperTree
@@ -64,15 +63,24 @@ class PaperBot(commands.Bot):
         self.services = services
         #: /paper and /paperadmin with their subgroups; each extension adds its commands in setup()
         self.command_groups = make_groups()
+        #: every timed job and loop of the process: digests, the arXiv fetch, the prune, the store
+        self.scheduler = ProcessScheduler()
+        #: shared by every Discord request a digest makes (scheduled or /paper digest)
+        self.digest_pacer = RequestPacer()
         self._digest_jobs: DigestScheduler | None = None
-        self._following_store: asyncio.Task[None] | None = None
         self._writes: WriteBehind | None = None  # started in setup_hook
 
     @property
     def digest_jobs(self) -> DigestScheduler:
-        """The digest scheduler (built on first use, started in setup_hook, stopped in close())."""
+        """The digest jobs on the process scheduler (built on first use, started in setup_hook, stopped
+        in close()): Discord senders, waiting for the gateway before the first send."""
         if self._digest_jobs is None:
-            self._digest_jobs = make_digest_scheduler(self)
+            self._digest_jobs = DigestScheduler(
+                self.services.digests,
+                lambda sub: DiscordDigestSender.for_subscription(self, sub, self.digest_pacer),
+                wait_until_ready=self.wait_until_ready,
+                scheduler=self.scheduler.jobs,
+            )
         return self._digest_jobs
 
     async def login(self, token: str) -> None:
@@ -88,31 +96,28 @@ class PaperBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         await self.load_commands()
+        self.scheduler.start()
         # jobs rebuilt from the subscriptions table in the background; catch-up once ready
         await self.digest_jobs.start(in_background=True)
         # reactions, clicks and listings are stored behind the answers (and what a crash left, now)
         self._writes = self.services.writes
         await self._writes.start()
         # papers another process (`paperbot ingest`) commits become searchable seconds later
-        self._following_store = asyncio.create_task(self.services.follow_store(), name="follow-store")
+        self.scheduler.loop("follow-store", self.services.follow_store)
         # searches past their retention go at start, then daily
         await self.services.privacy.prune_searches()
-        schedule_daily_prune(self.digest_jobs.scheduler, self.services.privacy.prune_searches)
+        self.scheduler.daily_prune(self.services.privacy.prune_searches)
         if self.settings.arxiv_categories:
-            schedule_daily_fetch(
-                self.digest_jobs.scheduler,
-                lambda: run_daily_fetch(self.services),
-                time_utc=self.settings.arxiv_fetch_time,
+            self.scheduler.daily_fetch(
+                lambda: run_daily_fetch(self.services), time_utc=self.settings.arxiv_fetch_time
             )
         await self.sync_commands()
 
     async def close(self) -> None:
-        if self._following_store is not None:
-            self._following_store.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._following_store
+        await self.scheduler.stop_loops()
         if self._digest_jobs is not None:
             await self._digest_jobs.stop()  # digests stop between papers and resume at the next start
+        await self.scheduler.stop()
         if self._writes is not None:
             await self._writes.stop()  # what is not stored yet stays in the outbox for the next start
         await super().close()

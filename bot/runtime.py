@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from bot.services.digest import DigestService
+from bot.services.digests import Digests
 from bot.services.feedback import FeedbackService
 from bot.services.ingest.runner import ensure_shipped_corpus
 from bot.services.privacy import PrivacyService
@@ -46,14 +46,14 @@ class Services:
     search: SearchEngine
     #: the store the index was built from, and the change sequence it holds every paper up to
     position: IndexPosition
-    # reactions, profiles, recommendations, forget-me (issue 5): built from db and search
+    # reactions, profiles, recommendations, forget-me: built from db and search
     messages: PostedMessageRepository = field(init=False)
     feedback: FeedbackService = field(init=False)
     recommender: Recommender = field(init=False)
     profiles: ProfileService = field(init=False)
     privacy: PrivacyService = field(init=False)
-    # digests and channel feeds (issue 6)
-    digest: DigestService = field(init=False)
+    #: digests and channel feeds: subscriptions, planning, delivery, recovery
+    digests: Digests = field(init=False)
     #: reactions, rating clicks, listings and posted-message notes, stored behind the answers
     writes: WriteBehind = field(init=False)
     #: /paper search, show and similar: listings, their pages, paper references
@@ -67,7 +67,7 @@ class Services:
         self.recommender = Recommender(self.db, self.search, self.search.index)
         self.profiles = self.recommender.profiles
         self.privacy = PrivacyService(self.db, search_retention_days=self.settings.search_retention_days)
-        self.digest = DigestService(
+        self.digests = Digests(
             self.db,
             papers=self.papers,
             recommender=self.recommender,

@@ -64,3 +64,29 @@ class IngestSummary:
     unchanged: int = 0
     rejected: int = 0
     problems: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A DM digest or a channel feed, as stored."""
+
+    id: int
+    kind: str  # 'user' (DM digest) or 'channel' (channel feed)
+    user_id: int | None
+    guild_id: int | None
+    channel_id: int | None
+    topics: tuple[str, ...]
+    time_local: str  # HH:MM
+    timezone: str  # IANA name
+    frequency: str  # daily | weekdays | weekly
+    weekday: int  # 0 = Monday (weekly only)
+    count: int
+    active: bool
+    paused_reason: str | None
+    created_by: int | None
+    created_at: str
+    updated_at: str
+
+    @property
+    def is_channel(self) -> bool:
+        return self.kind == "channel"

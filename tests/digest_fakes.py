@@ -7,7 +7,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from bot.services.digest import DigestService, SendOutcomeUnknownError, SentMessage
+from bot.services.digests import Digests
+from bot.services.digests.delivery import SendOutcomeUnknownError, SentMessage
 from storage.db import Database
 from storage.models import Paper
 
@@ -184,6 +185,6 @@ async def no_sleep(seconds: float) -> None:
     """The digest's pause between repeats of a send, skipped in tests."""
 
 
-def make_service(db: Database, clock: FakeClock, scores: dict[int, float], **kwargs: object) -> DigestService:
+def make_service(db: Database, clock: FakeClock, scores: dict[int, float], **kwargs: object) -> Digests:
     kwargs.setdefault("sleep", no_sleep)
-    return DigestService(db, papers=DbPapers(db), recommender=FakeRecommender(scores), clock=clock, **kwargs)  # type: ignore[arg-type]
+    return Digests(db, papers=DbPapers(db), recommender=FakeRecommender(scores), clock=clock, **kwargs)  # type: ignore[arg-type]

@@ -14,8 +14,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.exts._digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
 from bot.exts._groups import Subcommands
+from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -67,7 +67,7 @@ async def feed_set_command(
     weekday: Weekday | None = None,
 ) -> None:
     bot = interaction.client
-    service = bot.services.digest
+    service = bot.services.digests.subscriptions
     guild_id = _guild_id(interaction)
     missing = _missing_permissions(channel)
     if missing:
@@ -101,7 +101,7 @@ async def feed_set_command(
 @app_commands.guild_only()
 async def feed_clear_command(interaction: discord.Interaction[PaperBot], channel: FeedChannel) -> None:
     bot = interaction.client
-    removed = await bot.services.digest.clear_feed(_guild_id(interaction), channel.id)
+    removed = await bot.services.digests.subscriptions.clear_feed(_guild_id(interaction), channel.id)
     if removed is None:
         await interaction.response.send_message(f"{channel.mention} has no paper feed.", ephemeral=True)
         return
@@ -115,7 +115,7 @@ async def feed_clear_command(interaction: discord.Interaction[PaperBot], channel
 @app_commands.checks.has_permissions(manage_guild=True)
 @app_commands.guild_only()
 async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
-    service = interaction.client.services.digest
+    service = interaction.client.services.digests.subscriptions
     feeds = await service.list_feeds(_guild_id(interaction))
     if not feeds:
         await interaction.response.send_message(

@@ -1,7 +1,7 @@
 """/paper subscribe, /paper unsubscribe, /paper digest — and the notice a paused digest leaves.
 
-Thin: validation, scheduling rules and delivery live in ``bot.services.digest``; the jobs in
-``bot.scheduling``; the Discord sender in ``bot.exts._digests``.
+Thin: validation, scheduling rules and delivery live in ``bot.services.digests``; the Discord sender
+in ``bot.digest_sender``; the option types and descriptions in ``bot.ui.digests``.
 """
 
 from __future__ import annotations
@@ -13,15 +13,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.exts._digests import (
-    DiscordDigestSender,
-    Frequency,
-    Weekday,
-    describe_subscription,
-    timezone_autocomplete,
-)
+from bot.digest_sender import DiscordDigestSender
 from bot.exts._groups import Subcommands
-from bot.services.digest import DeliveryOutcome, RecipientUnreachableError
+from bot.services.digests.delivery import DeliveryOutcome, RecipientUnreachableError
+from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -56,8 +51,8 @@ async def subscribe_command(
     weekday: Weekday | None = None,
 ) -> None:
     bot = interaction.client
-    service = bot.services.digest
-    had = await service.subscriptions.for_user(interaction.user.id)
+    service = bot.services.digests.subscriptions
+    had = await service.for_user(interaction.user.id)
     sub = await service.subscribe(
         interaction.user.id,
         topics=topics,
@@ -81,14 +76,14 @@ async def subscribe_command(
 @paper.command(name="unsubscribe", description="Stop your paper digest")
 async def unsubscribe_command(interaction: discord.Interaction[PaperBot]) -> None:
     bot = interaction.client
-    removed = await bot.services.digest.unsubscribe(interaction.user.id)
+    removed = await bot.services.digests.subscriptions.unsubscribe(interaction.user.id)
     if removed is None:
         await interaction.response.send_message(
             "You have no digest subscription. `/paper subscribe` starts one.", ephemeral=True
         )
         return
     bot.digest_jobs.unschedule(removed.id)
-    await bot.services.digest.take_notice(interaction.user.id)
+    await bot.services.digests.subscriptions.take_notice(interaction.user.id)
     await interaction.response.send_message(
         "✅ Unsubscribed: no more digests. Your interests and ratings are kept "
         "(`/paper forget-me` deletes them).",
@@ -99,11 +94,10 @@ async def unsubscribe_command(interaction: discord.Interaction[PaperBot]) -> Non
 @paper.command(name="digest", description="Send me my paper digest by DM now")
 async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
     bot = interaction.client
-    service = bot.services.digest
     await interaction.response.defer(ephemeral=True, thinking=True)
-    sender = DiscordDigestSender(bot, user_id=interaction.user.id, pacer=bot.digest_jobs.pacer)
+    sender = DiscordDigestSender(bot, user_id=interaction.user.id, pacer=bot.digest_pacer)
     try:
-        outcome = await service.deliver_now(interaction.user.id, sender)
+        outcome = await bot.services.digests.delivery.deliver_now(interaction.user.id, sender)
     except RecipientUnreachableError:
         outcome = DeliveryOutcome("unreachable")
     await interaction.followup.send(await _digest_note(interaction, outcome), ephemeral=True)
@@ -111,9 +105,9 @@ async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
 
 async def _digest_note(interaction: discord.Interaction[PaperBot], outcome: DeliveryOutcome) -> str:
     bot = interaction.client
-    service = bot.services.digest
+    service = bot.services.digests.subscriptions
     if outcome.status == "unreachable":
-        sub = await service.subscriptions.for_user(interaction.user.id)
+        sub = await service.for_user(interaction.user.id)
         if sub is not None:
             bot.digest_jobs.unschedule(sub.id)
         await service.take_notice(interaction.user.id)  # said here, not again at the next command
@@ -137,7 +131,7 @@ class DigestNotices(commands.Cog):
     async def on_app_command_completion(
         self, interaction: discord.Interaction[PaperBot], command: object
     ) -> None:
-        notice = await self.bot.services.digest.take_notice(interaction.user.id)
+        notice = await self.bot.services.digests.subscriptions.take_notice(interaction.user.id)
         if notice is None:
             return
         try:
@@ -147,7 +141,7 @@ class DigestNotices(commands.Cog):
                 await interaction.response.send_message(f"⚠️ {notice}", ephemeral=True)
         except discord.HTTPException:
             log.warning("could not show user %s their pending notice; keeping it", interaction.user.id)
-            await self.bot.services.digest.subscriptions.set_notice(interaction.user.id, notice)
+            await self.bot.services.digests.subscriptions.keep_notice(interaction.user.id, notice)
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -3,7 +3,7 @@ arXiv fetch and the next digest deliveries. A server's admins see their own serv
 (shared by every server) and that server's people, subscriptions, feeds, reactions and next digests.
 
 Next deliveries are computed from the subscriptions table with the same schedule rules the digest
-scheduler's CronTriggers follow (`bot.services.schedule.next_delivery`), so they are right whether or
+scheduler's CronTriggers follow (`bot.services.digests.schedule.next_delivery`), so they are right whether or
 not the scheduler of this process is running (the CLI has none).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.services.digest import subscription_schedule
-from bot.services.schedule import next_delivery
+from bot.services.digests.schedule import next_delivery
+from bot.services.digests.subscriptions import subscription_schedule
 from storage.db import Database
 from storage.repositories.stats import StoreCounts, guild_counts, store_counts
 from storage.repositories.subscriptions import SubscriptionRepository

@@ -10,36 +10,13 @@ from typing import Any
 import aiosqlite
 
 from storage.db import Database, utcnow
+from storage.models import Subscription
 from storage.repositories.users import ensure_user
 
 _COLUMNS = (
     "id, kind, user_id, guild_id, channel_id, topics, time_local, timezone, frequency, weekday, "
     "count, active, paused_reason, created_by, created_at, updated_at"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Subscription:
-    id: int
-    kind: str  # 'user' (DM digest) or 'channel' (channel feed)
-    user_id: int | None
-    guild_id: int | None
-    channel_id: int | None
-    topics: tuple[str, ...]
-    time_local: str  # HH:MM
-    timezone: str  # IANA name
-    frequency: str  # daily | weekdays | weekly
-    weekday: int  # 0 = Monday (weekly only)
-    count: int
-    active: bool
-    paused_reason: str | None
-    created_by: int | None
-    created_at: str
-    updated_at: str
-
-    @property
-    def is_channel(self) -> bool:
-        return self.kind == "channel"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from bot.cli.digest import run_digest_dry_run
 from bot.runtime import open_services
-from bot.services.digest_cli import run_digest_dry_run
 from bot.settings import Settings
 
 USER = 4242
@@ -26,7 +26,7 @@ async def test_dry_run_prints_the_digest_and_records_nothing(tmp_path: Path) -> 
     """The dry run shows the subscription, the next delivery and each paper with its reason."""
     settings = Settings(db_path=tmp_path / "cli.db")
     async with open_services(settings) as services:
-        await services.digest.subscribe(
+        await services.digests.subscriptions.subscribe(
             USER, topics="quantization, language models", time="07:30", timezone="Asia/Tokyo", count=3
         )
     out = io.StringIO()

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.runtime import Services, open_services
-from bot.scheduling import ARXIV_JOB_ID, schedule_daily_fetch
+from bot.scheduler import ARXIV_JOB_ID, ProcessScheduler
 from bot.services.arxiv_daily import run_daily_fetch
 from bot.services.arxiv_fetch import FetchSummary
 from bot.services.ingest.runner import ingest_bytes
@@ -108,27 +107,27 @@ async def test_nothing_is_fetched_without_categories(services: Services) -> None
 
 
 async def test_the_job_fires_daily_at_the_configured_utc_time() -> None:
-    scheduler = AsyncIOScheduler(timezone=UTC)
-    scheduler.start(paused=True)
+    scheduler = ProcessScheduler()
+    scheduler.jobs.start(paused=True)
     try:
 
         async def job() -> None:
             return None
 
-        scheduled = schedule_daily_fetch(scheduler, job, time_utc="06:30")
+        scheduled = scheduler.daily_fetch(job, time_utc="06:30")
         assert scheduled.id == ARXIV_JOB_ID
         fire = scheduled.trigger.get_next_fire_time(None, datetime(2026, 11, 30, 7, 0, tzinfo=UTC))
         assert fire == datetime(2026, 12, 1, 6, 30, tzinfo=UTC)
-        schedule_daily_fetch(scheduler, job, time_utc="05:00")  # replaced, not duplicated
-        assert [j.id for j in scheduler.get_jobs()] == [ARXIV_JOB_ID]
+        scheduler.daily_fetch(job, time_utc="05:00")  # replaced, not duplicated
+        assert [j.id for j in scheduler.jobs.get_jobs()] == [ARXIV_JOB_ID]
     finally:
-        scheduler.shutdown(wait=False)
+        await scheduler.stop()
 
 
 async def test_the_running_bot_schedules_the_fetch_only_when_categories_are_set(start_paperbot: Any) -> None:
     async with start_paperbot(arxiv_categories=("cs.LG", "cs.CL"), arxiv_fetch_time="05:15") as running:
-        job = running.bot.digest_jobs.scheduler.get_job(ARXIV_JOB_ID)
+        job = running.bot.scheduler.jobs.get_job(ARXIV_JOB_ID)
         assert job is not None
         assert (job.next_run_time.hour, job.next_run_time.minute) == (5, 15)
     async with start_paperbot() as plain:
-        assert plain.bot.digest_jobs.scheduler.get_job(ARXIV_JOB_ID) is None
+        assert plain.bot.scheduler.jobs.get_job(ARXIV_JOB_ID) is None

@@ -88,6 +88,6 @@ async def test_a_user_with_closed_dms_is_reported_and_the_command_exits_1(e2e: E
     assert out == ""
     assert "does not accept DMs" in err
     assert server.dm_messages("carol") == []
-    sub = await e2e.services.digest.subscriptions.for_user(server.carol.id)
+    sub = await e2e.services.digests.subscriptions.for_user(server.carol.id)
     assert sub is not None
     assert not sub.active

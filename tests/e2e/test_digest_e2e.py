@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from bot.services.digest import subscription_schedule
-from bot.services.schedule import make_schedule, next_delivery
+from bot.services.digests.schedule import make_schedule, next_delivery
+from bot.services.digests.subscriptions import subscription_schedule
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -43,7 +43,7 @@ class Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """The digest service's clock (every bot started in the test reads it)."""
     fake = Clock(MONDAY + timedelta(hours=6))  # 07:00 in Berlin
-    monkeypatch.setattr("bot.services.digest.utc_now", fake)
+    monkeypatch.setattr("bot.services.digests.utc_now", fake)
     return fake
 
 
@@ -54,7 +54,7 @@ async def e2e(clock: Clock, start_paperbot: StartBot) -> AsyncIterator[E2E]:
 
 
 async def subscription_id(e2e: E2E, user_id: int) -> int:
-    sub = await e2e.services.digest.subscriptions.for_user(user_id)
+    sub = await e2e.services.digests.subscriptions.for_user(user_id)
     assert sub is not None
     return sub.id
 
@@ -210,14 +210,14 @@ async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_pe
 
         def stop_after_two(kind: str, message: SandboxMessage) -> None:
             if kind == "create" and message.embeds and len(paper_messages(server.dm_messages("alice"))) == 2:
-                first.services.digest.request_stop()  # as SIGTERM would, mid-digest
+                first.services.digests.delivery.request_stop()  # as SIGTERM would, mid-digest
 
         unsubscribe = server.subscribe(stop_after_two)
         clock.now = BERLIN_0900
         await fire(first, sub_id)
         await wait_for_papers(first, lambda: server.dm_messages("alice"), 2)
         unsubscribe()
-        run = await first.services.digest.digests.run_for(sub_id, "2026-11-30")
+        run = await first.services.digests.repository.run_for(sub_id, "2026-11-30")
         assert run is not None
         assert run.status == "claimed"
     assert len(paper_messages(server.dm_messages("alice"))) == 2
@@ -228,7 +228,7 @@ async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_pe
         ids = await posted_paper_ids(second, papers)
         assert len(ids) == len(set(ids)) == 4
         assert len(text_messages(server.dm_messages("alice"))) == 1  # one header for the whole digest
-        run = await second.services.digest.digests.run_for(sub_id, "2026-11-30")
+        run = await second.services.digests.repository.run_for(sub_id, "2026-11-30")
         assert run is not None
         assert run.status == "sent"
 
@@ -251,7 +251,7 @@ async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_pe
         await fifth.bot.digest_jobs.wait_idle()
         await server.wait_quiet(quiet=0.3)
         assert len(paper_messages(server.dm_messages("alice"))) == 8
-        run = await fifth.services.digest.digests.run_for(sub_id, "2026-12-02")
+        run = await fifth.services.digests.repository.run_for(sub_id, "2026-12-02")
         assert run is not None
         assert run.status == "skipped"
 
@@ -291,7 +291,7 @@ async def test_a_send_whose_answer_is_lost_after_discord_took_it_goes_out_once(
     the third paper gets a 503. The bot sends each again with the same nonce, Discord returns the
     message it made, and the DM has one header and one message per paper, each with 👍 👎 🔖."""
     server = e2e.server
-    e2e.services.digest.resend_delays = (0.05, 0.05, 0.05)
+    e2e.services.digests.delivery.resend_delays = (0.05, 0.05, 0.05)
     await server.run_command(
         "alice", "paper subscribe", topics=TOPICS, time="09:00", timezone="Europe/Berlin"
     )
@@ -312,7 +312,7 @@ async def test_a_send_whose_answer_is_lost_after_discord_took_it_goes_out_once(
         assert repeat.response["id"] == lost.response["id"], "Discord answered with the same message"
     (unavailable,) = [r for r in posts if r.fault == "503"]
     assert [r.status for r in posts if r.json["nonce"] == unavailable.json["nonce"]] == [503, 200]
-    run = await e2e.services.digest.digests.run_for(sub_id, "2026-11-30")
+    run = await e2e.services.digests.repository.run_for(sub_id, "2026-11-30")
     assert run is not None
     assert run.status == "sent"
 
@@ -326,13 +326,13 @@ async def test_a_retry_after_sends_that_never_answered_sends_no_paper_or_header_
     server = e2e.server
     jobs = e2e.bot.digest_jobs
     jobs.retry_delay = timedelta(days=30)  # the test runs the retry itself, below
-    e2e.services.digest.resend_delays = (0.05, 0.05, 0.05)
+    e2e.services.digests.delivery.resend_delays = (0.05, 0.05, 0.05)
     e2e.allow_error("failed")  # the scheduler logs the failed delivery before retrying it
     await server.run_command(
         "alice", "paper subscribe", topics=TOPICS, time="09:00", timezone="Europe/Berlin", count=3
     )
     sub_id = await subscription_id(e2e, server.alice.id)
-    attempts = 1 + len(e2e.services.digest.resend_delays)
+    attempts = 1 + len(e2e.services.digests.delivery.resend_delays)
     fault = server.faults.add(
         "POST /channels/*/messages", "drop_response", times=attempts, when=nth_paper_post(2)
     )
@@ -343,7 +343,7 @@ async def test_a_retry_after_sends_that_never_answered_sends_no_paper_or_header_
         what="paper 2 created, every answer about it lost",
     )
     await jobs.wait_idle()
-    run = await e2e.services.digest.digests.run_for(sub_id, "2026-11-30")
+    run = await e2e.services.digests.repository.run_for(sub_id, "2026-11-30")
     assert run is not None
     assert run.status == "claimed"
     assert jobs.scheduler.get_job(f"digest-retry:{sub_id}") is not None
@@ -352,7 +352,7 @@ async def test_a_retry_after_sends_that_never_answered_sends_no_paper_or_header_
     await jobs.retry_job(sub_id)  # what APScheduler runs at the retry time
     await wait_for_papers(e2e, lambda: server.dm_messages("alice"), 3)
     await assert_one_message_per_paper_and_one_header(e2e, "alice", 3)
-    run = await e2e.services.digest.digests.run_for(sub_id, "2026-11-30")
+    run = await e2e.services.digests.repository.run_for(sub_id, "2026-11-30")
     assert run is not None
     assert run.status == "sent"
 
@@ -423,7 +423,7 @@ async def test_channel_feed_posts_in_its_channel_and_reactions_train_the_reactor
     assert "weekdays (Mon–Fri) at 09:00 Europe/Berlin" in ephemeral_text(answer)
     listing = await server.run_command("alice", "paperadmin feed list")
     assert f"<#{channel.id}>" in ephemeral_text(listing)
-    feed = await e2e.services.digest.subscriptions.for_channel(channel.id)
+    feed = await e2e.services.digests.subscriptions.for_channel(channel.id)
     assert feed is not None
     assert subscription_schedule(feed).frequency == "weekdays"
 
@@ -465,7 +465,7 @@ async def test_invalid_schedule_is_refused_and_nothing_is_stored(e2e: E2E) -> No
     assert "HH:MM" in ephemeral_text(bad_time)
     bad_zone = await e2e.server.run_command("carol", "paper subscribe", timezone="Berlin")
     assert "Europe/Berlin" in ephemeral_text(bad_zone)
-    assert await e2e.services.digest.subscriptions.for_user(e2e.server.carol.id) is None
+    assert await e2e.services.digests.subscriptions.for_user(e2e.server.carol.id) is None
     assert [j.id for j in e2e.bot.digest_jobs.scheduler.get_jobs() if j.id.startswith("digest:")] == []
 
 
@@ -482,13 +482,13 @@ async def test_feed_without_permission_to_post_is_refused_then_paused_when_permi
         "alice", "paperadmin feed set", channel=locked, topics="graph neural networks"
     )
     assert "Send Messages" in ephemeral_text(refused)
-    assert await e2e.services.digest.subscriptions.for_channel(locked.id) is None
+    assert await e2e.services.digests.subscriptions.for_channel(locked.id) is None
 
     open_channel = server.add_channel("open-papers")
     await server.run_command(
         "alice", "paperadmin feed set", channel=open_channel, topics="graph neural networks", time="09:00"
     )
-    feed = await e2e.services.digest.subscriptions.for_channel(open_channel.id)
+    feed = await e2e.services.digests.subscriptions.for_channel(open_channel.id)
     assert feed is not None
     server.set_permissions(open_channel, server.bot_user, deny=1 << 11)
     clock.now = MONDAY + timedelta(hours=9)

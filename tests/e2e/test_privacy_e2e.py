@@ -127,5 +127,5 @@ async def test_searches_past_their_retention_are_deleted_at_start(
     async with start_paperbot(db_path=path, search_retention_days=7) as running:
         queries = [r[0] for r in await running.db.fetchall("SELECT query FROM searches ORDER BY id")]
         assert queries == ["a recent query"]
-        assert running.bot.digest_jobs.scheduler.get_job("privacy:prune") is not None
+        assert running.bot.scheduler.jobs.get_job("privacy:prune") is not None
         assert await running.db.fetchval("SELECT COUNT(*) FROM searches WHERE id = ?", (old,)) == 0

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.services.admin_stats import gather_admin_stats, gather_guild_stats
-from bot.services.digest import DigestService
+from bot.services.digests.subscriptions import SubscriptionService
 from bot.services.feedback import FeedbackService
 from storage.db import Database
 from storage.models import PaperRecord
 from storage.repositories.papers import PaperRepository
+from storage.repositories.subscriptions import SubscriptionRepository
 
 HERE, THERE = 100, 200
 NOW = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
@@ -25,11 +26,11 @@ async def test_a_servers_counts_leave_other_servers_and_dms_out(db: Database) ->
     await feedback.set(1, papers[1], "save", guild_id=HERE)
     await feedback.set(2, papers[0], "like", guild_id=THERE)
     await feedback.set(3, papers[2], "save", guild_id=None)  # in a DM
-    digests = DigestService(db, papers=PaperRepository(db), recommender=None)  # type: ignore[arg-type]
-    await digests.subscribe(4, topics="llm", guild_id=HERE)
-    await digests.subscribe(5, topics="rl", guild_id=THERE)
-    await digests.subscribe(4, time="10:00")  # changed from a DM: still set up here
-    await digests.set_feed(channel_id=77, guild_id=THERE, topics="vision", created_by=9)
+    subscriptions = SubscriptionService(SubscriptionRepository(db), clock=lambda: datetime.now(UTC))
+    await subscriptions.subscribe(4, topics="llm", guild_id=HERE)
+    await subscriptions.subscribe(5, topics="rl", guild_id=THERE)
+    await subscriptions.subscribe(4, time="10:00")  # changed from a DM: still set up here
+    await subscriptions.set_feed(channel_id=77, guild_id=THERE, topics="vision", created_by=9)
 
     here = await gather_guild_stats(db, HERE, NOW)
     assert (here.counts.papers, here.counts.users, here.counts.feedback) == (3, 2, 2)

@@ -1,4 +1,4 @@
-"""DigestService with a real migrated database, a scripted recommender and a recording sender."""
+"""Digests (subscriptions, planning, delivery, recovery) with a real migrated database, a scripted recommender and a recording sender."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from digest_fakes import FakeClock, FakeRecommender, FakeSender, add_papers, make_service
 
 from bot.errors import InvalidScheduleError
-from bot.services.digest import (
+from bot.services.digests import Digests
+from bot.services.digests.delivery import (
     NONCE_TRUST,
     ChannelGoneError,
-    DigestService,
     DMsClosedError,
     SendOutcomeUnknownError,
     SentThenDeletedError,
@@ -52,12 +52,12 @@ async def test_subscribe_stores_a_validated_schedule(
 ) -> None:
     """Subscribing stores canonical values and the next delivery is in the user's zone."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(
+    sub = await service.subscriptions.subscribe(
         USER, topics="kv cache, quantization", time="9:00", timezone="europe/berlin", count=3
     )
     assert (sub.time_local, sub.timezone, sub.frequency, sub.count) == ("09:00", "Europe/Berlin", "daily", 3)
     assert sub.topics == ("kv cache", "quantization")
-    assert service.next_delivery(sub).due_utc == MONDAY_0800Z
+    assert service.subscriptions.next_delivery(sub).due_utc == MONDAY_0800Z
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ async def test_invalid_input_stores_nothing(
     """A bad time, timezone, frequency or count raises a user-facing error and writes nothing."""
     service = make_service(db, clock, {})
     with pytest.raises(InvalidScheduleError):
-        await service.subscribe(USER, **options)  # type: ignore[arg-type]
+        await service.subscriptions.subscribe(USER, **options)  # type: ignore[arg-type]
     assert await db.fetchval("SELECT COUNT(*) FROM subscriptions") == 0
     assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 0
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
@@ -79,9 +79,11 @@ async def test_invalid_input_stores_nothing(
 async def test_resubscribing_keeps_unset_options_and_resumes(db: Database, clock: FakeClock) -> None:
     """Running subscribe again changes only the options given, and un-pauses a paused digest."""
     service = make_service(db, clock, {})
-    first = await service.subscribe(USER, topics="graphs", time="07:30", timezone="Asia/Tokyo", count=4)
-    await service.subscriptions.pause(first.id, "DMs closed")
-    again = await service.subscribe(USER, count=6)
+    first = await service.subscriptions.subscribe(
+        USER, topics="graphs", time="07:30", timezone="Asia/Tokyo", count=4
+    )
+    await service.subscriptions.repository.pause(first.id, "DMs closed")
+    again = await service.subscriptions.subscribe(USER, count=6)
     assert again.id == first.id
     assert (again.topics, again.time_local, again.timezone, again.count) == (
         ("graphs",),
@@ -96,10 +98,10 @@ async def test_resubscribing_keeps_unset_options_and_resumes(db: Database, clock
 async def test_unsubscribe(db: Database, clock: FakeClock) -> None:
     """Unsubscribing removes the subscription; a second time reports there was none."""
     service = make_service(db, clock, {})
-    await service.subscribe(USER)
-    removed = await service.unsubscribe(USER)
+    await service.subscriptions.subscribe(USER)
+    removed = await service.subscriptions.unsubscribe(USER)
     assert removed is not None
-    assert await service.unsubscribe(USER) is None
+    assert await service.subscriptions.unsubscribe(USER) is None
     assert await service.subscriptions.for_user(USER) is None
 
 
@@ -108,10 +110,12 @@ async def test_scheduled_digest_sends_header_then_one_message_per_paper(
 ) -> None:
     """A due period sends a header and `count` papers with reasons, each recorded for reactions."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, topics="kv cache", time="09:00", timezone="Europe/Berlin", count=3)
+    sub = await service.subscriptions.subscribe(
+        USER, topics="kv cache", time="09:00", timezone="Europe/Berlin", count=3
+    )
     clock.set(MONDAY_0800Z)
     sender = FakeSender()
-    outcome = await service.deliver_period(sub.id, sender)
+    outcome = await service.delivery.deliver_period(sub.id, sender)
     assert outcome.status == "sent"
     assert outcome.period_key == "2026-11-30"
     assert len(sender.headers) == 1
@@ -121,11 +125,11 @@ async def test_scheduled_digest_sends_header_then_one_message_per_paper(
     assert all(reason.startswith("matched:") for _, reason in sender.papers)
     rows = await db.fetchall("SELECT paper_id, recipient_id, kind FROM posted_messages ORDER BY paper_id")
     assert [tuple(r) for r in rows] == [(1, USER, "digest"), (2, USER, "digest"), (3, USER, "digest")]
-    run = await service.digests.run_for(sub.id, "2026-11-30")
+    run = await service.repository.run_for(sub.id, "2026-11-30")
     assert run is not None
     assert run.status == "sent"
-    assert await service.digests.sent_paper_ids(Recipient(user_id=USER)) == {1, 2, 3}
-    recommender = service.recommender
+    assert await service.repository.sent_paper_ids(Recipient(user_id=USER)) == {1, 2, 3}
+    recommender = service.planner.recommender
     assert isinstance(recommender, FakeRecommender)
     assert recommender.calls[-1]["topics"] == ("kv cache",)
     assert recommender.calls[-1]["mark_shown"] is False
@@ -136,30 +140,30 @@ async def test_a_period_is_sent_once_even_when_fired_twice(
 ) -> None:
     """A double fire (or a second process) finds the period claimed and sends nothing."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=2)
+    sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=2)
     clock.set(MONDAY_0800Z)
     first, second = FakeSender(), FakeSender()
     results = await asyncio.gather(
-        service.deliver_period(sub.id, first), service.deliver_period(sub.id, second)
+        service.delivery.deliver_period(sub.id, first), service.delivery.deliver_period(sub.id, second)
     )
     assert sorted(r.status for r in results) == ["already", "sent"]
     assert len(first.papers) + len(second.papers) == 2
     assert len(first.headers) + len(second.headers) == 1
     clock.advance(minutes=30)
     third = FakeSender()
-    assert (await service.deliver_period(sub.id, third)).status == "already"
+    assert (await service.delivery.deliver_period(sub.id, third)).status == "already"
     assert third.headers == third.papers == third.nothing == []
 
 
 async def test_next_digest_never_repeats_a_paper(db: Database, clock: FakeClock, papers: list[int]) -> None:
     """The next day's digest leaves out everything sent before (the recommender is told to exclude it)."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=5)
+    sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=5)
     seen: list[int] = []
     for day in range(4):
         clock.set(MONDAY_0800Z + timedelta(days=day))
         sender = FakeSender()
-        outcome = await service.deliver_period(sub.id, sender)
+        outcome = await service.delivery.deliver_period(sub.id, sender)
         assert outcome.status == "sent"
         assert not set(sender.paper_ids) & set(seen)
         seen += sender.paper_ids
@@ -171,18 +175,18 @@ async def test_recommender_repeats_are_filtered_anyway(
 ) -> None:
     """Even if a recommender ignored `exclude`, an already-sent paper is not sent again."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=3)
+    sub = await service.subscriptions.subscribe(USER, count=3)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
-    await service.deliver_period(sub.id, FakeSender())
+    await service.delivery.deliver_period(sub.id, FakeSender())
 
     class Stubborn(FakeRecommender):
         async def recommend(self, user_id, *, count, topics=(), exclude=(), now=None, mark_shown=True):  # type: ignore[no-untyped-def]
             return await super().recommend(user_id, count=count, topics=topics, exclude=(), now=now)
 
-    service.recommender = Stubborn(scores(papers))
+    service.planner.recommender = Stubborn(scores(papers))
     clock.advance(days=1)
     sender = FakeSender()
-    outcome = await service.deliver_period(sub.id, sender)
+    outcome = await service.delivery.deliver_period(sub.id, sender)
     assert sender.paper_ids == []
     assert outcome.status == "empty"
 
@@ -190,10 +194,12 @@ async def test_recommender_repeats_are_filtered_anyway(
 async def test_nothing_new_is_said_in_one_short_message(db: Database, clock: FakeClock) -> None:
     """With nothing above the bar, one message says so (never silence) and the run is 'empty'."""
     service = make_service(db, clock, {})
-    sub = await service.subscribe(USER, topics="obscure topic", time="09:00", timezone="Europe/Berlin")
+    sub = await service.subscriptions.subscribe(
+        USER, topics="obscure topic", time="09:00", timezone="Europe/Berlin"
+    )
     clock.set(MONDAY_0800Z)
     sender = FakeSender()
-    outcome = await service.deliver_period(sub.id, sender)
+    outcome = await service.delivery.deliver_period(sub.id, sender)
     assert outcome.status == "empty"
     assert sender.headers == []
     assert len(sender.nothing) == 1
@@ -202,7 +208,7 @@ async def test_nothing_new_is_said_in_one_short_message(db: Database, clock: Fak
     assert "obscure topic" in text
     assert "Tuesday 1 December 2026 at 09:00 CET" in text
     assert len(text) < 400
-    run = await service.digests.run_for(sub.id, "2026-11-30")
+    run = await service.repository.run_for(sub.id, "2026-11-30")
     assert run is not None
     assert run.status == "empty"
 
@@ -210,10 +216,10 @@ async def test_nothing_new_is_said_in_one_short_message(db: Database, clock: Fak
 async def test_low_scores_count_as_nothing(db: Database, clock: FakeClock, papers: list[int]) -> None:
     """Picks at or below the bar are not sent."""
     service = make_service(db, clock, {1: 0.0, 2: 0.5}, min_score=0.5)
-    sub = await service.subscribe(USER, count=5)
+    sub = await service.subscriptions.subscribe(USER, count=5)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     sender = FakeSender()
-    assert (await service.deliver_period(sub.id, sender)).status == "empty"
+    assert (await service.delivery.deliver_period(sub.id, sender)).status == "empty"
 
 
 async def test_crash_mid_digest_resumes_with_unsent_papers_only(
@@ -221,37 +227,37 @@ async def test_crash_mid_digest_resumes_with_unsent_papers_only(
 ) -> None:
     """A failure after two papers leaves the run open; resuming sends the other three, no header again."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=5)
+    sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=5)
     clock.set(MONDAY_0800Z)
     sender = FakeSender(fail_at={2: RuntimeError("network down")})
     with pytest.raises(RuntimeError):
-        await service.deliver_period(sub.id, sender)
+        await service.delivery.deliver_period(sub.id, sender)
     assert sender.paper_ids == [1, 2]
-    run = await service.digests.run_for(sub.id, "2026-11-30")
+    run = await service.repository.run_for(sub.id, "2026-11-30")
     assert run is not None
     assert run.status == "claimed"
     # The failed paper was released: it is still to be sent.
-    assert [item.paper_id for item in await service.digests.unsent_items(run.id)] == [3, 4, 5]
+    assert [item.paper_id for item in await service.repository.unsent_items(run.id)] == [3, 4, 5]
 
     clock.advance(minutes=10)
-    (open_run,) = await service.runs_to_resume()
+    (open_run,) = await service.recovery.runs_to_resume()
     resumed = FakeSender()
-    outcome = await service.resume(open_run, resumed)
+    outcome = await service.delivery.resume(open_run, resumed)
     assert outcome.status == "sent"
     assert resumed.headers == []
     assert resumed.paper_ids == [3, 4, 5]
     # A fire of the same period later (e.g. after a restart) sends nothing more.
-    assert (await service.deliver_period(sub.id, FakeSender())).status == "already"
+    assert (await service.delivery.deliver_period(sub.id, FakeSender())).status == "already"
     assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 5
 
 
-async def crash_while_sending_the_second_paper(service: DigestService, sub_id: int) -> FakeSender:
+async def crash_while_sending_the_second_paper(service: Digests, sub_id: int) -> FakeSender:
     """The process dies while paper 2 is going out: it stays reserved without a message id."""
     sender = FakeSender(fail_at={1: asyncio.CancelledError()})
     with pytest.raises(asyncio.CancelledError):
-        await service.deliver_period(sub_id, sender)
-    (run,) = await service.digests.open_runs()
-    items = await service.digests.items(run.id)
+        await service.delivery.deliver_period(sub_id, sender)
+    (run,) = await service.repository.open_runs()
+    items = await service.repository.items(run.id)
     assert [(i.paper_id, i.delivered, i.in_doubt) for i in items] == [
         (1, True, False),
         (2, False, True),
@@ -266,13 +272,13 @@ async def test_a_paper_in_doubt_is_sent_again_with_its_nonce_while_discord_dedup
     """Resumed within NONCE_TRUST, the paper the crash interrupted is sent again with the same nonce
     (Discord returns the message if it had gone out), the header not again."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=3)
+    sub = await service.subscriptions.subscribe(USER, count=3)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     first = await crash_while_sending_the_second_paper(service, sub.id)
     clock.advance(seconds=NONCE_TRUST.total_seconds() - 10)
-    (run,) = await service.runs_to_resume()
+    (run,) = await service.recovery.runs_to_resume()
     resumed = FakeSender(posted=first.posted)
-    outcome = await service.resume(run, resumed)
+    outcome = await service.delivery.resume(run, resumed)
     assert (outcome.status, outcome.in_doubt) == ("sent", 0)
     assert resumed.paper_ids == [2, 3]
     assert resumed.headers == []
@@ -285,13 +291,13 @@ async def test_a_paper_in_doubt_is_not_sent_again_once_its_nonce_may_be_forgotte
 ) -> None:
     """Past NONCE_TRUST, Discord may create a second message: resume skips the paper (never twice)."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=3)
+    sub = await service.subscriptions.subscribe(USER, count=3)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     await crash_while_sending_the_second_paper(service, sub.id)
     clock.advance(seconds=NONCE_TRUST.total_seconds() + 60)
-    (run,) = await service.runs_to_resume()
+    (run,) = await service.recovery.runs_to_resume()
     resumed = FakeSender()
-    outcome = await service.resume(run, resumed)
+    outcome = await service.delivery.resume(run, resumed)
     assert resumed.paper_ids == [3]
     assert resumed.headers == []
     assert outcome.in_doubt == 1
@@ -303,10 +309,10 @@ async def test_a_lost_answer_is_sent_again_with_the_same_nonce_and_each_paper_go
     """Paper 2 is posted but its answer lost (a timeout): sent again at once with the same nonce, Discord
     returns that message: one message per paper, each recorded once, one header."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=3)
+    sub = await service.subscriptions.subscribe(USER, count=3)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     sender = FakeSender(lose_answer_at={1})
-    outcome = await service.deliver_period(sub.id, sender)
+    outcome = await service.delivery.deliver_period(sub.id, sender)
     assert (outcome.status, outcome.sent) == ("sent", 3)
     assert sender.paper_ids == [1, 2, 3]
     assert len(sender.headers) == 1
@@ -321,13 +327,13 @@ async def test_a_header_whose_answer_was_lost_goes_out_once(
     db: Database, clock: FakeClock, papers: list[int]
 ) -> None:
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=2)
+    sub = await service.subscriptions.subscribe(USER, count=2)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     sender = FakeSender(lose_header_answers=1)
-    assert (await service.deliver_period(sub.id, sender)).status == "sent"
+    assert (await service.delivery.deliver_period(sub.id, sender)).status == "sent"
     assert len(sender.headers) == 1
     assert sender.paper_ids == [1, 2]
-    run = await service.digests.run_for(sub.id, "2026-11-30")
+    run = await service.repository.run_for(sub.id, "2026-11-30")
     assert run is not None
     assert run.header_message_id == sender.posted[sender.nonces[0]].message_id
 
@@ -337,16 +343,16 @@ async def test_a_retry_after_the_first_paper_failed_does_not_send_the_header_twi
 ) -> None:
     """The header went out, the first paper failed (released): the retry sends the papers, no header."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=2)
+    sub = await service.subscriptions.subscribe(USER, count=2)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     first = FakeSender(fail_at={0: RuntimeError("Discord 400")})
     with pytest.raises(RuntimeError):
-        await service.deliver_period(sub.id, first)
+        await service.delivery.deliver_period(sub.id, first)
     assert len(first.headers) == 1
     clock.advance(minutes=10)  # the scheduler's retry, long after any nonce is remembered
-    (run,) = await service.runs_to_resume()
+    (run,) = await service.recovery.runs_to_resume()
     retry = FakeSender()
-    assert (await service.resume(run, retry)).status == "sent"
+    assert (await service.delivery.resume(run, retry)).status == "sent"
     assert retry.headers == []
     assert retry.paper_ids == [1, 2]
 
@@ -357,20 +363,23 @@ async def test_a_send_that_never_answers_stays_reserved_and_the_resume_sends_it_
     """Every repeat loses its answer too: the run stops with the paper reserved (not released, it may
     be out), and the resume a minute later sends it with the same nonce: still one message."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=2)
+    sub = await service.subscriptions.subscribe(USER, count=2)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
-    attempts = len(service.resend_delays) + 1
+    attempts = len(service.delivery.resend_delays) + 1
     sender = FakeSender(lose_answer_at=set(range(attempts)))
     with pytest.raises(SendOutcomeUnknownError):
-        await service.deliver_period(sub.id, sender)
+        await service.delivery.deliver_period(sub.id, sender)
     assert sender.paper_ids == [1]
     assert sender.nonces[1:] == [sender.nonces[1]] * attempts
-    (run,) = await service.digests.open_runs()
-    assert [(i.paper_id, i.in_doubt) for i in await service.digests.items(run.id)] == [(1, True), (2, False)]
-    assert await service.digests.sent_paper_ids(Recipient(user_id=USER)) == {1}  # still reserved
+    (run,) = await service.repository.open_runs()
+    assert [(i.paper_id, i.in_doubt) for i in await service.repository.items(run.id)] == [
+        (1, True),
+        (2, False),
+    ]
+    assert await service.repository.sent_paper_ids(Recipient(user_id=USER)) == {1}  # still reserved
     clock.advance(minutes=1)
     resumed = FakeSender(posted=sender.posted)
-    assert (await service.resume(run, resumed)).status == "sent"
+    assert (await service.delivery.resume(run, resumed)).status == "sent"
     assert sender.paper_ids + resumed.paper_ids == [1, 2]
     assert resumed.headers == []
     assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 2
@@ -382,12 +391,12 @@ async def test_a_paper_deleted_before_its_repeat_is_not_sent_again(
     """Discord answers a repeated nonce of a deleted message with Unknown Message: it went out, so the
     digest moves on to the next paper."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=3)
+    sub = await service.subscriptions.subscribe(USER, count=3)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     await crash_while_sending_the_second_paper(service, sub.id)
-    (run,) = await service.runs_to_resume()
+    (run,) = await service.recovery.runs_to_resume()
     resumed = FakeSender(fail_at={0: SentThenDeletedError("Unknown Message")})
-    outcome = await service.resume(run, resumed)
+    outcome = await service.delivery.resume(run, resumed)
     assert (outcome.status, outcome.sent) == ("sent", 1)
     assert resumed.paper_ids == [3]
 
@@ -422,9 +431,9 @@ async def test_a_run_interrupted_before_the_upgrade_gets_no_second_header(tmp_pa
     conn.close()
     async with await Database.open(path) as db:
         service = make_service(db, FakeClock(datetime(2026, 11, 30, 9, 0, 30, tzinfo=UTC)), {1: 2.0, 2: 1.0})
-        (run,) = await service.runs_to_resume()
+        (run,) = await service.recovery.runs_to_resume()
         resumed = FakeSender()
-        assert (await service.resume(run, resumed)).status == "sent"
+        assert (await service.delivery.resume(run, resumed)).status == "sent"
         assert resumed.headers == []
         assert resumed.paper_ids == [2]
 
@@ -450,13 +459,13 @@ async def test_interrupted_runs_beyond_grace_are_closed_not_resumed(
 ) -> None:
     """A run interrupted long ago is marked failed instead of arriving a day late."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=3)
+    sub = await service.subscriptions.subscribe(USER, count=3)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     with pytest.raises(RuntimeError):
-        await service.deliver_period(sub.id, FakeSender(fail_at={0: RuntimeError("boom")}))
+        await service.delivery.deliver_period(sub.id, FakeSender(fail_at={0: RuntimeError("boom")}))
     clock.advance(hours=7)
-    assert await service.runs_to_resume() == []
-    run = await service.digests.run_for(sub.id, "2026-11-30")
+    assert await service.recovery.runs_to_resume() == []
+    run = await service.repository.run_for(sub.id, "2026-11-30")
     assert run is not None
     assert run.status == "failed"
 
@@ -464,10 +473,10 @@ async def test_interrupted_runs_beyond_grace_are_closed_not_resumed(
 async def test_closed_dms_pause_and_leave_a_notice(db: Database, clock: FakeClock, papers: list[int]) -> None:
     """Discord 50007 pauses the subscription, records why, and leaves a notice for the next command."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=3)
+    sub = await service.subscriptions.subscribe(USER, count=3)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     sender = FakeSender(fail_header=DMsClosedError("Cannot send messages to this user", code=50007))
-    outcome = await service.deliver_period(sub.id, sender)
+    outcome = await service.delivery.deliver_period(sub.id, sender)
     assert outcome.status == "unreachable"
     paused = await service.subscriptions.get(sub.id)
     assert paused is not None
@@ -478,12 +487,12 @@ async def test_closed_dms_pause_and_leave_a_notice(db: Database, clock: FakeCloc
     assert "paused" in notice
     assert "/paper subscribe" in notice
     assert "Direct Messages" in notice
-    assert await service.digests.sent_paper_ids(Recipient(user_id=USER)) == set()
+    assert await service.repository.sent_paper_ids(Recipient(user_id=USER)) == set()
     # Paused subscriptions are not delivered (nor caught up) until the user resubscribes.
     clock.advance(days=1)
-    assert (await service.deliver_period(sub.id, FakeSender())).status == "inactive"
-    assert await service.missed_periods() == []
-    await service.subscribe(USER)
+    assert (await service.delivery.deliver_period(sub.id, FakeSender())).status == "inactive"
+    assert await service.recovery.missed_periods() == []
+    await service.subscriptions.subscribe(USER)
     resumed = await service.subscriptions.get(sub.id)
     assert resumed is not None
     assert resumed.active
@@ -494,11 +503,11 @@ async def test_dms_closed_mid_digest_keeps_sent_papers_sent(
 ) -> None:
     """If DMs close after one paper, that paper stays sent and the rest are released."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=3)
+    sub = await service.subscriptions.subscribe(USER, count=3)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     sender = FakeSender(fail_at={1: DMsClosedError("closed", code=50007)})
-    assert (await service.deliver_period(sub.id, sender)).status == "unreachable"
-    assert await service.digests.sent_paper_ids(Recipient(user_id=USER)) == {1}
+    assert (await service.delivery.deliver_period(sub.id, sender)).status == "unreachable"
+    assert await service.repository.sent_paper_ids(Recipient(user_id=USER)) == {1}
 
 
 async def test_channel_feed_delivers_and_pauses_when_the_channel_is_gone(
@@ -507,8 +516,8 @@ async def test_channel_feed_delivers_and_pauses_when_the_channel_is_gone(
     """A feed posts to its channel (reactions there train the reacting person: recipient NULL)."""
     service = make_service(db, clock, scores(papers))
     with pytest.raises(InvalidScheduleError, match="topics"):
-        await service.set_feed(7, 700, created_by=OTHER, time="09:00")
-    feed = await service.set_feed(
+        await service.subscriptions.set_feed(7, 700, created_by=OTHER, time="09:00")
+    feed = await service.subscriptions.set_feed(
         7,
         700,
         created_by=OTHER,
@@ -517,29 +526,29 @@ async def test_channel_feed_delivers_and_pauses_when_the_channel_is_gone(
         timezone="Europe/Berlin",
         frequency="weekdays",
     )
-    assert [f.channel_id for f in await service.list_feeds(7)] == [700]
-    assert await service.list_feeds(8) == []
+    assert [f.channel_id for f in await service.subscriptions.list_feeds(7)] == [700]
+    assert await service.subscriptions.list_feeds(8) == []
     clock.set(MONDAY_0800Z)
     sender = FakeSender(channel_id=700, guild_id=7)
-    outcome = await service.deliver_period(feed.id, sender)
+    outcome = await service.delivery.deliver_period(feed.id, sender)
     assert outcome.status == "sent"
     assert "Paper feed" in sender.headers[0]
     rows = await db.fetchall("SELECT channel_id, guild_id, recipient_id, kind FROM posted_messages")
     assert {tuple(r) for r in rows} == {(700, 7, None, "feed")}
-    assert await service.digests.sent_paper_ids(Recipient(channel_id=700)) == set(sender.paper_ids)
-    recommender = service.recommender
+    assert await service.repository.sent_paper_ids(Recipient(channel_id=700)) == set(sender.paper_ids)
+    recommender = service.planner.recommender
     assert isinstance(recommender, FakeRecommender)
     assert recommender.calls[-1]["user_id"] is None
 
     clock.advance(days=1)
     gone = FakeSender(fail_header=ChannelGoneError("Unknown Channel", code=10003))
-    assert (await service.deliver_period(feed.id, gone)).status == "unreachable"
+    assert (await service.delivery.deliver_period(feed.id, gone)).status == "unreachable"
     notice = await db.fetchval("SELECT pending_notice FROM users WHERE id = ?", (OTHER,))
     assert "<#700>" in notice
     assert "/paperadmin feed set" in notice
-    assert await service.clear_feed(8, 700) is None  # another server cannot clear it
-    assert await service.clear_feed(7, 700) is not None
-    assert await service.list_feeds(7) == []
+    assert await service.subscriptions.clear_feed(8, 700) is None  # another server cannot clear it
+    assert await service.subscriptions.clear_feed(7, 700) is not None
+    assert await service.subscriptions.list_feeds(7) == []
 
 
 async def test_digest_now_is_not_a_scheduled_period_and_never_repeats(
@@ -547,19 +556,19 @@ async def test_digest_now_is_not_a_scheduled_period_and_never_repeats(
 ) -> None:
     """/paper digest sends now without using up today's period, and the 09:00 digest has other papers."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=3)
+    sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=3)
     clock.set(MONDAY_0800Z - timedelta(minutes=5))
     manual = FakeSender()
-    outcome = await service.deliver_now(USER, manual)
+    outcome = await service.delivery.deliver_now(USER, manual)
     assert outcome.status == "sent"
     assert "(on demand)" in manual.headers[0]
-    assert await service.digests.run_for(sub.id, "2026-11-30") is None
+    assert await service.repository.run_for(sub.id, "2026-11-30") is None
     clock.set(MONDAY_0800Z)
     scheduled = FakeSender()
-    assert (await service.deliver_period(sub.id, scheduled)).status == "sent"
+    assert (await service.delivery.deliver_period(sub.id, scheduled)).status == "sent"
     assert set(manual.paper_ids).isdisjoint(scheduled.paper_ids)
     again = FakeSender()
-    await service.deliver_now(USER, again)
+    await service.delivery.deliver_now(USER, again)
     assert set(again.paper_ids).isdisjoint(manual.paper_ids + scheduled.paper_ids)
 
 
@@ -567,14 +576,16 @@ async def test_digest_now_without_a_subscription(db: Database, clock: FakeClock,
     """A user without a subscription still gets a preview from their profile (default count)."""
     service = make_service(db, clock, scores(papers))
     sender = FakeSender()
-    outcome = await service.deliver_now(OTHER, sender)
+    outcome = await service.delivery.deliver_now(OTHER, sender)
     assert outcome.status == "sent"
     assert len(sender.paper_ids) == 5
     second = FakeSender()
-    await service.deliver_now(OTHER, second)
+    await service.delivery.deliver_now(OTHER, second)
     assert set(second.paper_ids).isdisjoint(sender.paper_ids)
     with pytest.raises(DMsClosedError):
-        await service.deliver_now(OTHER, FakeSender(fail_header=DMsClosedError("closed", code=50007)))
+        await service.delivery.deliver_now(
+            OTHER, FakeSender(fail_header=DMsClosedError("closed", code=50007))
+        )
 
 
 async def test_missed_period_within_grace_is_caught_up_once(
@@ -582,14 +593,14 @@ async def test_missed_period_within_grace_is_caught_up_once(
 ) -> None:
     """Down at 09:00, back at 11:00: the 09:00 digest is due once; after delivery it is not due again."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=2)
+    sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=2)
     clock.set(MONDAY_0800Z + timedelta(hours=2))
-    missed = await service.missed_periods()
+    missed = await service.recovery.missed_periods()
     assert [(s.id, p.key) for s, p in missed] == [(sub.id, "2026-11-30")]
     sender = FakeSender()
-    await service.deliver_period(sub.id, sender, period=missed[0][1])
+    await service.delivery.deliver_period(sub.id, sender, period=missed[0][1])
     assert len(sender.paper_ids) == 2
-    assert await service.missed_periods() == []
+    assert await service.recovery.missed_periods() == []
 
 
 async def test_missed_period_beyond_grace_is_skipped_and_logged(
@@ -597,15 +608,15 @@ async def test_missed_period_beyond_grace_is_skipped_and_logged(
 ) -> None:
     """Back after the grace window: nothing is sent late; the skip is recorded and logged once."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin")
+    sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin")
     clock.set(MONDAY_0800Z + timedelta(hours=7))
-    assert await service.missed_periods() == []
-    run = await service.digests.run_for(sub.id, "2026-11-30")
+    assert await service.recovery.missed_periods() == []
+    run = await service.repository.run_for(sub.id, "2026-11-30")
     assert run is not None
     assert run.status == "skipped"
     assert "missed its 2026-11-30 digest" in caplog.text
     caplog.clear()
-    assert await service.missed_periods() == []
+    assert await service.recovery.missed_periods() == []
     assert "missed" not in caplog.text
 
 
@@ -615,17 +626,17 @@ async def test_subscribing_after_todays_time_does_not_count_as_missed(
     """Subscribing at 10:00 for 09:00 starts tomorrow; a restart does not send today's."""
     service = make_service(db, clock, scores(papers))
     clock.set(MONDAY_0800Z + timedelta(hours=1))
-    sub = await service.subscribe(USER, time="09:00", timezone="Europe/Berlin")
-    assert service.next_delivery(sub).key == "2026-12-01"
+    sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin")
+    assert service.subscriptions.next_delivery(sub).key == "2026-12-01"
     clock.advance(minutes=30)
-    assert await service.missed_periods() == []
+    assert await service.recovery.missed_periods() == []
 
 
 async def test_build_writes_nothing(db: Database, clock: FakeClock, papers: list[int]) -> None:
     """Building a digest (the CLI dry run, the bench) records nothing."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=4)
-    plan = await service.build(sub)
+    sub = await service.subscriptions.subscribe(USER, count=4)
+    plan = await service.planner.build(sub)
     assert [p.paper.id for p in plan.papers] == [1, 2, 3, 4]
     for table in ("digest_runs", "digest_items", "digest_sent", "posted_messages"):
         assert await db.fetchval(f"SELECT COUNT(*) FROM {table}") == 0
@@ -637,7 +648,7 @@ async def test_unsubscribing_mid_digest_stops_the_rest(
     """If the user unsubscribes (or is forgotten) while their digest goes out, nothing more is sent or
     stored about them."""
     service = make_service(db, clock, scores(papers))
-    sub = await service.subscribe(USER, count=4)
+    sub = await service.subscriptions.subscribe(USER, count=4)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
 
     class ForgetsAfterOne(FakeSender):
@@ -648,7 +659,7 @@ async def test_unsubscribing_mid_digest_stops_the_rest(
             return sent
 
     sender = ForgetsAfterOne()
-    await service.deliver_period(sub.id, sender)
+    await service.delivery.deliver_period(sub.id, sender)
     assert sender.paper_ids == [1]
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
     assert await db.fetchval("SELECT COUNT(*) FROM digest_sent") == 0

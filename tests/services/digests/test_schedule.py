@@ -8,10 +8,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.errors import InvalidScheduleError
-from bot.services.schedule import (
+from bot.services.digests.schedule import (
     AUTOCOMPLETE_LIMIT,
     Schedule,
-    due_within,
+    check_due,
     format_local,
     latest_due,
     make_schedule,
@@ -225,12 +225,18 @@ def test_due_within_grace_window() -> None:
     """A missed period counts within the grace window, not after it, and not before the subscription."""
     schedule = make_schedule(time_local="09:00", timezone="UTC")
     grace = timedelta(hours=6)
-    assert due_within(schedule, utc(2026, 11, 30, 14, 59), grace) is not None
-    assert due_within(schedule, utc(2026, 11, 30, 15, 1), grace) is None
-    assert due_within(schedule, utc(2026, 11, 30, 10), grace, not_before=utc(2026, 11, 30, 9, 30)) is None
-    latest = due_within(schedule, utc(2026, 11, 30, 10), grace, not_before=utc(2026, 11, 29, 12))
-    assert latest is not None
-    assert latest.key == "2026-11-30"
+    long_ago = utc(2026, 1, 1)
+    assert check_due(schedule, utc(2026, 11, 30, 14, 59), grace, set_up_at=long_ago).deliver
+    too_late = check_due(schedule, utc(2026, 11, 30, 15, 1), grace, set_up_at=long_ago)
+    assert not too_late.deliver
+    assert too_late.too_late
+    assert too_late.late == timedelta(hours=6, minutes=1)
+    set_up_after = check_due(schedule, utc(2026, 11, 30, 10), grace, set_up_at=utc(2026, 11, 30, 9, 30))
+    assert not set_up_after.deliver
+    assert set_up_after.before_setup
+    latest = check_due(schedule, utc(2026, 11, 30, 10), grace, set_up_at=utc(2026, 11, 29, 12))
+    assert latest.deliver
+    assert latest.period.key == "2026-11-30"
 
 
 def test_naive_now_is_refused() -> None:

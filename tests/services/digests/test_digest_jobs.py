@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 
@@ -11,11 +10,11 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 from digest_fakes import FakeClock, FakeSender, add_papers, make_service
 
-from bot.scheduling import DigestScheduler, RequestPacer, job_id, make_trigger
-from bot.services.digest import DigestService
-from bot.services.schedule import latest_due, make_schedule, next_delivery, occurrence
+from bot.services.digests import Digests
+from bot.services.digests.jobs import DigestScheduler, job_id, make_trigger
+from bot.services.digests.schedule import latest_due, make_schedule, next_delivery, occurrence
 from storage.db import Database
-from storage.repositories.subscriptions import Subscription
+from storage.models import Subscription
 
 
 def utc(*args: int) -> datetime:
@@ -23,7 +22,7 @@ def utc(*args: int) -> datetime:
 
 
 @pytest.fixture
-async def service(db: Database) -> DigestService:
+async def service(db: Database) -> Digests:
     await add_papers(db, range(1, 41))
     # Subscriptions are set up at 06:00 UTC on Monday 30 November 2026 unless a test says otherwise.
     return make_service(db, FakeClock(utc(2026, 11, 30, 6, 0)), {pid: 100.0 - pid for pid in range(1, 41)})
@@ -44,20 +43,22 @@ class Senders:
 
 
 @pytest.fixture
-async def jobs(service: DigestService) -> AsyncIterator[DigestScheduler]:
+async def jobs(service: Digests) -> AsyncIterator[DigestScheduler]:
     scheduler = DigestScheduler(service, Senders(), clock=service.clock, spacing=0)
     yield scheduler
     scheduler.shutdown()
 
 
 async def test_jobs_are_rebuilt_from_the_database_with_stable_ids(
-    service: DigestService, jobs: DigestScheduler
+    service: Digests, jobs: DigestScheduler
 ) -> None:
     """At start every active subscription gets one job `digest:{id}` with the agreed options."""
-    berlin = await service.subscribe(1, time="09:00", timezone="Europe/Berlin")
-    tokyo = await service.subscribe(2, time="07:30", timezone="Asia/Tokyo", frequency="weekdays")
-    paused = await service.subscribe(3)
-    await service.subscriptions.pause(paused.id, "DMs closed")
+    berlin = await service.subscriptions.subscribe(1, time="09:00", timezone="Europe/Berlin")
+    tokyo = await service.subscriptions.subscribe(
+        2, time="07:30", timezone="Asia/Tokyo", frequency="weekdays"
+    )
+    paused = await service.subscriptions.subscribe(3)
+    await service.subscriptions.repository.pause(paused.id, "DMs closed")
     assert await jobs.start(recover=False) == 2
     ids = sorted(job.id for job in jobs.scheduler.get_jobs())
     assert ids == [job_id(berlin.id), job_id(tokyo.id)]
@@ -70,25 +71,25 @@ async def test_jobs_are_rebuilt_from_the_database_with_stable_ids(
     assert str(job.trigger.timezone) == "Europe/Berlin"
     now = datetime.now(UTC)
     for sub in (berlin, tokyo):
-        expected = service.next_delivery(sub, now).due_at
+        expected = service.subscriptions.next_delivery(sub, now).due_at
         assert jobs.next_run_time(sub.id) == expected
     # A second rebuild (restart) replaces rather than duplicates, and drops jobs of removed subscriptions.
-    await service.unsubscribe(2)
+    await service.subscriptions.unsubscribe(2)
     assert await jobs.sync_all() == 1
     assert [job.id for job in jobs.scheduler.get_jobs()] == [job_id(berlin.id)]
 
 
 async def test_subscribe_and_unsubscribe_update_the_job_at_once(
-    service: DigestService, jobs: DigestScheduler
+    service: Digests, jobs: DigestScheduler
 ) -> None:
     """Changing the time moves the job; pausing or unsubscribing removes it."""
     await jobs.start(recover=False)
-    sub = await service.subscribe(1, time="09:00", timezone="UTC")
+    sub = await service.subscriptions.subscribe(1, time="09:00", timezone="UTC")
     jobs.schedule(sub)
     before = jobs.next_run_time(sub.id)
     assert before is not None
     assert (before.hour, before.minute) == (9, 0)
-    moved = await service.subscribe(1, time="18:45", timezone="America/Los_Angeles")
+    moved = await service.subscriptions.subscribe(1, time="18:45", timezone="America/Los_Angeles")
     jobs.schedule(moved)
     after = jobs.next_run_time(sub.id)
     assert after is not None
@@ -142,14 +143,12 @@ def test_cron_trigger_agrees_with_next_delivery_for_a_year(zone: str, hhmm: str)
     assert len(fires) - len(first_fire) <= 1  # at most one doubled (fall-back) fire a year
 
 
-async def test_ambiguous_time_double_fire_delivers_once(
-    service: DigestService, jobs: DigestScheduler
-) -> None:
+async def test_ambiguous_time_double_fire_delivers_once(service: Digests, jobs: DigestScheduler) -> None:
     """CronTrigger fires 02:30 twice on the fall-back night; the second fire sends nothing."""
     clock = service.clock
     assert isinstance(clock, FakeClock)
     clock.set(utc(2026, 10, 20, 12, 0))
-    sub = await service.subscribe(1, time="02:30", timezone="Europe/Berlin", count=2)
+    sub = await service.subscriptions.subscribe(1, time="02:30", timezone="Europe/Berlin", count=2)
     trigger = make_trigger(sub)
     first = trigger.get_next_fire_time(None, utc(2026, 10, 24, 12))
     second = trigger.get_next_fire_time(first, first)
@@ -165,10 +164,10 @@ async def test_ambiguous_time_double_fire_delivers_once(
 
 
 async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
-    service: DigestService, jobs: DigestScheduler
+    service: Digests, jobs: DigestScheduler
 ) -> None:
     """Through APScheduler itself: when the job's time comes, the period is delivered once."""
-    sub = await service.subscribe(1, time="09:00", timezone="Europe/Berlin", count=3)
+    sub = await service.subscriptions.subscribe(1, time="09:00", timezone="Europe/Berlin", count=3)
     clock = service.clock
     assert isinstance(clock, FakeClock)
     await jobs.start(recover=False)
@@ -185,16 +184,19 @@ async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
         await asyncio.sleep(0.01)
     await jobs.wait_idle()  # the run is finished after its last message is recorded
     assert senders.by_sub[sub.id].paper_ids == [1, 2, 3]
-    run = await service.digests.run_for(sub.id, due.key)
+    run = await service.repository.run_for(sub.id, due.key)
     assert run is not None
     assert run.status == "sent"
 
 
 async def test_one_failing_subscriber_never_stops_the_others(
-    service: DigestService, jobs: DigestScheduler, caplog: pytest.LogCaptureFixture
+    service: Digests, jobs: DigestScheduler, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A subscriber whose send fails is logged and retried; everyone else still gets their digest."""
-    subs = [await service.subscribe(user, time="09:00", timezone="UTC", count=2) for user in range(1, 7)]
+    subs = [
+        await service.subscriptions.subscribe(user, time="09:00", timezone="UTC", count=2)
+        for user in range(1, 7)
+    ]
     senders = jobs.sender_for
     assert isinstance(senders, Senders)
     senders.failing = {subs[2].id}
@@ -215,17 +217,20 @@ async def test_one_failing_subscriber_never_stops_the_others(
 
 
 async def test_a_background_start_returns_at_once_and_schedules_every_subscription(
-    service: DigestService, jobs: DigestScheduler
+    service: Digests, jobs: DigestScheduler
 ) -> None:
     """setup_hook's start does not wait for thousands of jobs; they all appear shortly after."""
-    subs = [await service.subscribe(user, time="08:15", timezone="Asia/Kolkata") for user in range(1, 451)]
+    subs = [
+        await service.subscriptions.subscribe(user, time="08:15", timezone="Asia/Kolkata")
+        for user in range(1, 451)
+    ]
     assert await jobs.start(recover=False, in_background=True) == 0
     assert len(jobs.scheduler.get_jobs()) < len(subs)  # still being rebuilt
     await jobs.wait_idle()
     assert sorted(job.id for job in jobs.scheduler.get_jobs()) == sorted(job_id(sub.id) for sub in subs)
 
 
-async def test_deliveries_are_bounded_by_the_semaphore(service: DigestService) -> None:
+async def test_deliveries_are_bounded_by_the_semaphore(service: Digests) -> None:
     """Thousands due at once queue up: never more than `concurrency` digests in flight."""
     in_flight = 0
     peak = 0
@@ -240,7 +245,10 @@ async def test_deliveries_are_bounded_by_the_semaphore(service: DigestService) -
             return await super().send_paper(paper, reason, nonce=nonce)
 
     jobs = DigestScheduler(service, lambda sub: Slow(), clock=service.clock, concurrency=3, spacing=0)
-    subs = [await service.subscribe(user, time="09:00", timezone="UTC", count=1) for user in range(1, 13)]
+    subs = [
+        await service.subscriptions.subscribe(user, time="09:00", timezone="UTC", count=1)
+        for user in range(1, 13)
+    ]
     clock = service.clock
     assert isinstance(clock, FakeClock)
     clock.set(utc(2026, 11, 30, 9, 0))
@@ -249,16 +257,16 @@ async def test_deliveries_are_bounded_by_the_semaphore(service: DigestService) -
     assert peak == 3
 
 
-async def test_recover_resumes_then_catches_up_after_ready(service: DigestService) -> None:
+async def test_recover_resumes_then_catches_up_after_ready(service: Digests) -> None:
     """At start: wait for the gateway, finish the interrupted run, deliver the missed period once."""
     clock = service.clock
     assert isinstance(clock, FakeClock)
     clock.set(utc(2026, 11, 30, 6, 0))
-    interrupted = await service.subscribe(1, time="07:00", timezone="UTC", count=3)
-    missed = await service.subscribe(2, time="08:00", timezone="UTC", count=2)
+    interrupted = await service.subscriptions.subscribe(1, time="07:00", timezone="UTC", count=3)
+    missed = await service.subscriptions.subscribe(2, time="08:00", timezone="UTC", count=2)
     clock.set(utc(2026, 11, 30, 7, 0))
     with pytest.raises(RuntimeError):
-        await service.deliver_period(interrupted.id, FakeSender(fail_at={1: RuntimeError("killed")}))
+        await service.delivery.deliver_period(interrupted.id, FakeSender(fail_at={1: RuntimeError("killed")}))
     clock.set(utc(2026, 11, 30, 9, 30))  # the bot was down from 07:00 to 09:30
 
     ready = asyncio.Event()
@@ -277,47 +285,36 @@ async def test_recover_resumes_then_catches_up_after_ready(service: DigestServic
     assert again.resumed == again.caught_up == []
 
 
-async def test_job_for_a_removed_subscription_removes_itself(
-    service: DigestService, jobs: DigestScheduler
-) -> None:
+async def test_job_for_a_removed_subscription_removes_itself(service: Digests, jobs: DigestScheduler) -> None:
     """A job whose subscription vanished (e.g. forget-me) cleans up instead of failing every day."""
-    sub = await service.subscribe(1)
+    sub = await service.subscriptions.subscribe(1)
     await jobs.start(recover=False)
-    await service.unsubscribe(1)
+    await service.subscriptions.unsubscribe(1)
     assert await jobs.run_job(sub.id) is None
     assert jobs.scheduler.get_jobs() == []
 
 
-async def test_request_pacer_limits_the_rate() -> None:
-    """After the burst, requests go out at `rate` per second."""
-    pacer = RequestPacer(rate=200.0, burst=5)
-    started = time.monotonic()
-    for _ in range(25):
-        await pacer.wait()
-    assert time.monotonic() - started >= 20 / 200 * 0.9
-
-
 async def test_a_fire_before_the_subscription_existed_sends_nothing(
-    service: DigestService, jobs: DigestScheduler
+    service: Digests, jobs: DigestScheduler
 ) -> None:
     """Subscribed at 10:00 for 09:00: a stray fire at 10:05 must not send "today's" digest."""
     clock = service.clock
     assert isinstance(clock, FakeClock)
     clock.set(utc(2026, 11, 30, 10, 0))
-    sub = await service.subscribe(1, time="09:00", timezone="UTC")
+    sub = await service.subscriptions.subscribe(1, time="09:00", timezone="UTC")
     clock.set(utc(2026, 11, 30, 10, 5))
     assert await jobs.run_job(sub.id) is None
     senders = jobs.sender_for
     assert isinstance(senders, Senders)
     assert senders.by_sub == {}
-    assert await service.digests.runs(sub.id) == []
+    assert await service.repository.runs(sub.id) == []
 
 
-async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(service: DigestService) -> None:
+async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(service: Digests) -> None:
     """Shutting down mid-digest stops at a paper boundary (nothing in doubt); the next process resumes."""
     clock = service.clock
     assert isinstance(clock, FakeClock)
-    sub = await service.subscribe(1, time="09:00", timezone="UTC", count=4)
+    sub = await service.subscriptions.subscribe(1, time="09:00", timezone="UTC", count=4)
     clock.set(utc(2026, 11, 30, 9, 0))
     jobs: DigestScheduler
 
@@ -334,10 +331,10 @@ async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(ser
     await jobs.start(recover=False)
     assert await jobs.run_job(sub.id) is None
     assert sender.paper_ids == [1, 2]
-    run = await service.digests.run_for(sub.id, "2026-11-30")
+    run = await service.repository.run_for(sub.id, "2026-11-30")
     assert run is not None
     assert run.status == "claimed"
-    assert [i.paper_id for i in await service.digests.items(run.id) if i.in_doubt] == []
+    assert [i.paper_id for i in await service.repository.items(run.id) if i.in_doubt] == []
 
     # The next process (a fresh service on the same database) resumes the run with papers 3 and 4.
     restarted = make_service(service.db, clock, {pid: 100.0 - pid for pid in range(1, 41)})

@@ -358,20 +358,42 @@ def latest_due(schedule: Schedule, now: datetime) -> Period:
     raise AssertionError("unreachable: a schedule runs at least weekly")  # pragma: no cover
 
 
-def due_within(
-    schedule: Schedule, now: datetime, grace: timedelta, *, not_before: datetime | None = None
-) -> Period | None:
-    """The most recent period if it fell due within ``grace`` of ``now`` (else None).
+@dataclass(frozen=True, slots=True)
+class DueCheck:
+    """Whether the most recent period of a schedule is still to be delivered at some moment.
 
-    ``not_before`` (the moment the schedule was set) rules out a period that was due before the
-    subscription existed in this form: subscribing at 10:00 for 09:00 does not mean "send today's".
+    The one rule for a period that fell due (a job firing late, a period missed while the bot was
+    down): it is delivered when the subscription was set up (in this form) before it fell due and it
+    fell due at most ``grace`` ago.
+    """
+
+    period: Period
+    #: how long ago the period fell due
+    late: timedelta
+    #: the subscription was set up, or changed, after this period fell due: it is not this one's
+    before_setup: bool
+    #: fell due longer than the grace window ago
+    too_late: bool
+
+    @property
+    def deliver(self) -> bool:
+        return not self.before_setup and not self.too_late
+
+
+def check_due(schedule: Schedule, now: datetime, grace: timedelta, *, set_up_at: datetime) -> DueCheck:
+    """The most recent period at or before ``now``, and whether to deliver it (see :class:`DueCheck`).
+
+    Subscribing at 10:00 for 09:00 does not mean "send today's": ``set_up_at`` (when the schedule was
+    set) rules out a period due before it.
     """
     period = latest_due(schedule, now)
-    if now.astimezone(UTC) - period.due_utc > grace:
-        return None
-    if not_before is not None and period.due_utc < not_before.astimezone(UTC):
-        return None
-    return period
+    late = now.astimezone(UTC) - period.due_utc
+    return DueCheck(
+        period=period,
+        late=late,
+        before_setup=period.due_utc < set_up_at.astimezone(UTC),
+        too_late=late > grace,
+    )
 
 
 def format_local(moment: datetime, zone: str) -> str:

@@ -231,12 +231,10 @@ def _read_batch(path: Path) -> list[tuple[str | None, str]]:
 
 
 async def _digest(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.cli.digest import run_digest_dry_run, send_digest_now
+
     if args.dry_run:
-        from bot.services.digest_cli import run_digest_dry_run
-
         return await run_digest_dry_run(settings, user_id=args.user)
-    from bot.digest_send import send_digest_now
-
     return await send_digest_now(settings, user_id=args.user)
 
 

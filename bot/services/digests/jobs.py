@@ -1,19 +1,22 @@
 """Digest jobs on APScheduler 3.x: rebuilt from the subscriptions table at start, one job per subscription.
 
-* ``AsyncIOScheduler`` with the default in-memory job store: the database is the source of truth and
+* The jobs live on the bot's one process scheduler (``bot.scheduler``), an ``AsyncIOScheduler`` with
+  the default in-memory job store: the database is the source of truth and
   :meth:`DigestScheduler.sync_all` recreates every job at start (APScheduler's user guide: "if you
   always recreate your jobs at the start of your application, then you can probably go with the
   default (MemoryJobStore)").
 * Stable ids ``digest:{subscription_id}``, ``replace_existing=True``, ``coalesce=True``,
   ``max_instances=1`` and a bounded ``misfire_grace_time``; a ``CronTrigger`` in the subscriber's own
   timezone, so DST keeps the local wall-clock time.
-* The job claims its period in the database before sending (see ``bot.services.digest``), so a
-  double fire — CronTrigger fires twice at an ambiguous fall-back time — sends once.
+* The job claims its period in the database before sending (see ``bot.services.digests.delivery``),
+  so a double fire — CronTrigger fires twice at an ambiguous fall-back time — sends once; whether a
+  late fire still delivers is the one due rule (``schedule.check_due``).
 * At start: interrupted runs are resumed, and a period missed while the bot was down is delivered
-  once if still within the grace window, otherwise recorded as skipped and logged.
+  once if still within the grace window, otherwise recorded as skipped and logged
+  (``bot.services.digests.recovery``).
 * Each job catches and logs its own errors (one failing subscriber never stops the others) and
-  retries a failed run a few times. Deliveries share a semaphore and a request pacer, so thousands
-  of digests due at 09:00 queue up instead of tripping Discord's global rate limit.
+  retries a failed run a few times. Deliveries share a semaphore and are spaced, so thousands of
+  digests due at 09:00 queue up (the Discord sender also paces every request it makes).
 
 Nothing here imports discord: the Discord layer passes a sender factory and ``wait_until_ready``.
 """
@@ -23,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,18 +36,12 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
-from bot.services.digest import (
-    DeliveryOutcome,
-    DigestInterruptedError,
-    DigestSender,
-    DigestService,
-    SentMessage,
-    subscription_schedule,
-)
-from bot.services.schedule import Clock, Period, latest_due
-from storage.models import Paper
+from bot.services.digests import Digests
+from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, DigestSender, SentMessage
+from bot.services.digests.schedule import Clock, Period, check_due
+from bot.services.digests.subscriptions import parse_stamp, subscription_schedule
+from storage.models import Paper, Subscription
 from storage.repositories.digests import DigestRun
-from storage.repositories.subscriptions import Subscription
 
 log = logging.getLogger(__name__)
 
@@ -55,44 +51,6 @@ RETRY_PREFIX = "digest-retry:"
 SenderFactory = Callable[[Subscription], DigestSender]
 
 
-ARXIV_JOB_ID = "arxiv:daily"
-
-
-def schedule_daily_fetch(
-    scheduler: AsyncIOScheduler, job: Callable[[], Awaitable[object]], *, time_utc: str
-) -> Job:
-    """The daily arXiv fetch at HH:MM UTC (one instance at a time; a late start within an hour still runs)."""
-    hour, minute = (int(part) for part in time_utc.split(":"))
-    return scheduler.add_job(
-        job,
-        CronTrigger(hour=hour, minute=minute, timezone=UTC),
-        id=ARXIV_JOB_ID,
-        replace_existing=True,
-        coalesce=True,
-        max_instances=1,
-        misfire_grace_time=3600,
-    )
-
-
-PRUNE_JOB_ID = "privacy:prune"
-
-
-def schedule_daily_prune(
-    scheduler: AsyncIOScheduler, job: Callable[[], Awaitable[object]], *, time_utc: str = "04:00"
-) -> Job:
-    """Delete data past its retention (old search listings) once a day at HH:MM UTC."""
-    hour, minute = (int(part) for part in time_utc.split(":"))
-    return scheduler.add_job(
-        job,
-        CronTrigger(hour=hour, minute=minute, timezone=UTC),
-        id=PRUNE_JOB_ID,
-        replace_existing=True,
-        coalesce=True,
-        max_instances=1,
-        misfire_grace_time=6 * 3600,
-    )
-
-
 def job_id(subscription_id: int) -> str:
     return f"{JOB_PREFIX}{subscription_id}"
 
@@ -100,38 +58,6 @@ def job_id(subscription_id: int) -> str:
 def make_trigger(sub: Subscription) -> CronTrigger:
     schedule = subscription_schedule(sub)
     return CronTrigger(timezone=schedule.zone, **schedule.cron_fields())
-
-
-class RequestPacer:
-    """A token bucket shared by every digest delivery: at most ``rate`` requests a second on average.
-
-    Discord allows a bot 50 requests a second globally; digests stay below that (default 40/s), so
-    interactive commands keep headroom and a 09:00 rush queues here instead of collecting 429s.
-    discord.py still honours per-route limits and any 429 on top of this.
-    """
-
-    def __init__(
-        self, rate: float = 40.0, burst: int = 10, *, monotonic: Callable[[], float] = time.monotonic
-    ):
-        if rate <= 0 or burst < 1:
-            raise ValueError("rate must be positive and burst at least 1")
-        self.rate = rate
-        self.burst = burst
-        self._monotonic = monotonic
-        self._tokens = float(burst)
-        self._updated = monotonic()
-        self._lock = asyncio.Lock()
-
-    async def wait(self) -> None:
-        async with self._lock:
-            while True:
-                now = self._monotonic()
-                self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)
-                self._updated = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
-                    return
-                await asyncio.sleep((1 - self._tokens) / self.rate)
 
 
 @dataclass
@@ -145,7 +71,7 @@ class StartupReport:
 class DigestScheduler:
     def __init__(
         self,
-        service: DigestService,
+        digests: Digests,
         sender_for: SenderFactory,
         *,
         clock: Clock | None = None,
@@ -156,21 +82,21 @@ class DigestScheduler:
         retry_delay: timedelta = timedelta(minutes=5),
         max_retries: int = 3,
         scheduler: AsyncIOScheduler | None = None,
-        pacer: RequestPacer | None = None,
     ) -> None:
-        self.service = service
-        #: Shared by every Discord request a digest makes (scheduled or /paper digest).
-        self.pacer = pacer or RequestPacer()
+        self.digests = digests
         self.sender_for = sender_for
         self._clock = clock
         self.wait_until_ready = wait_until_ready
         self.spacing = spacing
-        grace = misfire_grace if misfire_grace is not None else service.grace
+        grace = misfire_grace if misfire_grace is not None else digests.grace
         # Bounded: a late fire is still useful up to the grace window, never longer (and at least 1 min).
         self.misfire_grace_seconds = max(60, int(grace.total_seconds()))
         self.retry_delay = retry_delay
         self.max_retries = max_retries
+        #: the process scheduler the jobs live on (one of its own when none is given; then this starts
+        #: and stops it)
         self.scheduler = scheduler or AsyncIOScheduler(timezone=UTC)
+        self._owns_scheduler = scheduler is None
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._attempts: dict[int, int] = {}
         self._active = 0
@@ -179,8 +105,8 @@ class DigestScheduler:
         self._tasks: set[asyncio.Task[object]] = set()
 
     def clock(self) -> datetime:
-        """The injected clock, else the digest service's (so a test can swap the service's clock)."""
-        return self._clock() if self._clock is not None else self.service.clock()
+        """The injected clock, else the digests' own."""
+        return self._clock() if self._clock is not None else self.digests.clock()
 
     # ---- lifecycle ---------------------------------------------------------------------------------
 
@@ -193,7 +119,7 @@ class DigestScheduler:
         subscriptions that takes seconds the gateway handshake need not wait for, and anything due
         meanwhile is caught up by the recovery that follows.
         """
-        if not self.scheduler.running:
+        if self._owns_scheduler and not self.scheduler.running:
             self.scheduler.start()
         if in_background:
             self.spawn(self._sync_then_recover(recover), name="digest-startup")
@@ -223,7 +149,7 @@ class DigestScheduler:
         """Graceful shutdown: deliveries stop at the next paper boundary (their runs resume at the next
         start), wait up to ``wait_seconds`` for them, then stop the scheduler. A message is never cut off
         mid-send, so a restart leaves nothing "in doubt"."""
-        self.service.request_stop()
+        self.digests.delivery.request_stop()
         if self._active:
             try:
                 await asyncio.wait_for(self._idle.wait(), wait_seconds)
@@ -234,7 +160,8 @@ class DigestScheduler:
         self.shutdown()
 
     def shutdown(self) -> None:
-        if self.scheduler.running:
+        """Cancel the background work started here (and stop the scheduler if it is this one's own)."""
+        if self._owns_scheduler and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         for task in list(self._tasks):
             task.cancel()
@@ -265,7 +192,7 @@ class DigestScheduler:
 
     async def sync_all(self) -> int:
         """Make the jobs exactly the active subscriptions (stale jobs removed)."""
-        subs = await self.service.subscriptions.active()
+        subs = await self.digests.subscriptions.active()
         wanted = {job_id(sub.id) for sub in subs}
         for job in self.scheduler.get_jobs():
             if job.id.startswith(JOB_PREFIX) and job.id not in wanted:
@@ -320,15 +247,21 @@ class DigestScheduler:
         """The scheduled job: deliver the period that just fell due. Never raises."""
         fired_at = self.clock()
         try:
-            sub = await self.service.subscriptions.get(subscription_id)
+            sub = await self.digests.subscriptions.get(subscription_id)
             if sub is None or not sub.active:
                 self.unschedule(subscription_id)
                 return None
-            period = latest_due(subscription_schedule(sub), fired_at)
-            if period.due_utc < datetime.fromisoformat(sub.updated_at):
+            due = check_due(
+                subscription_schedule(sub),
+                fired_at,
+                self.digests.grace,
+                set_up_at=parse_stamp(sub.updated_at),
+            )
+            period = due.period
+            if due.before_setup:
                 log.info("subscription %s: no period due since it was set up (fired %s)", sub.id, fired_at)
                 return None
-            if fired_at.astimezone(UTC) - period.due_utc > self.service.grace:
+            if due.too_late:
                 log.warning(
                     "subscription %s fired %s after its period %s: skipped", sub.id, fired_at, period.key
                 )
@@ -344,15 +277,15 @@ class DigestScheduler:
         """One delivery, paced and guarded: errors are logged (and retried), never raised."""
         what = f"digest for subscription {sub.id} (period {period.key if period else '?'})"
         return await self._guarded(
-            sub, lambda sender: self.service.deliver_period(sub.id, sender, period=period), what
+            sub, lambda sender: self.digests.delivery.deliver_period(sub.id, sender, period=period), what
         )
 
     async def resume(self, run: DigestRun) -> DeliveryOutcome | None:
-        sub = await self.service.subscriptions.get(run.subscription_id)
+        sub = await self.digests.subscriptions.get(run.subscription_id)
         if sub is None:
-            return await self.service.resume(run, _NoSender())
+            return await self.digests.delivery.resume(run, _NoSender())
         what = f"resuming digest run {run.id} (subscription {sub.id})"
-        return await self._guarded(sub, lambda sender: self.service.resume(run, sender), what)
+        return await self._guarded(sub, lambda sender: self.digests.delivery.resume(run, sender), what)
 
     async def _guarded(
         self,
@@ -402,7 +335,7 @@ class DigestScheduler:
     async def retry_job(self, subscription_id: int) -> None:
         """Resume the subscription's interrupted runs (the papers not yet sent). Never raises."""
         try:
-            for run in await self.service.runs_to_resume():
+            for run in await self.digests.recovery.runs_to_resume():
                 if run.subscription_id == subscription_id:
                     await self.resume(run)
         except Exception:
@@ -419,7 +352,7 @@ class DigestScheduler:
         if self.wait_until_ready is not None:
             await self.wait_until_ready()
         try:
-            runs = await self.service.runs_to_resume()
+            runs = await self.digests.recovery.runs_to_resume()
         except Exception:
             log.exception("could not look for interrupted digests")
             runs = []
@@ -427,7 +360,7 @@ class DigestScheduler:
             if outcome is not None:
                 report.resumed.append(outcome)
         try:
-            missed = await self.service.missed_periods()
+            missed = await self.digests.recovery.missed_periods()
         except Exception:
             log.exception("could not look for missed digests")
             missed = []

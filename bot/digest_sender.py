@@ -1,4 +1,4 @@
-"""The Discord side of digests: a DigestSender that posts by DM or to a channel, and the scheduler set-up.
+"""The Discord side of digests: a DigestSender that posts by DM or to a channel, paced under Discord's limit.
 
 Every paper goes out as its own message (so a reaction names exactly one paper) with 👍 👎 🔖 added;
 the digest service records each message in ``posted_messages``. Each message carries the nonce the
@@ -7,8 +7,8 @@ repeat with the message it already created. Discord errors that need a person to
 become the service's ``DMsClosedError`` / ``ChannelGoneError``; a send whose outcome is unknown (no
 answer within :data:`SEND_TIMEOUT`, a dropped connection, a 5xx) becomes ``SendOutcomeUnknownError``
 (the service sends it again with the same nonce); anything else propagates so the run stays open and
-is retried. Every request waits on the shared :class:`~bot.scheduling.RequestPacer`, so a 09:00 rush
-stays under Discord's global limit.
+is retried. Every request waits on the shared :class:`RequestPacer`, so a 09:00 rush stays under
+Discord's global limit. The bot, `/paper digest` and `paperbot digest --user` all send through it.
 """
 
 from __future__ import annotations
@@ -16,32 +16,56 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
-from datetime import timedelta
-from typing import TYPE_CHECKING, Literal
+import time
+from collections.abc import Callable, Iterator
 
 import aiohttp
 import discord
-from discord import app_commands
 
-from bot.scheduling import DigestScheduler, RequestPacer
-from bot.services.digest import (
+from bot.services.digests.delivery import (
     ChannelGoneError,
     DMsClosedError,
     SendOutcomeUnknownError,
     SentMessage,
     SentThenDeletedError,
-    subscription_schedule,
 )
-from bot.services.schedule import Period, format_local, timezone_choices
 from bot.ui.embeds import REACTIONS, paper_embed
-from storage.models import Paper
-from storage.repositories.subscriptions import Subscription
-
-if TYPE_CHECKING:
-    from bot.app import PaperBot
+from storage.models import Paper, Subscription
 
 log = logging.getLogger(__name__)
+
+
+class RequestPacer:
+    """A token bucket shared by every digest delivery: at most ``rate`` requests a second on average.
+
+    Discord allows a bot 50 requests a second globally; digests stay below that (default 40/s), so
+    interactive commands keep headroom and a 09:00 rush queues here instead of collecting 429s.
+    discord.py still honours per-route limits and any 429 on top of this.
+    """
+
+    def __init__(
+        self, rate: float = 40.0, burst: int = 10, *, monotonic: Callable[[], float] = time.monotonic
+    ):
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be positive and burst at least 1")
+        self.rate = rate
+        self.burst = burst
+        self._monotonic = monotonic
+        self._tokens = float(burst)
+        self._updated = monotonic()
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self._lock:
+            while True:
+                now = self._monotonic()
+                self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)
+                self._updated = now
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return
+                await asyncio.sleep((1 - self._tokens) / self.rate)
+
 
 #: Discord error codes meaning "this recipient cannot get messages until someone changes something".
 DM_CLOSED_CODES = frozenset({50007, 50001, 50013, 10003, 10013})
@@ -182,44 +206,3 @@ class DiscordDigestSender:
 def _sent(message: discord.Message) -> SentMessage:
     guild_id = message.guild.id if message.guild is not None else None
     return SentMessage(message_id=message.id, channel_id=message.channel.id, guild_id=guild_id)
-
-
-Frequency = Literal["daily", "weekdays", "weekly"]
-Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-
-
-async def timezone_autocomplete(
-    interaction: discord.Interaction[PaperBot], current: str
-) -> list[app_commands.Choice[str]]:
-    """IANA zones matching what was typed (popular ones when empty); at most 25."""
-    return [app_commands.Choice(name=name, value=name) for name in timezone_choices(current)]
-
-
-def discord_time(moment_utc_timestamp: float) -> str:
-    """Discord renders <t:…:R> as "in 3 hours" in the reader's own client."""
-    return f"<t:{int(moment_utc_timestamp)}:R>"
-
-
-def describe_subscription(sub: Subscription, upcoming: Period) -> str:
-    """The schedule, count and topics, then when ``upcoming`` is due (in the subscriber's zone and relative)."""
-    schedule = subscription_schedule(sub)
-    topics = ", ".join(sub.topics) if sub.topics else "your interests and reactions"
-    next_at = format_local(upcoming.due_at, sub.timezone)
-    relative = discord_time(upcoming.due_utc.timestamp())
-    return (
-        f"**{schedule.describe()}**, {sub.count} paper{'s' if sub.count != 1 else ''} on *{topics}*.\n"
-        f"Next digest: **{next_at}** ({relative})."
-    )
-
-
-def make_digest_scheduler(bot: PaperBot) -> DigestScheduler:
-    """The scheduler for this bot: Discord senders, waiting for the gateway before the first send."""
-    pacer = RequestPacer()
-    service = bot.services.digest
-    return DigestScheduler(
-        service,
-        lambda sub: DiscordDigestSender.for_subscription(bot, sub, pacer),
-        wait_until_ready=bot.wait_until_ready,
-        misfire_grace=timedelta(hours=bot.settings.digest_grace_hours),
-        pacer=pacer,
-    )

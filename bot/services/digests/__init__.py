@@ -1,0 +1,70 @@
+"""Digests: a person's DM digest and a channel's feed, from the subscription to the messages, once.
+
+| module | holds |
+|---|---|
+| ``schedule`` | what a person typed (time, timezone, frequency, count, topics) validated; delivery times in their own zone (DST-safe); the one rule for a period that fell due (:func:`check_due`) |
+| ``subscriptions`` | subscribe, unsubscribe, channel feeds, pausing an unreachable recipient and the notice it leaves |
+| ``planning`` | the papers a digest would send now, with reasons, and its texts (writes nothing) |
+| ``delivery`` | claiming a period and sending it exactly once through a ``DigestSender`` (nonces, resends, resuming) |
+| ``recovery`` | at start: runs a stopped process left half sent, and periods missed while nothing ran |
+| ``jobs`` | one APScheduler job per subscription on the bot's process scheduler, retries, pacing between deliveries |
+
+Nothing here imports discord: the Discord sender is ``bot.digest_sender``; the commands are
+``bot.exts.subscriptions`` and ``bot.exts.admin_feeds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+
+from bot.services.digests.delivery import RESEND_DELAYS, DigestDelivery
+from bot.services.digests.planning import DigestPlanner, PaperLookup, RecommenderLike
+from bot.services.digests.recovery import DigestRecovery
+from bot.services.digests.schedule import Clock, utc_now
+from bot.services.digests.subscriptions import SubscriptionService
+from storage.db import Database
+from storage.repositories.digests import DigestRepository
+from storage.repositories.subscriptions import SubscriptionRepository
+
+#: A digest missed while the bot was down is sent on start-up if it fell due at most this long ago.
+DEFAULT_GRACE = timedelta(hours=6)
+
+
+class Digests:
+    """The digest parts of one store, sharing one clock: ``subscriptions``, ``planner``, ``delivery``,
+    ``recovery``; ``repository`` holds the runs and what was sent."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        papers: PaperLookup,
+        recommender: RecommenderLike,
+        clock: Clock | None = None,
+        grace: timedelta = DEFAULT_GRACE,
+        min_score: float = 0.0,
+        resend_delays: Sequence[float] = RESEND_DELAYS,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self.db = db
+        self.clock: Clock = clock if clock is not None else utc_now
+        self.grace = grace
+        self.repository = DigestRepository(db)
+        self.subscriptions = SubscriptionService(SubscriptionRepository(db), clock=self.clock)
+        self.planner = DigestPlanner(
+            self.repository, papers=papers, recommender=recommender, clock=self.clock, min_score=min_score
+        )
+        self.delivery = DigestDelivery(
+            self.repository,
+            subscriptions=self.subscriptions,
+            planner=self.planner,
+            papers=papers,
+            clock=self.clock,
+            resend_delays=resend_delays,
+            sleep=sleep,
+        )
+        self.recovery = DigestRecovery(
+            self.repository, subscriptions=self.subscriptions, clock=self.clock, grace=grace
+        )

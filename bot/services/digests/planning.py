@@ -1,0 +1,211 @@
+"""What a digest holds: the papers chosen for a subscription (or a person), their reasons, and its texts.
+
+Planning writes nothing: the recommender is asked with ``mark_shown=False`` and the papers already sent
+to the recipient are left out, so ``paperbot digest --dry-run`` and the delivery see the same digest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from bot.services.digests.schedule import Clock, Schedule, format_local, next_delivery
+from bot.services.digests.subscriptions import recipient_of, subscription_schedule
+from bot.services.snippets import one_line
+from storage.models import Paper, Subscription
+from storage.repositories.digests import DigestRepository, Recipient
+
+REASON_MAX = 200
+
+
+class RecommendationLike(Protocol):
+    @property
+    def paper_id(self) -> int: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class RecommenderLike(Protocol):
+    """``bot.services.recommender.Recommender``: ranks unseen papers for a profile and/or topics."""
+
+    async def recommend(
+        self,
+        user_id: int | None,
+        *,
+        count: int,
+        topics: Sequence[str] = (),
+        exclude: Collection[int] = (),
+        now: datetime | None = None,
+        mark_shown: bool = True,
+    ) -> Sequence[RecommendationLike]: ...
+
+
+class PaperLookup(Protocol):
+    """``storage.repositories.papers.PaperRepository``."""
+
+    async def get_many(self, ids: Sequence[int]) -> dict[int, Paper]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """One paper chosen for a digest (before it is read for sending)."""
+
+    paper_id: int
+    reason: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedPaper:
+    paper: Paper
+    reason: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class DigestPlan:
+    """A built digest: what would be sent now (building writes nothing)."""
+
+    recipient: Recipient
+    subscription: Subscription | None
+    papers: tuple[PlannedPaper, ...]
+    header: str
+    nothing_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DigestTexts:
+    """The first message of a digest of papers, and the one line sent instead when none is new."""
+
+    header: str
+    nothing_text: str
+
+
+def _topic_list(topics: Sequence[str]) -> str:
+    return ", ".join(topics)
+
+
+class DigestPlanner:
+    def __init__(
+        self,
+        digests: DigestRepository,
+        *,
+        papers: PaperLookup,
+        recommender: RecommenderLike,
+        clock: Clock,
+        min_score: float = 0.0,
+    ) -> None:
+        self.digests = digests
+        self.papers = papers
+        self.recommender = recommender
+        self.clock = clock
+        self.min_score = min_score
+
+    async def choose(
+        self,
+        sub: Subscription | None,
+        *,
+        user_id: int | None = None,
+        now: datetime | None = None,
+        sent: Collection[int] | None = None,
+    ) -> list[Pick]:
+        """The papers a digest would send now, best first, each with its one-line reason; writes nothing.
+
+        This is the per-digest work the scheduler does before sending (the papers themselves are read
+        when their messages go out). ``sub`` None chooses for ``user_id``'s profile alone (default
+        count). ``sent`` may pass the recipient's already-sent paper ids (saves a query when choosing
+        for many recipients at once).
+        """
+        now = now or self.clock()
+        if sub is not None:
+            recipient = recipient_of(sub)
+            topics, count = sub.topics, sub.count
+        elif user_id is not None:
+            recipient = Recipient(user_id=user_id)
+            topics, count = (), Schedule().count
+        else:
+            raise ValueError("choose needs a subscription or a user id")
+        if sent is None:
+            sent = await self.digests.sent_paper_ids(recipient)
+        recommended = await self.recommender.recommend(
+            recipient.user_id, count=count, topics=topics, exclude=sent, now=now, mark_shown=False
+        )
+        return [
+            Pick(pick.paper_id, one_line(pick.reason, REASON_MAX), float(pick.score))
+            for pick in recommended
+            if pick.score > self.min_score and pick.paper_id not in sent
+        ][:count]
+
+    async def build(
+        self,
+        sub: Subscription | None,
+        *,
+        user_id: int | None = None,
+        now: datetime | None = None,
+        sent: Collection[int] | None = None,
+        manual: bool = False,
+    ) -> DigestPlan:
+        """The whole digest as it would be sent now — papers and texts — without sending or recording it
+        (``paperbot digest --dry-run``, an on-demand digest without a subscription)."""
+        now = now or self.clock()
+        picks = await self.choose(sub, user_id=user_id, now=now, sent=sent)
+        found = await self.papers.get_many([pick.paper_id for pick in picks]) if picks else {}
+        papers = tuple(
+            PlannedPaper(found[pick.paper_id], pick.reason, pick.score)
+            for pick in picks
+            if pick.paper_id in found
+        )
+        texts = self.texts(sub, len(papers), manual=manual, now=now)
+        return DigestPlan(
+            recipient=recipient_of(sub) if sub is not None else Recipient(user_id=user_id),
+            subscription=sub,
+            papers=papers,
+            header=texts.header,
+            nothing_text=texts.nothing_text,
+        )
+
+    def texts(
+        self, sub: Subscription | None, n: int, *, manual: bool, now: datetime | None = None
+    ) -> DigestTexts:
+        """The header of a digest of ``n`` papers, and its nothing-new line."""
+        now = now or self.clock()
+        schedule = subscription_schedule(sub) if sub is not None else None
+        return DigestTexts(
+            header=_header(sub, schedule, now, n, manual=manual),
+            nothing_text=_nothing_text(sub, schedule, now),
+        )
+
+
+def _header(
+    sub: Subscription | None, schedule: Schedule | None, now: datetime, n: int, *, manual: bool
+) -> str:
+    zone = schedule.timezone if schedule else "UTC"
+    local = now.astimezone(schedule.zone) if schedule else now
+    day = f"{local:%A} {local.day} {local:%B}"
+    what = "Paper feed" if sub is not None and sub.is_channel else "Your paper digest"
+    if manual:
+        what += " (on demand)"
+    about = f" on *{_topic_list(sub.topics)}*" if sub is not None and sub.topics else ""
+    plural = "paper" if n == 1 else "papers"
+    return (
+        f"📚 **{what}** · {day} ({zone}) · {n} new {plural}{about}. "
+        "React 👍 👎 🔖 on a paper to tune the next one."
+    )
+
+
+def _nothing_text(sub: Subscription | None, schedule: Schedule | None, now: datetime) -> str:
+    about = f" for *{_topic_list(sub.topics)}*" if sub is not None and sub.topics else ""
+    text = f"📭 Nothing new above the bar{about} today"
+    if sub is not None and schedule is not None:
+        upcoming = next_delivery(schedule, now)
+        text += f"; I'll look again {format_local(upcoming.due_at, schedule.timezone)}"
+    hint = (
+        "change the feed's topics with /paperadmin feed set."
+        if sub is not None and sub.is_channel
+        else "add topics with /paper subscribe topics:… or react to papers to widen it."
+    )
+    return f"{text}. To get more, {hint}"

@@ -1,0 +1,214 @@
+"""Digest subscriptions: a person's DM digest, a channel's feed, and the notice a paused one leaves.
+
+Input is validated (:mod:`bot.services.digests.schedule`) before anything is stored: bad input gets an
+``InvalidScheduleError`` and writes nothing. The subscriptions table is the scheduler's source of
+truth (:mod:`bot.services.digests.jobs` rebuilds its jobs from it at every start).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from bot.errors import InvalidScheduleError, NotFoundError
+from bot.services.digests.schedule import (
+    Clock,
+    Period,
+    Schedule,
+    make_schedule,
+    next_delivery,
+    parse_topics,
+)
+from storage.models import Subscription
+from storage.repositories.digests import Recipient
+from storage.repositories.subscriptions import ScheduleFields, SubscriptionRepository
+
+log = logging.getLogger(__name__)
+
+
+def subscription_schedule(sub: Subscription) -> Schedule:
+    return Schedule(
+        time_local=sub.time_local,
+        timezone=sub.timezone,
+        frequency=sub.frequency,
+        weekday=sub.weekday,
+        count=sub.count,
+    )
+
+
+def recipient_of(sub: Subscription) -> Recipient:
+    if sub.kind == "channel":
+        return Recipient(channel_id=sub.channel_id)
+    return Recipient(user_id=sub.user_id)
+
+
+def parse_stamp(text: str) -> datetime:
+    """A stored ISO-8601 stamp as an aware datetime (UTC when the stamp names no zone)."""
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class SubscriptionService:
+    def __init__(self, subscriptions: SubscriptionRepository, *, clock: Clock) -> None:
+        self.repository = subscriptions
+        self.clock = clock
+
+    def _stamp(self) -> str:
+        """Now as stored in the database (ISO-8601 UTC, seconds), from the injected clock."""
+        return self.clock().astimezone(UTC).isoformat(timespec="seconds")
+
+    # ---- reading -----------------------------------------------------------------------------------
+
+    async def get(self, subscription_id: int) -> Subscription | None:
+        return await self.repository.get(subscription_id)
+
+    async def for_user(self, user_id: int) -> Subscription | None:
+        """The user's DM digest (paused or not), or None."""
+        return await self.repository.for_user(user_id)
+
+    async def for_channel(self, channel_id: int) -> Subscription | None:
+        return await self.repository.for_channel(channel_id)
+
+    async def active(self) -> list[Subscription]:
+        """Every subscription that is not paused: what the scheduler runs."""
+        return await self.repository.active()
+
+    def next_delivery(self, sub: Subscription, now: datetime | None = None) -> Period:
+        return next_delivery(subscription_schedule(sub), now or self.clock())
+
+    # ---- a person's digest --------------------------------------------------------------------------
+
+    async def subscribe(
+        self,
+        user_id: int,
+        *,
+        topics: str | Sequence[str] | None = None,
+        time: str | None = None,
+        timezone: str | None = None,
+        frequency: str | None = None,
+        count: int | None = None,
+        weekday: str | int | None = None,
+        guild_id: int | None = None,
+    ) -> Subscription:
+        """Create or change a user's DM digest. Options not given keep their current value (or default).
+
+        Also resumes a paused digest. Raises InvalidScheduleError (nothing stored) on bad input.
+        ``guild_id`` is the server it was set up from (its admins' stats count it; None from DMs keeps
+        the server it was set up from before).
+        """
+        existing = await self.repository.for_user(user_id)
+        base = subscription_schedule(existing) if existing else None
+        schedule = make_schedule(
+            time_local=time, timezone=timezone, frequency=frequency, count=count, weekday=weekday, base=base
+        )
+        new_topics = parse_topics(topics) if topics is not None else (existing.topics if existing else ())
+        sub = await self.repository.upsert_user(
+            user_id, _fields(schedule, new_topics), guild_id=guild_id, at=self._stamp()
+        )
+        log.info("user %s subscribed (subscription %s)", user_id, sub.id)
+        log.debug("subscription %s: %s, topics=%s", sub.id, schedule.describe(), list(new_topics))
+        return sub
+
+    async def unsubscribe(self, user_id: int) -> Subscription | None:
+        """Stop a user's digest; returns what was removed (None when there was none)."""
+        sub = await self.repository.for_user(user_id)
+        if sub is None:
+            return None
+        await self.repository.delete(sub.id)
+        log.info("user %s unsubscribed (subscription %s)", user_id, sub.id)
+        return sub
+
+    # ---- a channel's feed ---------------------------------------------------------------------------
+
+    async def set_feed(
+        self,
+        guild_id: int,
+        channel_id: int,
+        *,
+        created_by: int,
+        topics: str | Sequence[str] | None = None,
+        time: str | None = None,
+        timezone: str | None = None,
+        frequency: str | None = None,
+        count: int | None = None,
+        weekday: str | int | None = None,
+    ) -> Subscription:
+        """Create or change a channel's topic feed (a feed ranks by its topics only, so it needs some)."""
+        existing = await self.repository.for_channel(channel_id)
+        if existing is not None and existing.guild_id not in (None, guild_id):
+            raise NotFoundError("That channel belongs to another server.")
+        base = subscription_schedule(existing) if existing else None
+        schedule = make_schedule(
+            time_local=time, timezone=timezone, frequency=frequency, count=count, weekday=weekday, base=base
+        )
+        new_topics = parse_topics(topics) if topics is not None else (existing.topics if existing else ())
+        if not new_topics:
+            raise InvalidScheduleError(
+                "A channel feed needs topics to pick papers by, e.g. topics: llm efficiency, kv cache."
+            )
+        sub = await self.repository.upsert_channel(
+            channel_id, guild_id, _fields(schedule, new_topics), created_by=created_by, at=self._stamp()
+        )
+        log.info(
+            "feed set for channel %s (guild %s) by %s: %s",
+            channel_id,
+            guild_id,
+            created_by,
+            schedule.describe(),
+        )
+        return sub
+
+    async def clear_feed(self, guild_id: int, channel_id: int) -> Subscription | None:
+        sub = await self.repository.for_channel(channel_id)
+        if sub is None or sub.guild_id != guild_id:
+            return None
+        await self.repository.delete(sub.id)
+        log.info("feed cleared for channel %s (guild %s)", channel_id, guild_id)
+        return sub
+
+    async def list_feeds(self, guild_id: int) -> list[Subscription]:
+        return await self.repository.channel_feeds(guild_id)
+
+    # ---- pausing, and telling the person why -------------------------------------------------------
+
+    async def pause_unreachable(self, sub: Subscription, error: Exception) -> None:
+        """The recipient cannot get messages (DMs closed, channel gone): pause it and leave a notice for
+        the person who can fix it, shown at their next command."""
+        if sub.is_channel:
+            reason = f"channel unreachable: {error}"
+            notice = (
+                f"The paper feed for <#{sub.channel_id}> is paused: I cannot post there any more (the channel "
+                "is gone or I lost permission to send messages, embed links or add reactions). Fix that and "
+                "run /paperadmin feed set for the channel to resume it."
+            )
+            notify = sub.created_by
+        else:
+            reason = f"DMs closed: {error}"
+            notice = (
+                "Your paper digest is paused: I could not send it because your direct messages are closed to "
+                "me. To fix it, allow direct messages from this server's members (right-click the server → "
+                "Privacy Settings → Direct Messages), then run /paper subscribe to resume it."
+            )
+            notify = sub.user_id
+        await self.repository.pause(sub.id, reason, notify_user=notify, notice=notice, at=self._stamp())
+        log.warning("subscription %s paused (%s)", sub.id, reason)
+
+    async def take_notice(self, user_id: int) -> str | None:
+        """What to tell a user at their next command (a paused digest or feed), cleared once read."""
+        return await self.repository.take_notice(user_id)
+
+    async def keep_notice(self, user_id: int, notice: str) -> None:
+        """Keep a notice that could not be shown, for the next command."""
+        await self.repository.set_notice(user_id, notice)
+
+
+def _fields(schedule: Schedule, topics: tuple[str, ...]) -> ScheduleFields:
+    return ScheduleFields(
+        topics=topics,
+        time_local=schedule.time_local,
+        timezone=schedule.timezone,
+        frequency=schedule.frequency,
+        weekday=schedule.weekday,
+        count=schedule.count,
+    )

@@ -1,0 +1,43 @@
+"""How digests and channel feeds are asked for and described in Discord: the option types, the timezone
+autocomplete, and one line per subscription with when it comes next."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import discord
+from discord import app_commands
+
+from bot.services.digests.schedule import Period, format_local, timezone_choices
+from bot.services.digests.subscriptions import subscription_schedule
+from storage.models import Subscription
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+
+Frequency = Literal["daily", "weekdays", "weekly"]
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+
+async def timezone_autocomplete(
+    interaction: discord.Interaction[PaperBot], current: str
+) -> list[app_commands.Choice[str]]:
+    """IANA zones matching what was typed (popular ones when empty); at most 25."""
+    return [app_commands.Choice(name=name, value=name) for name in timezone_choices(current)]
+
+
+def discord_time(moment_utc_timestamp: float) -> str:
+    """Discord renders <t:…:R> as "in 3 hours" in the reader's own client."""
+    return f"<t:{int(moment_utc_timestamp)}:R>"
+
+
+def describe_subscription(sub: Subscription, upcoming: Period) -> str:
+    """The schedule, count and topics, then when ``upcoming`` is due (in the subscriber's zone and relative)."""
+    schedule = subscription_schedule(sub)
+    topics = ", ".join(sub.topics) if sub.topics else "your interests and reactions"
+    next_at = format_local(upcoming.due_at, sub.timezone)
+    relative = discord_time(upcoming.due_utc.timestamp())
+    return (
+        f"**{schedule.describe()}**, {sub.count} paper{'s' if sub.count != 1 else ''} on *{topics}*.\n"
+        f"Next digest: **{next_at}** ({relative})."
+    )
