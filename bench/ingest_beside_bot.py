@@ -32,8 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bot.sandbox import SandboxServer  # noqa: E402
 from bot.sandbox.harness import running_paperbot, sandbox_settings  # noqa: E402
-from bot.sandbox.server import SandboxServer  # noqa: E402
 
 DEFAULT = REPO.parent / "shared" / "data" / "multivenue" / "multivenue_corpus.jsonl.gz"
 QUERIES = (

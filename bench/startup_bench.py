@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import digest_bench
 
+from bot.sandbox import SandboxServer
 from bot.sandbox.harness import running_paperbot, sandbox_settings
-from bot.sandbox.server import SandboxServer
 
 READY_TARGET_S = 5.0
 MEMORY_TARGET_MB = 1024

@@ -1,24 +1,26 @@
-"""A local Discord-compatible server (REST /api/v10 + gateway) for end-to-end tests and `paperbot sandbox`."""
+"""The local Discord for end-to-end tests and `paperbot sandbox`: the emulator (`bot.sandbox.emulator`,
+which knows nothing of paperbot) and the thin parts that wire paperbot into it (`harness`, `console`)."""
 
-from bot.sandbox.faults import Fault, Faults
-from bot.sandbox.interactions import InteractionResult, Upload
-from bot.sandbox.recorder import (
+from bot.sandbox.emulator import (
     ClientRefused,
+    Fault,
+    Faults,
     GatewayRecord,
-    InteractionFailed,
-    RecordedRequest,
-    SandboxError,
-    SandboxTimeout,
-)
-from bot.sandbox.server import SandboxOptions, SandboxServer
-from bot.sandbox.state import (
     Intents,
+    InteractionFailed,
+    InteractionResult,
     Permissions,
+    RecordedRequest,
     SandboxChannel,
     SandboxClock,
+    SandboxError,
     SandboxGuild,
     SandboxMessage,
+    SandboxOptions,
+    SandboxServer,
+    SandboxTimeout,
     SandboxUser,
+    Upload,
 )
 
 __all__ = [

@@ -18,12 +18,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from bot.sandbox.emulator.interactions import InteractionResult
+from bot.sandbox.emulator.recorder import SandboxError
+from bot.sandbox.emulator.server import SandboxServer
+from bot.sandbox.emulator.state import SandboxChannel, SandboxMessage
 from bot.sandbox.harness import ErrorCapture, capture_errors, running_paperbot
-from bot.sandbox.interactions import InteractionResult
-from bot.sandbox.recorder import SandboxError
 from bot.sandbox.render import render_choices, render_message, render_modal
-from bot.sandbox.server import SandboxServer
-from bot.sandbox.state import SandboxChannel, SandboxMessage
 
 if TYPE_CHECKING:
     from bot.settings import Settings

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 import yarl
 
-from bot.sandbox.server import SandboxServer
+from bot.sandbox.emulator.server import SandboxServer
 
 if TYPE_CHECKING:
     from bot.app import PaperBot

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from bot.sandbox.state import SandboxMessage, iter_components
+from bot.sandbox.emulator.state import SandboxMessage, iter_components
 
 JSON = dict[str, Any]
 WIDTH = 100

@@ -22,7 +22,7 @@ from bot.services.digests.subscriptions import subscription_schedule
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
 
-    from bot.sandbox.state import SandboxMessage
+    from bot.sandbox.emulator.state import SandboxMessage
 
 StartBot = Callable[..., contextlib.AbstractAsyncContextManager["E2E"]]
 

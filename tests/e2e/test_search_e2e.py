@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from bot.sandbox.server import ClientRefused
+from bot.sandbox import ClientRefused
 from bot.services.ingest.runner import ingest_bytes
 from storage.db import Database
 

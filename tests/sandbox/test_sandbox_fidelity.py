@@ -22,8 +22,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.sandbox import ClientRefused, InteractionFailed, SandboxServer, Upload
+from bot.sandbox.emulator.state import Intents, Permissions
 from bot.sandbox.harness import ErrorCapture, capture_errors, running_client
-from bot.sandbox.state import Intents, Permissions
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,7 +11,7 @@ from typing import Any
 import discord
 import pytest
 
-from bot.sandbox import limits
+from bot.sandbox.emulator import limits
 from bot.ui.embeds import ListedPaper, paper_embed, results_embed
 from storage.models import Paper
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.sandbox.recorder import ClientRefused, RecordedRequest
-from bot.sandbox.state import (
+from .recorder import ClientRefused, RecordedRequest
+from .state import (
     ChannelType,
     Permissions,
     SandboxAttachment,
@@ -27,7 +27,7 @@ from bot.sandbox.state import (
 )
 
 if TYPE_CHECKING:
-    from bot.sandbox.state import SandboxGuild
+    from .state import SandboxGuild
 
 JSON = dict[str, Any]
 

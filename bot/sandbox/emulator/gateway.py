@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
-from bot.sandbox.recorder import GatewayRecord
-from bot.sandbox.state import Intents, SandboxMember
+from .recorder import GatewayRecord
+from .state import Intents, SandboxMember
 
 if TYPE_CHECKING:
-    from bot.sandbox.server import SandboxServer
+    from .server import SandboxServer
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox import limits
-from bot.sandbox.faults import Faults
-from bot.sandbox.gateway import Gateway
-from bot.sandbox.interactions import (
+from . import limits
+from .faults import Faults
+from .gateway import Gateway
+from .interactions import (
     APPLICATION_COMMAND,
     AUTOCOMPLETE,
     MESSAGE_COMPONENT,
@@ -41,8 +41,8 @@ from bot.sandbox.interactions import (
     nest_options,
     split_command_path,
 )
-from bot.sandbox.nonces import DEFAULT_WINDOW, NonceMemory
-from bot.sandbox.recorder import (
+from .nonces import DEFAULT_WINDOW, NonceMemory
+from .recorder import (
     Changes,
     ClientRefused,
     GatewayRecord,
@@ -52,7 +52,7 @@ from bot.sandbox.recorder import (
     SandboxTimeout,
     route_matcher,
 )
-from bot.sandbox.rest import (
+from .rest import (
     API_PREFIX,
     BODY_KEY,
     FILES_KEY,
@@ -62,7 +62,7 @@ from bot.sandbox.rest import (
     json_response,
     read_body,
 )
-from bot.sandbox.state import (
+from .state import (
     TEAM_ROLES,
     Intents,
     Overwrite,

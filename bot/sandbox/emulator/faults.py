@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.sandbox.recorder import route_matcher
+from .recorder import route_matcher
 
 JSON = dict[str, Any]
 

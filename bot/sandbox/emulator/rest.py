@@ -10,9 +10,9 @@ from urllib.parse import unquote
 
 from aiohttp import BodyPartReader, web
 
-from bot.sandbox import limits
-from bot.sandbox.interactions import ALLOWED_CALLBACKS, AUTOCOMPLETE, InteractionRecord
-from bot.sandbox.state import (
+from . import limits
+from .interactions import ALLOWED_CALLBACKS, AUTOCOMPLETE, InteractionRecord
+from .state import (
     Permissions,
     SandboxChannel,
     SandboxMessage,
@@ -20,7 +20,7 @@ from bot.sandbox.state import (
 )
 
 if TYPE_CHECKING:
-    from bot.sandbox.server import SandboxServer
+    from .server import SandboxServer
 
 JSON = dict[str, Any]
 API_PREFIX = "/api/v10"

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.sandbox.limits import NONCE_MAX
+from .limits import NONCE_MAX
 
 if TYPE_CHECKING:
-    from bot.sandbox.state import SandboxClock, SandboxMessage
+    from .state import SandboxClock, SandboxMessage
 
 __all__ = ["DEFAULT_WINDOW", "NONCE_MAX", "NonceMemory"]
 
