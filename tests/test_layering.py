@@ -161,3 +161,43 @@ def test_the_cycle_check_sees_a_loop_closed_inside_a_function(tmp_path: Path) ->
     )
     (package / "d.py").write_text("from . import c\n")
     assert import_cycles(sorted(package.glob("*.py")), root=tmp_path) == [["pkg.a", "pkg.b"]]
+
+
+EMULATOR = REPO / "bot" / "sandbox" / "emulator"
+
+
+def _all_imports(path: Path) -> list[tuple[int, str]]:
+    """(level, module) of every import in ``path``, TYPE_CHECKING ones too (level 0: absolute)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.extend((0, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or ""))
+    return found
+
+
+@pytest.mark.parametrize("path", _modules(EMULATOR), ids=lambda p: str(p.relative_to(REPO)))
+def test_the_discord_emulator_imports_nothing_of_paperbot(path: Path) -> None:
+    """Any discord.py bot can run against it: it imports itself (relatively), the standard library and
+    aiohttp — never bot.*, storage or discord."""
+    for level, module in _all_imports(path):
+        top = module.partition(".")[0]
+        if level == 0:
+            assert top not in ("bot", "storage", "discord"), f"{path.relative_to(REPO)} imports {module}"
+        else:
+            assert level == 1, (
+                f"{path.relative_to(REPO)} reaches outside the emulator (from {'.' * level}{module})"
+            )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules(EMULATOR) if p.name not in ("__init__.py", "server.py")],
+    ids=lambda p: str(p.relative_to(REPO)),
+)
+def test_no_part_of_the_sandbox_server_calls_back_into_it(path: Path) -> None:
+    """SandboxServer owns the parts; a part never imports it (not even for a type) to call back."""
+    assert (1, "server") not in _all_imports(path), (
+        f"{path.relative_to(REPO)} imports the server that owns it"
+    )

@@ -84,7 +84,7 @@ def problems(running: RunningPaperBot, errors: ErrorCapture, *, death: str | Non
     if unhandled := running.server.unhandled_requests:
         routes = sorted({r.key for r in unhandled})
         found.append(
-            "the bot called REST routes the sandbox does not implement (add them to bot/sandbox/rest.py):\n  "
+            "the bot called REST routes the sandbox does not implement (add them to bot/sandbox/emulator/rest_*.py):\n  "
             + "\n  ".join(routes)
         )
     return found

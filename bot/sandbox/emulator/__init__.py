@@ -21,6 +21,7 @@ discord.py bot can run against it. The modules, by concern:
 
 from .faults import Fault, Faults
 from .interactions import InteractionResult, Upload
+from .options import SandboxOptions
 from .recorder import (
     ClientRefused,
     GatewayRecord,
@@ -29,7 +30,7 @@ from .recorder import (
     SandboxError,
     SandboxTimeout,
 )
-from .server import SandboxOptions, SandboxServer
+from .server import SandboxServer
 from .state import (
     Intents,
     Permissions,

@@ -24,7 +24,10 @@ from .recorder import GatewayRecord
 from .state import Intents, SandboxMember
 
 if TYPE_CHECKING:
-    from .server import SandboxServer
+    from .addresses import Addresses
+    from .options import SandboxOptions
+    from .recorder import Changes, Recorder
+    from .state import World
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +115,19 @@ class GatewayConnection:
 
 
 class Gateway:
-    def __init__(self, server: SandboxServer) -> None:
-        self.server = server
+    def __init__(
+        self,
+        world: World,
+        options: SandboxOptions,
+        recorder: Recorder,
+        changes: Changes,
+        addresses: Addresses,
+    ) -> None:
+        self.world = world
+        self.options = options
+        self.recorder = recorder
+        self.changes = changes
+        self.addresses = addresses
         self.sessions: dict[str, GatewaySession] = {}
         self.connections: list[GatewayConnection] = []
         self._numbers = itertools.count(1)
@@ -167,7 +181,7 @@ class Gateway:
         """Blank message content for sessions without MESSAGE_CONTENT, with Discord's exceptions."""
         if event not in ("MESSAGE_CREATE", "MESSAGE_UPDATE") or session.intents & Intents.MESSAGE_CONTENT:
             return data
-        bot_id = str(self.server.world.bot_user.id)
+        bot_id = str(self.world.bot_user.id)
         author = (data.get("author") or {}).get("id")
         mentioned = any(m.get("id") == bot_id for m in data.get("mentions") or [])
         if guild_id is None or author == bot_id or mentioned:
@@ -184,10 +198,10 @@ class Gateway:
         ws = web.WebSocketResponse(max_msg_size=0, autoping=True)
         await ws.prepare(request)
         encoding = request.query.get("encoding", "json")
-        compress = request.query.get("compress") == "zlib-stream" and self.server.options.zlib_stream
+        compress = request.query.get("compress") == "zlib-stream" and self.options.zlib_stream
         conn = GatewayConnection(next(self._numbers), ws, request.path, compress)
         self.connections.append(conn)
-        self.server.changes.notify()
+        self.changes.notify()
         try:
             if encoding != "json":
                 await self._close(conn, DECODE_ERROR)
@@ -196,7 +210,7 @@ class Gateway:
                 conn,
                 {
                     "op": HELLO,
-                    "d": {"heartbeat_interval": self.server.options.heartbeat_interval_ms},
+                    "d": {"heartbeat_interval": self.options.heartbeat_interval_ms},
                     "s": None,
                     "t": None,
                 },
@@ -232,7 +246,7 @@ class Gateway:
                 session.invalidated = True
         with contextlib.suppress(ValueError):
             self.connections.remove(conn)
-        self.server.changes.notify()
+        self.changes.notify()
 
     async def _received(self, conn: GatewayConnection, payload: Any) -> None:
         op = payload.get("op") if isinstance(payload, dict) else None
@@ -258,14 +272,14 @@ class Gateway:
         if conn.session is not None:
             await self._close(conn, ALREADY_AUTHENTICATED)
             return
-        if data.get("token") != self.server.token:
+        if data.get("token") != self.options.token:
             await self._close(conn, AUTHENTICATION_FAILED)
             return
         intents = data.get("intents")
         if not isinstance(intents, int) or intents < 0 or intents >= 1 << 26:
             await self._close(conn, INVALID_INTENTS)
             return
-        if intents & Intents.PRIVILEGED & ~self.server.options.privileged_intents:
+        if intents & Intents.PRIVILEGED & ~self.options.privileged_intents:
             await self._close(conn, DISALLOWED_INTENTS)
             return
         shard = data.get("shard") or [0, 1]
@@ -282,7 +296,7 @@ class Gateway:
                 old.invalidated = True
         self.sessions[session.session_id] = session
         self._attach(conn, session, start_index=0)
-        world = self.server.world
+        world = self.world
         guilds = [g for g in world.guilds.values() if session.owns_guild(g.id)]
         bot = world.bot_user.payload() | {"verified": True, "mfa_enabled": False, "email": None, "flags": 0}
         ready = {
@@ -291,7 +305,7 @@ class Gateway:
             "guilds": [{"id": str(g.id), "unavailable": True} for g in guilds],
             "session_id": session.session_id,
             "session_type": "normal",
-            "resume_gateway_url": self.server.resume_gateway_url,
+            "resume_gateway_url": self.addresses.resume_gateway_url,
             "shard": list(session.shard),
             "application": {"id": str(world.application.id), "flags": world.application.payload()["flags"]},
             "private_channels": [],
@@ -307,10 +321,10 @@ class Gateway:
         for guild in guilds:
             if session.wants("GUILD_CREATE", guild.id):
                 session.append("GUILD_CREATE", self.guild_create_payload(session, guild.id))
-        self.server.changes.notify()
+        self.changes.notify()
 
     def guild_create_payload(self, session: GatewaySession, guild_id: int) -> JSON:
-        world = self.server.world
+        world = self.world
         guild = world.guilds[guild_id]
         members: list[SandboxMember]
         if session.intents & Intents.GUILD_MEMBERS:
@@ -331,7 +345,7 @@ class Gateway:
         if conn.session is not None:
             await self._close(conn, ALREADY_AUTHENTICATED)
             return
-        if data.get("token") != self.server.token:
+        if data.get("token") != self.options.token:
             await self._close(conn, AUTHENTICATION_FAILED)
             return
         seq = data.get("seq")
@@ -345,10 +359,10 @@ class Gateway:
         start = next((i for i, e in enumerate(session.events) if e["s"] > seq), len(session.events))
         self._attach(conn, session, start_index=start)
         session.append("RESUMED", {"_trace": ['["sandbox-gateway"]']})
-        self.server.changes.notify()
+        self.changes.notify()
 
     def _request_members(self, session: GatewaySession, data: JSON) -> None:
-        world = self.server.world
+        world = self.world
         guild = world.guilds.get(int(data.get("guild_id") or 0))
         if guild is None:
             return
@@ -438,7 +452,7 @@ class Gateway:
     ) -> None:
         loop = asyncio.get_running_loop()
         sid = session_id or (conn.session.session_id if conn.session else None)
-        self.server.recorder.add_gateway(GatewayRecord(direction, op, t, s, d, sid, conn.number, loop.time()))
+        self.recorder.add_gateway(GatewayRecord(direction, op, t, s, d, sid, conn.number, loop.time()))
 
     # -- controls for tests -----------------------------------------------------------------------
 

@@ -9,12 +9,13 @@ server side; `InteractionResult` is the live view tests read.
 
 from __future__ import annotations
 
+import asyncio
 import mimetypes
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .recorder import ClientRefused, RecordedRequest
+from .recorder import Changes, ClientRefused, RecordedRequest
 from .state import (
     ChannelType,
     Permissions,
@@ -98,6 +99,31 @@ class InteractionRecord:
     @property
     def acknowledged(self) -> bool:
         return self.callback_type is not None
+
+
+class Interactions:
+    """Every interaction sent to the bot, by id (its callback route) and by token (its webhook routes)."""
+
+    def __init__(self, changes: Changes) -> None:
+        self._changes = changes
+        self.by_id: dict[int, InteractionRecord] = {}
+        self.by_token: dict[str, InteractionRecord] = {}
+
+    def add(self, record: InteractionRecord) -> None:
+        self.by_id[record.id] = record
+        self.by_token[record.token] = record
+
+    def get(self, interaction_id: int) -> InteractionRecord | None:
+        return self.by_id.get(interaction_id)
+
+    def for_token(self, token: str) -> InteractionRecord | None:
+        return self.by_token.get(token)
+
+    def touch(self, record: InteractionRecord) -> None:
+        """Something happened to ``record`` (an answer, a follow-up, an edit): waiters look again."""
+        record.activity += 1
+        record.last_activity = asyncio.get_running_loop().time()
+        self._changes.notify()
 
 
 class InteractionResult:

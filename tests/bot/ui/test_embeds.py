@@ -1,7 +1,7 @@
 """`bot/ui/embeds.py`: every embed paperbot builds fits Discord's limits, however long the paper.
 
 Checked twice: against the documented limits one by one, and by the sandbox's own validator of a
-Create Message body (`bot.sandbox.limits`, the rules the local Discord refuses a message by).
+Create Message body (`bot.sandbox.emulator.limits`, the rules the local Discord refuses a message by).
 """
 
 from __future__ import annotations

@@ -1,0 +1,30 @@
+"""How a sandbox behaves: where it listens, its token, limits, timings and what the "developer portal" allows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import limits
+from .nonces import DEFAULT_WINDOW
+from .state import Intents, World
+
+
+@dataclass
+class SandboxOptions:
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: an ephemeral port
+    token: str = World.TOKEN
+    heartbeat_interval_ms: int = 41_250
+    #: compress gateway frames when the client asks for zlib-stream (text frames when False)
+    zlib_stream: bool = False
+    #: privileged intents "enabled in the developer portal"; asking for others closes with 4014
+    privileged_intents: int = Intents.PRIVILEGED
+    #: (requests, per seconds) per route bucket; the headers say so and a burst past it gets a 429
+    rate_limit: tuple[int, float] = (50, 1.0)
+    attachment_size_limit: int = limits.DEFAULT_ATTACHMENT_SIZE_LIMIT
+    #: how long a message nonce is remembered for ``enforce_nonce`` (Discord: "a few minutes")
+    nonce_window: float = DEFAULT_WINDOW
+    interaction_deadline: float = 3.0
+    token_lifetime: float = 15 * 60.0
+    #: how long run_command waits for quiet after the answer (follow-ups that come right after)
+    settle: float = 0.15
