@@ -35,7 +35,6 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from operator import methodcaller
 from typing import Any, Concatenate, Final, ParamSpec, TypeAlias, TypeVar
@@ -43,7 +42,16 @@ from typing import Any, Concatenate, Final, ParamSpec, TypeAlias, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.snapshot import Snapshot, check_offsets, check_range, expect
+from bot.services.index_segments import (
+    SEGMENT_ARRAYS,
+    Segment,
+    merge,
+    new_segment,
+    offsets,
+    segments_from_snapshot,
+    tf_dtype,
+)
+from bot.services.snapshot import Snapshot, check_range, expect
 
 Query: TypeAlias = Sequence[str] | Mapping[str, float]
 """A list of terms (each occurrence adds its BM25 score again, as in rank-bm25) or a mapping
@@ -56,72 +64,6 @@ BoolArray: TypeAlias = npt.NDArray[np.bool_]
 _values: Final = methodcaller("values")
 _ROWS: Final = 128  # the score array is viewed as _ROWS × (slots / _ROWS) for the top-k cut
 _MAX_SEGMENTS: Final = 6
-
-
-@dataclass(slots=True)
-class _Segment:
-    """Postings of the documents in slots ``slot0 .. slot0 + n_docs - 1``."""
-
-    slot0: int
-    n_docs: int
-    t_indptr: IntArray  # term id → postings range; terms past the end have none
-    t_docs: npt.NDArray[np.int32]  # slot of each posting, ascending within a term
-    t_tf: npt.NDArray[np.unsignedinteger]
-    t_w: FloatArray  # rank-bm25's tf factor for the stats version in t_ver
-    t_ver: IntArray  # per term: the stats version its t_w was computed for
-    d_indptr: IntArray  # local document → range in d_terms/d_tf
-    d_terms: npt.NDArray[np.int32]
-    d_tf: npt.NDArray[np.unsignedinteger]
-
-    @property
-    def n_terms(self) -> int:
-        return len(self.t_indptr) - 1
-
-    @property
-    def n_postings(self) -> int:
-        return len(self.t_docs)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(
-            a.nbytes
-            for a in (
-                self.t_indptr,
-                self.t_docs,
-                self.t_tf,
-                self.t_w,
-                self.t_ver,
-                self.d_indptr,
-                self.d_terms,
-                self.d_tf,
-            )
-        )
-
-
-def _tf_dtype(max_tf: int) -> type[np.unsignedinteger]:
-    return np.uint16 if max_tf <= np.iinfo(np.uint16).max else np.uint32
-
-
-def _indptr(counts: npt.NDArray[np.integer]) -> IntArray:
-    out = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=out[1:])
-    return out
-
-
-def _stable_argsort(keys: npt.NDArray[np.int32], n_keys: int) -> IntArray:
-    """Stable argsort of non-negative int32 keys: one or two 16-bit radix passes (linear time)."""
-    low = (keys & 0xFFFF).astype(np.uint16)
-    order = np.argsort(low, kind="stable")  # numpy radix-sorts 16-bit keys
-    if n_keys > 0x10000:
-        high = (keys >> 16).astype(np.uint16)
-        order = order[np.argsort(high[order], kind="stable")]
-    return order.astype(np.int64, copy=False)
-
-
-def _pad_indptr(indptr: IntArray, n_terms: int) -> IntArray:
-    if len(indptr) - 1 >= n_terms:
-        return indptr
-    return np.concatenate([indptr, np.full(n_terms + 1 - len(indptr), indptr[-1])])
 
 
 class _Vocabulary(dict[str, int]):
@@ -165,7 +107,7 @@ class BM25Index:
         self._df: IntArray = np.zeros(0, dtype=np.int64)
         self._idf: FloatArray = np.zeros(0)
         self.average_idf = 0.0
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._seg_starts: list[int] = []
         self._slot_of: dict[int, int] = {}
         self._slot_ids: IntArray = np.zeros(0, dtype=np.int64)
@@ -179,7 +121,6 @@ class BM25Index:
         self._log_half: FloatArray = np.zeros(0)  # math.log(m + 0.5) for m = 0, 1, ...
 
     # ----------------------------------------------------------------------------- snapshots
-    _SEGMENT_ARRAYS: Final = ("t_indptr", "t_docs", "t_tf", "d_indptr", "d_terms", "d_tf")
 
     def snapshot_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, list[str]]]:
         """What a snapshot keeps (call holding :attr:`lock`): JSON scalars, arrays that later changes
@@ -197,7 +138,7 @@ class BM25Index:
             "index.alive": self._alive.copy(),  # the only one changed in place (by removals)
         }
         for n, seg in enumerate(self._segments):
-            for name in self._SEGMENT_ARRAYS:
+            for name in SEGMENT_ARRAYS:
                 arrays[f"index.seg{n}.{name}"] = getattr(seg, name)
         return meta, arrays, {"index.terms": list(self._terms)}
 
@@ -232,31 +173,9 @@ class BM25Index:
         live = np.flatnonzero(alive)
         slot_of = dict(zip(slot_ids[live].tolist(), live.tolist(), strict=True))
         expect(len(slot_of) == len(live), "index: a document in two slots")
-        layout = meta.get("segments")
-        expect(isinstance(layout, list), "index: no segments")
-        df = np.zeros(n_terms, dtype=np.int64)
-        segments: list[_Segment] = []
-        start = 0
-        for n, entry in enumerate(layout):
-            expect(
-                isinstance(entry, list) and len(entry) == 2 and all(type(v) is int for v in entry),
-                f"index: segment {n} badly described",
-            )
-            slot0, n_docs = entry
-            expect(slot0 == start and 0 <= n_docs <= n_slots - slot0, f"index: segment {n} out of place")
-            segment = cls._segment_from(snapshot, f"index.seg{n}.", slot0, n_docs, n_terms)
-            mine = alive[slot0 : slot0 + n_docs]
-            live_by_term, live_by_doc = cls._live_postings(segment, alive, mine, n_terms)
-            expect(np.array_equal(live_by_term, live_by_doc), f"index: segment {n} postings disagree")
-            lengths = cls._doc_lengths(segment)
-            expect(
-                np.array_equal(lengths[mine], dl[slot0 : slot0 + n_docs][mine]),
-                f"index: segment {n} document lengths disagree with their terms",
-            )
-            df += live_by_doc
-            segments.append(segment)
-            start = slot0 + n_docs
-        expect(start == n_slots, "index: the segments do not cover every slot")
+        segments, df = segments_from_snapshot(
+            snapshot, meta.get("segments"), alive=alive, dl=dl, n_terms=n_terms
+        )
         index._terms = terms
         index._vocab = vocab
         index._df = df
@@ -271,61 +190,6 @@ class BM25Index:
         index._total_len = int(dl[live].sum())
         index._refresh_stats()
         return index
-
-    @staticmethod
-    def _live_postings(
-        seg: _Segment, alive: BoolArray, mine: BoolArray, n_terms: int
-    ) -> tuple[IntArray, IntArray]:
-        """Per term, how many live documents hold it: counted from the term-major postings and from the
-        document-major ones (they agree in an index this code wrote)."""
-        by_term = np.zeros(n_terms, dtype=np.int64)
-        if mine.all():  # nothing removed or replaced here (the usual case): every posting counts
-            by_term[: seg.n_terms] = np.diff(seg.t_indptr)
-            return by_term, np.bincount(seg.d_terms, minlength=n_terms)
-        running = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(alive[seg.t_docs], dtype=np.int32)])
-        by_term[: seg.n_terms] = running[seg.t_indptr[1:]] - running[seg.t_indptr[:-1]]
-        return by_term, np.bincount(seg.d_terms[np.repeat(mine, np.diff(seg.d_indptr))], minlength=n_terms)
-
-    @staticmethod
-    def _doc_lengths(seg: _Segment) -> IntArray:
-        """Each document's length (the sum of its term frequencies), from the document-major postings."""
-        starts, sizes = seg.d_indptr[:-1], np.diff(seg.d_indptr)
-        if not len(starts):
-            return np.zeros(0, dtype=np.int64)
-        padded = np.concatenate([seg.d_tf, np.zeros(1, dtype=seg.d_tf.dtype)])  # an empty last document
-        lengths: IntArray = np.add.reduceat(padded, starts, dtype=np.int64)
-        lengths[sizes == 0] = 0
-        return lengths
-
-    @staticmethod
-    def _segment_from(snapshot: Snapshot, prefix: str, slot0: int, n_docs: int, n_terms: int) -> _Segment:
-        t_indptr = snapshot.array(prefix + "t_indptr", (np.int64,))
-        t_docs = snapshot.array(prefix + "t_docs", (np.int32,))
-        n_postings = len(t_docs)
-        t_tf = snapshot.array(prefix + "t_tf", (np.uint16, np.uint32), length=n_postings)
-        d_indptr = snapshot.array(prefix + "d_indptr", (np.int64,), length=n_docs + 1)
-        d_terms = snapshot.array(prefix + "d_terms", (np.int32,), length=n_postings)
-        d_tf = snapshot.array(prefix + "d_tf", (t_tf.dtype.type,), length=n_postings)
-        seg_terms = len(t_indptr) - 1
-        expect(seg_terms <= n_terms, prefix + "t_indptr: more terms than the vocabulary")
-        check_offsets(prefix + "t_indptr", t_indptr, n_postings)
-        check_offsets(prefix + "d_indptr", d_indptr, n_postings)
-        check_range(prefix + "t_docs", t_docs, slot0, slot0 + n_docs)
-        check_range(prefix + "d_terms", d_terms, 0, seg_terms)
-        check_range(prefix + "t_tf", t_tf, 1, 1 << 32)
-        check_range(prefix + "d_tf", d_tf, 1, 1 << 32)
-        return _Segment(
-            slot0=slot0,
-            n_docs=n_docs,
-            t_indptr=t_indptr,
-            t_docs=t_docs,
-            t_tf=t_tf,
-            t_w=np.zeros(n_postings),  # computed per term at its first query (t_ver −1: stale)
-            t_ver=np.full(seg_terms, -1, dtype=np.int64),
-            d_indptr=d_indptr,
-            d_terms=d_terms,
-            d_tf=d_tf,
-        )
 
     # ----------------------------------------------------------------------------- basics
     def __len__(self) -> int:
@@ -448,7 +312,7 @@ class BM25Index:
             seg = self._segments[0]
             local = slots - seg.slot0
             lo, lengths = seg.d_indptr[local], seg.d_indptr[local + 1] - seg.d_indptr[local]
-            indptr = _indptr(lengths)
+            indptr = offsets(lengths)
             at = np.arange(int(indptr[-1]), dtype=np.int64) + np.repeat(lo - indptr[:-1], lengths)
             ids = seg.d_terms[at].astype(np.int64)
             tf = seg.d_tf[at].astype(np.float64)
@@ -463,7 +327,7 @@ class BM25Index:
             local = slots[mine] - seg.slot0
             lo[mine] = seg.d_indptr[local]
             lengths[mine] = seg.d_indptr[local + 1] - lo[mine]
-        indptr = _indptr(lengths)
+        indptr = offsets(lengths)
         total = int(indptr[-1])
         at = np.arange(total, dtype=np.int64) + np.repeat(lo - indptr[:-1], lengths)
         ids = np.empty(total, dtype=np.int64)
@@ -548,31 +412,17 @@ class BM25Index:
         terms_list = self._terms
         term_id = self._vocab.__getitem__  # assigns the next id to a new term
         d_terms = np.fromiter(map(term_id, chain.from_iterable(counts)), dtype=np.int32, count=total)
-        d_tf = tf_all.astype(_tf_dtype(int(tf_all.max()) if len(tf_all) else 0))
-        d_indptr = _indptr(n_unique)
-        running = _indptr(tf_all)
-        lengths = running[d_indptr[1:]] - running[d_indptr[:-1]]
+        d_tf = tf_all.astype(tf_dtype(int(tf_all.max()) if len(tf_all) else 0))
+        running = offsets(tf_all)
+        starts = offsets(n_unique)
+        lengths = running[starts[1:]] - running[starts[:-1]]
 
         n_new = len(ids)
         slot0 = self.n_slots
         n_terms = len(terms_list)
-        term_counts = np.bincount(d_terms, minlength=n_terms)
+        segment, term_counts = new_segment(slot0, n_unique, d_terms, d_tf, n_terms)
         self._df = np.concatenate([self._df, np.zeros(n_terms - len(self._df), np.int64)])
         self._df += term_counts
-        order = _stable_argsort(d_terms, n_terms)
-        doc_slots = np.repeat(np.arange(slot0, slot0 + n_new, dtype=np.int32), n_unique)
-        segment = _Segment(
-            slot0=slot0,
-            n_docs=n_new,
-            t_indptr=_indptr(term_counts),
-            t_docs=doc_slots[order],
-            t_tf=d_tf[order],
-            t_w=np.zeros(len(order)),
-            t_ver=np.full(n_terms, -1, dtype=np.int64),
-            d_indptr=d_indptr,
-            d_terms=d_terms,
-            d_tf=d_tf,
-        )
         for n, doc_id in enumerate(ids):
             self._slot_of[doc_id] = slot0 + n
         self._slot_ids = np.concatenate([self._slot_ids, np.array(ids, dtype=np.int64)])
@@ -637,12 +487,12 @@ class BM25Index:
             self.average_idf = 0.0
         self._idf = idf
 
-    def _refresh_segment(self, seg: _Segment) -> None:
+    def _refresh_segment(self, seg: Segment) -> None:
         tf = seg.t_tf
         seg.t_w = tf * (self.k1 + 1) / (tf + self._len_factor[seg.t_docs])
         seg.t_ver = np.full(seg.n_terms, self._version, dtype=np.int64)
 
-    def _refresh_term(self, seg: _Segment, tid: int, lo: int, hi: int) -> None:
+    def _refresh_term(self, seg: Segment, tid: int, lo: int, hi: int) -> None:
         tf = seg.t_tf[lo:hi]
         seg.t_w[lo:hi] = tf * (self.k1 + 1) / (tf + self._len_factor[seg.t_docs[lo:hi]])
         seg.t_ver[tid] = self._version
@@ -667,50 +517,8 @@ class BM25Index:
             seg = self._segments[0]
             self._segments[0] = self._merge(seg, None)
 
-    def _merge(self, a: _Segment, b: _Segment | None) -> _Segment:
-        """One segment with a's then b's documents, without postings of dead documents."""
-        if b is None:
-            n_terms = a.n_terms
-            indptr = a.t_indptr
-            docs, tf = a.t_docs, a.t_tf
-            d_indptr, d_terms, d_tf = a.d_indptr, a.d_terms, a.d_tf
-            n_docs = a.n_docs
-        else:
-            n_terms = max(a.n_terms, b.n_terms)
-            ap, bp = _pad_indptr(a.t_indptr, n_terms), _pad_indptr(b.t_indptr, n_terms)
-            indptr = ap + bp
-            total = a.n_postings + b.n_postings
-            pos_a = np.arange(a.n_postings, dtype=np.int64) + np.repeat(bp[:-1], np.diff(ap))
-            pos_b = np.arange(b.n_postings, dtype=np.int64) + np.repeat(ap[1:], np.diff(bp))
-            docs = np.empty(total, dtype=np.int32)
-            docs[pos_a], docs[pos_b] = a.t_docs, b.t_docs
-            tf = np.empty(total, dtype=np.result_type(a.t_tf, b.t_tf))
-            tf[pos_a], tf[pos_b] = a.t_tf, b.t_tf
-            d_indptr = np.concatenate([a.d_indptr, b.d_indptr[1:] + a.d_indptr[-1]])
-            d_terms = np.concatenate([a.d_terms, b.d_terms])
-            d_tf = np.concatenate([a.d_tf, b.d_tf]).astype(tf.dtype, copy=False)
-            n_docs = a.n_docs + b.n_docs
-        keep = self._alive[docs]
-        if not keep.all():
-            term_of = np.repeat(np.arange(n_terms), np.diff(indptr))
-            indptr = _indptr(np.bincount(term_of[keep], minlength=n_terms))
-            docs, tf = docs[keep], tf[keep]
-            local_of = np.repeat(np.arange(n_docs), np.diff(d_indptr))
-            keep_d = self._alive[a.slot0 + local_of]
-            d_indptr = _indptr(np.bincount(local_of[keep_d], minlength=n_docs))
-            d_terms, d_tf = d_terms[keep_d], d_tf[keep_d]
-        seg = _Segment(
-            slot0=a.slot0,
-            n_docs=n_docs,
-            t_indptr=indptr,
-            t_docs=docs,
-            t_tf=tf,
-            t_w=np.zeros(0),
-            t_ver=np.zeros(0, dtype=np.int64),
-            d_indptr=d_indptr,
-            d_terms=d_terms,
-            d_tf=d_tf,
-        )
+    def _merge(self, a: Segment, b: Segment | None) -> Segment:
+        seg = merge(a, b, self._alive)
         self._refresh_segment(seg)
         return seg
 

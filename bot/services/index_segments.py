@@ -1,0 +1,256 @@
+"""The segments of :class:`bot.services.index.BM25Index`: the postings of a run of document slots, twice.
+
+Term-major (per term: the slots holding it, their term frequencies and rank-bm25's tf factor) for
+queries; document-major (per document: its terms and frequencies) for ``doc_terms`` and for what a
+removed document held. New documents form a new segment (:func:`new_segment`); :func:`merge` joins
+two in linear time and drops the postings of dead documents; a snapshot's segments are checked
+before use (:func:`segment_from_snapshot`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from bot.services.snapshot import Snapshot, SnapshotError, check_offsets, check_range, expect
+
+IntArray: TypeAlias = npt.NDArray[np.int64]
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+BoolArray: TypeAlias = npt.NDArray[np.bool_]
+
+#: what a snapshot keeps of each segment (the tf factors are derived again on load)
+SEGMENT_ARRAYS: Final = ("t_indptr", "t_docs", "t_tf", "d_indptr", "d_terms", "d_tf")
+
+
+@dataclass(slots=True)
+class Segment:
+    """Postings of the documents in slots ``slot0 .. slot0 + n_docs - 1``."""
+
+    slot0: int
+    n_docs: int
+    t_indptr: IntArray  # term id → postings range; terms past the end have none
+    t_docs: npt.NDArray[np.int32]  # slot of each posting, ascending within a term
+    t_tf: npt.NDArray[np.unsignedinteger]
+    t_w: FloatArray  # rank-bm25's tf factor for the stats version in t_ver
+    t_ver: IntArray  # per term: the stats version its t_w was computed for
+    d_indptr: IntArray  # local document → range in d_terms/d_tf
+    d_terms: npt.NDArray[np.int32]
+    d_tf: npt.NDArray[np.unsignedinteger]
+
+    @property
+    def n_terms(self) -> int:
+        return len(self.t_indptr) - 1
+
+    @property
+    def n_postings(self) -> int:
+        return len(self.t_docs)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(
+            a.nbytes
+            for a in (
+                self.t_indptr,
+                self.t_docs,
+                self.t_tf,
+                self.t_w,
+                self.t_ver,
+                self.d_indptr,
+                self.d_terms,
+                self.d_tf,
+            )
+        )
+
+
+def tf_dtype(max_tf: int) -> type[np.unsignedinteger]:
+    return np.uint16 if max_tf <= np.iinfo(np.uint16).max else np.uint32
+
+
+def offsets(counts: npt.NDArray[np.integer]) -> IntArray:
+    """Range starts for consecutive runs of ``counts`` items (CSR offsets, one more than counts)."""
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
+def stable_argsort(keys: npt.NDArray[np.int32], n_keys: int) -> IntArray:
+    """Stable argsort of non-negative int32 keys: one or two 16-bit radix passes (linear time)."""
+    low = (keys & 0xFFFF).astype(np.uint16)
+    order = np.argsort(low, kind="stable")  # numpy radix-sorts 16-bit keys
+    if n_keys > 0x10000:
+        high = (keys >> 16).astype(np.uint16)
+        order = order[np.argsort(high[order], kind="stable")]
+    return order.astype(np.int64, copy=False)
+
+
+def pad_offsets(indptr: IntArray, n_terms: int) -> IntArray:
+    """``indptr`` extended with empty ranges up to ``n_terms`` terms."""
+    if len(indptr) - 1 >= n_terms:
+        return indptr
+    return np.concatenate([indptr, np.full(n_terms + 1 - len(indptr), indptr[-1])])
+
+
+def new_segment(
+    slot0: int,
+    n_unique: IntArray,
+    d_terms: npt.NDArray[np.int32],
+    d_tf: npt.NDArray[np.unsignedinteger],
+    n_terms: int,
+) -> tuple[Segment, IntArray]:
+    """A segment for new documents in slots ``slot0 ..`` given document-major (each document's
+    ``n_unique`` distinct terms: their ids and frequencies), and per term how many of them hold it."""
+    n_new = len(n_unique)
+    term_counts = np.bincount(d_terms, minlength=n_terms)
+    order = stable_argsort(d_terms, n_terms)
+    doc_slots = np.repeat(np.arange(slot0, slot0 + n_new, dtype=np.int32), n_unique)
+    segment = Segment(
+        slot0=slot0,
+        n_docs=n_new,
+        t_indptr=offsets(term_counts),
+        t_docs=doc_slots[order],
+        t_tf=d_tf[order],
+        t_w=np.zeros(len(order)),
+        t_ver=np.full(n_terms, -1, dtype=np.int64),
+        d_indptr=offsets(n_unique),
+        d_terms=d_terms,
+        d_tf=d_tf,
+    )
+    return segment, term_counts
+
+
+def live_postings(seg: Segment, alive: BoolArray, mine: BoolArray, n_terms: int) -> tuple[IntArray, IntArray]:
+    """Per term, how many live documents hold it: counted from the term-major postings and from the
+    document-major ones (they agree in an index this code wrote)."""
+    by_term = np.zeros(n_terms, dtype=np.int64)
+    if mine.all():  # nothing removed or replaced here (the usual case): every posting counts
+        by_term[: seg.n_terms] = np.diff(seg.t_indptr)
+        return by_term, np.bincount(seg.d_terms, minlength=n_terms)
+    running = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(alive[seg.t_docs], dtype=np.int32)])
+    by_term[: seg.n_terms] = running[seg.t_indptr[1:]] - running[seg.t_indptr[:-1]]
+    return by_term, np.bincount(seg.d_terms[np.repeat(mine, np.diff(seg.d_indptr))], minlength=n_terms)
+
+
+def doc_lengths(seg: Segment) -> IntArray:
+    """Each document's length (the sum of its term frequencies), from the document-major postings."""
+    starts, sizes = seg.d_indptr[:-1], np.diff(seg.d_indptr)
+    if not len(starts):
+        return np.zeros(0, dtype=np.int64)
+    padded = np.concatenate([seg.d_tf, np.zeros(1, dtype=seg.d_tf.dtype)])  # an empty last document
+    lengths: IntArray = np.add.reduceat(padded, starts, dtype=np.int64)
+    lengths[sizes == 0] = 0
+    return lengths
+
+
+def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: int, n_terms: int) -> Segment:
+    t_indptr = snapshot.array(prefix + "t_indptr", (np.int64,))
+    t_docs = snapshot.array(prefix + "t_docs", (np.int32,))
+    n_postings = len(t_docs)
+    t_tf = snapshot.array(prefix + "t_tf", (np.uint16, np.uint32), length=n_postings)
+    d_indptr = snapshot.array(prefix + "d_indptr", (np.int64,), length=n_docs + 1)
+    d_terms = snapshot.array(prefix + "d_terms", (np.int32,), length=n_postings)
+    d_tf = snapshot.array(prefix + "d_tf", (t_tf.dtype.type,), length=n_postings)
+    seg_terms = len(t_indptr) - 1
+    expect(seg_terms <= n_terms, prefix + "t_indptr: more terms than the vocabulary")
+    check_offsets(prefix + "t_indptr", t_indptr, n_postings)
+    check_offsets(prefix + "d_indptr", d_indptr, n_postings)
+    check_range(prefix + "t_docs", t_docs, slot0, slot0 + n_docs)
+    check_range(prefix + "d_terms", d_terms, 0, seg_terms)
+    check_range(prefix + "t_tf", t_tf, 1, 1 << 32)
+    check_range(prefix + "d_tf", d_tf, 1, 1 << 32)
+    return Segment(
+        slot0=slot0,
+        n_docs=n_docs,
+        t_indptr=t_indptr,
+        t_docs=t_docs,
+        t_tf=t_tf,
+        t_w=np.zeros(n_postings),  # computed per term at its first query (t_ver −1: stale)
+        t_ver=np.full(seg_terms, -1, dtype=np.int64),
+        d_indptr=d_indptr,
+        d_terms=d_terms,
+        d_tf=d_tf,
+    )
+
+
+def segments_from_snapshot(
+    snapshot: Snapshot, layout: object, *, alive: BoolArray, dl: IntArray, n_terms: int
+) -> tuple[list[Segment], IntArray]:
+    """The segments a snapshot describes (``layout``: [slot0, n_docs] each, covering every slot in
+    order), every one checked against ``alive`` and ``dl``; and the document frequency of each term."""
+    if not isinstance(layout, list):
+        raise SnapshotError("index: no segments")
+    n_slots = len(alive)
+    df = np.zeros(n_terms, dtype=np.int64)
+    segments: list[Segment] = []
+    start = 0
+    for n, entry in enumerate(layout):
+        expect(
+            isinstance(entry, list) and len(entry) == 2 and all(type(v) is int for v in entry),
+            f"index: segment {n} badly described",
+        )
+        slot0, n_docs = entry
+        expect(slot0 == start and 0 <= n_docs <= n_slots - slot0, f"index: segment {n} out of place")
+        segment = segment_from_snapshot(snapshot, f"index.seg{n}.", slot0, n_docs, n_terms)
+        mine = alive[slot0 : slot0 + n_docs]
+        live_by_term, live_by_doc = live_postings(segment, alive, mine, n_terms)
+        expect(np.array_equal(live_by_term, live_by_doc), f"index: segment {n} postings disagree")
+        lengths = doc_lengths(segment)
+        expect(
+            np.array_equal(lengths[mine], dl[slot0 : slot0 + n_docs][mine]),
+            f"index: segment {n} document lengths disagree with their terms",
+        )
+        df += live_by_doc
+        segments.append(segment)
+        start = slot0 + n_docs
+    expect(start == n_slots, "index: the segments do not cover every slot")
+    return segments, df
+
+
+def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
+    """One segment with a's then b's documents, without postings of dead documents (``alive``, per
+    slot); its tf factors are left for the index to compute."""
+    if b is None:
+        n_terms = a.n_terms
+        t_indptr = a.t_indptr
+        docs, tf = a.t_docs, a.t_tf
+        d_indptr, d_terms, d_tf = a.d_indptr, a.d_terms, a.d_tf
+        n_docs = a.n_docs
+    else:
+        n_terms = max(a.n_terms, b.n_terms)
+        ap, bp = pad_offsets(a.t_indptr, n_terms), pad_offsets(b.t_indptr, n_terms)
+        t_indptr = ap + bp
+        total = a.n_postings + b.n_postings
+        pos_a = np.arange(a.n_postings, dtype=np.int64) + np.repeat(bp[:-1], np.diff(ap))
+        pos_b = np.arange(b.n_postings, dtype=np.int64) + np.repeat(ap[1:], np.diff(bp))
+        docs = np.empty(total, dtype=np.int32)
+        docs[pos_a], docs[pos_b] = a.t_docs, b.t_docs
+        tf = np.empty(total, dtype=np.result_type(a.t_tf, b.t_tf))
+        tf[pos_a], tf[pos_b] = a.t_tf, b.t_tf
+        d_indptr = np.concatenate([a.d_indptr, b.d_indptr[1:] + a.d_indptr[-1]])
+        d_terms = np.concatenate([a.d_terms, b.d_terms])
+        d_tf = np.concatenate([a.d_tf, b.d_tf]).astype(tf.dtype, copy=False)
+        n_docs = a.n_docs + b.n_docs
+    keep = alive[docs]
+    if not keep.all():
+        term_of = np.repeat(np.arange(n_terms), np.diff(t_indptr))
+        t_indptr = offsets(np.bincount(term_of[keep], minlength=n_terms))
+        docs, tf = docs[keep], tf[keep]
+        local_of = np.repeat(np.arange(n_docs), np.diff(d_indptr))
+        keep_d = alive[a.slot0 + local_of]
+        d_indptr = offsets(np.bincount(local_of[keep_d], minlength=n_docs))
+        d_terms, d_tf = d_terms[keep_d], d_tf[keep_d]
+    seg = Segment(
+        slot0=a.slot0,
+        n_docs=n_docs,
+        t_indptr=t_indptr,
+        t_docs=docs,
+        t_tf=tf,
+        t_w=np.zeros(0),
+        t_ver=np.zeros(0, dtype=np.int64),
+        d_indptr=d_indptr,
+        d_terms=d_terms,
+        d_tf=d_tf,
+    )
+    return seg
