@@ -1,41 +1,211 @@
-"""Settings, loaded once at start from the environment and an optional `.env` file."""
+"""Settings, loaded once at start from the environment and an optional `.env` file.
+
+Each setting is declared once, as a field of :class:`Settings` made by :func:`setting`: its variable,
+its default (as it would be written in the environment), the parser that turns text into the value
+(and says what is wrong with bad text), and its meaning — the README's table and `.env.example` are
+checked against these declarations (tests/deploy/test_deploy.py).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from dotenv import dotenv_values
 
 from bot.errors import SettingsError
 
-DEFAULT_API_BASE = "https://discord.com/api/v10"
-DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg/"
-
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+# ---- parsers: text → value, or ValueError saying what is wrong (the variable's name goes before it) ----
+
+
+def _token(raw: str) -> str:
+    if len(raw) < 20 or any(c.isspace() for c in raw):
+        raise ValueError("does not look like a bot token (too short or has spaces)")
+    return raw
+
+
+def _guild_id(raw: str) -> int:
+    if not raw.isdigit():
+        raise ValueError(f"must be a numeric guild id, got {raw!r}")
+    return int(raw)
+
+
+def _api_base(raw: str) -> str:
+    url = raw.rstrip("/")
+    if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
+        raise ValueError(f"must be an http(s) URL, got {url!r}")
+    return url
+
+
+def _gateway_url(raw: str) -> str:
+    if urlparse(raw).scheme not in ("ws", "wss") or not urlparse(raw).netloc:
+        raise ValueError(f"must be a ws:// or wss:// URL, got {raw!r}")
+    return raw
+
+
+def _log_level(raw: str) -> str:
+    level = raw.upper()
+    if level not in _LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")
+    return level
+
+
+def _grace_hours(raw: str) -> float:
+    try:
+        hours = float(raw)
+    except ValueError:
+        hours = -1.0
+    if not 0 <= hours <= 48:
+        raise ValueError(f"must be a number of hours 0-48, got {raw!r}")
+    return hours
+
+
+def _words(raw: str) -> tuple[str, ...]:
+    return tuple(word for word in raw.replace(",", " ").split() if word)
+
+
+def _utc_time(raw: str) -> str:
+    hours, sep, minutes = raw.partition(":")
+    if not (
+        sep
+        and hours.isdigit()
+        and minutes.isdigit()
+        and len(minutes) == 2
+        and 0 <= int(hours) <= 23
+        and 0 <= int(minutes) <= 59
+    ):
+        raise ValueError(f"must be HH:MM (UTC), got {raw!r}")
+    return raw
+
+
+def _megabytes(raw: str) -> int:
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"must be a whole number of megabytes, got {raw!r}")
+    return int(raw) * 1024 * 1024
+
+
+def _user_ids(raw: str) -> frozenset[int]:
+    parts = raw.replace(",", " ").split()
+    if not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise ValueError(f"must be Discord user ids separated by spaces or commas, got {raw!r}")
+    return frozenset(int(part) for part in parts)
+
+
+def _retention_days(raw: str) -> int:
+    if not raw.isdigit() or not 1 <= int(raw) <= 3650:
+        raise ValueError(f"must be a whole number of days 1-3650, got {raw!r}")
+    return int(raw)
+
+
+# ---- the declarations ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One setting: the variable, its default as text ("" when it has none), its parser, its meaning."""
+
+    variable: str
+    default: str
+    parse: Callable[[str], Any]
+    meaning: str
+
+    def read(self, raw: str | None) -> Any:
+        """The value for ``raw`` (None or blank: the default); SettingsError names the variable."""
+        text = raw.strip() if raw and raw.strip() else self.default
+        if not text:
+            return None
+        try:
+            return self.parse(text)
+        except ValueError as error:
+            raise SettingsError(f"{self.variable} {error}") from None
+
+
+def setting(
+    variable: str,
+    default: str,
+    parse: Callable[[str], Any],
+    meaning: str,
+    *,
+    empty: Any = None,
+    repr: bool = True,
+) -> Any:
+    """A field of :class:`Settings`, declared with everything about it (``empty``: the value when there
+    is no default, for settings that are lists)."""
+    declaration = Declaration(variable, default, parse, meaning)
+    value = parse(default) if default else empty
+    return dataclasses.field(default=value, repr=repr, metadata={"setting": declaration})
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything paperbot reads from its environment (see the README's table)."""
+    """Everything paperbot reads from its environment (README.md, "Settings", lists them)."""
 
-    discord_token: str | None = field(default=None, repr=False)
-    db_path: Path = Path("paperbot.db")
-    dev_guild_id: int | None = None
-    api_base: str = DEFAULT_API_BASE
-    gateway_url: str = DEFAULT_GATEWAY_URL
-    log_level: str = "INFO"
-    digest_grace_hours: float = 6.0
-    arxiv_categories: tuple[str, ...] = ()
-    arxiv_fetch_time: str = "06:00"  # UTC, daily, when arxiv_categories is set
-    max_ingest_bytes: int = 25 * 1024 * 1024
+    discord_token: str | None = setting(
+        "DISCORD_TOKEN", "", _token, "the bot token (required by `paperbot run`)", repr=False
+    )
+    db_path: Path = setting(  # noqa: RUF009 - setting() is a dataclasses.field
+        "PAPERBOT_DB",
+        "./paperbot.db",
+        Path,
+        "the SQLite database file (WAL files, the search-index snapshot and `paperbot.db.pending`, the "
+        "outbox of reactions and clicks not stored yet, live beside it)",
+    )
+    dev_guild_id: int | None = setting(
+        "PAPERBOT_DEV_GUILD",
+        "",
+        _guild_id,
+        "sync slash commands to this one guild (instant) while developing",
+    )
+    api_base: str = setting(
+        "DISCORD_API_BASE",
+        "https://discord.com/api/v10",
+        _api_base,
+        "REST base: a rate-limit proxy, or the local sandbox",
+    )
+    gateway_url: str = setting(
+        "DISCORD_GATEWAY_URL", "wss://gateway.discord.gg/", _gateway_url, "gateway websocket URL"
+    )
+    log_level: str = setting("PAPERBOT_LOG_LEVEL", "INFO", _log_level, "`DEBUG`, `INFO`, `WARNING`, `ERROR`")
+    digest_grace_hours: float = setting(
+        "PAPERBOT_DIGEST_GRACE_HOURS",
+        "6",
+        _grace_hours,
+        "a digest missed while the bot was down is sent on start-up if this recent",
+    )
+    arxiv_categories: tuple[str, ...] = setting(
+        "PAPERBOT_ARXIV_CATEGORIES", "", _words, "e.g. `cs.LG cs.CL`: fetch these from arXiv daily", empty=()
+    )
+    arxiv_fetch_time: str = setting(
+        "PAPERBOT_ARXIV_FETCH_TIME", "06:00", _utc_time, "when the daily arXiv fetch runs (UTC)"
+    )
+    max_ingest_bytes: int = setting(
+        "PAPERBOT_MAX_INGEST_MB", "25", _megabytes, "largest file `/paperadmin ingest` accepts"
+    )
     #: Discord user ids allowed to change the shared corpus from Discord, besides the application's owners
-    operator_ids: frozenset[int] = frozenset()
+    operator_ids: frozenset[int] = setting(
+        "PAPERBOT_OPERATORS",
+        "",
+        _user_ids,
+        "user ids (space or comma separated) who may use `/paperadmin ingest`, besides the application's "
+        "owner or its team's admins and developers",
+        empty=frozenset(),
+    )
     #: stored search listings (their queries) are deleted after this many days; their buttons then expire
-    search_retention_days: int = 30
+    search_retention_days: int = setting(
+        "PAPERBOT_SEARCH_RETENTION_DAYS",
+        "30",
+        _retention_days,
+        "stored searches (with their query text) are deleted after this many days (1–3650), at start and "
+        "daily; their paging buttons then say the list expired",
+    )
 
     def require_token(self) -> str:
         if not self.discord_token:
@@ -46,90 +216,21 @@ class Settings:
         return self.discord_token
 
 
+def declarations() -> Iterator[tuple[str, Declaration]]:
+    """(field name, declaration) of every setting, in the order Settings declares them."""
+    for item in dataclasses.fields(Settings):
+        yield item.name, item.metadata["setting"]
+
+
 def load_settings(environ: Mapping[str, str] | None = None, env_file: Path | None = Path(".env")) -> Settings:
     """Read settings; the process environment wins over `.env`. Raises SettingsError (one line)."""
     values: dict[str, str] = {}
     if env_file is not None and env_file.is_file():
         values.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
     values.update(os.environ if environ is None else environ)
-
-    def get(name: str) -> str | None:
-        value = values.get(name)
-        return value.strip() if value and value.strip() else None
-
-    token = get("DISCORD_TOKEN")
-    if token is not None and (len(token) < 20 or any(c.isspace() for c in token)):
-        raise SettingsError("DISCORD_TOKEN does not look like a bot token (too short or has spaces)")
-
-    dev_guild: int | None = None
-    if (raw := get("PAPERBOT_DEV_GUILD")) is not None:
-        if not raw.isdigit():
-            raise SettingsError(f"PAPERBOT_DEV_GUILD must be a numeric guild id, got {raw!r}")
-        dev_guild = int(raw)
-
-    api_base = (get("DISCORD_API_BASE") or DEFAULT_API_BASE).rstrip("/")
-    if urlparse(api_base).scheme not in ("http", "https") or not urlparse(api_base).netloc:
-        raise SettingsError(f"DISCORD_API_BASE must be an http(s) URL, got {api_base!r}")
-    gateway = get("DISCORD_GATEWAY_URL") or DEFAULT_GATEWAY_URL
-    if urlparse(gateway).scheme not in ("ws", "wss") or not urlparse(gateway).netloc:
-        raise SettingsError(f"DISCORD_GATEWAY_URL must be a ws:// or wss:// URL, got {gateway!r}")
-
-    level = (get("PAPERBOT_LOG_LEVEL") or "INFO").upper()
-    if level not in _LOG_LEVELS:
-        raise SettingsError(f"PAPERBOT_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")
-
-    grace_raw = get("PAPERBOT_DIGEST_GRACE_HOURS") or "6"
-    try:
-        grace = float(grace_raw)
-    except ValueError:
-        grace = -1.0
-    if not 0 <= grace <= 48:
-        raise SettingsError(f"PAPERBOT_DIGEST_GRACE_HOURS must be a number of hours 0-48, got {grace_raw!r}")
-
-    categories = tuple(c for c in (get("PAPERBOT_ARXIV_CATEGORIES") or "").replace(",", " ").split() if c)
-    fetch_time = get("PAPERBOT_ARXIV_FETCH_TIME") or "06:00"
-    if not _is_hhmm(fetch_time):
-        raise SettingsError(f"PAPERBOT_ARXIV_FETCH_TIME must be HH:MM (UTC), got {fetch_time!r}")
-
-    max_mb_raw = get("PAPERBOT_MAX_INGEST_MB") or "25"
-    if not max_mb_raw.isdigit() or int(max_mb_raw) < 1:
-        raise SettingsError(f"PAPERBOT_MAX_INGEST_MB must be a whole number of megabytes, got {max_mb_raw!r}")
-
-    operators_raw = (get("PAPERBOT_OPERATORS") or "").replace(",", " ").split()
-    if not all(part.isdigit() and int(part) > 0 for part in operators_raw):
-        raise SettingsError(
-            "PAPERBOT_OPERATORS must be Discord user ids separated by spaces or commas, "
-            f"got {get('PAPERBOT_OPERATORS')!r}"
-        )
-
-    retention_raw = get("PAPERBOT_SEARCH_RETENTION_DAYS") or "30"
-    if not retention_raw.isdigit() or not 1 <= int(retention_raw) <= 3650:
-        raise SettingsError(
-            f"PAPERBOT_SEARCH_RETENTION_DAYS must be a whole number of days 1-3650, got {retention_raw!r}"
-        )
-
-    return Settings(
-        discord_token=token,
-        db_path=Path(get("PAPERBOT_DB") or "paperbot.db"),
-        dev_guild_id=dev_guild,
-        api_base=api_base,
-        gateway_url=gateway,
-        log_level=level,
-        digest_grace_hours=grace,
-        arxiv_categories=categories,
-        arxiv_fetch_time=fetch_time,
-        max_ingest_bytes=int(max_mb_raw) * 1024 * 1024,
-        search_retention_days=int(retention_raw),
-        operator_ids=frozenset(int(part) for part in operators_raw),
-    )
-
-
-def _is_hhmm(text: str) -> bool:
-    hours, sep, minutes = text.partition(":")
-    return (
-        bool(sep)
-        and hours.isdigit()
-        and minutes.isdigit()
-        and len(minutes) == 2
-        and (0 <= int(hours) <= 23 and 0 <= int(minutes) <= 59)
-    )
+    given: dict[str, Any] = {}
+    for name, declaration in declarations():
+        value = declaration.read(values.get(declaration.variable))
+        if value is not None:  # None: no default either (the field's own empty value stands)
+            given[name] = value
+    return Settings(**given)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import logging
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 from bot.cli import main
 from bot.errors import SettingsError
 from bot.log import OneLineFormatter, context_ids, setup_logging
-from bot.settings import DEFAULT_API_BASE, DEFAULT_GATEWAY_URL, Settings, load_settings
+from bot.settings import Settings, declarations, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.secret-token-value-0123456789"
@@ -25,17 +24,7 @@ def load(**environ: str) -> Settings:
 
 
 def settings_read_by_code() -> set[str]:
-    tree = ast.parse((REPO / "bot" / "settings.py").read_text("utf-8"))
-    return {
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "get"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-        and isinstance(node.args[0].value, str)
-    }
+    return {declaration.variable for _, declaration in declarations()}
 
 
 # name -> (a valid value, what it becomes) ; name -> invalid values
@@ -89,8 +78,8 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.discord_token is None
     assert settings.db_path == Path("paperbot.db")
     assert settings.dev_guild_id is None
-    assert settings.api_base == DEFAULT_API_BASE == "https://discord.com/api/v10"
-    assert settings.gateway_url == DEFAULT_GATEWAY_URL
+    assert settings.api_base == "https://discord.com/api/v10"
+    assert settings.gateway_url == "wss://gateway.discord.gg/"
     assert settings.log_level == "INFO"
     assert settings.digest_grace_hours == 6.0
     assert settings.arxiv_categories == ()

@@ -6,7 +6,6 @@ its build-stage instructions (COPY, RUN) as a plain script in a temporary folder
 
 from __future__ import annotations
 
-import ast
 import configparser
 import json
 import os
@@ -20,27 +19,15 @@ from pathlib import Path, PurePosixPath
 import pytest
 import yaml
 
-from bot.settings import Settings, load_settings
+from bot.settings import Settings, declarations, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 
 
 def settings_read_by_code() -> set[str]:
-    """Every NAME in `get("NAME")` inside bot/settings.py (the one place settings are read)."""
-    tree = ast.parse((REPO / "bot" / "settings.py").read_text("utf-8"))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "get"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            names.add(node.args[0].value)
-    return names
+    """Every variable declared in bot/settings.py (the one place settings are declared and read)."""
+    return {declaration.variable for _, declaration in declarations()}
 
 
 def env_example_names() -> dict[str, str]:
@@ -73,6 +60,48 @@ def test_env_example_lists_every_setting_the_code_reads_and_nothing_else() -> No
     assert listed - read == set(), (
         f".env.example lists settings the code never reads: {sorted(listed - read)}"
     )
+
+
+def test_env_example_values_are_empty_or_the_declared_default() -> None:
+    """An operator who copies .env.example gets the declared defaults, written as bot/settings.py has them."""
+    declared = {declaration.variable: declaration.default for _, declaration in declarations()}
+    for name, value in env_example_names().items():
+        assert value in ("", declared[name]), (
+            f".env.example: {name}={value}, but its default is {declared[name]!r}"
+        )
+
+
+def readme_settings_table() -> dict[str, tuple[str, str]]:
+    """README.md's "Settings" table: variable → (default as shown, meaning)."""
+    text = (REPO / "README.md").read_text("utf-8")
+    section = text[text.index("## Settings") :]
+    section = section[: section.index("\n## ", 1)]
+    rows: dict[str, tuple[str, str]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = (cells[1], cells[2])
+    return rows
+
+
+def test_the_readme_settings_table_is_the_declarations() -> None:
+    """Each setting is declared once (bot/settings.py); README.md's table shows each declaration as is."""
+    table = readme_settings_table()
+    assert len(table) >= 10, "the table was not found (the check would pass on nothing)"
+    declared = {
+        declaration.variable: (
+            f"`{declaration.default}`" if declaration.default else "—",
+            declaration.meaning,
+        )
+        for _, declaration in declarations()
+    }
+    assert set(table) == set(declared), (
+        f"README lacks {sorted(set(declared) - set(table))}; README has undeclared {sorted(set(table) - set(declared))}"
+    )
+    for variable, (default, meaning) in declared.items():
+        assert table[variable] == (default, meaning), (
+            f"README.md's row for {variable} differs from its declaration"
+        )
 
 
 def test_env_example_has_a_comment_above_every_setting() -> None:
