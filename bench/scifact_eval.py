@@ -34,8 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bot.services.index import BM25Index  # noqa: E402
-from bot.services.search import TITLE_WEIGHT, IndexRow, SearchEngine  # noqa: E402
+from bot.services.search import TITLE_WEIGHT, SearchEngine  # noqa: E402
 from bot.services.tokenize import STOP_WORDS, tokenize  # noqa: E402
+from storage.models import IndexRow  # noqa: E402
 
 SCIFACT = ROOT.parent / "shared" / "data" / "beir-scifact"
 

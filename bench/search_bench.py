@@ -34,8 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.services.search import TITLE_WEIGHT, IndexRow, SearchEngine  # noqa: E402
+from bot.services.search import TITLE_WEIGHT, SearchEngine  # noqa: E402
 from bot.services.tokenize import tokenize  # noqa: E402
+from storage.models import IndexRow  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 DATA = SHARED / "data"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 #: A person's rating of a paper: 👍, 👎 or 🔖 (like and dislike exclude each other; save is apart).
 Signal = Literal["like", "dislike", "save"]
@@ -53,6 +53,19 @@ class Paper:
     source: str | None
     published: str | None
     added_at: str
+
+
+class IndexRow(NamedTuple):
+    """What the search index holds of a paper (the repository reads these; the engine indexes them)."""
+
+    paper_id: int
+    title: str
+    abstract: str
+    authors: tuple[str, ...] = ()
+    venue: str | None = None
+    year: int | None = None
+    #: arXiv / OpenReview ids and DOIs, found by autocomplete
+    external_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,17 +8,17 @@ three times and 0.6990 four times: ``bench/scifact_eval.py``).  Scores are rank-
 The engine is safe to call from several threads: every public method holds the index's lock (so
 does every method of the index, for callers that use it directly).
 
-Building tokenises every paper (about 10 s for 100k papers on a 2-core machine);
-:meth:`SearchEngine.load_or_build` keeps a snapshot file so a restart over an unchanged corpus
-loads in well under a second instead. The snapshot holds numpy arrays and JSON only, checked before
-use (:mod:`bot.services.snapshot`): a file beside someone else's database can never run code.
+Building tokenises every paper (about 10 s for 100k papers on a 2-core machine); the bot keeps a
+snapshot beside the database (:meth:`SearchEngine.save`, :meth:`SearchEngine.load`, used by
+``bot.runtime``) so a restart over an unchanged store loads in well under a second instead. The
+snapshot holds numpy arrays and JSON only, checked before use (:mod:`bot.services.snapshot`): a file
+beside someone else's database can never run code.
 """
 
 from __future__ import annotations
 
 import bisect
 import gc
-import hashlib
 import logging
 import re
 import unicodedata
@@ -38,6 +38,7 @@ from bot.services import tokenize as tokenizer
 from bot.services.index import BM25Index, Query
 from bot.services.snapshot import SnapshotError, check_offsets, check_range, expect
 from bot.services.tokenize import WORD_RE, display_terms, iter_terms, normalize, surface_form, tokenize
+from storage.models import IndexRow
 
 log = logging.getLogger(__name__)
 
@@ -48,23 +49,6 @@ _FILTER_CACHE: Final = 64
 _AUTOCOMPLETE_PRESELECT: Final = 200
 SNAPSHOT_FORMAT: Final = snapshot.FORMAT
 _ARXIV_VERSION_RE: Final = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(?:\.[a-z]{2})?/\d{7})v\d+$")
-
-
-@dataclass(frozen=True, slots=True)
-class IndexRow:
-    """What the engine indexes of one paper.
-
-    ``build``/``add`` also accept plain tuples in this field order (for example storage's
-    ``IndexRow`` named tuple, whose first field is called ``id``).
-    """
-
-    paper_id: int
-    title: str
-    abstract: str
-    authors: tuple[str, ...] = ()
-    venue: str | None = None
-    year: int | None = None
-    external_ids: tuple[str, ...] = ()  # arXiv / OpenReview ids, DOI: found by autocomplete
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,21 +122,19 @@ def parse_query(query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 _Fields = tuple[int, str, str, tuple[str, ...], str | None, int | None, tuple[str, ...]]
 
 
-def _row_fields(row: Any) -> _Fields:
-    if type(row) is IndexRow:
-        return (
-            row.paper_id,
-            row.title or "",
-            row.abstract or "",
-            row.authors,
-            row.venue,
-            row.year,
-            row.external_ids,
-        )
-    values = tuple(row)
-    pid, title, abstract, authors, venue, year = values[:6]
-    extra = tuple(values[6]) if len(values) > 6 and values[6] else ()
-    return int(pid), title or "", abstract or "", tuple(authors or ()), venue, year, extra
+def _row_fields(row: IndexRow | Sequence[Any]) -> _Fields:
+    """A row's fields; a plain tuple is read in IndexRow's field order."""
+    if not isinstance(row, IndexRow):
+        row = IndexRow(*row)
+    return (
+        int(row.paper_id),
+        row.title or "",
+        row.abstract or "",
+        tuple(row.authors),
+        row.venue,
+        row.year,
+        tuple(row.external_ids),
+    )
 
 
 @dataclass(slots=True)
@@ -218,28 +200,12 @@ class SearchEngine:
 
     @classmethod
     def build(cls, rows: Iterable[IndexRow | Sequence[Any]]) -> SearchEngine:
-        """An engine holding ``rows`` (fine to run in a worker thread)."""
+        """An engine holding ``rows`` (fine to run in a worker thread; plain tuples in IndexRow's order)."""
         engine = cls()
         engine.add(rows)
         return engine
 
     # --------------------------------------------------------------------------- snapshots
-    @classmethod
-    def load_or_build(cls, rows: Iterable[IndexRow | Sequence[Any]], snapshot: Path) -> SearchEngine:
-        """The engine for ``rows``: loaded from ``snapshot`` when it was saved for exactly these
-        rows (same order, text, metadata, tokenizer), else built and saved there (a stale, corrupt or
-        foreign file is replaced)."""
-        rows = list(rows)
-        fingerprint = corpus_fingerprint(rows)
-        engine = cls.load(snapshot, fingerprint)
-        if engine is None:
-            engine = cls.build(rows)
-            try:
-                engine.save(snapshot, fingerprint)
-            except OSError as error:
-                log.warning("could not save the search snapshot %s: %s", snapshot, error)
-        return engine
-
     def save(self, path: Path, fingerprint: str) -> None:
         """Write the engine to ``path`` atomically, as numpy arrays and JSON (:mod:`bot.services.snapshot`).
 
@@ -683,24 +649,6 @@ class SearchEngine:
                 break
             put(int(index.slot_ids[slot]))
         return out[:limit]
-
-
-def corpus_fingerprint(rows: Iterable[IndexRow | Sequence[Any]]) -> str:
-    """A digest of everything the engine indexes of ``rows``, in order (for snapshots)."""
-    digest = hashlib.blake2b(digest_size=20)
-    digest.update(f"{SNAPSHOT_FORMAT}/{tokenizer.TOKENIZER_VERSION}/{TITLE_WEIGHT}".encode())
-    batch: list[str] = []
-    for row in rows:
-        pid, title, abstract, authors, venue, year, external = _row_fields(row)
-        batch.append(
-            f"{pid}\x1f{title}\x1f{abstract}\x1f{chr(30).join(authors)}\x1f{venue or ''}"
-            f"\x1f{year or ''}\x1f{chr(30).join(external)}\x1d"
-        )
-        if len(batch) >= 4096:
-            digest.update("".join(batch).encode("utf-8", "surrogatepass"))
-            batch.clear()
-    digest.update("".join(batch).encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()
 
 
 def _display_form(word: str) -> str:

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import aiosqlite
 
 from storage.db import Database, utcnow
-from storage.models import Paper, PaperRecord
+from storage.models import IndexRow, Paper, PaperRecord
 from storage.repositories import paper_keys
 
 log = logging.getLogger(__name__)
@@ -59,17 +59,6 @@ class UpsertCounts(NamedTuple):
     added: int
     merged: int
     unchanged: int
-
-
-class IndexRow(NamedTuple):
-    """What the search index needs of a paper."""
-
-    id: int
-    title: str
-    abstract: str
-    authors: tuple[str, ...]
-    venue: str | None
-    year: int | None
 
 
 @dataclass(slots=True)

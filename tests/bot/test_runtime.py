@@ -52,6 +52,23 @@ async def test_a_stale_snapshot_is_rebuilt_with_the_new_papers(tmp_path: Path) -
         assert services.search.search("quokka curriculum", limit=3).hits
 
 
+async def test_a_corrupt_snapshot_is_replaced_by_a_good_one_at_start(tmp_path: Path) -> None:
+    """A snapshot that cannot be used (here: not even a zip) is rebuilt from the store and saved again."""
+    settings = Settings(db_path=tmp_path / "paperbot.db")
+    async with open_services(settings) as services:
+        first = services.search.search("quantization", limit=3).hits
+    snapshot = snapshot_path(settings)
+    assert snapshot is not None
+    snapshot.write_bytes(b"not a snapshot at all")
+    async with open_services(settings) as services:
+        assert services.search.search("quantization", limit=3).hits == first
+    saved_at = snapshot.stat().st_mtime_ns
+    assert snapshot.read_bytes()[:2] == b"PK", "a good snapshot (a zip of arrays) was saved in its place"
+    async with open_services(settings) as services:
+        assert services.search.search("quantization", limit=3).hits == first
+    assert snapshot.stat().st_mtime_ns == saved_at, "and the next start loads it"
+
+
 async def test_papers_stored_by_another_process_become_searchable_while_running(tmp_path: Path) -> None:
     settings = Settings(db_path=tmp_path / "paperbot.db")
     async with open_services(settings) as services:

@@ -6,7 +6,6 @@ import gzip
 import json
 import re
 import threading
-from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -17,13 +16,13 @@ from bot.errors import NotFoundError, QueryError, UserFacingError
 from bot.services.search import (
     MAX_QUERY_CHARS,
     TITLE_WEIGHT,
-    IndexRow,
     SearchEngine,
     document_terms,
     fold,
 )
 from bot.services.snippets import escape_markdown, snippet
 from bot.services.tokenize import tokenize
+from storage.models import IndexRow
 
 ROWS = [
     IndexRow(
@@ -246,19 +245,6 @@ def test_adding_and_replacing_papers(engine: SearchEngine) -> None:
     engine.remove([7])
     assert 7 not in engine
     assert engine.search("sampling").total == 0
-
-
-def test_accepts_storage_style_tuples() -> None:
-    class StoredRow(NamedTuple):  # storage.repositories.papers.IndexRow's shape
-        id: int
-        title: str
-        abstract: str
-        authors: tuple[str, ...]
-        venue: str | None
-        year: int | None
-
-    engine = SearchEngine.build([StoredRow(10, "Tiny title", "About graphs.", ("A B",), None, 2021)])
-    assert ids(engine.search("graphs", year=2021)) == [10]
 
 
 def test_autocomplete_by_title_words_prefixes_and_ids(engine: SearchEngine) -> None:

@@ -214,19 +214,19 @@ async def test_look_ups_by_id_and_external_id(repo: PaperRepository) -> None:
 async def test_index_rows_latest_and_changes_after(db: Database, repo: PaperRepository) -> None:
     await repo.upsert_many([full(), full(abstract=ABSTRACT_B, openreview_id=None, authors=())])
     rows = await repo.iter_index_rows()
-    assert [row.id for row in rows] == [1, 2]
+    assert [row.paper_id for row in rows] == [1, 2]
     assert rows[0].authors == ("Tianle Cai", "Yuhong Li")
     assert rows[1].authors == ()
     assert (rows[0].venue, rows[0].year) == ("ICML", 2024)
-    assert [row.id for row in await repo.iter_index_rows(ids=[2])] == [2]
-    assert [row.id for row in await repo.iter_index_rows(page=1)] == [1, 2]
+    assert [row.paper_id for row in await repo.iter_index_rows(ids=[2])] == [2]
+    assert [row.paper_id for row in await repo.iter_index_rows(page=1)] == [1, 2]
     assert [p.id for p in await repo.latest_added(1)] == [2]
     position, everything = await repo.index_rows_at()
     assert everything == rows
     assert (position.seq, position.papers) == (2, 2)
     assert await repo.changes_after(position.seq) == (2, [])
     seq, changed = await repo.changes_after(0)
-    assert (seq, [row.id for row in changed]) == (2, [1, 2])
+    assert (seq, [row.paper_id for row in changed]) == (2, [1, 2])
 
 
 async def test_every_paper_write_takes_the_next_change_seq(db: Database, repo: PaperRepository) -> None:
@@ -238,12 +238,12 @@ async def test_every_paper_write_takes_the_next_change_seq(db: Database, repo: P
     assert await repo.index_position() == first
     await repo.upsert_many([full(code_url="https://github.com/x/y")])  # fills a field: an update
     seq, changed = await repo.changes_after(first.seq)
-    assert [row.id for row in changed] == [1]
+    assert [row.paper_id for row in changed] == [1]
     assert seq > first.seq
     await db.execute("UPDATE papers SET venue = 'NeurIPS' WHERE id = 1")
     later, changed = await repo.changes_after(seq)
     assert later > seq
-    assert [(row.id, row.venue) for row in changed] == [(1, "NeurIPS")]
+    assert [(row.paper_id, row.venue) for row in changed] == [(1, "NeurIPS")]
     await db.execute(
         "INSERT INTO papers (title, abstract, added_at, updated_at) VALUES ('Typed in', 'by hand', 'x', 'x')"
     )
