@@ -3,7 +3,7 @@
 From "process begins to start the bot" to discord.py's on_ready (the real PaperBot, default client options,
 against the in-process local Discord server): open + migrate the store, build the search index, log in,
 sync commands, gateway handshake, guild_ready_timeout (2 s by default). Then the first /paper search answer
-and the process's resident memory. Target (PRODUCT.md): ready ≤ 5 s, ≤ 1 GB resident.
+and the process's resident memory. Target: ready ≤ 5 s, ≤ 1 GB resident.
 
     .venv/bin/python bench/startup_bench.py [--papers 100000] [--db PATH]
 

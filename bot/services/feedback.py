@@ -1,6 +1,6 @@
 """Feedback capture: 👍 like, 👎 not for me, 🔖 save — from reactions and from rating buttons.
 
-Rules (PRODUCT.md journey 6):
+Rules:
 
 * like and dislike exclude each other; save is independent;
 * every write is idempotent (a repeated event changes nothing), and removing a reaction takes the

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import discord
 
+from bot.services.feedback import SIGNAL_EMOJI
 from bot.services.snippets import escape_markdown
 from bot.ui.format import display_title, links, paper_link, short_authors, trim, venue_line
 from storage.models import Paper
@@ -20,7 +21,8 @@ EMBED_TOTAL_LIMIT = 6000
 CONTENT_LIMIT = 2000
 
 PAPER_COLOUR = discord.Colour(0x3B82F6)
-REACTIONS = ("👍", "👎", "🔖")
+#: the reactions the bot adds to a paper it posts: the three signals, in their order
+REACTIONS = tuple(SIGNAL_EMOJI.values())
 
 
 def paper_embed(

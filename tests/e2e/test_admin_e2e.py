@@ -1,4 +1,4 @@
-"""Journeys 11–12: /paperadmin ingest (the bot's operators) with an attached file, /paperadmin stats
+"""End to end: /paperadmin ingest (the bot's operators) with an attached file, /paperadmin stats
 (a server's admins, for their own server).
 
 Through the real discord.py client and the local Discord server: the file is uploaded as an

@@ -1,4 +1,5 @@
-"""Journeys 4, 5 and 10 through the real discord.py client and the local Discord server.
+"""Subscribing, the digest at local time and channel feeds, through the real discord.py client and the
+local Discord server.
 
 Time is controlled: the digest service's clock is a settable fake (patched in before the bot builds
 its services), and a due job is fired through APScheduler itself (`job.modify(next_run_time=now)`),

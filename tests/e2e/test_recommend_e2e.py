@@ -1,4 +1,5 @@
-"""Journeys 6–9 through the real discord.py client and the local Discord server.
+"""Reacting, the profile, saved papers and forget-me, through the real discord.py client and the local
+Discord server.
 
 React on a posted paper → /paper interests show reflects it → remove the reaction → undone;
 /paper recommend leaves rated papers out; saved + BibTeX attachment; forget-me after confirming.

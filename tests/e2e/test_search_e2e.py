@@ -1,4 +1,4 @@
-"""Journeys 1–3 through the real discord.py client and the local Discord server:
+"""Search, one paper and more like it, through the real discord.py client and the local Discord server:
 /paper search (paging, filters, rating buttons, bad input), /paper show with autocomplete, /paper similar.
 """
 

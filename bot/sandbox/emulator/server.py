@@ -1,13 +1,14 @@
 """`SandboxServer`: a local Discord (REST /api/v10 + gateway) for tests and `paperbot sandbox`.
 
     async with SandboxServer() as server:
-        settings = Settings(discord_token=server.token, api_base=server.api_base,
-                            gateway_url=server.gateway_url, dev_guild_id=server.guild.id, ...)
-        ...start the bot...
+        discord.http.Route.BASE = server.api_base          # REST to the sandbox
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(server.gateway_url)
+        ...start any discord.py bot with server.token, sync its commands...
         result = await server.run_command(server.alice, "paper search", query="kv cache", limit=3)
         assert "KV" in result.text
 
-See tests/README.md ("The sandbox") for the whole user-side API.
+`bot.sandbox.harness` does this for paperbot. See tests/README.md ("The sandbox") for the whole
+user-side API.
 """
 
 from __future__ import annotations
