@@ -88,11 +88,6 @@ class Services:
         await self.writes.discard_user(user_id)
         return await self.privacy.forget(user_id)
 
-    @property
-    def index_seq(self) -> int:
-        """The store's change sequence the index holds every paper up to."""
-        return self.position.seq
-
     async def refresh_changed(self) -> int:
         """Index every paper added or changed since the index last looked: after `/paperadmin ingest`
         and the daily arXiv fetch, and whenever another process (`paperbot ingest`) committed papers.

@@ -69,10 +69,6 @@ class SearchResults:
     offset: int = 0
     filtered: int | None = None  # papers passing the filters, None without filters
 
-    @property
-    def has_more(self) -> bool:
-        return self.offset + len(self.hits) < self.total
-
 
 def fold(text: str) -> str:
     """Case-, accent- and width-insensitive form for filters: "Ángel  Díaz" → "angel diaz"."""

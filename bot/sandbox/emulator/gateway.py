@@ -76,7 +76,6 @@ class GatewaySession:
     seq: int = 0
     connection: GatewayConnection | None = None
     invalidated: bool = False
-    identified_on: int = 0
 
     def owns_guild(self, guild_id: int | None) -> bool:
         shard_id, count = self.shard
@@ -286,9 +285,7 @@ class Gateway:
         if not (isinstance(shard, list) and len(shard) == 2 and 0 <= shard[0] < shard[1]):
             await self._close(conn, INVALID_SHARD)
             return
-        session = GatewaySession(
-            secrets.token_hex(16), intents, (int(shard[0]), int(shard[1])), identified_on=conn.number
-        )
+        session = GatewaySession(secrets.token_hex(16), intents, (int(shard[0]), int(shard[1])))
         for old in self.live_sessions:
             # A client identifying afresh for this shard has given up its disconnected session
             # (discord.py closes with 4000, which would otherwise leave it resumable).

@@ -93,7 +93,6 @@ class InteractionRecord:
     modal: JSON | None = None
     rejected: list[RecordedRequest] = field(default_factory=list)
     late_callback_age: float | None = None
-    activity: int = 0
     last_activity: float = 0.0
 
     @property
@@ -121,7 +120,6 @@ class Interactions:
 
     def touch(self, record: InteractionRecord) -> None:
         """Something happened to ``record`` (an answer, a follow-up, an edit): waiters look again."""
-        record.activity += 1
         record.last_activity = asyncio.get_running_loop().time()
         self._changes.notify()
 

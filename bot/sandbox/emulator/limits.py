@@ -116,7 +116,6 @@ def validate_message(
     *,
     files: int = 0,
     prefix: Path = (),
-    require_content: bool = True,
     errors: FormErrors | None = None,
 ) -> FormErrors:
     """A message body (create, edit, interaction response data, follow-up)."""
