@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,25 @@ def test_no_class_in_bot_is_too_big_to_live_in() -> None:
     assert classes, "no classes found: the check is looking in the wrong place"
     too_big = [f"{where} ({lines} lines)" for where, lines in classes if lines > MAX_CLASS_LINES]
     assert not too_big, f"classes over {MAX_CLASS_LINES} lines: " + ", ".join(too_big)
+
+
+def _contributing() -> str:
+    return (REPO / "CONTRIBUTING.md").read_text("utf-8")
+
+
+def test_contributing_names_only_paths_that_exist() -> None:
+    """The map and the journeys in CONTRIBUTING.md follow the tree: every path they name is there."""
+    named = set(re.findall(r"`((?:bot|storage|tests|bench|deploy)/[\w./*-]*)`", _contributing()))
+    assert len(named) > 30, "the paths were not found (the check would pass on nothing)"
+    # NNNN stands for a migration's number, as in "storage/migrations/NNNN_what_it_does.sql"
+    missing = sorted(p for p in named if not list(REPO.glob(p.rstrip("/").replace("NNNN_what_it_does", "*"))))
+    assert not missing, f"CONTRIBUTING.md names paths that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("folder", ["bot/services", "bot/services/digests", "bot/ui", "bot/exts"])
+def test_contributing_maps_every_module(folder: str) -> None:
+    """Every module of the layers is on CONTRIBUTING.md's map (by its name in backticks)."""
+    text = _contributing()
+    modules = [p.stem for p in (REPO / folder).glob("*.py") if not p.stem.startswith("__")]
+    unmapped = [name for name in modules if f"`{name}`" not in text and f"`{name}.py`" not in text]
+    assert not unmapped, f"{folder}: not on CONTRIBUTING.md's map: {unmapped}"
