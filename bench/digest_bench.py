@@ -186,7 +186,7 @@ async def prepare(db: Database, args: argparse.Namespace) -> None:
     print(f"setup: {count:,} papers stored in {time.perf_counter() - started:.1f} s", flush=True)
 
     started = time.perf_counter()
-    engine = await build_search_engine(papers)
+    engine, _ = await build_search_engine(papers)
     ids = [int(r[0]) for r in await db.fetchall("SELECT id FROM papers")]
     # Papers per topic, for believable reactions (a user likes papers of their own topics).
     per_topic = {
@@ -287,7 +287,7 @@ async def measure(db_path: Path) -> int:
     async with await Database.open(db_path) as db:
         started = time.perf_counter()
         papers = PaperRepository(db)
-        engine = await build_search_engine(papers)
+        engine, _ = await build_search_engine(papers)
         recommender = Recommender(db, engine, engine.index)
         n_papers = len(engine)
         print(
