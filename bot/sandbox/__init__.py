@@ -2,6 +2,7 @@
 which knows nothing of paperbot) and the thin parts that wire paperbot into it (`harness`, `console`)."""
 
 from bot.sandbox.emulator import (
+    DISCORD_RATES,
     ClientRefused,
     Fault,
     Faults,
@@ -10,6 +11,7 @@ from bot.sandbox.emulator import (
     InteractionFailed,
     InteractionResult,
     Permissions,
+    RateRules,
     RecordedRequest,
     SandboxChannel,
     SandboxClock,
@@ -24,6 +26,7 @@ from bot.sandbox.emulator import (
 )
 
 __all__ = [
+    "DISCORD_RATES",
     "ClientRefused",
     "Fault",
     "Faults",
@@ -32,6 +35,7 @@ __all__ = [
     "InteractionFailed",
     "InteractionResult",
     "Permissions",
+    "RateRules",
     "RecordedRequest",
     "SandboxChannel",
     "SandboxClock",

@@ -16,12 +16,14 @@ discord.py bot can run against it. The modules, by concern:
 | ``gateway`` | the websocket: IDENTIFY, RESUME, heartbeats, intents, dispatches |
 | ``interactions`` | interaction payloads, options as Discord's client builds them, their records and results |
 | ``limits`` | Discord's documented limits, answered as Discord answers them (50035 and friends) |
+| ``ratelimits`` | Discord's rate limits: route buckets and their headers; the global limit, per-channel messages and reactions, DM opens (40003), invalid requests (opt-in) |
 | ``recorder``, ``faults``, ``nonces``, ``addresses`` | the request and gateway log, injected faults, ``enforce_nonce`` memory, where it listens |
 """
 
 from .faults import Fault, Faults
 from .interactions import InteractionResult, Upload
 from .options import SandboxOptions
+from .ratelimits import DISCORD_RATES, RateRules
 from .recorder import (
     ClientRefused,
     GatewayRecord,
@@ -42,6 +44,7 @@ from .state import (
 )
 
 __all__ = [
+    "DISCORD_RATES",
     "ClientRefused",
     "Fault",
     "Faults",
@@ -50,6 +53,7 @@ __all__ = [
     "InteractionFailed",
     "InteractionResult",
     "Permissions",
+    "RateRules",
     "RecordedRequest",
     "SandboxChannel",
     "SandboxClock",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import limits
 from .nonces import DEFAULT_WINDOW
+from .ratelimits import RateRules
 from .state import Intents, World
 
 
@@ -21,6 +22,9 @@ class SandboxOptions:
     privileged_intents: int = Intents.PRIVILEGED
     #: (requests, per seconds) per route bucket; the headers say so and a burst past it gets a 429
     rate_limit: tuple[int, float] = (50, 1.0)
+    #: Discord's limits beyond the route buckets (global, per-channel messages and reactions, DM opens,
+    #: invalid requests); ``ratelimits.DISCORD_RATES`` enforces Discord's own figures
+    rates: RateRules = field(default_factory=RateRules)
     attachment_size_limit: int = limits.DEFAULT_ATTACHMENT_SIZE_LIMIT
     #: how long a message nonce is remembered for ``enforce_nonce`` (Discord: "a few minutes")
     nonce_window: float = DEFAULT_WINDOW

@@ -45,6 +45,8 @@ class RecordedRequest:
     status: int = 0
     response: Any = None
     fault: str | None = None
+    #: X-RateLimit-Scope of a 429 answer: "user", "global" or "shared"
+    scope: str | None = None
     at: float = 0.0
 
     @property

@@ -2,18 +2,15 @@
 
 The aiohttp middleware of the emulator. A request without the bot token gets 401 (except the
 interaction and webhook routes, which Discord authenticates by their token); an injected fault
-(``faults``) answers instead of the route, or lets it run and drops the answer; past a bucket's rate
-the answer is a real 429; a route that raises :class:`~.rest.ApiError` answers in Discord's error shape.
+(``faults``) answers instead of the route, or lets it run and drops the answer; past a rate limit
+(``ratelimits``) the answer is Discord's (a 429, or 403 40003 for DMs opened too fast); a route that raises :class:`~.rest.ApiError` answers in Discord's error shape.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
-import secrets
-import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -21,6 +18,7 @@ from aiohttp import web
 from .addresses import API_PREFIX
 from .faults import Faults
 from .interactions import InteractionRecord, Interactions
+from .ratelimits import RateLimits, Refusal
 from .recorder import Changes, RecordedRequest, Recorder
 from .rest import BODY_KEY, FILES_KEY, ApiError, json_response, read_body
 
@@ -29,39 +27,6 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _UNAUTHENTICATED_PREFIXES = ("/interactions/", "/webhooks/", "/gateway")
-
-
-class _RateLimiter:
-    """Per-bucket windows; every API answer carries the full set of X-RateLimit headers."""
-
-    def __init__(self, limit: int, per: float) -> None:
-        self.limit = limit
-        self.per = per
-        self._windows: dict[str, tuple[float, int]] = {}
-
-    def take(self, bucket: str, major: str) -> tuple[bool, dict[str, str]]:
-        now = time.monotonic()
-        key = f"{bucket}:{major}"
-        start, used = self._windows.get(key, (now, 0))
-        if now - start >= self.per:
-            start, used = now, 0
-        reset_after = max(0.0, self.per - (now - start))
-        allowed = used < self.limit
-        if allowed:
-            used += 1
-        self._windows[key] = (start, used)
-        headers = {
-            "X-RateLimit-Limit": str(self.limit),
-            "X-RateLimit-Remaining": str(max(0, self.limit - used)),
-            "X-RateLimit-Reset": f"{time.time() + reset_after:.3f}",
-            "X-RateLimit-Reset-After": f"{reset_after:.3f}",
-            "X-RateLimit-Bucket": secrets.token_hex(8) if not bucket else _bucket_hash(bucket),
-        }
-        return allowed, headers
-
-
-def _bucket_hash(route: str) -> str:
-    return hashlib.sha1(route.encode()).hexdigest()[:16]  # noqa: S324 - a label, not security
 
 
 class ApiRouter:
@@ -73,14 +38,14 @@ class ApiRouter:
         faults: Faults,
         interactions: Interactions,
         changes: Changes,
-        rate_limit: tuple[int, float],
+        rates: RateLimits,
     ) -> None:
         self.token = token
         self.recorder = recorder
         self.faults = faults
         self.interactions = interactions
         self.changes = changes
-        self._rate_limiter = _RateLimiter(*rate_limit)
+        self.rates = rates
 
     async def handle(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if not request.path.startswith(API_PREFIX):
@@ -90,8 +55,7 @@ class ApiRouter:
         record = RecordedRequest(
             method=request.method, path=path, query=dict(request.query), route=None, at=loop.time()
         )
-        auth = request.headers.get("Authorization")
-        record.authorized = auth == f"Bot {self.token}"
+        record.authorized = request.headers.get("Authorization") == f"Bot {self.token}"
         response: web.StreamResponse
         try:
             body, files = await read_body(request)
@@ -105,8 +69,11 @@ class ApiRouter:
             request[FILES_KEY] = files
             record.json = body
             record.files = [(f.filename, len(f.data)) for f in files]
-            response = await self._route(request, handler, record, path, auth)
+            response = await self._route(request, handler, record, path)
         record.status = response.status
+        if response.status == 429:
+            record.scope = response.headers.get("X-RateLimit-Scope")
+        self.rates.answered(response.status, record.scope)
         if (
             isinstance(response, web.Response)
             and response.content_type == "application/json"
@@ -124,7 +91,6 @@ class ApiRouter:
         handler: Handler,
         record: RecordedRequest,
         path: str,
-        auth: str | None,
     ) -> web.StreamResponse:
         match_info = request.match_info
         if match_info.http_exception is not None:
@@ -140,46 +106,40 @@ class ApiRouter:
             )
         canonical = match_info.route.resource.canonical if match_info.route.resource is not None else ""
         record.route = canonical[len(API_PREFIX) :]
-        if not record.route.startswith(_UNAUTHENTICATED_PREFIXES) and not record.authorized:
+        refusal, headers = self.rates.check(f"{request.method} {record.route}", _major(request), path)
+        if (
+            refusal is None
+            and not record.route.startswith(_UNAUTHENTICATED_PREFIXES)
+            and not record.authorized
+        ):
             return json_response({"message": "401: Unauthorized", "code": 0}, status=401)
-        allowed, headers = self._rate_limiter.take(f"{request.method} {record.route}", _major(request))
         fault = self.faults.take(request.method, path, record.json)
         if fault is not None:
             record.fault = fault.kind
         if fault is not None and fault.drops_response:
-            response = await self._answer(request, handler, path, allowed, headers)
+            response = await self._answer(request, handler, path, refusal, headers)
             if request.transport is not None:
                 request.transport.close()  # handled, but the client never hears the answer
             return response
-        if fault is not None:
+        if fault is not None and refusal is None:
             status, body, extra = fault.response()
             if status == 429:
                 headers["X-RateLimit-Remaining"] = "0"
                 headers["X-RateLimit-Reset-After"] = f"{fault.retry_after:.3f}"
             return json_response(body, status=status, headers={**headers, **extra})
-        return await self._answer(request, handler, path, allowed, headers)
+        return await self._answer(request, handler, path, refusal, headers)
 
     async def _answer(
         self,
         request: web.Request,
         handler: Handler,
         path: str,
-        allowed: bool,
+        refusal: Refusal | None,
         headers: dict[str, str],
     ) -> web.StreamResponse:
-        """The route's answer: a 429 past the bucket, else the handler's (Discord's error shape on refusal)."""
-        if not allowed:
-            retry_after = float(headers["X-RateLimit-Reset-After"])
-            return json_response(
-                {"message": "You are being rate limited.", "retry_after": retry_after, "global": False},
-                status=429,
-                headers={
-                    **headers,
-                    "Retry-After": str(max(1, round(retry_after))),
-                    "X-RateLimit-Scope": "user",
-                    "Via": "1.1 google",
-                },
-            )
+        """The route's answer: the refusal of a limit, else the handler's (Discord's error shape on refusal)."""
+        if refusal is not None:
+            return json_response(refusal.body, status=refusal.status, headers=refusal.headers)
         try:
             response = await handler(request)
         except ApiError as error:

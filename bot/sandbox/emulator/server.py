@@ -28,6 +28,7 @@ from .interactions import Interactions
 from .lookup import Lookup
 from .nonces import NonceMemory
 from .options import SandboxOptions
+from .ratelimits import RateLimits
 from .recorder import Changes, ClientRefused, GatewayRecord, RecordedRequest, Recorder
 from .rest_commands import CommandRoutes
 from .rest_interactions import InteractionRoutes
@@ -64,6 +65,9 @@ class SandboxServer:
         self.recorder = Recorder(self.changes)
         self.faults = Faults()
         self.nonces = NonceMemory(self.clock, self.options.nonce_window)
+        self.rates = RateLimits(
+            self.options.rate_limit, self.options.rates, now=self.clock.monotonic, wall=self.clock.time
+        )
         self.addresses = Addresses(self.options.host, self.options.port)
         self.gateway = Gateway(self.world, self.options, self.recorder, self.changes, self.addresses)
         self.interactions = Interactions(self.changes)
@@ -83,7 +87,7 @@ class SandboxServer:
             faults=self.faults,
             interactions=self.interactions,
             changes=self.changes,
-            rate_limit=self.options.rate_limit,
+            rates=self.rates,
         )
         self.actions = UserActions(
             self.world,
