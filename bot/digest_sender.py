@@ -29,7 +29,8 @@ from bot.services.digests.delivery import (
     SentMessage,
     SentThenDeletedError,
 )
-from bot.ui.embeds import REACTIONS, paper_embed
+from bot.ui.embeds import REACTIONS
+from bot.ui.paper_views import digest_message
 from storage.models import Paper, Subscription
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,8 @@ class DiscordDigestSender:
         return _sent(await self._send(content=text[:2000], nonce=nonce))
 
     async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
-        message = await self._send(embed=paper_embed(paper, reason=reason), nonce=nonce)
+        shown = digest_message(paper, reason)
+        message = await self._send(embed=shown.embed, view=shown.view, nonce=nonce)
         for emoji in REACTIONS:
             await self._pace()
             try:

@@ -30,8 +30,9 @@ from bot.services.digests.delivery import DeliveryOutcome, RecipientUnreachableE
 from bot.services.digests.planning import DigestPlan
 from bot.services.digests.schedule import format_local
 from bot.services.digests.subscriptions import subscription_schedule
+from bot.services.gist import gist
 from bot.settings import Settings
-from storage.models import Paper
+from bot.ui.format import byline, display_title, paper_link
 
 #: Exit statuses of `paperbot digest --user ID` (README.md lists them).
 SENT = 0
@@ -146,26 +147,12 @@ def _plan_lines(plan: DigestPlan) -> list[str]:
     lines = [_plain(plan.header), ""]
     for number, planned in enumerate(plan.papers, 1):
         paper = planned.paper
-        lines.append(f"{number:2d}. {_title(paper)}  [paper #{paper.id}]")
-        lines.append(f"    {_authors(paper)} · {_venue(paper)}")
+        lines.append(f"{number:2d}. {display_title(paper)}  [paper #{paper.id}]")
+        if about := byline(paper):
+            lines.append(f"    {about}")
         lines.append(f"    why: {planned.reason}")
-        link = paper.url or paper.pdf_url
-        if link:
+        if summary := gist(paper.abstract).text:
+            lines.append(f"    gist: {summary}")
+        if link := paper_link(paper):
             lines.append(f"    {link}")
     return lines
-
-
-def _title(paper: Paper) -> str:
-    return f"{paper.title} (derived title)" if paper.title_derived else paper.title
-
-
-def _authors(paper: Paper) -> str:
-    if not paper.authors:
-        return "Unknown authors"
-    shown = ", ".join(paper.authors[:3])
-    return shown + (" et al." if len(paper.authors) > 3 else "")
-
-
-def _venue(paper: Paper) -> str:
-    parts = [part for part in (paper.venue, str(paper.year) if paper.year else None) if part]
-    return " ".join(parts) if parts else "venue unknown"

@@ -12,6 +12,7 @@ from discord.ext import commands
 from bot.exts._groups import Subcommands
 from bot.ui.embeds import REACTIONS, paper_embed
 from bot.ui.listing import PageButton, render_listing
+from bot.ui.paper_views import FullAbstractButton
 from bot.ui.views import RateButton
 from storage.models import Paper
 
@@ -115,4 +116,4 @@ async def similar_command(
 
 async def setup(bot: commands.Bot) -> None:
     paper.add_to(bot)
-    bot.add_dynamic_items(RateButton, PageButton)
+    bot.add_dynamic_items(RateButton, PageButton, FullAbstractButton)

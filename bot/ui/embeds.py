@@ -9,7 +9,7 @@ import discord
 
 from bot.services.feedback import SIGNAL_EMOJI
 from bot.services.snippets import escape_markdown
-from bot.ui.format import display_title, links, paper_link, short_authors, trim, venue_line
+from bot.ui.format import byline, display_title, links, paper_link, short_authors, trim, venue_line
 from storage.models import Paper
 
 # Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits)
@@ -25,27 +25,66 @@ PAPER_COLOUR = discord.Colour(0x3B82F6)
 REACTIONS = tuple(SIGNAL_EMOJI.values())
 
 
-def paper_embed(
-    paper: Paper, *, reason: str | None = None, abstract_limit: int = 1500, footer: str | None = None
-) -> discord.Embed:
-    """One paper: title (linked), authors, venue/status, abstract, links; the reason on a digest item."""
-    description = (
-        escape_markdown(trim(paper.abstract, abstract_limit)) if paper.abstract else "*No abstract.*"
-    )
+#: the most of an abstract a digest message shows: its gist, one or two sentences
+GIST_LIMIT = 320
+
+
+def paper_embed(paper: Paper) -> discord.Embed:
+    """One paper in full (`/paper show`): title (linked), the whole abstract, authors, venue, links."""
+    embed = _titled(paper, escape_markdown(paper.abstract.strip()) or "*No abstract.*")
+    if paper.authors:
+        embed.add_field(name="Authors", value=trim(short_authors(paper.authors, limit=8), FIELD_VALUE_LIMIT))
+    if venue := venue_line(paper):
+        embed.add_field(name="Venue", value=trim(venue, FIELD_VALUE_LIMIT))
+    if link_text := _links_line(paper):
+        embed.add_field(name="Links", value=trim(link_text, FIELD_VALUE_LIMIT), inline=False)
+    embed.set_footer(text=_rating_footer(paper))
+    return _fit(embed)
+
+
+def digest_embed(paper: Paper, reason: str, summary: str) -> discord.Embed:
+    """One paper to skim (a digest or feed message): title (linked), authors · venue · year, why it
+    was picked, ``summary`` (its gist: one or two sentences of the abstract) and links."""
+    lines = []
+    if about := byline(paper):
+        lines.append(escape_markdown(about))
     if reason:
-        description = f"*{escape_markdown(trim(reason, 300))}*\n\n{description}"
-    embed = discord.Embed(
+        lines.append(f"*{escape_markdown(trim(reason, 300))}*")
+    lines.append(f"\n> {escape_markdown(trim(summary, GIST_LIMIT))}" if summary else "\n*No abstract.*")
+    if link_text := _links_line(paper):
+        lines.append(f"\n{link_text}")
+    embed = _titled(paper, "\n".join(lines))
+    embed.set_footer(text=_rating_footer(paper))
+    return _fit(embed)
+
+
+def abstract_embed(paper: Paper) -> discord.Embed:
+    """A paper's title and whole abstract (the "Full abstract" button's answer)."""
+    return _fit(_titled(paper, escape_markdown(paper.abstract.strip()) or "*No abstract.*"))
+
+
+def _titled(paper: Paper, description: str) -> discord.Embed:
+    return discord.Embed(
         title=trim(display_title(paper), TITLE_LIMIT),
         url=paper_link(paper),
         description=trim(description, DESCRIPTION_LIMIT),
         colour=PAPER_COLOUR,
     )
-    embed.add_field(name="Authors", value=trim(short_authors(paper.authors, limit=8), FIELD_VALUE_LIMIT))
-    embed.add_field(name="Venue", value=trim(venue_line(paper), FIELD_VALUE_LIMIT))
-    link_text = " · ".join(f"[{name}]({url})" for name, url in links(paper))
-    if link_text:
-        embed.add_field(name="Links", value=trim(link_text, FIELD_VALUE_LIMIT), inline=False)
-    embed.set_footer(text=trim(footer or f"paper #{paper.id} · react 👍 👎 🔖 to rate or save", FOOTER_LIMIT))
+
+
+def _links_line(paper: Paper) -> str:
+    return " · ".join(f"[{name}]({url})" for name, url in links(paper))
+
+
+def _rating_footer(paper: Paper) -> str:
+    return f"paper #{paper.id} · react {' '.join(REACTIONS)} to rate or save"
+
+
+def _fit(embed: discord.Embed) -> discord.Embed:
+    """Shorten the description until the whole embed is within Discord's 6000 characters."""
+    excess = len(embed) - EMBED_TOTAL_LIMIT
+    if excess > 0 and embed.description:
+        embed.description = trim(embed.description, len(embed.description) - excess)
     return embed
 
 
@@ -88,7 +127,9 @@ def _entry_block(number: int, entry: ListedPaper, snippet_limit: int) -> str:
     title = escape_markdown(trim(display_title(paper), 200))
     link = paper_link(paper)
     head = f"**{number}. [{title}]({link})**" if link else f"**{number}. {title}**"
-    lines = [head, f"{escape_markdown(short_authors(paper.authors))} · {escape_markdown(venue_line(paper))}"]
+    lines = [head]
+    if about := byline(paper):
+        lines.append(escape_markdown(about))
     if snippet_limit and entry.snippet:
         lines.append(f"> {trim(entry.snippet, snippet_limit)}")
     if entry.reason:

@@ -18,22 +18,26 @@ def trim(text: str, limit: int, *, ellipsis: str = "…") -> str:
 
 
 def short_authors(authors: tuple[str, ...], *, limit: int = 3) -> str:
-    """ "A, B, C" for up to `limit` authors, else "A, B, C et al. (12 authors)"."""
-    if not authors:
-        return "Unknown authors"
+    """ "A, B, C" for up to `limit` authors, else "A, B, C et al. (12 authors)"; "" for none."""
     if len(authors) <= limit:
         return ", ".join(authors)
     return f"{', '.join(authors[:limit])} et al. ({len(authors)} authors)"
 
 
 def venue_line(paper: Paper) -> str:
+    """ "ICML 2024 · Oral"; "" when neither venue, year nor status is known."""
     parts = [part for part in (paper.venue, str(paper.year) if paper.year else None) if part]
-    line = " ".join(parts) if parts else "Venue unknown"
     if paper.venue and paper.year and str(paper.year) in paper.venue:
-        line = paper.venue
-    if paper.status:
-        line += f" · {paper.status}"
-    return line
+        parts = [paper.venue]
+    return " · ".join(part for part in (" ".join(parts), paper.status) if part)
+
+
+def byline(paper: Paper, *, authors: int = 3) -> str:
+    """Authors, venue and year on one line ("A, B, C et al. (12 authors) · ICML 2024 · Oral"),
+    leaving out what is not known; "" when nothing is."""
+    return " · ".join(
+        part for part in (short_authors(paper.authors, limit=authors), venue_line(paper)) if part
+    )
 
 
 def paper_link(paper: Paper) -> str | None:

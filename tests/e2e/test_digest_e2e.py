@@ -148,8 +148,9 @@ async def test_subscribe_then_the_digest_arrives_at_local_time_and_learns_from_r
     for message in first:
         assert set(message.reactions) == {"👍", "👎", "🔖"}
         assert message.reactions["👍"] == [server.bot_user.id]
-        description = message.embeds[0]["description"]
-        assert description.startswith("*"), "each paper names its reason first"
+        lines = message.embeds[0]["description"].split("\n")
+        assert lines[0] == "ICML 2024", "authors · venue year first (the seed lists name no authors)"
+        assert lines[1].startswith("*matched: "), "then why it was picked"
     first_ids = await posted_paper_ids(e2e, first)
     rows = await e2e.db.fetchall(
         "SELECT recipient_id, kind FROM posted_messages WHERE paper_id IN (?, ?, ?)", first_ids

@@ -12,7 +12,8 @@ import discord
 import pytest
 
 from bot.sandbox.emulator import limits
-from bot.ui.embeds import ListedPaper, paper_embed, results_embed
+from bot.ui.embeds import ListedPaper, abstract_embed, paper_embed, results_embed
+from bot.ui.paper_views import digest_message
 from storage.models import Paper
 
 LONG_WORDS = " ".join(["quantization"] * 2000)  # 25,999 characters, no sentence end
@@ -72,12 +73,24 @@ def _within_documented_limits(embed: discord.Embed) -> None:
     assert len(embed) <= 6000, "title, description, fields, footer and author together"
 
 
-@pytest.mark.parametrize("reason", [None, "You liked " + LONG_WORDS[:5000]])
-def test_a_paper_with_every_field_far_too_long_still_fits(reason: str | None) -> None:
-    embed = paper_embed(_paper(long=True), reason=reason)
+def test_a_paper_with_every_field_far_too_long_still_fits() -> None:
+    embed = paper_embed(_paper(long=True))
     _within_documented_limits(embed)
     assert _problems([embed]) == ""
     assert (embed.title or "").endswith("…"), "a cut title says it was cut"
+
+
+@pytest.mark.parametrize("reason", ["", "You liked " + LONG_WORDS[:5000]])
+def test_a_digest_paper_with_every_field_far_too_long_still_fits(reason: str) -> None:
+    shown = digest_message(_paper(long=True), reason)
+    _within_documented_limits(shown.embed)
+    assert _problems([shown.embed]) == ""
+    assert (shown.embed.title or "").endswith("…")
+    assert [item.label for item in _buttons(shown.view)] == ["Full abstract"]
+
+
+def _buttons(view: discord.ui.View) -> list[Any]:
+    return [getattr(item, "item", item) for item in view.children]
 
 
 def test_a_long_paper_keeps_its_links_and_footer() -> None:
@@ -88,12 +101,61 @@ def test_a_long_paper_keeps_its_links_and_footer() -> None:
     assert "et al. (300 authors)" in (embed.fields[0].value or "")
 
 
-def test_a_paper_without_abstract_or_links_is_still_a_valid_embed() -> None:
+ABSTRACT = (
+    "Large language models are slow to decode because every token needs a full pass over the weights. "
+    "Many systems have tried to speed this up with a second, smaller model that drafts tokens. "
+    "In this paper, we propose Medusa, a method that adds extra decoding heads to predict several "
+    "tokens in parallel. " + " ".join(["Experiments on many tasks confirm that it is faster."] * 40)
+)
+
+
+def test_show_keeps_the_whole_abstract_and_a_digest_shows_its_gist() -> None:
+    paper = _paper(abstract=ABSTRACT, venue="ICML", year=2024, status="Oral")
+    assert len(ABSTRACT) > 2000
+    shown = paper_embed(paper)
+    assert shown.description == ABSTRACT, "/paper show: every word of the abstract"
+
+    digest = digest_message(paper, "matched: decoding")
+    description = digest.embed.description or ""
+    assert description.splitlines()[:2] == ["A. Author, B. Author · ICML 2024 · Oral", "*matched: decoding*"]
+    gist = (
+        "> In this paper, we propose Medusa, a method that adds extra decoding heads to predict several "
+        "tokens in parallel. Experiments on many tasks confirm that it is faster.\n"
+    )
+    assert gist in description, "the contribution, and the next sentence as it is short"
+    assert "Many systems" not in description
+    assert description.count("Experiments") == 1
+    assert "[arXiv](https://arxiv.org/abs/2401.01234)" in description
+    assert digest.embed.url == "https://arxiv.org/abs/2401.01234"
+    assert len(digest.embed) < 700
+    assert [item.label for item in _buttons(digest.view)] == ["Full abstract"]
+    assert abstract_embed(paper).description == ABSTRACT
+
+
+def test_a_paper_without_authors_never_says_unknown_authors() -> None:
     bare = _paper(abstract="", authors=(), venue=None, year=None, arxiv_id=None)
     embed = paper_embed(bare)
     assert embed.description == "*No abstract.*"
-    assert [embed_field.name for embed_field in embed.fields] == ["Authors", "Venue"]
+    assert embed.fields == [], "no Authors or Venue field when neither is known"
     assert _problems([embed]) == ""
+    digest = digest_message(bare, "matched: kv")
+    assert (digest.embed.description or "").startswith("*matched: kv*")
+    assert _buttons(digest.view) == [], "no Full abstract button when there is no abstract"
+    seeded = _paper(authors=(), venue="ICML 2024", year=2024)
+    assert "Unknown" not in str(paper_embed(seeded).to_dict())
+    assert "Unknown" not in str(digest_message(seeded, "").embed.to_dict())
+    listing = results_embed(
+        "Results", [ListedPaper(seeded, snippet="", matched=())], first_number=1, footer=""
+    )
+    assert "ICML 2024" in (listing.description or "")
+    assert "Unknown" not in (listing.description or "")
+
+
+def test_a_short_abstract_is_its_own_gist_and_needs_no_button() -> None:
+    paper = _paper(abstract="We quantize the KV cache to 2 bits. It is 4x smaller.")
+    digest = digest_message(paper, "")
+    assert "> We quantize the KV cache to 2 bits. It is 4x smaller." in (digest.embed.description or "")
+    assert _buttons(digest.view) == []
 
 
 @pytest.mark.parametrize("count", [1, 5, 10])
