@@ -19,6 +19,7 @@ from bot.services.arxiv_fetch import last_fetch
 from bot.services.ingest.runner import IngestSummary, ingest_bytes
 from bot.services.operators import ApplicationOwnership, Operators, TeamMember, operators_of
 from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
+from bot.ui.format import file_size
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -30,13 +31,6 @@ paperadmin = Subcommands("paperadmin")
 ADMIN_COLOUR = discord.Colour(0x64748B)
 PROBLEMS_FILE = "rejected.txt"
 FEEDS_SHOWN = 5
-
-
-def _megabytes(size: int) -> str:
-    """A file size as people read it: "25 MB", "3.2 MB", "12 KB"."""
-    if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
-    return f"{max(1, round(size / 1024))} KB"
 
 
 def _ownership(app: discord.AppInfo | None) -> ApplicationOwnership | None:
@@ -100,7 +94,7 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
     limit = services.settings.max_ingest_bytes
     if file.size > limit:
         raise UserFacingError(
-            f"{file.filename} is {_megabytes(file.size)}; I accept files up to {_megabytes(limit)} here. "
+            f"{file.filename} is {file_size(file.size)}; I accept files up to {file_size(limit)} here. "
             "Split it, or load it with `paperbot ingest` on the server."
         )
     try:
@@ -108,7 +102,7 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
     except discord.HTTPException as error:
         raise UserFacingError(f"I could not download {file.filename} from Discord; try again.") from error
     if len(data) > limit:  # the size Discord announced was wrong
-        raise UserFacingError(f"{file.filename} is larger than {_megabytes(limit)}.")
+        raise UserFacingError(f"{file.filename} is larger than {file_size(limit)}.")
 
     summary = await ingest_bytes(services.db, file.filename, data)
     indexed = await services.refresh_changed()

@@ -5,7 +5,6 @@ Every answer is personal, so every answer is ephemeral.
 
 from __future__ import annotations
 
-import io
 import logging
 from typing import TYPE_CHECKING
 
@@ -14,11 +13,15 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.exts._groups import Subcommands
-from bot.services.bibtex import to_bibtex
+from bot.services.export import FORMATS
 from bot.services.privacy import BACKUP_RETENTION_DAYS
 from bot.services.snippets import escape_markdown
 from bot.ui.profile_views import (
+    NO_SAVED_PAPERS,
+    ExportButton,
     ForgetMeView,
+    export_answer,
+    export_view,
     interests_embed,
     listed,
     picks_embed,
@@ -137,26 +140,27 @@ async def interests_pause(interaction: discord.Interaction[PaperBot], paused: bo
     await interaction.response.send_message(message, ephemeral=True)
 
 
-@paper_group.command(name="saved", description="Your saved papers, optionally as a BibTeX file")
-@app_commands.describe(bibtex="Attach them all as a .bib file")
-async def saved_command(interaction: discord.Interaction[PaperBot], bibtex: bool = False) -> None:
+@paper_group.command(
+    name="saved", description="Your saved papers, or all of them as a BibTeX, RIS or CSL-JSON file"
+)
+@app_commands.describe(export="Attach them all as a file for Zotero or another reference manager")
+@app_commands.choices(
+    export=[
+        app_commands.Choice(name=f"{f.label} ({f.filename.rsplit('.', 1)[1]})", value=f.key)
+        for f in FORMATS.values()
+    ]
+)
+async def saved_command(interaction: discord.Interaction[PaperBot], export: str | None = None) -> None:
     await interaction.response.defer(ephemeral=True, thinking=True)
     papers = await interaction.client.services.feedback.saved_papers(interaction.user.id)
     if not papers:
+        await interaction.followup.send(NO_SAVED_PAPERS, ephemeral=True)
+    elif export:
         await interaction.followup.send(
-            "You have no saved papers yet: react 🔖 to a paper the bot posted, or press a 🔖 button.",
-            ephemeral=True,
+            **export_answer(papers, export, interaction.filesize_limit), ephemeral=True
         )
-        return
-    if bibtex:
-        data = to_bibtex(papers).encode("utf-8")
-        await interaction.followup.send(
-            f"Your {len(papers)} saved paper{'s' if len(papers) != 1 else ''} as BibTeX.",
-            file=discord.File(io.BytesIO(data), filename="paperbot-saved.bib"),
-            ephemeral=True,
-        )
-        return
-    await interaction.followup.send(embed=saved_embed(papers), ephemeral=True)
+    else:
+        await interaction.followup.send(embed=saved_embed(papers), view=export_view(), ephemeral=True)
 
 
 @paper_group.command(name="forget-me", description="Delete everything paperbot stores about you")
@@ -174,3 +178,4 @@ async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
 async def setup(bot: commands.Bot) -> None:
     paper_group.add_to(bot)
     interests_group.add_to(bot)
+    bot.add_dynamic_items(ExportButton)

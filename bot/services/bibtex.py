@@ -7,6 +7,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from bot.services.citation import landing_url, split_name
 from storage.models import Paper
 
 # LaTeX specials inside a brace-delimited field. Braces become text commands, not \{ \}: BibTeX
@@ -52,10 +53,7 @@ def _ascii_words(text: str) -> list[str]:
 
 
 def _last_name(author: str) -> str:
-    author = author.strip()
-    if "," in author:  # "Vaswani, Ashish"
-        author = author.split(",", 1)[0]
-    parts = _ascii_words(author)
+    parts = _ascii_words(split_name(author).family)
     return parts[-1] if parts else ""
 
 
@@ -115,13 +113,13 @@ def entry(paper: Paper, key: str, *, include_abstract: bool = True) -> str:
         fields.append(("doi", verbatim(paper.doi)))
     if paper.arxiv_id:
         fields.extend((("eprint", escape(paper.arxiv_id)), ("archiveprefix", "arXiv")))
-    url = paper.url or (f"https://arxiv.org/abs/{paper.arxiv_id}" if paper.arxiv_id else None)
-    if url:
+    if url := landing_url(paper):
         fields.append(("url", verbatim(url)))
-    if paper.openreview_id and not url:
-        fields.append(("url", verbatim(f"https://openreview.net/forum?id={paper.openreview_id}")))
+    notes = [f"OpenReview: {paper.openreview_id}"] if paper.openreview_id else []  # arXiv: eprint above
     if paper.title_derived:
-        fields.append(("note", "Title derived from the abstract by paperbot"))
+        notes.append("Title derived from the abstract by paperbot")
+    if notes:
+        fields.append(("note", escape("; ".join(notes))))
     if include_abstract and paper.abstract.strip():
         fields.append(("abstract", escape(paper.abstract)))
     body = ",\n".join(_field(name, value) for name, value in fields)

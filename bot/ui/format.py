@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot.services.citation import landing_url
 from storage.models import Paper
 
 
@@ -42,16 +43,8 @@ def byline(paper: Paper, *, authors: int = 3) -> str:
 
 def paper_link(paper: Paper) -> str | None:
     """The landing page for the paper's title link."""
-    if paper.url:
-        return paper.url
-    if paper.arxiv_id:
-        return f"https://arxiv.org/abs/{paper.arxiv_id}"
-    if paper.openreview_id:
-        return f"https://openreview.net/forum?id={paper.openreview_id}"
-    if paper.doi:
-        return f"https://doi.org/{paper.doi}"
     # an abstract-only paper (the seed lists) often names its code or project page: the best link it has
-    return paper.pdf_url or paper.code_url
+    return landing_url(paper) or paper.pdf_url or paper.code_url
 
 
 def links(paper: Paper) -> list[tuple[str, str]]:
@@ -76,3 +69,10 @@ def links(paper: Paper) -> list[tuple[str, str]]:
 
 def display_title(paper: Paper) -> str:
     return paper.title if not paper.title_derived else f"{paper.title} (derived title)"
+
+
+def file_size(size: int) -> str:
+    """A file size as people read it: "25 MB", "3.2 MB", "12 KB"."""
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
+    return f"{max(1, round(size / 1024))} KB"

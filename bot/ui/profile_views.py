@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import logging
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import discord
 
+from bot.errors import NotFoundError
+from bot.services.export import FORMATS, export
 from bot.services.privacy import BACKUP_RETENTION_DAYS
 from bot.services.profile import ProfileSummary
 from bot.services.snippets import escape_markdown
@@ -19,7 +23,7 @@ from bot.ui.embeds import (
     ListedPaper,
     results_embed,
 )
-from bot.ui.format import display_title, paper_link, trim
+from bot.ui.format import display_title, file_size, paper_link, trim
 from bot.ui.views import add_rating_buttons, report_item_error
 from storage.models import Paper
 
@@ -112,8 +116,75 @@ def saved_embed(papers: Sequence[Paper]) -> discord.Embed:
         colour=PAPER_COLOUR,
     )
     more = f"showing the newest {SAVED_SHOWN} · " if len(papers) > SAVED_SHOWN else ""
-    embed.set_footer(text=f"{more}/paper saved bibtex:True attaches them all as a .bib file")
+    embed.set_footer(
+        text=f"{more}the buttons attach them all as a file for Zotero or another reference manager"
+    )
     return embed
+
+
+NO_SAVED_PAPERS = "You have no saved papers yet: react 🔖 to a paper the bot posted, or press a 🔖 button."
+
+
+def export_answer(papers: Sequence[Paper], key: str, size_limit: int) -> dict[str, Any]:
+    """The message carrying ``papers`` as a file in format ``key``, or saying why it cannot
+    (larger than Discord lets the bot attach here)."""
+    exported = export(papers, key)
+    label = exported.format.label
+    if len(exported.data) > size_limit:
+        return {
+            "content": (
+                f"Your {len(papers)} saved papers make a {file_size(len(exported.data))} {label} file, and Discord "
+                f"lets me attach at most {file_size(size_limit)} here. Take the 🔖 off a few papers and try again."
+            )
+        }
+    plural = "s" if len(papers) != 1 else ""
+    return {
+        "content": f"Your {len(papers)} saved paper{plural} as {label} (File → Import in Zotero).",
+        "file": discord.File(io.BytesIO(exported.data), filename=exported.filename),
+    }
+
+
+class ExportButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"pb:export:(?P<format>[a-z-]+)"):
+    """Attaches the presser's saved papers as a file in one format (the buttons under /paper saved)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(
+            discord.ui.Button(
+                style=discord.ButtonStyle.secondary,
+                label=FORMATS[key].label,
+                emoji="📎",
+                custom_id=f"pb:export:{key}",
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> ExportButton:
+        if match["format"] not in FORMATS:
+            raise NotFoundError("That export format is not offered any more: run /paper saved again.")
+        return cls(match["format"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        bot: PaperBot = interaction.client
+        try:
+            papers = await bot.services.feedback.saved_papers(interaction.user.id)
+            if not papers:
+                await interaction.response.send_message(NO_SAVED_PAPERS, ephemeral=True)
+                return
+            answer = export_answer(papers, self.key, interaction.filesize_limit)
+            await interaction.response.send_message(**answer, ephemeral=True)
+        except Exception as error:
+            await report_item_error(interaction, error, f"export button {self.key}")
+
+
+def export_view() -> discord.ui.View:
+    """One button per export format: BibTeX, RIS, CSL-JSON."""
+    view = discord.ui.View(timeout=None)
+    for key in FORMATS:
+        view.add_item(ExportButton(key))
+    return view
 
 
 OUTSIDE_FORGET_ME = (

@@ -31,6 +31,19 @@ LAB = [
         "arxiv_id": "2405.00001",
         "doi": "10.5555/kvsquash.2024",
     },
+    {
+        "title": "Drafting in Trees: Speculative Decoding with Verified Branches",
+        "abstract": (
+            "Speculative decoding drafts tokens with a small model and verifies them with a large one. "
+            "We introduce TreeDraft, which drafts a tree of continuations and verifies every branch in one "
+            "forward pass of the target model with a tree attention mask."
+        ),
+        "authors": ["Grace Hopper", "Barbara Liskov"],
+        "venue": "NeurIPS 2023",
+        "year": 2023,
+        "openreview_id": "TrEeDrAfT1",
+        "pdf_url": "https://openreview.net/pdf?id=TrEeDrAfT1",
+    },
 ]
 
 
@@ -41,7 +54,7 @@ async def add_papers(e2e: E2E, records: Sequence[dict[str, Any]], *, name: str =
     await e2e.services.refresh_changed()
     ids = []
     for record in records:
-        paper = await e2e.services.papers.find_by_external(record["arxiv_id"])
+        paper = await e2e.services.papers.find_by_external(record.get("arxiv_id") or record["openreview_id"])
         assert paper is not None
         ids.append(paper.id)
     return ids

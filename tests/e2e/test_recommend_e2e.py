@@ -104,7 +104,7 @@ async def test_recommend_without_a_profile_says_how_to_start(e2e: E2E) -> None:
 
 
 async def test_saved_papers_and_bibtex_attachment(e2e: E2E) -> None:
-    """🔖 bookmarks a paper; /paper saved lists it and bibtex:True attaches a valid .bib file."""
+    """🔖 bookmarks a paper; /paper saved lists it and export:bibtex attaches a valid .bib file."""
     server = e2e.server
     paper_id, message = await _post_paper(e2e, "alice", "diffusion")
     await server.react("alice", message, "🔖")
@@ -116,7 +116,7 @@ async def test_saved_papers_and_bibtex_attachment(e2e: E2E) -> None:
     assert listing.ephemeral
     assert "saved papers (1)" in answer_text(listing)
 
-    exported = await server.run_command("alice", "paper saved", bibtex=True)
+    exported = await server.run_command("alice", "paper saved", export="bibtex")
     assert exported.ephemeral
     [attachment] = [a for m in exported.messages for a in m.attachments]
     assert attachment.filename.endswith(".bib")

@@ -21,7 +21,7 @@ def _papers(messages: list[SandboxMessage]) -> list[SandboxMessage]:
 
 async def test_a_digest_paper_shows_its_gist_and_the_full_abstract_on_request(e2e: E2E) -> None:
     server = e2e.server
-    (kv_id,) = await add_papers(e2e, LAB)
+    kv_id, _ = await add_papers(e2e, LAB)
     await server.run_command("bob", "paper subscribe", topics="kv cache quantization", count=5)
     await server.run_command("bob", "paper digest")
     await server.eventually(
@@ -70,7 +70,7 @@ async def test_a_digest_paper_shows_its_gist_and_the_full_abstract_on_request(e2
 
 async def test_show_keeps_the_whole_abstract_and_help_lists_every_command(e2e: E2E) -> None:
     server = e2e.server
-    (kv_id,) = await add_papers(e2e, LAB)
+    kv_id, _ = await add_papers(e2e, LAB)
     shown = await server.run_command("bob", "paper show", paper=str(kv_id))
     embed = shown.embed
     assert embed["description"] == KV_ABSTRACT
