@@ -12,10 +12,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.errors import UserFacingError
 from bot.exts._groups import Subcommands
 from bot.services.export import FORMATS
 from bot.services.privacy import BACKUP_RETENTION_DAYS
 from bot.services.snippets import escape_markdown
+from bot.ui.paper_views import paper_autocomplete
 from bot.ui.profile_views import (
     NO_SAVED_PAPERS,
     ExportButton,
@@ -88,15 +90,43 @@ async def interests_show(interaction: discord.Interaction[PaperBot]) -> None:
     await interaction.response.send_message(embed=interests_embed(summary), ephemeral=True)
 
 
-@interests_group.command(name="add", description="Follow a topic, e.g. kv cache quantization")
-@app_commands.describe(topic="A few words describing what you want to read about")
-async def interests_add(interaction: discord.Interaction[PaperBot], topic: Topic) -> None:
-    stored, added = await interaction.client.services.profiles.add_topic(interaction.user.id, topic)
-    shown = escape_markdown(stored)
-    message = (
-        f"Added “{shown}”. `/paper recommend` now uses it." if added else f"You already follow “{shown}”."
-    )
-    await interaction.response.send_message(message, ephemeral=True)
+@interests_group.command(
+    name="add", description="Follow a topic, or start from a paper you like (it counts as your 👍)"
+)
+@app_commands.describe(
+    topic="A few words describing what you want to read about, e.g. kv cache quantization",
+    paper="A paper you like: start typing its title, or give an arXiv/OpenReview id",
+)
+@app_commands.autocomplete(paper=paper_autocomplete)
+async def interests_add(
+    interaction: discord.Interaction[PaperBot],
+    topic: Topic | None = None,
+    paper: app_commands.Range[str, 1, 200] | None = None,
+) -> None:
+    if topic is None and paper is None:
+        raise UserFacingError(
+            "Give a topic (`topic:kv cache quantization`) or a paper you like (`paper:` and pick one), or both."
+        )
+    services = interaction.client.services
+    user_id = interaction.user.id
+    seed = await services.search_service.resolve_paper(paper) if paper is not None else None
+    lines = []
+    if topic is not None:
+        stored, added = await services.profiles.add_topic(user_id, topic)
+        shown = escape_markdown(stored)
+        lines.append(
+            f"Added “{shown}”. `/paper recommend` now uses it." if added else f"You already follow “{shown}”."
+        )
+    if seed is not None:
+        press = await services.feedback.plan_seed(
+            user_id=user_id, paper_id=seed.id, pending=services.writes.pending_ratings(user_id, seed.id)
+        )
+        if press.added:  # the store path of a 👍 button: kept in the outbox at once, stored behind
+            await services.writes.rating(
+                user_id=user_id, paper_id=seed.id, signal="like", added=True, guild_id=interaction.guild_id
+            )
+        lines.append(press.note)
+    await interaction.response.send_message("\n".join(lines), ephemeral=True)
 
 
 async def _topic_autocomplete(

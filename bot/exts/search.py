@@ -12,7 +12,7 @@ from discord.ext import commands
 from bot.exts._groups import Subcommands
 from bot.ui.embeds import REACTIONS, paper_embed
 from bot.ui.listing import PageButton, render_listing
-from bot.ui.paper_views import FullAbstractButton
+from bot.ui.paper_views import FullAbstractButton, MoreLikeThisButton, paper_autocomplete, paper_view
 from bot.ui.views import RateButton
 from storage.models import Paper
 
@@ -27,25 +27,9 @@ Limit = app_commands.Range[int, 1, 10]
 Year = app_commands.Range[int, 1900, 2100]
 
 
-async def paper_autocomplete(
-    interaction: discord.Interaction[PaperBot], current: str
-) -> list[app_commands.Choice[str]]:
-    """Titles (or ids) matching what the user typed so far; at most 25, as Discord allows."""
-    matches = interaction.client.services.search_service.autocomplete(current, limit=25)
-    return [
-        app_commands.Choice(name=_choice_name(paper_id, title), value=str(paper_id))
-        for paper_id, title in matches
-    ]
-
-
-def _choice_name(paper_id: int, title: str) -> str:
-    name = f"{title} (#{paper_id})"
-    return name if len(name) <= 100 else f"{title[: 100 - len(f'… (#{paper_id})')]}… (#{paper_id})"
-
-
 async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -> None:
     """Answer with one paper and add 👍 👎 🔖, recording the message so reactions map to the paper."""
-    await interaction.response.send_message(embed=paper_embed(paper))
+    await interaction.response.send_message(embed=paper_embed(paper), view=paper_view(paper))
     message = await interaction.original_response()
     await interaction.client.services.writes.posted_message(
         message_id=message.id,
@@ -116,4 +100,4 @@ async def similar_command(
 
 async def setup(bot: commands.Bot) -> None:
     paper.add_to(bot)
-    bot.add_dynamic_items(RateButton, PageButton, FullAbstractButton)
+    bot.add_dynamic_items(RateButton, PageButton, FullAbstractButton, MoreLikeThisButton)

@@ -12,7 +12,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSet, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -152,19 +152,8 @@ class FeedbackService:
         the store yet, oldest first; they count as done (pressing twice quickly takes it back).
         """
         parsed = parse_signal(signal)
-        paper = await self.papers.get(paper_id)
-        if paper is None:
-            raise NotFoundError("That paper is no longer in the library.")
-        title = one_line(paper.title, TITLE_IN_NOTE)
+        title, given = await self._given(user_id, paper_id, pending)
         emoji = SIGNAL_EMOJI[parsed]
-        given = await self.feedback.signals_on(user_id, paper_id)
-        for added, earlier in pending:
-            if added:
-                if earlier in OPPOSITE:
-                    given.discard(OPPOSITE[earlier])  # a like takes a dislike back, and the other way
-                given.add(earlier)
-            else:
-                given.discard(earlier)
         if parsed in given:
             return ButtonPress(parsed, added=False, note=f"Removed your {emoji} on “{title}”.")
         if parsed != "save" and await self.users.learning_paused(user_id):
@@ -177,6 +166,50 @@ class FeedbackService:
                 ),
             )
         return ButtonPress(parsed, added=True, note=confirmation(parsed, title))
+
+    async def plan_seed(
+        self, *, user_id: int, paper_id: int, pending: Sequence[tuple[bool, Signal]] = ()
+    ) -> ButtonPress:
+        """A paper someone starts from (`/paper interests add paper:`): it counts as their 👍, stored
+        as one, so every ranking that learns from 👍 learns from it. Reads only, like `plan_button`;
+        ``added`` is None when it already counts or learning is paused."""
+        title, given = await self._given(user_id, paper_id, pending)
+        if "like" in given:
+            return ButtonPress(
+                "like", added=None, note=f"You already like “{title}”: it counts for your picks."
+            )
+        if await self.users.learning_paused(user_id):
+            return ButtonPress(
+                "like",
+                added=None,
+                note=(
+                    f"Learning is paused, so “{title}” does not count yet. "
+                    "Turn it back on with `/paper interests pause`, then add it again."
+                ),
+            )
+        return ButtonPress(
+            "like",
+            added=True,
+            note=f"👍 “{title}” now counts as a paper you like: `/paper recommend` and your digest start from it.",
+        )
+
+    async def _given(
+        self, user_id: int, paper_id: int, pending: Sequence[tuple[bool, Signal]]
+    ) -> tuple[str, MutableSet[Signal]]:
+        """The paper's short title and the signals the user gave it, counting ``pending`` changes
+        (accepted, not stored yet; oldest first) as done."""
+        paper = await self.papers.get(paper_id)
+        if paper is None:
+            raise NotFoundError("That paper is no longer in the library.")
+        given = await self.feedback.signals_on(user_id, paper_id)
+        for added, earlier in pending:
+            if added:
+                if earlier in OPPOSITE:
+                    given.discard(OPPOSITE[earlier])  # a like takes a dislike back, and the other way
+                given.add(earlier)
+            else:
+                given.discard(earlier)
+        return one_line(paper.title, TITLE_IN_NOTE), given
 
     async def apply_button(self, *, user_id: int, paper_id: int, signal: str, guild_id: int | None) -> str:
         """A rating button, planned and stored at once; returns the one-line ephemeral confirmation."""

@@ -14,7 +14,9 @@ from bot.ui.format import trim
 
 ON_A_PAPER = (
     f"**On a paper the bot posts:** react {' '.join(REACTIONS)} (or press the numbered buttons of a list) "
-    "to like, dislike or save it · **📄 Full abstract** shows the rest of a digest's paper, only to you."
+    "to like, dislike or save it · **📄 Full abstract** shows the rest of a digest's paper · "
+    "**🔎 More like this** lists similar papers, each with its own rating buttons (both only to you). "
+    "`/paper interests add paper:` starts your picks from papers you like."
 )
 
 

@@ -24,7 +24,7 @@ from bot.ui.embeds import (
     results_embed,
 )
 from bot.ui.format import display_title, file_size, paper_link, trim
-from bot.ui.views import add_rating_buttons, report_item_error
+from bot.ui.views import add_rating_buttons, report_item_error, secondary_button
 from storage.models import Paper
 
 if TYPE_CHECKING:
@@ -149,14 +149,7 @@ class ExportButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"pb
 
     def __init__(self, key: str) -> None:
         self.key = key
-        super().__init__(
-            discord.ui.Button(
-                style=discord.ButtonStyle.secondary,
-                label=FORMATS[key].label,
-                emoji="📎",
-                custom_id=f"pb:export:{key}",
-            )
-        )
+        super().__init__(secondary_button(label=FORMATS[key].label, emoji="📎", custom_id=f"pb:export:{key}"))
 
     @classmethod
     async def from_custom_id(

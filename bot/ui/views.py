@@ -27,6 +27,13 @@ async def report_item_error(interaction: discord.Interaction[Any], error: Except
     await report_error(interaction, error, what, logger=log)
 
 
+def secondary_button(*, label: str, emoji: str, custom_id: str) -> discord.ui.Button[Any]:
+    """A grey button with an emoji and a label: what the `DynamicItem`s under a message wrap."""
+    return discord.ui.Button(
+        style=discord.ButtonStyle.secondary, emoji=emoji, label=label, custom_id=custom_id
+    )
+
+
 class RateButton(
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"pb:(?P<signal>like|dislike|save):(?P<paper>\d+)",

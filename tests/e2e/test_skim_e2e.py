@@ -47,7 +47,7 @@ async def test_a_digest_paper_shows_its_gist_and_the_full_abstract_on_request(e2
     assert lines[3].startswith("> In this paper, we propose KVSquash, a per-channel quantization of keys")
     assert "LongBench" not in embed["description"], "a gist, not the abstract"
     assert "[arXiv](https://arxiv.org/abs/2405.00001)" in lines[-1]
-    assert [b["label"] for b in first.buttons] == ["Full abstract"]
+    assert [b["label"] for b in first.buttons] == ["Full abstract", "More like this"]
     for message in papers:
         assert set(message.reactions) == {"👍", "👎", "🔖"}
         assert "Unknown authors" not in message.text

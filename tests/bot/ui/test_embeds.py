@@ -86,7 +86,7 @@ def test_a_digest_paper_with_every_field_far_too_long_still_fits(reason: str) ->
     _within_documented_limits(shown.embed)
     assert _problems([shown.embed]) == ""
     assert (shown.embed.title or "").endswith("…")
-    assert [item.label for item in _buttons(shown.view)] == ["Full abstract"]
+    assert [item.label for item in _buttons(shown.view)] == ["Full abstract", "More like this"]
 
 
 def _buttons(view: discord.ui.View) -> list[Any]:
@@ -128,7 +128,7 @@ def test_show_keeps_the_whole_abstract_and_a_digest_shows_its_gist() -> None:
     assert "[arXiv](https://arxiv.org/abs/2401.01234)" in description
     assert digest.embed.url == "https://arxiv.org/abs/2401.01234"
     assert len(digest.embed) < 700
-    assert [item.label for item in _buttons(digest.view)] == ["Full abstract"]
+    assert [item.label for item in _buttons(digest.view)] == ["Full abstract", "More like this"]
     assert abstract_embed(paper).description == ABSTRACT
 
 
@@ -140,7 +140,7 @@ def test_a_paper_without_authors_never_says_unknown_authors() -> None:
     assert _problems([embed]) == ""
     digest = digest_message(bare, "matched: kv")
     assert (digest.embed.description or "").startswith("*matched: kv*")
-    assert _buttons(digest.view) == [], "no Full abstract button when there is no abstract"
+    assert [item.label for item in _buttons(digest.view)] == ["More like this"], "no Full abstract: none"
     seeded = _paper(authors=(), venue="ICML 2024", year=2024)
     assert "Unknown" not in str(paper_embed(seeded).to_dict())
     assert "Unknown" not in str(digest_message(seeded, "").embed.to_dict())
@@ -155,7 +155,7 @@ def test_a_short_abstract_is_its_own_gist_and_needs_no_button() -> None:
     paper = _paper(abstract="We quantize the KV cache to 2 bits. It is 4x smaller.")
     digest = digest_message(paper, "")
     assert "> We quantize the KV cache to 2 bits. It is 4x smaller." in (digest.embed.description or "")
-    assert _buttons(digest.view) == []
+    assert [item.label for item in _buttons(digest.view)] == ["More like this"]
 
 
 @pytest.mark.parametrize("count", [1, 5, 10])
