@@ -50,6 +50,7 @@ from bot.services.recommender import Recommender  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import PaperRecord  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
+from storage.store import open_database  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "data" / "multivenue" / "multivenue_corpus.jsonl.gz"
 TARGET_SECONDS = 60.0
@@ -284,7 +285,7 @@ def rss_mb() -> float:
 
 async def measure(db_path: Path) -> int:
     """In this process, as the bot does at start: open the store, build the index; then time the builds."""
-    async with await Database.open(db_path) as db:
+    async with await open_database(db_path) as db:
         started = time.perf_counter()
         papers = PaperRepository(db)
         engine, _ = await build_search_engine(papers)
@@ -413,7 +414,7 @@ def main() -> int:
 
 
 async def _prepare_file(path: Path, args: argparse.Namespace) -> None:
-    async with await Database.open(path) as db:
+    async with await open_database(path) as db:
         await prepare(db, args)
 
 

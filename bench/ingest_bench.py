@@ -27,15 +27,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bot.services.ingest.runner import ingest_paths  # noqa: E402
-from storage.db import Database  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
+from storage.store import open_database  # noqa: E402
 
 DEFAULT = REPO.parent / "shared" / "data" / "multivenue" / "multivenue_corpus.jsonl.gz"
 
 
 async def run(paths: list[Path]) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        async with await Database.open(Path(folder) / "bench.db") as db:
+        async with await open_database(Path(folder) / "bench.db") as db:
             for label in ("first ingest (fresh database)", "second ingest (all already there)"):
                 started, cpu = time.perf_counter(), time.process_time()
                 summary = await ingest_paths(db, paths)

@@ -56,6 +56,7 @@ from bot.services.search import SearchEngine  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import PaperRecord  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
+from storage.store import open_database  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -254,7 +255,7 @@ class Product:
 
     @classmethod
     async def open(cls, folder: Path, corpus: Corpus, params: RankingParams) -> Product:
-        db = await Database.open(folder / f"{corpus.name.split()[1].replace('/', '-')}.db")
+        db = await open_database(folder / f"{corpus.name.split()[1].replace('/', '-')}.db")
         papers = PaperRepository(db)
         await papers.upsert_many(
             PaperRecord(

@@ -22,17 +22,17 @@ from bot.services.search_service import SearchService
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from storage.db import Database
-from storage.outbox import outbox_path
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import IndexPosition, PaperRepository
 from storage.repositories.searches import SearchRepository
 from storage.repositories.users import ForgetCounts
+from storage.store import open_database
 
 log = logging.getLogger(__name__)
 
 
-#: How often the running bot looks for papers another process committed (`PRAGMA data_version`: no
-#: data is read unless something was committed).
+#: How often the running bot looks for papers another process committed (`Database.data_version`: no
+#: papers are read unless something was committed).
 STORE_POLL_SECONDS = 2.0
 
 
@@ -75,7 +75,7 @@ class Services:
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(
-            outbox_path(self.settings.db_path),
+            self.settings.local_file(".pending") or Path(":memory:"),
             feedback=self.feedback,
             searches=searches,
             messages=self.messages,
@@ -126,7 +126,7 @@ class Services:
     async def follow_store(self, *, every: float = STORE_POLL_SECONDS) -> None:
         """Run until cancelled: index what any connection commits, seconds after it commits.
 
-        Every `every` seconds, one `PRAGMA data_version` (no data read) says whether anything was
+        Every `every` seconds, one `data_version()` (no papers read) says whether anything was
         committed since the last look; if so the index follows the change sequence. When a look finds
         the store quiet and the index ahead of its snapshot, the snapshot is saved (once a burst of
         ingest batches is over, not after each batch).
@@ -156,10 +156,9 @@ def index_fingerprint(position: IndexPosition) -> str:
 
 
 def snapshot_path(settings: Settings) -> Path | None:
-    """Where the search index is saved between runs: beside the database (None for an in-memory one)."""
-    if str(settings.db_path) == ":memory:":
-        return None
-    return settings.db_path.with_name(settings.db_path.name + ".search-index")
+    """Where the search index is saved between runs: beside a SQLite file, in the state folder for
+    PostgreSQL (None for an in-memory database)."""
+    return settings.local_file(".search-index")
 
 
 async def build_search_engine(
@@ -187,7 +186,7 @@ async def build_search_engine(
 @contextlib.asynccontextmanager
 async def open_services(settings: Settings, *, load_shipped_corpus: bool = True) -> AsyncIterator[Services]:
     """Open the store (migrating it), load the shipped corpus into an empty one, build the index."""
-    db = await Database.open(settings.db_path)
+    db = await open_database(settings.store)
     try:
         if load_shipped_corpus:
             summary = await ensure_shipped_corpus(db)

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from dotenv import dotenv_values
 
 from bot.errors import SettingsError
+from storage.store import StoreLocation
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -151,12 +152,20 @@ class Settings:
     discord_token: str | None = setting(
         "DISCORD_TOKEN", "", _token, "the bot token (required by `paperbot run`)", repr=False
     )
-    db_path: Path = setting(  # noqa: RUF009 - setting() is a dataclasses.field
+    store: StoreLocation = setting(  # noqa: RUF009 - setting() is a dataclasses.field
         "PAPERBOT_DB",
         "./paperbot.db",
-        Path,
+        StoreLocation.parse,
         "the SQLite database file (WAL files, the search-index snapshot and `paperbot.db.pending`, the "
-        "outbox of reactions and clicks not stored yet, live beside it)",
+        "outbox of reactions and clicks not stored yet, live beside it), or a `postgresql://USER@HOST/DB` "
+        "URL of a PostgreSQL database several processes share",
+    )
+    state_dir: Path = setting(  # noqa: RUF009 - setting() is a dataclasses.field
+        "PAPERBOT_STATE_DIR",
+        ".",
+        Path,
+        "with a PostgreSQL store: the folder where this process keeps its own files (`paperbot.pending`, "
+        "`paperbot.search-index`); with SQLite they live beside the database file",
     )
     dev_guild_id: int | None = setting(
         "PAPERBOT_DEV_GUILD",
@@ -206,6 +215,11 @@ class Settings:
         "stored searches (with their query text) are deleted after this many days (1–3650), at start and "
         "daily; their paging buttons then say the list expired",
     )
+
+    def local_file(self, suffix: str) -> Path | None:
+        """Where this process keeps its file `suffix` (".pending", ".search-index"); None when the
+        store is an in-memory database."""
+        return self.store.local_file(suffix, self.state_dir)
 
     def require_token(self) -> str:
         if not self.discord_token:

@@ -1,49 +1,42 @@
-"""The SQLite store paperbot owns: WAL, a write connection, and read connections beside it.
+"""What the repositories see of the store, whichever engine holds it: a `Database` and its `Connection`s.
 
-- Writes go one transaction at a time through `transaction()` on the write connection (aiosqlite
-  runs a connection's calls on one thread, but transactions on a shared connection would interleave
-  between tasks, so they are serialised behind an asyncio lock).
-- Reads (`fetchall`, `fetchone`, `fetchval`) use a separate read connection, so they see only
-  committed rows, never a transaction still in progress in another task, and never wait behind a
-  write that waits for SQLite's lock (WAL readers do not block on writers).
-- `snapshot()` is a read transaction on a third connection: several statements that see one
-  committed state (the search index reads rows and the change sequence they belong to together).
+Two engines implement it: SQLite (`storage.sqlite`, a file: the embedded default, enough for one
+server) and PostgreSQL (`storage.postgres`, a server several processes share); `storage.store` opens
+the one a location names. Repositories write one SQL for both:
 
-Another process (`paperbot ingest`) may hold SQLite's write lock. `transaction()` keeps retrying
-BEGIN IMMEDIATE every few milliseconds, so it gets the lock in the first gap between the other
-writer's transactions, for up to `WRITE_PATIENCE_S`; after that it raises `StoreBusyError` (nothing
-was written). Bulk writers keep their transactions short so those gaps come often.
+- `?` placeholders (the PostgreSQL backend numbers them `$1, $2, …`), `INSERT … ON CONFLICT …`,
+  `RETURNING`, `CASE WHEN` rather than boolean arithmetic, a named subquery in `FROM`;
+- times are ISO-8601 UTC text and flags are integers 0/1 on both, so comparisons mean the same;
+- `rowid` is SQLite's insertion order; the PostgreSQL tables that are ordered by it spell it out as a
+  column of that name;
+- where a statement must differ (a row lock only PostgreSQL needs), the repository branches on
+  `conn.dialect` ("sqlite" or "postgresql").
+
+A `Database` offers:
+
+- `transaction()` — one write transaction (a `Connection`), committed at the end of the block, rolled
+  back on any error or cancellation;
+- `snapshot()` — a read transaction: every statement sees one committed state;
+- `fetchall` / `fetchone` / `fetchval` — committed rows, never another task's transaction in progress;
+- `execute` / `executemany` — one write statement in a transaction of its own.
 """
 
 from __future__ import annotations
 
-import asyncio
+import abc
 import contextlib
-import logging
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol, Self
 
-import aiosqlite
-
-from storage.migrate import apply_migrations
-
-log = logging.getLogger(__name__)
-
-#: How long a read waits for SQLite (WAL readers wait only while another connection recovers the WAL).
-BUSY_TIMEOUT_MS = 5000
-#: One BEGIN IMMEDIATE attempt waits this long for the write lock before it is tried again.
-WRITE_ATTEMPT_MS = 20
-#: A write gives up (StoreBusyError) when the lock stayed taken this long.
+#: A write gives up (StoreBusyError) when the store stayed locked by other writers this long.
 WRITE_PATIENCE_S = 300.0
-#: A write that waited this long for the lock says so (once) at WARNING.
-SLOW_LOCK_S = 5.0
 
 
-class StoreBusyError(sqlite3.OperationalError):
-    """Another writer kept the database locked for longer than a write's patience; nothing was written."""
+class StoreBusyError(Exception):
+    """The store could not take the write now (another writer kept it locked, or the server was
+    unreachable or restarting); nothing was written, and the same write may be tried again later."""
 
 
 def utcnow() -> str:
@@ -52,7 +45,7 @@ def utcnow() -> str:
 
 
 def is_busy(error: BaseException) -> bool:
-    """Whether an error means "the database is locked by another connection" (SQLITE_BUSY)."""
+    """Whether an error means "the store cannot take this now; try again later" rather than a bad write."""
     if isinstance(error, StoreBusyError):
         return True
     if not isinstance(error, sqlite3.OperationalError):
@@ -63,203 +56,92 @@ def is_busy(error: BaseException) -> bool:
     return "database is locked" in str(error)
 
 
-async def _connect(path: Path, *, busy_ms: int, read_only: bool) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path, isolation_level=None)
-    try:
-        conn.row_factory = aiosqlite.Row
-        await conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
-        await conn.execute("PRAGMA foreign_keys = ON")
-        await conn.execute("PRAGMA synchronous = NORMAL")
-        # Statement journals (every insert into papers runs triggers) and sorts stay in memory rather
-        # than in temporary files: a third of the cost of an ingest otherwise.
-        await conn.execute("PRAGMA temp_store = MEMORY")
-        if read_only:
-            await conn.execute("PRAGMA query_only = ON")
-    except BaseException:
-        await conn.close()
-        raise
-    return conn
+class Row(Protocol):
+    """A result row: by position (`row[0]`) or column name (`row["id"]`)."""
+
+    def __getitem__(self, key: int | str, /) -> Any: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
 
 
-class Database:
-    """A write connection (serialised transactions), a read connection, and a snapshot connection.
+class Connection(abc.ABC):
+    """Statements inside one transaction (`Database.transaction()` or `snapshot()`)."""
 
-    An in-memory database (":memory:", for experiments) is one connection for all three, as SQLite
-    cannot share it: there, reads run on the write connection.
-    """
+    dialect: ClassVar[str]
 
-    def __init__(
-        self,
-        conn: aiosqlite.Connection,
-        path: Path,
-        *,
-        reader: aiosqlite.Connection | None = None,
-        snapshots: aiosqlite.Connection | None = None,
-    ) -> None:
-        self._conn = conn
-        self._reader = reader
-        self._snapshots = snapshots
-        self.path = path
-        self._write_lock = asyncio.Lock()
-        self._snapshot_lock = asyncio.Lock()
-
-    @classmethod
-    async def open(cls, path: Path | str, *, migrate: bool = True) -> Database:
-        path = Path(path)
-        in_memory = str(path) == ":memory:"
-        if not in_memory:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        conn = await _connect(path, busy_ms=WRITE_ATTEMPT_MS, read_only=False)
-        db = cls(conn, path)
-        try:
-            await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")  # the WAL switch may wait
-            await conn.execute("PRAGMA journal_mode = WAL")
-            await conn.execute(f"PRAGMA busy_timeout = {WRITE_ATTEMPT_MS}")
-            if migrate:
-                await db.migrate()
-            if not in_memory:
-                db._reader = await _connect(path, busy_ms=BUSY_TIMEOUT_MS, read_only=True)
-                db._snapshots = await _connect(path, busy_ms=BUSY_TIMEOUT_MS, read_only=True)
-        except BaseException:
-            await db.close()
-            raise
-        return db
-
-    async def migrate(self) -> list[int]:
-        """Apply pending numbered migrations; returns the versions applied."""
-        async with self._write_lock:
-            # The migration script begins its own transaction: let SQLite itself wait for the lock.
-            await self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            try:
-                return await apply_migrations(self._conn)
-            finally:
-                await self._conn.execute(f"PRAGMA busy_timeout = {WRITE_ATTEMPT_MS}")
-
-    async def close(self) -> None:
-        for conn in (self._snapshots, self._reader, self._conn):
-            if conn is not None:
-                await conn.close()
-        self._snapshots = self._reader = None
-
-    async def __aenter__(self) -> Database:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    # ------------------------------------------------------------------ writing
-
-    async def _settled(self, sql: str) -> None:
-        """Run one statement on the write connection to its end, even if the caller is cancelled
-        meanwhile (aiosqlite runs a queued statement anyway): a cancelled caller must know whether
-        its BEGIN, COMMIT or ROLLBACK happened, or a transaction would be left open."""
-        statement = asyncio.ensure_future(self._conn.execute(sql))
-        try:
-            await asyncio.shield(statement)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await statement
-            raise
-
-    async def _begin_when_free(self, *, patience: float) -> None:
-        """BEGIN IMMEDIATE, retried until the write lock is free (StoreBusyError after `patience`)."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        warned = False
-        while True:
-            try:
-                await self._settled("BEGIN IMMEDIATE")
-            except asyncio.CancelledError:
-                if self._conn.in_transaction:  # it began just as the caller gave up
-                    await self._settled("ROLLBACK")
-                raise
-            except sqlite3.OperationalError as error:
-                if not is_busy(error):
-                    raise
-                waited = loop.time() - started
-                if waited >= patience:
-                    raise StoreBusyError(
-                        f"the database {self.path} stayed locked by another writer for {waited:.0f} s"
-                    ) from error
-                if waited >= SLOW_LOCK_S and not warned:
-                    log.warning("waiting for the database lock (another process writing) for %.0f s", waited)
-                    warned = True
-                continue
-            return
-
-    @contextlib.asynccontextmanager
-    async def transaction(self, *, patience: float = WRITE_PATIENCE_S) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on any error or cancellation).
-
-        Waits for the write lock up to `patience` seconds (StoreBusyError, nothing written). Keep the
-        body short: while it runs, every other writer (this process's and others') waits.
-        """
-        async with self._write_lock:
-            await self._begin_when_free(patience=patience)
-            try:
-                yield self._conn
-            except BaseException:
-                if self._conn.in_transaction:  # (statements still queued run first: aiosqlite is FIFO)
-                    await self._settled("ROLLBACK")
-                raise
-            else:
-                await self._settled("COMMIT")
-
+    @abc.abstractmethod
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one write statement in its own transaction; returns the rows changed."""
-        async with self.transaction() as conn, conn.execute(sql, params) as cursor:
-            return cursor.rowcount
+        """Run one statement; returns the rows it changed."""
 
+    @abc.abstractmethod
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        async with self.transaction() as conn:
-            await conn.executemany(sql, rows)
+        """Run one statement for each parameter row."""
 
-    # ------------------------------------------------------------------ reading
+    @abc.abstractmethod
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
 
-    @property
-    def _read_conn(self) -> aiosqlite.Connection:
-        return self._conn if self._reader is None else self._reader
-
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
-        async with self._read_conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
-
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
-        async with self._read_conn.execute(sql, params) as cursor:
-            return await cursor.fetchone()
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
 
     async def fetchval(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = await self.fetchone(sql, params)
         return None if row is None else row[0]
 
-    @contextlib.asynccontextmanager
-    async def snapshot(self) -> AsyncIterator[aiosqlite.Connection]:
+
+class Database(abc.ABC):
+    """One store, opened by `storage.store.open_database`; close it (or use `async with`)."""
+
+    dialect: ClassVar[str]
+
+    @abc.abstractmethod
+    async def migrate(self) -> list[int]:
+        """Apply pending numbered migrations; returns the versions applied."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @abc.abstractmethod
+    def transaction(
+        self, *, patience: float = WRITE_PATIENCE_S
+    ) -> contextlib.AbstractAsyncContextManager[Connection]:
+        """One write transaction. Waits for other writers' locks up to `patience` seconds, then raises
+        StoreBusyError (nothing written). Keep the body short: other writers may wait on it."""
+
+    @abc.abstractmethod
+    def snapshot(self) -> contextlib.AbstractAsyncContextManager[Connection]:
         """A read transaction: every statement on the connection it yields sees the same committed
-        state, whatever other connections commit meanwhile. Read only; one at a time."""
-        if self._snapshots is None:
-            yield self._conn
-            return
-        async with self._snapshot_lock:
-            await self._snapshots.execute("BEGIN")
-            try:
-                yield self._snapshots
-            finally:
-                await self._snapshots.execute("COMMIT")
+        state, whatever other connections commit meanwhile. Read only."""
 
+    @abc.abstractmethod
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def fetchval(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one write statement in its own transaction; returns the rows changed."""
+        async with self.transaction() as conn:
+            return await conn.execute(sql, params)
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        async with self.transaction() as conn:
+            await conn.executemany(sql, rows)
+
+    @abc.abstractmethod
     async def data_version(self) -> int:
-        """SQLite's `PRAGMA data_version` of the snapshot connection: it changes whenever any other
-        connection (this process's writer or another process) commits, and costs no read of the data."""
-        if self._snapshots is None:
-            async with self._conn.execute("PRAGMA data_version") as cursor:
-                row = await cursor.fetchone()
-        else:
-            async with self._snapshot_lock, self._snapshots.execute("PRAGMA data_version") as cursor:
-                row = await cursor.fetchone()
-        return int(row[0]) if row else 0
-
-    async def backup(self, target: Path | str) -> None:
-        """Online backup (SQLite's backup API): consistent even while the bot writes."""
-        target = Path(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        async with aiosqlite.connect(target) as dest:
-            await self._conn.backup(dest)
+        """A number that changes whenever papers may have been committed by any connection or process,
+        and costs (almost) no read: whether the search index should look for changes."""

@@ -1,9 +1,9 @@
 """Writes accepted but not yet in the store, kept in a small SQLite file of their own until they are.
 
 The running bot accepts what people do (a reaction, a rating click, a search listing, the note of
-which paper a message it posted shows) into this outbox first: a file beside the database
-(`paperbot.db.pending`) that no other process writes, so adding to it never waits for the store's
-write lock, and each addition is on disk (synchronous = FULL) before the bot moves on. A background
+which paper a message it posted shows) into this outbox first: a local file of this process
+(`paperbot.db.pending` beside a SQLite store, `paperbot.pending` in the state folder for PostgreSQL;
+`Settings.local_file`), so adding to it never waits for the store's write lock, and each addition is on disk (synchronous = FULL) before the bot moves on. A background
 task then applies the entries to the store in order and removes each one once the store has it (see
 `bot.services.write_behind`). A crash or a stop in between loses nothing: the next start applies
 what is left, and every kind of entry is applied idempotently, so one applied twice changes nothing.
@@ -36,13 +36,6 @@ class PendingWrite:
     kind: str
     payload: dict[str, Any]
     created_at: str
-
-
-def outbox_path(db_path: Path) -> Path:
-    """Where the outbox of the database at `db_path` lives (":memory:" for an in-memory database)."""
-    if str(db_path) == ":memory:":
-        return db_path
-    return db_path.with_name(db_path.name + ".pending")
 
 
 class Outbox:

@@ -123,13 +123,13 @@ async def _sandbox(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     from bot.services.ingest.runner import ingest_paths
-    from storage.db import Database
+    from storage.store import open_database
 
     missing = [str(path) for path in args.paths if not path.exists()]
     if missing:
         raise UserFacingError(f"no such file or folder: {', '.join(missing)}")
     bar = _ProgressBar()
-    async with await Database.open(settings.db_path) as db:
+    async with await open_database(settings.store) as db:
         summary = await ingest_paths(db, args.paths, progress=bar.update)
     bar.close()
     print(
@@ -152,11 +152,11 @@ def ingest_exit_code(summary: IngestSummary) -> int:
 
 async def _fetch(args: argparse.Namespace, settings: Settings) -> int:
     from bot.services.arxiv_fetch import fetch_arxiv_live
-    from storage.db import Database
+    from storage.store import open_database
 
     if not 1 <= args.days <= 30:
         raise UserFacingError("--days must be between 1 and 30")
-    async with await Database.open(settings.db_path) as db:
+    async with await open_database(settings.store) as db:
         summary = await fetch_arxiv_live(db, categories=args.category, days=args.days)
     print(summary.describe())
     return 0
@@ -243,14 +243,14 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
 
     from bot.services.admin_stats import gather_admin_stats
     from bot.services.arxiv_fetch import last_fetch
-    from storage.db import Database
+    from storage.store import open_database
 
-    async with await Database.open(settings.db_path) as db:
+    async with await open_database(settings.store) as db:
         stats = await gather_admin_stats(db, datetime.now(UTC))
         fetched = await last_fetch(db)
     upcoming = stats.digests.next
     report = {
-        "database": str(settings.db_path),
+        "database": str(settings.store),
         **dataclasses.asdict(stats.counts),
         "last_arxiv_fetch": fetched,
         "next_digest": upcoming.due_utc.isoformat() if upcoming else None,
@@ -261,15 +261,21 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _backup(args: argparse.Namespace, settings: Settings) -> int:
-    from storage.db import Database
+    from storage.sqlite import SQLiteDatabase
 
-    if args.path.resolve() == settings.db_path.resolve():
+    source = settings.store.path
+    if source is None:
+        raise UserFacingError(
+            f"{settings.store} is a PostgreSQL store: back it up with the server's own tools "
+            "(pg_dump, or your host's snapshots); `paperbot backup` copies SQLite files"
+        )
+    if args.path.resolve() == source.resolve():
         raise UserFacingError("the backup path is the database itself; choose another file")
-    if not settings.db_path.exists():
-        raise UserFacingError(f"no database at {settings.db_path} (PAPERBOT_DB)")
-    async with await Database.open(settings.db_path, migrate=False) as db:
+    if not source.exists():
+        raise UserFacingError(f"no database at {source} (PAPERBOT_DB)")
+    async with await SQLiteDatabase.open(source, migrate=False) as db:
         await db.backup(args.path)
-    print(f"backed up {settings.db_path} to {args.path}")
+    print(f"backed up {source} to {args.path}")
     return 0
 
 

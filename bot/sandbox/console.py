@@ -24,6 +24,7 @@ from bot.sandbox.emulator.server import SandboxServer
 from bot.sandbox.emulator.state import SandboxChannel, SandboxMessage
 from bot.sandbox.harness import ErrorCapture, capture_errors, running_paperbot
 from bot.sandbox.render import render_choices, render_message, render_modal
+from storage.store import StoreLocation
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -440,7 +441,7 @@ async def run_console(settings: Settings, *, db_path: Path | None, script: Path 
             config = dataclasses.replace(
                 settings,
                 discord_token=server.token,
-                db_path=database,
+                store=StoreLocation(path=database),
                 dev_guild_id=server.guild.id,
                 api_base=server.api_base,
                 gateway_url=server.gateway_url,

@@ -19,6 +19,7 @@ import discord
 import yarl
 
 from bot.sandbox.emulator.server import SandboxServer
+from storage.store import StoreLocation
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -145,13 +146,14 @@ async def running_client(
                     )
 
 
-def sandbox_settings(server: SandboxServer, db_path: Path, **overrides: Any) -> Settings:
-    """paperbot Settings pointing at `server`, with commands synced to its guild."""
+def sandbox_settings(server: SandboxServer, store: StoreLocation | Path | str, **overrides: Any) -> Settings:
+    """paperbot Settings pointing at `server` and the store at `store` (a SQLite path or a
+    postgresql:// URL), with commands synced to its guild."""
     from bot.settings import Settings
 
     values: dict[str, Any] = {
         "discord_token": server.token,
-        "db_path": db_path,
+        "store": store if isinstance(store, StoreLocation) else StoreLocation.parse(store),
         "dev_guild_id": server.guild.id,
         "api_base": server.api_base,
         "gateway_url": server.gateway_url,

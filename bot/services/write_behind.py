@@ -66,6 +66,10 @@ def _order_key(write: PendingWrite) -> Hashable | None:
     return None
 
 
+def _is_about(entry: _Entry, user_id: int) -> bool:
+    return user_id in (entry.payload.get("user_id"), entry.payload.get("recipient_id"))
+
+
 def _signal(value: object) -> Signal:
     signal = as_signal(str(value))
     if signal is None:
@@ -93,6 +97,9 @@ class WriteBehind:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._said_busy = False
+        self._applying: _Entry | None = None  # the write being stored right now
+        self._applied = asyncio.Event()  # set whenever no write is being stored
+        self._applied.set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -252,16 +259,15 @@ class WriteBehind:
         ]
 
     async def discard_user(self, user_id: int) -> int:
-        """Drop every pending write about a user (forget-me): none may be stored after the deletion."""
-        mine = [
-            entry_id
-            for entry_id, entry in self._pending.items()
-            if user_id in (entry.payload.get("user_id"), entry.payload.get("recipient_id"))
-        ]
+        """Drop every pending write about a user (forget-me): none may be stored after the deletion.
+        One already being stored is let finish first, so the deletion that follows removes it."""
+        mine = [entry_id for entry_id, entry in self._pending.items() if _is_about(entry, user_id)]
         for entry_id in mine:
             del self._pending[entry_id]
         if self._outbox is not None:
             await self._outbox.remove(mine)
+        while self._applying is not None and _is_about(self._applying, user_id):
+            await self._applied.wait()
         return len(mine)
 
     # ------------------------------------------------------------------ applying
@@ -292,12 +298,13 @@ class WriteBehind:
                     if entry_id not in self._pending:  # discarded meanwhile (forget-me)
                         continue
                     try:
-                        done = await self._apply(entry)
+                        done = await self._applying_one(entry)
                     except Exception as error:
                         if is_busy(error):
                             if not self._said_busy:
                                 log.warning(
-                                    "the database is locked by another writer: %d writes wait in %s",
+                                    "the store cannot take writes now (%s): %d writes wait in %s",
+                                    error,
                                     len(self._pending),
                                     self.path,
                                 )
@@ -317,6 +324,16 @@ class WriteBehind:
         if self._said_busy and not self._pending:
             log.info("the database is free again: every waiting write is stored")
             self._said_busy = False
+
+    async def _applying_one(self, entry: _Entry) -> bool:
+        """`_apply`, known meanwhile as the write being stored (forget-me waits for it)."""
+        self._applying = entry
+        self._applied.clear()
+        try:
+            return await self._apply(entry)
+        finally:
+            self._applying = None
+            self._applied.set()
 
     async def _apply(self, entry: _Entry) -> bool:
         """Store one write; False when it must wait (a reaction before its message's note)."""

@@ -22,9 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
-from storage.db import Database, utcnow
+from storage.db import Database, Row, utcnow
 from storage.repositories.users import ensure_user
 
 RUN_STATUSES = ("claimed", "sent", "empty", "failed", "skipped")
@@ -78,7 +76,7 @@ class Recipient:
             raise ValueError("a recipient is either a user or a channel")
 
 
-def _run(row: aiosqlite.Row | Sequence[Any]) -> DigestRun:
+def _run(row: Row | Sequence[Any]) -> DigestRun:
     return DigestRun(
         int(row[0]),
         int(row[1]),
@@ -92,7 +90,7 @@ def _run(row: aiosqlite.Row | Sequence[Any]) -> DigestRun:
     )
 
 
-def _item(row: aiosqlite.Row | Sequence[Any]) -> DigestItem:
+def _item(row: Row | Sequence[Any]) -> DigestItem:
     return DigestItem(
         int(row[0]), int(row[1]), int(row[2]), str(row[3]), None if row[4] is None else int(row[4]), row[5]
     )
@@ -119,23 +117,16 @@ class DigestRepository:
         now = at or utcnow()
         finished = None if status == "claimed" else now
         async with self._db.transaction() as conn:
-            async with conn.execute(
-                """
+            row = await conn.fetchone(
+                f"""
                 INSERT INTO digest_runs (subscription_id, period_key, status, detail, claimed_at, finished_at)
                 VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (subscription_id, period_key) DO NOTHING
+                RETURNING {_RUN_COLUMNS}
                 """,
                 (subscription_id, period_key, status, detail, now, finished),
-            ) as cursor:
-                if cursor.rowcount == 0:
-                    return None
-                run_id = cursor.lastrowid
-            async with conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE id = ?", (run_id,)
-            ) as cursor:
-                row = await cursor.fetchone()
-        assert row is not None
-        return _run(row)
+            )
+        return None if row is None else _run(row)
 
     async def get_run(self, run_id: int) -> DigestRun | None:
         row = await self._db.fetchone(f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE id = ?", (run_id,))
@@ -174,14 +165,11 @@ class DigestRepository:
 
     async def reserve_header(self, run_id: int, *, at: str | None = None) -> bool:
         """Mark the run's header as going out (before sending). False: it was attempted before."""
-        async with (
-            self._db.transaction() as conn,
-            conn.execute(
-                "UPDATE digest_runs SET header_sent_at = ? WHERE id = ? AND header_sent_at IS NULL",
-                (at or utcnow(), run_id),
-            ) as cursor,
-        ):
-            return cursor.rowcount > 0
+        changed = await self._db.execute(
+            "UPDATE digest_runs SET header_sent_at = ? WHERE id = ? AND header_sent_at IS NULL",
+            (at or utcnow(), run_id),
+        )
+        return changed > 0
 
     async def record_header(self, run_id: int, message_id: int, *, at: str | None = None) -> None:
         """The header is out: keep its message id (it is never sent again)."""
@@ -204,7 +192,8 @@ class DigestRepository:
         """Store the chosen ``(paper_id, reason)`` pairs in order (once: a re-plan keeps the first)."""
         async with self._db.transaction() as conn:
             await conn.executemany(
-                "INSERT OR IGNORE INTO digest_items (run_id, paper_id, position, reason) VALUES (?, ?, ?, ?)",
+                "INSERT INTO digest_items (run_id, paper_id, position, reason) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
                 [(run_id, paper_id, position, reason) for position, (paper_id, reason) in enumerate(planned)],
             )
         return await self.items(run_id)
@@ -229,20 +218,22 @@ class DigestRepository:
         now = at or utcnow()
         async with self._db.transaction() as conn:
             if run_id is not None:
-                async with conn.execute(
+                if not await conn.execute(
                     "UPDATE digest_items SET sent_at = ? WHERE run_id = ? AND paper_id = ? AND sent_at IS NULL",
                     (now, run_id, paper_id),
-                ) as cursor:
-                    if cursor.rowcount == 0:
-                        # The run is gone (unsubscribed, forget-me) or the paper was already attempted.
-                        return False
+                ):
+                    # The run is gone (unsubscribed, forget-me) or the paper was already attempted.
+                    return False
             elif recipient.user_id is not None:
                 await ensure_user(conn, recipient.user_id, now)
-            async with conn.execute(
-                "INSERT OR IGNORE INTO digest_sent (user_id, channel_id, paper_id, sent_at) VALUES (?, ?, ?, ?)",
-                (recipient.user_id, recipient.channel_id, paper_id, now),
-            ) as cursor:
-                fresh = cursor.rowcount > 0
+            fresh = (
+                await conn.execute(
+                    "INSERT INTO digest_sent (user_id, channel_id, paper_id, sent_at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT DO NOTHING",
+                    (recipient.user_id, recipient.channel_id, paper_id, now),
+                )
+                > 0
+            )
             if run_id is not None and not fresh:
                 # Sent to them by another digest meanwhile: drop it from this one.
                 await conn.execute(
@@ -253,10 +244,16 @@ class DigestRepository:
     async def release_item(self, run_id: int | None, paper_id: int, recipient: Recipient) -> None:
         """Undo :meth:`reserve_item` after a send that is known to have failed."""
         async with self._db.transaction() as conn:
-            await conn.execute(
-                "DELETE FROM digest_sent WHERE paper_id = ? AND user_id IS ? AND channel_id IS ?",
-                (paper_id, recipient.user_id, recipient.channel_id),
-            )
+            if recipient.user_id is not None:
+                await conn.execute(
+                    "DELETE FROM digest_sent WHERE paper_id = ? AND user_id = ?",
+                    (paper_id, recipient.user_id),
+                )
+            else:
+                await conn.execute(
+                    "DELETE FROM digest_sent WHERE paper_id = ? AND channel_id = ?",
+                    (paper_id, recipient.channel_id),
+                )
             if run_id is not None:
                 await conn.execute(
                     "UPDATE digest_items SET sent_at = NULL WHERE run_id = ? AND paper_id = ? AND message_id IS NULL",
@@ -278,14 +275,12 @@ class DigestRepository:
         """The message is out: store its id on the item and in ``posted_messages`` (reactions map to it)."""
         now = at or utcnow()
         async with self._db.transaction() as conn:
-            if run_id is not None:
-                async with conn.execute(
-                    "UPDATE digest_items SET message_id = ?, sent_at = COALESCE(sent_at, ?) "
-                    "WHERE run_id = ? AND paper_id = ?",
-                    (message_id, now, run_id, paper_id),
-                ) as cursor:
-                    if cursor.rowcount == 0:
-                        return  # the subscription was removed meanwhile (forget-me): keep nothing
+            if run_id is not None and not await conn.execute(
+                "UPDATE digest_items SET message_id = ?, sent_at = COALESCE(sent_at, ?) "
+                "WHERE run_id = ? AND paper_id = ?",
+                (message_id, now, run_id, paper_id),
+            ):
+                return  # the subscription was removed meanwhile (forget-me): keep nothing
             await conn.execute(
                 """
                 INSERT INTO posted_messages (message_id, channel_id, guild_id, paper_id, recipient_id, kind,

@@ -65,19 +65,19 @@ class FeedbackRepository:
         async with self._db.transaction() as conn:
             await ensure_user(conn, user_id, at)
             opposite = OPPOSITE.get(signal)
-            if opposite is not None:
-                async with conn.execute(
-                    "DELETE FROM feedback WHERE user_id = ? AND paper_id = ? AND signal = ?",
-                    (user_id, paper_id, opposite),
-                ) as cursor:
-                    if cursor.rowcount > 0:
-                        replaced = opposite
-            async with conn.execute(
-                "INSERT OR IGNORE INTO feedback (user_id, paper_id, signal, guild_id, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (user_id, paper_id, signal, guild_id, at),
-            ) as cursor:
-                added = cursor.rowcount > 0
+            if opposite is not None and await conn.execute(
+                "DELETE FROM feedback WHERE user_id = ? AND paper_id = ? AND signal = ?",
+                (user_id, paper_id, opposite),
+            ):
+                replaced = opposite
+            added = (
+                await conn.execute(
+                    "INSERT INTO feedback (user_id, paper_id, signal, guild_id, created_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (user_id, paper_id, signal, guild_id, at),
+                )
+                > 0
+            )
         return SetResult(added=added, replaced=replaced)
 
     async def remove_signal(self, user_id: int, paper_id: int, signal: Signal) -> bool:
@@ -91,12 +91,12 @@ class FeedbackRepository:
     async def clear_learned(self, user_id: int) -> FeedbackCounts:
         """Forget every like and dislike of the user (bookmarks stay); returns what was removed."""
         async with self._db.transaction() as conn:
-            async with conn.execute(
+            rows = await conn.fetchall(
                 "SELECT signal, COUNT(*) FROM feedback WHERE user_id = ? AND signal IN ('like', 'dislike') "
                 "GROUP BY signal",
                 (user_id,),
-            ) as cursor:
-                counts = {str(row[0]): int(row[1]) for row in await cursor.fetchall()}
+            )
+            counts = {str(row[0]): int(row[1]) for row in rows}
             await conn.execute(
                 "DELETE FROM feedback WHERE user_id = ? AND signal IN ('like', 'dislike')", (user_id,)
             )
@@ -110,7 +110,8 @@ class FeedbackRepository:
         async with self._db.transaction() as conn:
             await ensure_user(conn, user_id, at)
             await conn.executemany(
-                "INSERT OR IGNORE INTO recommendations_shown (user_id, paper_id, shown_at) VALUES (?, ?, ?)",
+                "INSERT INTO recommendations_shown (user_id, paper_id, shown_at) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
                 [(user_id, paper_id, at) for paper_id in ids],
             )
 
@@ -161,9 +162,10 @@ class FeedbackRepository:
         :meth:`seen_ids`)."""
         rows = await self._db.fetchall(
             "SELECT 0, topic, NULL, added_at, rowid FROM user_topics WHERE user_id = ? "
-            "UNION ALL SELECT 1, paper_id, signal, created_at, rowid FROM feedback WHERE user_id = ? "
-            "UNION ALL SELECT 2, paper_id, NULL, NULL, NULL FROM recommendations_shown WHERE user_id = ? "
-            "UNION ALL SELECT 2, paper_id, NULL, NULL, NULL FROM digest_sent WHERE user_id = ?",
+            "UNION ALL SELECT 1, CAST(paper_id AS TEXT), signal, created_at, rowid FROM feedback WHERE user_id = ? "
+            "UNION ALL SELECT 2, CAST(paper_id AS TEXT), NULL, NULL, NULL FROM recommendations_shown "
+            "WHERE user_id = ? "
+            "UNION ALL SELECT 2, CAST(paper_id AS TEXT), NULL, NULL, NULL FROM digest_sent WHERE user_id = ?",
             (user_id, user_id, user_id, user_id),
         )
         topics = sorted((r for r in rows if r[0] == 0), key=lambda r: (str(r[3]), int(r[4])))
@@ -191,14 +193,15 @@ class FeedbackRepository:
             SELECT paper_id, SUM(vote) AS score, MAX(latest) AS latest
             FROM (
                 SELECT paper_id,
-                       CASE WHEN SUM(signal = 'dislike') = 0 THEN 1
-                            WHEN SUM(signal = 'save') = 0 THEN -1 ELSE 0 END AS vote,
+                       CASE WHEN SUM(CASE WHEN signal = 'dislike' THEN 1 ELSE 0 END) = 0 THEN 1
+                            WHEN SUM(CASE WHEN signal = 'save' THEN 1 ELSE 0 END) = 0 THEN -1
+                            ELSE 0 END AS vote,
                        MAX(created_at) AS latest
                 FROM feedback {where}
                 GROUP BY paper_id, user_id
-            )
+            ) AS votes
             GROUP BY paper_id
-            HAVING score > 0
+            HAVING SUM(vote) > 0
             ORDER BY score DESC, latest DESC, paper_id DESC
             LIMIT ?
             """,

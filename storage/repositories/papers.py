@@ -17,7 +17,7 @@ record fills what the stored paper lacks and never overwrites real data:
 
 A record that changes nothing writes nothing (no `updated_at` churn), so ingesting a file twice is a
 no-op. All look-ups are batched (one `IN (…)` query per key kind and chunk) and all writes go through
-`executemany`, so a batch costs a handful of round trips through aiosqlite's thread, not one per row.
+`executemany`, so a batch costs a handful of round trips to the engine, not one per row.
 """
 
 from __future__ import annotations
@@ -28,9 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import aiosqlite
-
-from storage.db import Database, utcnow
+from storage.db import Connection, Database, Row, utcnow
 from storage.models import IndexRow, Paper, PaperRecord
 from storage.repositories import paper_keys
 
@@ -87,7 +85,7 @@ class _Entity:
     dirty: bool = False
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> _Entity:
+    def from_row(cls, row: Row) -> _Entity:
         return cls(
             id=row[0],
             title=row[1],
@@ -196,7 +194,7 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]
         yield values[start : start + size]
 
 
-def _paper(row: Sequence[Any]) -> Paper:
+def _paper(row: Row) -> Paper:
     return Paper(
         id=row[0],
         title=row[1],
@@ -264,7 +262,7 @@ class PaperRepository:
         self,
         records: Iterable[PaperRecord],
         *,
-        conn: aiosqlite.Connection | None = None,
+        conn: Connection | None = None,
         now: str | None = None,
     ) -> UpsertCounts:
         """Merge records into the store (rules in the module docstring).
@@ -277,12 +275,15 @@ class PaperRepository:
                 return await self._upsert(own, records, now or utcnow())
         return await self._upsert(conn, records, now or utcnow())
 
-    async def _upsert(
-        self, conn: aiosqlite.Connection, records: Iterable[PaperRecord], now: str
-    ) -> UpsertCounts:
+    async def _upsert(self, conn: Connection, records: Iterable[PaperRecord], now: str) -> UpsertCounts:
         prepared = [_prepare(record) for record in records]
         if not prepared:
             return UpsertCounts(0, 0, 0)
+        if conn.dialect == "postgresql":
+            # Paper writers one at a time, as SQLite's write lock has them: the matches loaded below
+            # stay true until this commits (the change-sequence row is the lock every paper write
+            # takes anyway).
+            await conn.execute("SELECT 1 FROM paper_changes WHERE id = 1 FOR UPDATE")
         owners: dict[str, dict[str, _Entity]] = {kind: {} for kind in KEY_KINDS}
         await self._load_matches(conn, prepared, owners)
 
@@ -314,7 +315,7 @@ class PaperRepository:
         return UpsertCounts(added, merged, unchanged)
 
     async def _load_matches(
-        self, conn: aiosqlite.Connection, prepared: list[_Prepared], owners: dict[str, dict[str, _Entity]]
+        self, conn: Connection, prepared: list[_Prepared], owners: dict[str, dict[str, _Entity]]
     ) -> None:
         """Load every stored paper sharing a key with the batch, indexed by all its keys."""
         wanted: dict[str, set[str]] = {kind: set() for kind in KEY_KINDS}
@@ -327,10 +328,9 @@ class PaperRepository:
             for chunk in _chunks(values):
                 marks = ",".join("?" * len(chunk))
                 sql = f"SELECT {_MERGE_COLUMNS} FROM papers WHERE {kind} IN ({marks})"
-                async with conn.execute(sql, tuple(chunk)) as cursor:
-                    for row in await cursor.fetchall():
-                        if row[0] not in loaded:
-                            loaded[row[0]] = _Entity.from_row(row)
+                for row in await conn.fetchall(sql, tuple(chunk)):
+                    if row[0] not in loaded:
+                        loaded[row[0]] = _Entity.from_row(row)
         for entity in loaded.values():
             for kind in KEY_KINDS:
                 value = getattr(entity, kind)
@@ -438,9 +438,10 @@ class PaperRepository:
                 "SELECT id, title FROM papers ORDER BY added_at DESC, id DESC LIMIT ?", (limit,)
             )
         else:
+            # lower() on both sides: LIKE ignores case in SQLite but not in PostgreSQL
             rows = await self._db.fetchall(
-                "SELECT id, title FROM papers WHERE title LIKE ? ESCAPE '\\' "
-                "ORDER BY title NOT LIKE ? ESCAPE '\\', length(title), id LIMIT ?",
+                "SELECT id, title FROM papers WHERE lower(title) LIKE lower(?) ESCAPE '\\' "
+                "ORDER BY lower(title) NOT LIKE lower(?) ESCAPE '\\', length(title), id LIMIT ?",
                 (f"%{needle}%", f"{needle}%", limit),
             )
         return [(row[0], row[1]) for row in rows]
@@ -469,13 +470,11 @@ class PaperRepository:
         """The papers added or changed after change sequence `seq`, and the sequence they bring the
         reader to (one read transaction: a writer committing meanwhile is seen next time, whole)."""
         async with self._db.snapshot() as conn:
-            async with conn.execute("SELECT seq FROM paper_changes WHERE id = 1") as cursor:
-                row = await cursor.fetchone()
-            now = int(row[0]) if row else 0
+            now = int(await conn.fetchval("SELECT seq FROM paper_changes WHERE id = 1") or 0)
             if now <= seq:
                 return PaperChanges(now, [])
-            async with conn.execute(f"{_INDEX_SELECT} WHERE change_seq > ? ORDER BY id", (seq,)) as cursor:
-                return PaperChanges(now, [_index_row(r) for r in await cursor.fetchall()])
+            rows = await conn.fetchall(f"{_INDEX_SELECT} WHERE change_seq > ? ORDER BY id", (seq,))
+            return PaperChanges(now, [_index_row(r) for r in rows])
 
 
 class PaperChanges(NamedTuple):
@@ -494,39 +493,35 @@ class IndexPosition(NamedTuple):
 _INDEX_SELECT = "SELECT id, title, abstract, authors, venue, year FROM papers"
 
 
-async def _position(conn: aiosqlite.Connection) -> IndexPosition:
-    async with conn.execute(
+async def _position(conn: Connection) -> IndexPosition:
+    row = await conn.fetchone(
         "SELECT store_id, seq, (SELECT COUNT(*) FROM papers) FROM paper_changes WHERE id = 1"
-    ) as cursor:
-        row = await cursor.fetchone()
+    )
     assert row is not None, "paper_changes has its one row from migration 3 on"
     return IndexPosition(str(row[0]), int(row[1]), int(row[2]))
 
 
 async def _index_rows(
-    conn: aiosqlite.Connection, *, ids: Iterable[int] | None = None, page: int = 20000
+    conn: Connection, *, ids: Iterable[int] | None = None, page: int = 20000
 ) -> list[IndexRow]:
     out: list[IndexRow] = []
     if ids is not None:
         wanted = sorted({int(i) for i in ids})
         for chunk in _chunks(wanted):
             marks = ",".join("?" * len(chunk))
-            async with conn.execute(
-                f"{_INDEX_SELECT} WHERE id IN ({marks}) ORDER BY id", tuple(chunk)
-            ) as cursor:
-                out.extend(map(_index_row, await cursor.fetchall()))
+            rows = await conn.fetchall(f"{_INDEX_SELECT} WHERE id IN ({marks}) ORDER BY id", tuple(chunk))
+            out.extend(map(_index_row, rows))
         return out
     last = -1
     while True:
-        async with conn.execute(f"{_INDEX_SELECT} WHERE id > ? ORDER BY id LIMIT ?", (last, page)) as cursor:
-            rows = list(await cursor.fetchall())
+        rows = await conn.fetchall(f"{_INDEX_SELECT} WHERE id > ? ORDER BY id LIMIT ?", (last, page))
         if not rows:
             return out
         out.extend(map(_index_row, rows))
         last = rows[-1][0]
 
 
-def _index_row(row: Sequence[Any]) -> IndexRow:
+def _index_row(row: Row) -> IndexRow:
     authors = row[3]
     return IndexRow(
         row[0], row[1], row[2], tuple(json.loads(authors)) if authors != "[]" else (), row[4], row[5]

@@ -39,26 +39,21 @@ class SearchRepository:
     ) -> StoredSearch:
         """Store a listing. With `search_id` (the interaction's id, known before the store has the
         row) saving again is a no-op; without it the store picks the id."""
+        columns = "kind, query, paper_id, author, venue, year, page_size, user_id, created_at"
+        values = (kind, query, paper_id, author, venue, year, page_size, user_id, created_at or utcnow())
+        marks = ", ".join("?" * len(values))
         async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT OR IGNORE INTO searches (id, kind, query, paper_id, author, venue, year, page_size,"
-                " user_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    search_id,
-                    kind,
-                    query,
-                    paper_id,
-                    author,
-                    venue,
-                    year,
-                    page_size,
-                    user_id,
-                    created_at or utcnow(),
-                ),
-            )
             if search_id is None:
-                search_id = cursor.lastrowid
-        assert search_id is not None
+                row = await conn.fetchone(
+                    f"INSERT INTO searches ({columns}) VALUES ({marks}) RETURNING id", values
+                )
+                assert row is not None
+                search_id = int(row[0])
+            else:
+                await conn.execute(
+                    f"INSERT INTO searches (id, {columns}) VALUES (?, {marks}) ON CONFLICT DO NOTHING",
+                    (search_id, *values),
+                )
         return StoredSearch(search_id, kind, query, paper_id, author, venue, year, page_size)
 
     async def delete_older_than(self, cutoff: str) -> int:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import aiosqlite
-
-from storage.db import Database, utcnow
+from storage.db import Connection, Database, utcnow
 
 
 class StateRepository:
@@ -17,13 +15,12 @@ class StateRepository:
 
     async def get_many(self, prefix: str) -> dict[str, str]:
         """Every key starting with `prefix` (e.g. "arxiv:") and its value."""
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = await self._db.fetchall(
-            "SELECT key, value FROM app_state WHERE key LIKE ? ESCAPE '\\' ORDER BY key", (escaped + "%",)
+            "SELECT key, value FROM app_state WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
         )
         return {row[0]: row[1] for row in rows}
 
-    async def set(self, key: str, value: str, *, conn: aiosqlite.Connection | None = None) -> None:
+    async def set(self, key: str, value: str, *, conn: Connection | None = None) -> None:
         """Store a value; pass `conn` to write inside the caller's transaction."""
         sql = (
             "INSERT INTO app_state (key, value, updated_at) VALUES (?, ?, ?) "
@@ -35,7 +32,7 @@ class StateRepository:
         else:
             await self._db.execute(sql, params)
 
-    async def delete(self, key: str, *, conn: aiosqlite.Connection | None = None) -> None:
+    async def delete(self, key: str, *, conn: Connection | None = None) -> None:
         if conn is not None:
             await conn.execute("DELETE FROM app_state WHERE key = ?", (key,))
         else:

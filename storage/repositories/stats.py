@@ -48,7 +48,7 @@ async def guild_counts(db: Database, guild_id: int) -> StoreCounts:
           (SELECT COUNT(*) FROM papers WHERE title_derived = 1),
           (SELECT COUNT(*) FROM (
               SELECT user_id FROM feedback WHERE guild_id = ?
-              UNION SELECT user_id FROM subscriptions WHERE kind = 'user' AND guild_id = ?)),
+              UNION SELECT user_id FROM subscriptions WHERE kind = 'user' AND guild_id = ?) AS people),
           (SELECT COUNT(*) FROM subscriptions WHERE kind = 'user' AND active = 1 AND guild_id = ?),
           (SELECT COUNT(*) FROM subscriptions WHERE kind = 'channel' AND active = 1 AND guild_id = ?),
           (SELECT COUNT(*) FROM subscriptions WHERE active = 0 AND guild_id = ?),

@@ -7,9 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
-from storage.db import Database, utcnow
+from storage.db import Database, Row, utcnow
 from storage.models import Subscription
 from storage.repositories.users import ensure_user
 
@@ -31,7 +29,7 @@ class ScheduleFields:
     count: int
 
 
-def _row_to_subscription(row: aiosqlite.Row | Sequence[Any]) -> Subscription:
+def _row_to_subscription(row: Row | Sequence[Any]) -> Subscription:
     return Subscription(
         id=int(row[0]),
         kind=str(row[1]),
@@ -109,10 +107,9 @@ class SubscriptionRepository:
                 """,
                 (user_id, guild_id, *_field_values(fields), user_id, now, now),
             )
-            async with conn.execute(
+            row = await conn.fetchone(
                 f"SELECT {_COLUMNS} FROM subscriptions WHERE kind = 'user' AND user_id = ?", (user_id,)
-            ) as cursor:
-                row = await cursor.fetchone()
+            )
         assert row is not None
         return _row_to_subscription(row)
 
@@ -143,11 +140,10 @@ class SubscriptionRepository:
                 """,
                 (guild_id, channel_id, *_field_values(fields), created_by, now, now),
             )
-            async with conn.execute(
+            row = await conn.fetchone(
                 f"SELECT {_COLUMNS} FROM subscriptions WHERE kind = 'channel' AND channel_id = ?",
                 (channel_id,),
-            ) as cursor:
-                row = await cursor.fetchone()
+            )
         assert row is not None
         return _row_to_subscription(row)
 
@@ -186,12 +182,14 @@ class SubscriptionRepository:
         if await self._db.fetchval("SELECT pending_notice FROM users WHERE id = ?", (user_id,)) is None:
             return None
         async with self._db.transaction() as conn:
-            async with conn.execute("SELECT pending_notice FROM users WHERE id = ?", (user_id,)) as cursor:
-                row = await cursor.fetchone()
-            if row is None or row[0] is None:
+            notice = await conn.fetchval("SELECT pending_notice FROM users WHERE id = ?", (user_id,))
+            # Cleared only if still the one read: a process taking it meanwhile has said it.
+            if notice is None or not await conn.execute(
+                "UPDATE users SET pending_notice = NULL WHERE id = ? AND pending_notice = ?",
+                (user_id, notice),
+            ):
                 return None
-            await conn.execute("UPDATE users SET pending_notice = NULL WHERE id = ?", (user_id,))
-        return str(row[0])
+        return str(notice)
 
 
 def _field_values(fields: ScheduleFields) -> tuple[object, ...]:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
-
-from storage.db import Database, utcnow
+from storage.db import Connection, Database, utcnow
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,10 +15,10 @@ class UserRow:
     pending_notice: str | None
 
 
-async def ensure_user(conn: aiosqlite.Connection, user_id: int, at: str | None = None) -> None:
+async def ensure_user(conn: Connection, user_id: int, at: str | None = None) -> None:
     """Create the `users` row inside an open transaction (every per-user row references it)."""
     await conn.execute(
-        "INSERT OR IGNORE INTO users (id, created_at) VALUES (?, ?)", (user_id, at or utcnow())
+        "INSERT INTO users (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", (user_id, at or utcnow())
     )
 
 
@@ -58,11 +56,11 @@ class UserRepository:
         """Add a topic; False when the user already had it (exact text)."""
         async with self._db.transaction() as conn:
             await ensure_user(conn, user_id)
-            async with conn.execute(
-                "INSERT OR IGNORE INTO user_topics (user_id, topic, added_at) VALUES (?, ?, ?)",
+            added = await conn.execute(
+                "INSERT INTO user_topics (user_id, topic, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 (user_id, topic, utcnow()),
-            ) as cursor:
-                return cursor.rowcount > 0
+            )
+            return added > 0
 
     async def remove_topic(self, user_id: int, topic: str) -> bool:
         """Remove a topic (exact text); False when the user did not have it."""
@@ -123,6 +121,5 @@ async def forget_user(db: Database, user_id: int) -> ForgetCounts:
             "UPDATE subscriptions SET created_by = NULL WHERE kind = 'channel' AND created_by = ?", (user_id,)
         )
         for name, sql in statements:
-            async with conn.execute(sql, (user_id,)) as cursor:
-                counts[name] = max(cursor.rowcount, 0)
+            counts[name] = await conn.execute(sql, (user_id,))
     return ForgetCounts(**counts)

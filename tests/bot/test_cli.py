@@ -21,6 +21,7 @@ from bot.services.arxiv_fetch import LAST_FETCH_KEY
 from storage.db import Database, utcnow
 from storage.migrate import available_migrations
 from storage.repositories.state import StateRepository
+from storage.store import open_database
 
 BATCH = 50
 
@@ -51,13 +52,13 @@ async def write_batch(db: Database, batch: int) -> None:
     async with db.transaction() as conn:
         await conn.execute("INSERT INTO users (id, created_at) VALUES (?, ?)", (batch + 1, now))
         for i in range(BATCH):
-            cursor = await conn.execute(
-                "INSERT INTO papers (title, abstract, added_at, updated_at) VALUES (?, ?, ?, ?)",
+            paper_id = await conn.fetchval(
+                "INSERT INTO papers (title, abstract, added_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id",
                 (f"Batch {batch} paper {i}", f"abstract {batch}-{i}", now, now),
             )
             await conn.execute(
                 "INSERT INTO feedback (user_id, paper_id, signal, created_at) VALUES (?, ?, 'like', ?)",
-                (batch + 1, cursor.lastrowid, now),
+                (batch + 1, paper_id, now),
             )
 
 
@@ -110,7 +111,7 @@ def test_stats_counts_papers_users_and_subscriptions(
     path = tmp_path / "paperbot.db"
 
     async def fill() -> None:
-        async with await Database.open(path) as db:
+        async with await open_database(path) as db:
             await write_batch(db, 0)
             await write_batch(db, 1)
             now = utcnow()
@@ -151,7 +152,7 @@ async def test_backup_while_the_bot_writes_is_consistent_and_restores(tmp_path: 
     """A second process backs up the live database mid-write; the copy holds whole transactions only."""
     live = tmp_path / "data" / "paperbot.db"
     backup = tmp_path / "backups" / "paperbot-backup.db"
-    db = await Database.open(live)
+    db = await open_database(live)
     written = 0
     stop = asyncio.Event()
     progress = asyncio.Event()
@@ -204,7 +205,7 @@ async def test_backup_while_the_bot_writes_is_consistent_and_restores(tmp_path: 
     assert 5 * BATCH <= copy["papers"] < live_counts["papers"], "the copy is a snapshot taken mid-writing"
 
     restore_as_documented(backup, live)
-    async with await Database.open(live) as restored:
+    async with await open_database(live) as restored:
         assert await restored.fetchval("SELECT COUNT(*) FROM papers") == copy["papers"]
         assert await restored.fetchval("PRAGMA integrity_check") == "ok"
     check_integrity(live)
@@ -218,7 +219,7 @@ def test_backup_overwrites_an_older_backup(
     monkeypatch.setenv("PAPERBOT_DB", str(live))
 
     async def add(batch: int) -> None:
-        async with await Database.open(live) as db:
+        async with await open_database(live) as db:
             await write_batch(db, batch)
 
     asyncio.run(add(0))

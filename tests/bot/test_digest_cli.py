@@ -11,6 +11,7 @@ from bot.cli import main
 from bot.cli.digest import run_digest_dry_run
 from bot.runtime import open_services
 from bot.settings import Settings
+from storage.store import StoreLocation
 
 USER = 4242
 
@@ -24,7 +25,7 @@ async def _counts(settings: Settings) -> dict[str, int]:
 
 async def test_dry_run_prints_the_digest_and_records_nothing(tmp_path: Path) -> None:
     """The dry run shows the subscription, the next delivery and each paper with its reason."""
-    settings = Settings(db_path=tmp_path / "cli.db")
+    settings = Settings(store=StoreLocation.parse(tmp_path / "cli.db"))
     async with open_services(settings) as services:
         await services.digests.subscriptions.subscribe(
             USER, topics="quantization, language models", time="07:30", timezone="Asia/Tokyo", count=3
@@ -47,7 +48,7 @@ async def test_dry_run_prints_the_digest_and_records_nothing(tmp_path: Path) -> 
 
 async def test_dry_run_for_an_unknown_user_says_nothing_new(tmp_path: Path) -> None:
     """A user with no subscription and no profile gets the plain "nothing new" line, not an error."""
-    settings = Settings(db_path=tmp_path / "cli.db")
+    settings = Settings(store=StoreLocation.parse(tmp_path / "cli.db"))
     out = io.StringIO()
     assert await run_digest_dry_run(settings, user_id=99, out=out) == 0
     assert "Subscription: none" in out.getvalue()

@@ -1,5 +1,6 @@
-"""The composition root: the search index snapshot beside the database, and papers stored by another
-process (a `paperbot ingest` next to the running bot) becoming searchable, by the store's change sequence."""
+"""The composition root, on both engines: the search index snapshot beside the store, and papers stored
+by another process (a `paperbot ingest` next to the running bot) becoming searchable, by the store's
+change sequence."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from bot.services.ingest.normalise import Rejected
 from bot.services.ingest.records import parse_jsonl
 from bot.services.ingest.runner import ingest_bytes
 from bot.settings import Settings
-from storage.db import Database
 from storage.models import PaperRecord
 from storage.repositories.papers import PaperRepository
+from storage.store import StoreLocation, open_database
 
 PAPER = {
     "id": "x1",
@@ -24,14 +25,16 @@ PAPER = {
 }
 
 
-async def _ingest_elsewhere(db_path: Path, record: dict[str, str]) -> None:
+async def _ingest_elsewhere(store: StoreLocation, record: dict[str, str]) -> None:
     """Store a paper through a second connection, as `paperbot ingest` in another process would."""
-    async with await Database.open(db_path) as other:
+    async with await open_database(store) as other:
         await ingest_bytes(other, "other.jsonl", json.dumps(record).encode())
 
 
-async def test_the_index_is_saved_beside_the_database_and_reused(tmp_path: Path) -> None:
-    settings = Settings(db_path=tmp_path / "paperbot.db")
+async def test_the_index_is_saved_beside_the_database_and_reused(
+    store: StoreLocation, tmp_path: Path
+) -> None:
+    settings = Settings(store=store, state_dir=tmp_path)
     async with open_services(settings) as services:
         first = services.search.search("quantization", limit=3).hits
     snapshot = snapshot_path(settings)
@@ -43,18 +46,20 @@ async def test_the_index_is_saved_beside_the_database_and_reused(tmp_path: Path)
     assert snapshot.stat().st_mtime_ns == saved_at  # loaded, not rebuilt
 
 
-async def test_a_stale_snapshot_is_rebuilt_with_the_new_papers(tmp_path: Path) -> None:
-    settings = Settings(db_path=tmp_path / "paperbot.db")
+async def test_a_stale_snapshot_is_rebuilt_with_the_new_papers(store: StoreLocation, tmp_path: Path) -> None:
+    settings = Settings(store=store, state_dir=tmp_path)
     async with open_services(settings):
         pass
-    await _ingest_elsewhere(settings.db_path, PAPER)
+    await _ingest_elsewhere(settings.store, PAPER)
     async with open_services(settings) as services:
         assert services.search.search("quokka curriculum", limit=3).hits
 
 
-async def test_a_corrupt_snapshot_is_replaced_by_a_good_one_at_start(tmp_path: Path) -> None:
+async def test_a_corrupt_snapshot_is_replaced_by_a_good_one_at_start(
+    store: StoreLocation, tmp_path: Path
+) -> None:
     """A snapshot that cannot be used (here: not even a zip) is rebuilt from the store and saved again."""
-    settings = Settings(db_path=tmp_path / "paperbot.db")
+    settings = Settings(store=store, state_dir=tmp_path)
     async with open_services(settings) as services:
         first = services.search.search("quantization", limit=3).hits
     snapshot = snapshot_path(settings)
@@ -69,10 +74,12 @@ async def test_a_corrupt_snapshot_is_replaced_by_a_good_one_at_start(tmp_path: P
     assert snapshot.stat().st_mtime_ns == saved_at, "and the next start loads it"
 
 
-async def test_papers_stored_by_another_process_become_searchable_while_running(tmp_path: Path) -> None:
-    settings = Settings(db_path=tmp_path / "paperbot.db")
+async def test_papers_stored_by_another_process_become_searchable_while_running(
+    store: StoreLocation, tmp_path: Path
+) -> None:
+    settings = Settings(store=store, state_dir=tmp_path)
     async with open_services(settings) as services:
-        await _ingest_elsewhere(settings.db_path, PAPER)
+        await _ingest_elsewhere(settings.store, PAPER)
         assert not services.search.search("quokka curriculum", limit=3).hits
         assert await services.refresh_changed() == 1
         assert services.search.search("quokka curriculum", limit=3).hits
@@ -89,15 +96,15 @@ def _record(line: dict[str, str]) -> PaperRecord:
 
 
 async def test_papers_committed_while_a_refresh_runs_are_indexed_and_survive_a_restart(
-    tmp_path: Path,
+    store: StoreLocation, tmp_path: Path
 ) -> None:
     """An ingest in another process stamps its rows when it starts and commits minutes later; a
     refresh that runs in between cannot see them. The next refresh must still index them, and the
     snapshot saved after it must not claim papers the index does not hold."""
-    settings = Settings(db_path=tmp_path / "paperbot.db")
+    settings = Settings(store=store, state_dir=tmp_path)
     started_long_ago = "2026-01-01T00:00:00+00:00"  # the ingest's clock, read before its transaction
     async with open_services(settings) as services:
-        async with await Database.open(settings.db_path) as other, other.transaction() as conn:
+        async with await open_database(settings.store) as other, other.transaction() as conn:
             await PaperRepository(other).upsert_many([_record(PAPER)], conn=conn, now=started_long_ago)
             assert await services.refresh_changed() == 0  # runs while the ingest is uncommitted
             await services.save_snapshot()
@@ -108,32 +115,34 @@ async def test_papers_committed_while_a_refresh_runs_are_indexed_and_survive_a_r
         assert services.search.search("quokka curriculum", limit=3).hits
 
 
-async def test_a_snapshot_saved_mid_ingest_is_not_taken_for_the_finished_store(tmp_path: Path) -> None:
+async def test_a_snapshot_saved_mid_ingest_is_not_taken_for_the_finished_store(
+    store: StoreLocation, tmp_path: Path
+) -> None:
     """The snapshot records the change sequence the index has seen: after the ingest commits more, a
     restart rebuilds instead of loading an index that lacks the new papers."""
-    settings = Settings(db_path=tmp_path / "paperbot.db")
+    settings = Settings(store=store, state_dir=tmp_path)
     async with open_services(settings) as services:
-        await _ingest_elsewhere(settings.db_path, PAPER)
+        await _ingest_elsewhere(settings.store, PAPER)
         await services.refresh_changed()
         assert await services.save_snapshot()
         other = dict(PAPER, id="x2", title="Wombat-scheduled replay buffers", abstract="Wombat replay. " * 20)
-        await _ingest_elsewhere(settings.db_path, other)  # after the snapshot, never refreshed
+        await _ingest_elsewhere(settings.store, other)  # after the snapshot, never refreshed
     async with open_services(settings) as services:
         assert services.search.search("wombat replay", limit=3).hits
         assert services.search.search("quokka curriculum", limit=3).hits
 
 
 async def test_following_the_store_indexes_another_process_commits_and_then_saves_the_snapshot(
-    tmp_path: Path,
+    store: StoreLocation, tmp_path: Path
 ) -> None:
-    settings = Settings(db_path=tmp_path / "paperbot.db")
+    settings = Settings(store=store, state_dir=tmp_path)
     snapshot = snapshot_path(settings)
     assert snapshot is not None
     async with open_services(settings) as services:
         saved_at = snapshot.stat().st_mtime_ns
         following = asyncio.create_task(services.follow_store(every=0.05))
         try:
-            await _ingest_elsewhere(settings.db_path, PAPER)
+            await _ingest_elsewhere(settings.store, PAPER)
             for _ in range(200):
                 if services.search.search("quokka curriculum", limit=3).hits:
                     break

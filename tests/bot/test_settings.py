@@ -14,6 +14,7 @@ from bot.cli import main
 from bot.errors import SettingsError
 from bot.log import OneLineFormatter, context_ids, setup_logging
 from bot.settings import Settings, declarations, load_settings
+from storage.store import StoreLocation
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.secret-token-value-0123456789"
@@ -30,7 +31,12 @@ def settings_read_by_code() -> set[str]:
 # name -> (a valid value, what it becomes) ; name -> invalid values
 VALID: dict[str, tuple[str, str, object]] = {
     "DISCORD_TOKEN": (TOKEN, "discord_token", TOKEN),
-    "PAPERBOT_DB": ("/var/lib/paperbot/paperbot.db", "db_path", Path("/var/lib/paperbot/paperbot.db")),
+    "PAPERBOT_DB": (
+        "/var/lib/paperbot/paperbot.db",
+        "store",
+        StoreLocation(path=Path("/var/lib/paperbot/paperbot.db")),
+    ),
+    "PAPERBOT_STATE_DIR": ("/var/lib/paperbot", "state_dir", Path("/var/lib/paperbot")),
     "PAPERBOT_DEV_GUILD": ("123456789012345678", "dev_guild_id", 123456789012345678),
     "DISCORD_API_BASE": ("http://127.0.0.1:8080/api/v10/", "api_base", "http://127.0.0.1:8080/api/v10"),
     "DISCORD_GATEWAY_URL": ("ws://127.0.0.1:8080/gateway", "gateway_url", "ws://127.0.0.1:8080/gateway"),
@@ -49,6 +55,7 @@ VALID: dict[str, tuple[str, str, object]] = {
 
 INVALID: dict[str, list[str]] = {
     "DISCORD_TOKEN": ["short", "has a space in the middle of it 123456"],
+    "PAPERBOT_DB": ["mysql://paperbot@db/paperbot", "postgresql:///paperbot"],
     "PAPERBOT_DEV_GUILD": ["my-server", "-5", "12.5"],
     "DISCORD_API_BASE": ["discord.com/api/v10", "ftp://example.org/api", "http://"],
     "DISCORD_GATEWAY_URL": ["https://gateway.discord.gg/", "gateway.discord.gg"],
@@ -61,7 +68,7 @@ INVALID: dict[str, list[str]] = {
 }
 
 # Settings with no invalid value (any path is a path; any word list is a category list).
-ALWAYS_VALID = {"PAPERBOT_DB", "PAPERBOT_ARXIV_CATEGORIES"}
+ALWAYS_VALID = {"PAPERBOT_STATE_DIR", "PAPERBOT_ARXIV_CATEGORIES"}
 
 
 def test_every_setting_the_code_reads_is_covered_here() -> None:
@@ -76,7 +83,7 @@ def test_defaults_with_an_empty_environment() -> None:
     settings = load()
     assert settings == Settings()
     assert settings.discord_token is None
-    assert settings.db_path == Path("paperbot.db")
+    assert settings.store.path == Path("paperbot.db")
     assert settings.dev_guild_id is None
     assert settings.api_base == "https://discord.com/api/v10"
     assert settings.gateway_url == "wss://gateway.discord.gg/"
@@ -115,7 +122,7 @@ def test_the_environment_wins_over_the_env_file(tmp_path: Path) -> None:
     env_file.write_text("PAPERBOT_LOG_LEVEL=DEBUG\nPAPERBOT_DB=from-file.db\n", "utf-8")
     settings = load_settings(environ={"PAPERBOT_LOG_LEVEL": "ERROR"}, env_file=env_file)
     assert settings.log_level == "ERROR"
-    assert settings.db_path == Path("from-file.db")
+    assert settings.store.path == Path("from-file.db")
 
 
 def test_a_missing_env_file_is_fine(tmp_path: Path) -> None:

@@ -205,9 +205,9 @@ async def test_sigterm_during_start_up_is_clean_too(tmp_path: Path) -> None:
 
 async def shipped_corpus_size(path: Path) -> int:
     from bot.services.ingest.runner import ensure_shipped_corpus
-    from storage.db import Database
+    from storage.store import open_database
 
-    async with await Database.open(path) as db:
+    async with await open_database(path) as db:
         await ensure_shipped_corpus(db)
         return int(await db.fetchval("SELECT COUNT(*) FROM papers"))
 

@@ -7,7 +7,9 @@
   `e2e.allow_error("text")` accepts an expected error line.
 - `bot`: the PaperBot instance of `e2e`.
 - `start_paperbot`: for tests that need other settings or a prepared database first:
-  ``async with start_paperbot(db_path=..., load_shipped_corpus=False) as e2e: ...``
+  ``async with start_paperbot(store=..., load_shipped_corpus=False) as e2e: ...``
+- `e2e_store`: where the bot's store is — a SQLite file, or for tests marked
+  ``@pytest.mark.both_engines`` once on SQLite and once on a fresh PostgreSQL store.
 """
 
 from __future__ import annotations
@@ -19,23 +21,40 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from paperbot_e2e import E2E, run_paperbot
+from postgres_stores import ENGINES
 
 from bot.sandbox import SandboxServer
+from storage.store import StoreLocation
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked `both_engines` run on SQLite and on PostgreSQL; the others on SQLite."""
+    if "e2e_store" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines"):
+        metafunc.parametrize("e2e_store", ENGINES, indirect=True)
+
+
+@pytest.fixture
+def e2e_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreLocation:
+    """The store the bot of an end-to-end test starts on: a SQLite file, or (for tests marked
+    `both_engines`, once each) a fresh PostgreSQL store."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return StoreLocation(path=tmp_path / "paperbot.db")
+    location: StoreLocation = request.getfixturevalue("postgres_store")
+    return location
+
+
 @pytest.fixture
 def start_paperbot(
-    sandbox: SandboxServer, tmp_path: Path
+    sandbox: SandboxServer, e2e_store: StoreLocation, tmp_path: Path
 ) -> Callable[..., contextlib.AbstractAsyncContextManager[E2E]]:
     def start(
-        *, load_shipped_corpus: bool = True, db_path: Path | None = None, **settings: Any
+        *, load_shipped_corpus: bool = True, store: StoreLocation | Path | None = None, **settings: Any
     ) -> contextlib.AbstractAsyncContextManager[E2E]:
-        return run_paperbot(
-            sandbox, db_path or tmp_path / "paperbot.db", load_shipped_corpus=load_shipped_corpus, **settings
-        )
+        settings.setdefault("state_dir", tmp_path)  # the process's own files, with a PostgreSQL store
+        return run_paperbot(sandbox, store or e2e_store, load_shipped_corpus=load_shipped_corpus, **settings)
 
     return start
 

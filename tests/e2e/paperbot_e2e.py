@@ -23,6 +23,7 @@ from bot.sandbox.harness import (
     running_paperbot,
     sandbox_settings,
 )
+from storage.store import StoreLocation
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -92,10 +93,14 @@ def problems(running: RunningPaperBot, errors: ErrorCapture, *, death: str | Non
 
 @contextlib.asynccontextmanager
 async def run_paperbot(
-    sandbox: SandboxServer, db_path: Path, *, load_shipped_corpus: bool = True, **settings: Any
+    sandbox: SandboxServer,
+    store: StoreLocation | Path,
+    *,
+    load_shipped_corpus: bool = True,
+    **settings: Any,
 ) -> AsyncIterator[E2E]:
-    """The real paperbot on ``db_path`` against ``sandbox``, ready; the end-to-end checks when it stops."""
-    config = sandbox_settings(sandbox, db_path, **settings)
+    """The real paperbot on ``store`` against ``sandbox``, ready; the end-to-end checks when it stops."""
+    config = sandbox_settings(sandbox, store, **settings)
     with capture_errors() as errors:
         async with running_paperbot(sandbox, config, load_shipped_corpus=load_shipped_corpus) as running:
             yield E2E(running, errors)

@@ -60,6 +60,7 @@ NEW_PAPERS = [
 ]
 
 
+@pytest.mark.both_engines
 async def test_admin_ingests_an_attached_file_and_its_papers_are_searchable_at_once(e2e: E2E) -> None:
     """added / merged / rejected (with the line and reason), then /paper search finds the new papers."""
     before = await _paper_count(e2e)
@@ -305,6 +306,7 @@ def _stats_fields(result: Any) -> dict[str, str]:
     return {f["name"]: f["value"] for f in result.embed["fields"]}
 
 
+@pytest.mark.both_engines
 async def test_stats_in_one_server_show_none_of_another_servers_counts(
     start_paperbot: StartBot, sandbox: SandboxServer
 ) -> None:

@@ -18,6 +18,7 @@ from bot.services.arxiv_fetch import FetchSummary
 from bot.services.ingest.runner import ingest_bytes
 from bot.settings import Settings
 from storage.db import Database
+from storage.store import StoreLocation
 
 ATOM = """<?xml version="1.0" encoding="UTF-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom" xmlns:arxiv="http://arxiv.org/schemas/atom">
@@ -39,7 +40,7 @@ ATOM = """<?xml version="1.0" encoding="UTF-8"?>
 
 @pytest.fixture
 async def services(tmp_path: Path) -> AsyncIterator[Services]:
-    settings = Settings(db_path=tmp_path / "paperbot.db", arxiv_categories=("cs.LG",))
+    settings = Settings(store=StoreLocation.parse(tmp_path / "paperbot.db"), arxiv_categories=("cs.LG",))
     async with open_services(settings) as built:
         yield built
 

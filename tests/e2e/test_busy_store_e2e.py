@@ -20,7 +20,7 @@ HELD = 6.0  # seconds: past SQLite's busy timeout, so a write that waited for it
 
 @pytest.fixture
 def other_writer(e2e: E2E) -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(e2e.settings.db_path, isolation_level=None)
+    conn = sqlite3.connect(e2e.settings.store.path, isolation_level=None)
     try:
         yield conn
     finally:

@@ -21,7 +21,7 @@ async def run_cli(e2e: E2E, cwd: Path, *argv: str) -> tuple[int, str, str]:
     """`paperbot ARGV…` in a child process with the running bot's database and Discord settings."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "DISCORD_"))},
-        "PAPERBOT_DB": str(e2e.settings.db_path),
+        "PAPERBOT_DB": str(e2e.settings.store.path),
         "DISCORD_TOKEN": e2e.server.token,
         "DISCORD_API_BASE": e2e.server.api_base,
         "DISCORD_GATEWAY_URL": e2e.server.gateway_url,

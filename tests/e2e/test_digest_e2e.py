@@ -9,6 +9,7 @@ as at 09:00: claim → plan → DM header + one message per paper with 👍 👎
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, JobExecutionEvent
 
 from bot.services.digests.schedule import make_schedule, next_delivery
 from bot.services.digests.subscriptions import subscription_schedule
@@ -61,12 +63,24 @@ async def subscription_id(e2e: E2E, user_id: int) -> int:
 
 
 async def fire(e2e: E2E, sub_id: int) -> None:
-    """APScheduler runs the subscription's job now (as it would at its trigger time)."""
+    """APScheduler runs the subscription's job now (as it would at its trigger time); returns once that
+    run is over, so a second fire is never skipped as overlapping the first."""
     jobs = e2e.bot.digest_jobs
     job = jobs.scheduler.get_job(f"digest:{sub_id}")
     assert job is not None, "the subscription has no scheduled job"
-    job.modify(next_run_time=datetime.now(UTC))
-    jobs.scheduler.wakeup()
+    over = asyncio.Event()
+
+    def seen(event: JobExecutionEvent) -> None:
+        if event.job_id == job.id:
+            over.set()
+
+    jobs.scheduler.add_listener(seen, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MAX_INSTANCES)
+    try:
+        job.modify(next_run_time=datetime.now(UTC))
+        jobs.scheduler.wakeup()
+        await asyncio.wait_for(over.wait(), 30)
+    finally:
+        jobs.scheduler.remove_listener(seen)
 
 
 def paper_messages(messages: list[SandboxMessage]) -> list[SandboxMessage]:
@@ -105,6 +119,7 @@ def ephemeral_text(result: Any) -> str:
     return "\n".join(m.content for m in result.messages)
 
 
+@pytest.mark.both_engines
 async def test_subscribe_then_the_digest_arrives_at_local_time_and_learns_from_reactions(
     e2e: E2E, clock: Clock
 ) -> None:
@@ -197,13 +212,13 @@ async def test_digest_now_goes_to_dms_and_never_repeats(e2e: E2E) -> None:
     assert first[0].id == both[0].id
 
 
+@pytest.mark.both_engines
 async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_period(
     clock: Clock, start_paperbot: StartBot, tmp_path: Path
 ) -> None:
     """Stopped after 2 of 4 papers: the next start sends the other 2 (no header, no repeats). Down at
     09:00 the next day: the start at 10:30 sends that digest once; a further restart sends nothing."""
-    db_path = tmp_path / "restart.db"
-    async with start_paperbot(db_path=db_path) as first:
+    async with start_paperbot() as first:
         server = first.server
         await server.run_command(
             "alice", "paper subscribe", topics=TOPICS, time="09:00", timezone="Europe/Berlin", count=4
@@ -225,7 +240,7 @@ async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_pe
     assert len(paper_messages(server.dm_messages("alice"))) == 2
 
     clock.now = BERLIN_0900 + timedelta(minutes=20)
-    async with start_paperbot(db_path=db_path) as second:
+    async with start_paperbot() as second:
         papers = await wait_for_papers(second, lambda: server.dm_messages("alice"), 4)
         ids = await posted_paper_ids(second, papers)
         assert len(ids) == len(set(ids)) == 4
@@ -236,12 +251,12 @@ async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_pe
 
     # Down over Tuesday 09:00; back at 10:30 Berlin (within the 6 h grace): caught up once.
     clock.now = BERLIN_0900 + timedelta(days=1, hours=1, minutes=30)
-    async with start_paperbot(db_path=db_path) as third:
+    async with start_paperbot() as third:
         papers = await wait_for_papers(third, lambda: server.dm_messages("alice"), 8)
         ids = await posted_paper_ids(third, papers)
         assert len(set(ids)) == 8
     clock.now += timedelta(minutes=10)
-    async with start_paperbot(db_path=db_path) as fourth:
+    async with start_paperbot() as fourth:
         await fourth.bot.digest_jobs.wait_idle()
         await server.wait_quiet(quiet=0.3)
         assert len(paper_messages(server.dm_messages("alice"))) == 8
@@ -249,7 +264,7 @@ async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_pe
 
     # Down over Wednesday 09:00 until 17:00 (beyond the grace): skipped and logged, nothing sent late.
     clock.now = BERLIN_0900 + timedelta(days=2, hours=8)
-    async with start_paperbot(db_path=db_path) as fifth:
+    async with start_paperbot() as fifth:
         await fifth.bot.digest_jobs.wait_idle()
         await server.wait_quiet(quiet=0.3)
         assert len(paper_messages(server.dm_messages("alice"))) == 8
@@ -319,6 +334,7 @@ async def test_a_send_whose_answer_is_lost_after_discord_took_it_goes_out_once(
     assert run.status == "sent"
 
 
+@pytest.mark.both_engines
 async def test_a_retry_after_sends_that_never_answered_sends_no_paper_or_header_twice(
     e2e: E2E, clock: Clock
 ) -> None:
@@ -400,6 +416,7 @@ async def test_digest_now_with_closed_dms_says_so(e2e: E2E) -> None:
     assert "can't send you direct messages" in ephemeral_text(answer)
 
 
+@pytest.mark.both_engines
 async def test_channel_feed_posts_in_its_channel_and_reactions_train_the_reactor(
     e2e: E2E, clock: Clock
 ) -> None:

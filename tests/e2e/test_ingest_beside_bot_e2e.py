@@ -152,7 +152,7 @@ async def _ingest_beside_the_bot(e2e: E2E, paths: list[Path]) -> None:
     loop = asyncio.get_running_loop()
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "ingest", *map(str, paths),
-        env={**os.environ, "PAPERBOT_DB": str(e2e.settings.db_path), "PAPERBOT_LOG_LEVEL": "WARNING"},
+        env={**os.environ, "PAPERBOT_DB": str(e2e.settings.store.path), "PAPERBOT_LOG_LEVEL": "WARNING"},
         stdout=asyncio.subprocess.PIPE, cwd=REPO,
     )  # fmt: skip
     busy = [

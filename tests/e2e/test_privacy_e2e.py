@@ -14,6 +14,7 @@ import pytest
 
 from bot.services.privacy import BACKUP_RETENTION_DAYS
 from storage.db import Database
+from storage.store import open_database
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -103,12 +104,13 @@ async def test_forget_me_says_what_it_cannot_reach(e2e: E2E) -> None:
 
 async def _store_search(db: Database, query: str, created_at: str) -> int:
     async with db.transaction() as conn:
-        cursor = await conn.execute(
-            "INSERT INTO searches (kind, query, page_size, user_id, created_at) VALUES ('search', ?, 3, 7, ?)",
-            (query, created_at),
+        return int(
+            await conn.fetchval(
+                "INSERT INTO searches (kind, query, page_size, user_id, created_at) "
+                "VALUES ('search', ?, 3, 7, ?) RETURNING id",
+                (query, created_at),
+            )
         )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
 
 
 async def test_searches_past_their_retention_are_deleted_at_start(
@@ -117,14 +119,14 @@ async def test_searches_past_their_retention_are_deleted_at_start(
     """A listing older than PAPERBOT_SEARCH_RETENTION_DAYS is deleted when the bot starts (its buttons
     then say it expired); a recent one stays; the daily job is scheduled."""
     path = tmp_path / "paperbot.db"
-    async with await Database.open(path) as db:
+    async with await open_database(path) as db:
         old = await _store_search(db, "an old query", "2020-01-01T00:00:00+00:00")
         async with db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO searches (kind, query, page_size, user_id, created_at) "
                 "VALUES ('search', 'a recent query', 3, 7, strftime('%Y-%m-%dT%H:%M:%S+00:00', 'now', '-6 days'))"
             )
-    async with start_paperbot(db_path=path, search_retention_days=7) as running:
+    async with start_paperbot(store=path, search_retention_days=7) as running:
         queries = [r[0] for r in await running.db.fetchall("SELECT query FROM searches ORDER BY id")]
         assert queries == ["a recent query"]
         assert running.bot.scheduler.jobs.get_job("privacy:prune") is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import pytest
 from answers import answer_text
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ async def _signals(e2e: E2E, user_id: int) -> set[tuple[int, str]]:
     return {(int(r[0]), str(r[1])) for r in rows}
 
 
+@pytest.mark.both_engines
 async def test_reaction_shapes_the_profile_and_removing_it_undoes_it(e2e: E2E) -> None:
     """👍 on a posted paper is learned (interests show lists a like and its terms); unreacting undoes it."""
     server = e2e.server
@@ -103,6 +105,7 @@ async def test_recommend_without_a_profile_says_how_to_start(e2e: E2E) -> None:
     assert "/paper interests add" in result.content
 
 
+@pytest.mark.both_engines
 async def test_saved_papers_and_bibtex_attachment(e2e: E2E) -> None:
     """🔖 bookmarks a paper; /paper saved lists it and export:bibtex attaches a valid .bib file."""
     server = e2e.server
@@ -126,6 +129,7 @@ async def test_saved_papers_and_bibtex_attachment(e2e: E2E) -> None:
     assert re.search(r"@(inproceedings|misc)\{[a-z0-9]+,", bib)
 
 
+@pytest.mark.both_engines
 async def test_forget_me_deletes_every_row_after_confirmation(e2e: E2E) -> None:
     """Cancel keeps everything; confirming deletes topics, reactions, history and the user row."""
     server = e2e.server
@@ -160,6 +164,7 @@ async def test_forget_me_deletes_every_row_after_confirmation(e2e: E2E) -> None:
         )
 
 
+@pytest.mark.both_engines
 async def test_popular_in_this_server_counts_people_not_reactions(e2e: E2E) -> None:
     """Alice 👍 and 🔖 one paper: a newcomer's /paper recommend shows it popular with one person, not two."""
     server = e2e.server

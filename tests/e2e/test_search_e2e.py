@@ -15,7 +15,7 @@ import pytest
 
 from bot.sandbox import ClientRefused
 from bot.services.ingest.runner import ingest_bytes
-from storage.db import Database
+from storage.store import open_database
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -26,6 +26,7 @@ def _numbered_ids(result: object) -> list[int]:
     return [int(i) for i in re.findall(r"pb:like:(\d+)", str(result.message.components))]  # type: ignore[attr-defined]
 
 
+@pytest.mark.both_engines
 async def test_search_lists_linked_titles_snippets_in_bold_and_matched_terms(e2e: E2E) -> None:
     """A public answer: numbered linked titles, authors · venue year, bold query words, what matched."""
     result = await e2e.server.run_command("bob", "paper search", query="kv cache quantization", limit=3)
@@ -64,6 +65,7 @@ async def test_paging_edits_the_message_in_place_with_the_next_results(e2e: E2E)
     assert _numbered_ids(back) == first_page
 
 
+@pytest.mark.both_engines
 async def test_paging_buttons_survive_a_restart(start_paperbot: Any) -> None:
     """The buttons carry their state: after the bot restarts, Next still works on an old message."""
     async with start_paperbot() as first:
@@ -75,6 +77,7 @@ async def test_paging_buttons_survive_a_restart(start_paperbot: Any) -> None:
         assert "page 2 of" in page_two.message.embeds[0]["footer"]["text"]
 
 
+@pytest.mark.both_engines
 async def test_a_rating_button_stores_the_rating_for_that_paper(e2e: E2E) -> None:
     server = e2e.server
     result = await server.run_command("carol", "paper search", query="diffusion", limit=3)
@@ -119,9 +122,9 @@ LIBRARY = [
 async def test_filters_narrow_the_results(start_paperbot: Any, tmp_path: Path) -> None:
     """author, venue and year filters keep only the papers that match them, and the footer says so."""
     db_path = tmp_path / "library.db"
-    async with await Database.open(db_path) as db:
+    async with await open_database(db_path) as db:
         await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(r) for r in LIBRARY).encode())
-    async with start_paperbot(db_path=db_path, load_shipped_corpus=False) as e2e:
+    async with start_paperbot(store=db_path, load_shipped_corpus=False) as e2e:
         titles = {}
         for options in ({"author": "ada"}, {"venue": "neurips"}, {"year": 2024}):
             result = await e2e.server.run_command(
@@ -162,6 +165,7 @@ async def test_a_huge_or_blank_query_is_refused_by_discord_itself(e2e: E2E, quer
         await e2e.server.run_command("bob", "paper search", query=query)
 
 
+@pytest.mark.both_engines
 async def test_show_autocompletes_titles_and_posts_one_paper_with_reactions(e2e: E2E) -> None:
     server = e2e.server
     choices = await server.autocomplete("bob", "paper show", "paper", "stydesty")
@@ -197,6 +201,7 @@ async def test_show_an_unknown_paper_says_so(e2e: E2E) -> None:
     assert "I don't know a paper matching" in result.content
 
 
+@pytest.mark.both_engines
 async def test_similar_ranks_against_the_paper_and_leaves_it_out(e2e: E2E) -> None:
     result = await e2e.server.run_command("bob", "paper similar", paper="1", limit=5)
     assert not result.ephemeral
@@ -229,7 +234,7 @@ async def test_a_search_snapshot_that_would_run_code_is_rebuilt_never_run(
     marker = tmp_path / "code-ran"
     snapshot.write_bytes(pickle.dumps({"format": 1, "fingerprint": "", "engine": RunsCode(marker)}))
     with caplog.at_level("WARNING", logger="bot.services.search"):
-        async with start_paperbot(db_path=db_path) as e2e:
+        async with start_paperbot(store=db_path) as e2e:
             result = await e2e.server.run_command(
                 "bob", "paper search", query="kv cache quantization", limit=3
             )

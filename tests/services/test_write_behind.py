@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from bot.services.feedback import FeedbackService
@@ -21,6 +22,7 @@ from storage.outbox import Outbox
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository, StoredSearch
+from storage.store import StoreLocation
 
 REPO = Path(__file__).resolve().parents[2]
 USER, OTHER, GUILD, MESSAGE = 11, 12, 77, 9001
@@ -65,17 +67,48 @@ async def writes(db: Database, tmp_path: Path) -> AsyncIterator[WriteBehind]:
         await behind.stop()
 
 
+class StoreLock:
+    """Another connection holding every write the store could take (as `paperbot ingest` holds
+    SQLite's write lock; on PostgreSQL, the tables these writes touch locked against writers)."""
+
+    def __init__(self, sqlite: sqlite3.Connection | None = None, postgres: asyncpg.Connection | None = None):
+        self._sqlite, self._postgres = sqlite, postgres
+
+    @classmethod
+    async def take(cls, store: StoreLocation) -> StoreLock:
+        if store.path is not None:
+            other = sqlite3.connect(store.path, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")
+            return cls(sqlite=other)
+        conn = await asyncpg.connect(store.url)
+        await conn.execute("BEGIN")
+        await conn.execute(f"LOCK TABLE {', '.join(LOCKED_TABLES)} IN EXCLUSIVE MODE")
+        return cls(postgres=conn)
+
+    async def release(self, *, close: bool = False) -> None:
+        """Let go (COMMIT)."""
+        if self._sqlite is not None:
+            if self._sqlite.in_transaction:
+                self._sqlite.execute("COMMIT")
+            if close:
+                self._sqlite.close()
+        elif self._postgres is not None:
+            if self._postgres.is_in_transaction():
+                await self._postgres.execute("COMMIT")
+            if close:
+                await self._postgres.close()
+
+
+LOCKED_TABLES = ("users", "feedback", "searches", "posted_messages", "recommendations_shown", "user_topics")
+
+
 @pytest.fixture
-def locked(db: Database) -> Iterator[sqlite3.Connection]:
-    """Another connection holding the database's write lock (as `paperbot ingest` can)."""
-    other = sqlite3.connect(db.path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
+async def locked(store: StoreLocation, db: Database) -> AsyncIterator[StoreLock]:
+    lock = await StoreLock.take(store)
     try:
-        yield other
+        yield lock
     finally:
-        if other.in_transaction:
-            other.execute("ROLLBACK")
-        other.close()
+        await lock.release(close=True)
 
 
 async def _signals(db: Database) -> set[tuple[int, int, str]]:
@@ -84,7 +117,7 @@ async def _signals(db: Database) -> set[tuple[int, int, str]]:
 
 
 async def test_writes_accepted_while_the_store_is_locked_are_stored_once_it_is_free(
-    db: Database, papers: list[int], writes: WriteBehind, locked: sqlite3.Connection
+    db: Database, papers: list[int], writes: WriteBehind, locked: StoreLock
 ) -> None:
     listing = StoredSearch(123456789012345678, "search", "graph networks", None, None, None, None, 5)
     await writes.listing(listing, user_id=USER)
@@ -99,7 +132,7 @@ async def test_writes_accepted_while_the_store_is_locked_are_stored_once_it_is_f
     assert writes.pending == 4
     assert writes.pending_listing(listing.id) == listing  # the page buttons find it meanwhile
     assert await _signals(db) == set()
-    locked.execute("COMMIT")  # the other writer is done
+    await locked.release()  # the other writer is done
     await writes.drained()
     assert await _signals(db) == {(USER, papers[0], "save"), (OTHER, papers[1], "like")}
     assert await SearchRepository(db).get(listing.id) == listing
@@ -112,7 +145,7 @@ async def test_writes_accepted_while_the_store_is_locked_are_stored_once_it_is_f
 
 
 async def test_what_a_stop_left_in_the_outbox_is_stored_at_the_next_start(
-    db: Database, papers: list[int], tmp_path: Path, locked: sqlite3.Connection
+    db: Database, papers: list[int], tmp_path: Path, locked: StoreLock
 ) -> None:
     path = tmp_path / "paperbot.db.pending"
     first = _writes(db, path)
@@ -120,7 +153,7 @@ async def test_what_a_stop_left_in_the_outbox_is_stored_at_the_next_start(
     await first.rating(user_id=USER, paper_id=papers[2], signal="like", added=True, guild_id=None)
     await asyncio.sleep(0.2)
     await first.stop()  # while its write waits for the lock
-    locked.execute("COMMIT")
+    await locked.release()
     assert await _signals(db) == set()
     again = _writes(db, path)
     await again.start()
@@ -137,12 +170,12 @@ from pathlib import Path
 from bot.services.feedback import FeedbackService
 from bot.services.privacy import PrivacyService
 from bot.services.write_behind import WriteBehind
-from storage.db import Database
+from storage.store import open_database
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository
 
 async def main(db_path, outbox, paper_id):
-    db = await Database.open(db_path)
+    db = await open_database(db_path)
     writes = WriteBehind(Path(outbox), feedback=FeedbackService(db), searches=SearchRepository(db),
                          messages=PostedMessageRepository(db))
     await writes.start()
@@ -155,13 +188,13 @@ asyncio.run(main(*sys.argv[1:]))
 
 
 async def test_a_write_accepted_just_before_a_kill_9_is_stored_at_the_next_start(
-    db: Database, papers: list[int], tmp_path: Path, locked: sqlite3.Connection
+    db: Database, store: StoreLocation, papers: list[int], tmp_path: Path, locked: StoreLock
 ) -> None:
     script = tmp_path / "child.py"
     script.write_text(CHILD, "utf-8")
     path = tmp_path / "paperbot.db.pending"
     child = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), str(db.path), str(path), str(papers[0]),
+        sys.executable, str(script), str(store), str(path), str(papers[0]),
         stdout=asyncio.subprocess.PIPE, cwd=REPO,
     )  # fmt: skip
     assert child.stdout is not None
@@ -170,7 +203,7 @@ async def test_a_write_accepted_just_before_a_kill_9_is_stored_at_the_next_start
     finally:
         child.kill()  # the store was locked: the bot had accepted the click but not stored it
         await child.wait()
-    locked.execute("COMMIT")
+    await locked.release()
     assert await _signals(db) == set()
     again = _writes(db, path)
     await again.start()
@@ -225,7 +258,7 @@ async def test_a_reaction_on_a_message_that_never_gets_a_note_is_let_go(
 
 
 async def test_forget_me_leaves_nothing_of_the_users_pending_writes(
-    db: Database, papers: list[int], writes: WriteBehind, locked: sqlite3.Connection
+    db: Database, papers: list[int], writes: WriteBehind, locked: StoreLock
 ) -> None:
     """As `Services.forget_user` does: what has not started is dropped, and a write already waiting
     for the lock is stored before the deletion, which then removes it."""
@@ -233,17 +266,22 @@ async def test_forget_me_leaves_nothing_of_the_users_pending_writes(
     await writes.rating(user_id=OTHER, paper_id=papers[0], signal="like", added=True, guild_id=None)
     await writes.rating(user_id=USER, paper_id=papers[1], signal="save", added=True, guild_id=None)
     await asyncio.sleep(0.2)  # the first one is waiting for the lock by now
-    assert await writes.discard_user(USER) == 2
-    forgetting = asyncio.create_task(PrivacyService(db).forget(USER))
+
+    async def forget() -> int:
+        discarded = await writes.discard_user(USER)  # waits for the one being stored
+        await PrivacyService(db).forget(USER)
+        return discarded
+
+    forgetting = asyncio.create_task(forget())
     await asyncio.sleep(0.1)
-    locked.execute("COMMIT")
-    await forgetting
+    await locked.release()
+    assert await forgetting == 2
     await writes.drained()
     assert await _signals(db) == {(OTHER, papers[0], "like")}
 
 
 async def test_pressing_a_rating_button_twice_before_the_store_has_the_first_takes_it_back(
-    db: Database, papers: list[int], writes: WriteBehind, locked: sqlite3.Connection
+    db: Database, papers: list[int], writes: WriteBehind, locked: StoreLock
 ) -> None:
     feedback = FeedbackService(db)
     notes = []
@@ -256,6 +294,6 @@ async def test_pressing_a_rating_button_twice_before_the_store_has_the_first_tak
         notes.append(press.note)
     assert notes[0].startswith("👍 Noted")
     assert notes[1].startswith("Removed your 👍")
-    locked.execute("COMMIT")
+    await locked.release()
     await writes.drained()
     assert await _signals(db) == set()

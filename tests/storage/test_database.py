@@ -1,40 +1,75 @@
-"""The store: migrations from empty, PRAGMAs, serialised transactions, rollback, online backup, reads beside
-the writer (never another task's uncommitted rows, never waiting for the write lock), another writer's lock."""
+"""The store on either engine: migrations from empty (one set per engine, the same numbers and names),
+rollback, transactions that do not interleave, reads that never see another task's uncommitted rows,
+the data version another connection's commit moves, cascades. What is particular to one engine is in
+test_sqlite.py and test_postgres.py."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
-import subprocess
-import sys
-import time
-from pathlib import Path
 
+import asyncpg
 import pytest
 
-from storage.db import Database, StoreBusyError
-from storage.migrate import available_migrations
+from storage.db import Database
+from storage.migrate import DIALECTS, available_migrations
+from storage.store import StoreLocation, open_database
+
+TABLES = {"papers", "users", "feedback", "subscriptions", "digest_runs", "posted_messages", "paper_changes"}
 
 
-async def test_migrates_an_empty_database_to_the_latest_version(tmp_path: Path) -> None:
-    async with await Database.open(tmp_path / "new.db") as db:
-        assert await db.fetchval("PRAGMA user_version") == len(available_migrations())
-        tables = {row[0] for row in await db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"papers", "users", "feedback", "subscriptions", "digest_runs", "posted_messages"} <= tables
+def test_both_engines_have_the_same_migrations() -> None:
+    """A migration added for one engine and not the other fails here, before any store runs it."""
+    names = {dialect: [m.name for m in available_migrations(dialect)] for dialect in DIALECTS}
+    assert names["sqlite"] == names["postgresql"]
 
 
-async def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
-    async with await Database.open(tmp_path / "x.db"):
+async def _tables(db: Database) -> set[str]:
+    if db.dialect == "sqlite":
+        rows = await db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
+    else:
+        rows = await db.fetchall("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    return {str(row[0]) for row in rows}
+
+
+async def test_migrates_an_empty_database_to_the_latest_version(blank_store: StoreLocation) -> None:
+    async with await open_database(blank_store, migrate=False) as empty:
+        assert await empty.migrate() == list(range(1, len(available_migrations(empty.dialect)) + 1))
+        assert await _tables(empty) >= TABLES
+
+
+async def test_reopening_applies_nothing_twice(blank_store: StoreLocation) -> None:
+    async with await open_database(blank_store):
         pass
-    async with await Database.open(tmp_path / "x.db") as db:
+    async with await open_database(blank_store) as db:
         assert await db.migrate() == []
 
 
-async def test_connection_uses_wal_foreign_keys_and_a_busy_timeout(db: Database) -> None:
-    assert await db.fetchval("PRAGMA journal_mode") == "wal"
-    assert await db.fetchval("PRAGMA foreign_keys") == 1
-    assert await db.fetchval("PRAGMA busy_timeout") >= 1000
+async def test_processes_starting_together_migrate_once(blank_store: StoreLocation) -> None:
+    """Two processes opening one new store at the same moment (a deploy starting its gateway and its
+    worker): each migration is applied once, and both open it."""
+    first, second = await asyncio.gather(open_database(blank_store), open_database(blank_store))
+    try:
+        assert await first.fetchval("SELECT COUNT(*) FROM paper_changes") == 1
+        assert await first.migrate() == await second.migrate() == []
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_database_newer_than_the_code_is_refused(blank_store: StoreLocation) -> None:
+    async with await open_database(blank_store):
+        pass
+    if blank_store.path is not None:
+        with sqlite3.connect(blank_store.path) as conn:
+            conn.execute("PRAGMA user_version = 999")
+        conn.close()
+    else:
+        conn = await asyncpg.connect(blank_store.url)
+        await conn.execute("UPDATE schema_version SET version = 999")
+        await conn.close()
+    with pytest.raises(RuntimeError, match="newer than this paperbot"):
+        await open_database(blank_store)
 
 
 async def test_a_failed_transaction_writes_nothing(db: Database) -> None:
@@ -76,104 +111,27 @@ async def test_reads_never_see_another_tasks_uncommitted_rows(db: Database) -> N
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 1  # committed: visible at once
 
 
-async def test_reads_do_not_wait_while_another_process_holds_the_write_lock(db: Database) -> None:
-    """A write waiting for the lock (here: another connection's open transaction) holds up no read."""
-    other = sqlite3.connect(db.path, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
-        other.execute("INSERT INTO users (id, created_at) VALUES (2, 'now')")
-        waiting = asyncio.create_task(db.execute("INSERT INTO users (id, created_at) VALUES (3, 'now')"))
-        await asyncio.sleep(0.2)
-        assert not waiting.done()
-        assert await asyncio.wait_for(db.fetchval("SELECT COUNT(*) FROM users"), 1.0) == 0
-        other.execute("COMMIT")
-        assert await asyncio.wait_for(waiting, 5.0) == 1  # it got the lock once the other let go
-    finally:
-        other.close()
-    assert await db.fetchval("SELECT COUNT(*) FROM users") == 2
+async def test_a_snapshot_sees_one_committed_state(db: Database) -> None:
+    async with db.snapshot() as conn:
+        before = await conn.fetchval("SELECT COUNT(*) FROM users")
+        await db.execute("INSERT INTO users (id, created_at) VALUES (3, 'now')")  # committed meanwhile
+        assert await conn.fetchval("SELECT COUNT(*) FROM users") == before
+    assert await db.fetchval("SELECT COUNT(*) FROM users") == before + 1
 
 
-async def test_a_write_gives_up_cleanly_when_the_lock_stays_taken(db: Database) -> None:
-    other = sqlite3.connect(db.path, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
-        with pytest.raises(StoreBusyError, match="locked by another writer"):
-            async with db.transaction(patience=0.3) as conn:
-                await conn.execute("INSERT INTO users (id, created_at) VALUES (4, 'now')")
-        other.execute("ROLLBACK")
-    finally:
-        other.close()
-    assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
-    await db.execute("INSERT INTO users (id, created_at) VALUES (5, 'now')")  # and the store works on
-
-
-async def test_a_write_cancelled_while_it_waits_for_the_lock_leaves_no_transaction_open(db: Database) -> None:
-    """aiosqlite still runs a statement whose caller was cancelled: the BEGIN that went through just as
-    the caller gave up is rolled back, not left holding the lock for the whole process."""
-    other = sqlite3.connect(db.path, isolation_level=None)
-    try:
-        for delay in (0.0, 0.005, 0.02, 0.05):
-            other.execute("BEGIN IMMEDIATE")
-            waiting = asyncio.create_task(db.execute("INSERT INTO users (id, created_at) VALUES (1, 'now')"))
-            await asyncio.sleep(0.05)
-            other.execute("COMMIT")  # the lock is free: the next BEGIN attempt may succeed ...
-            await asyncio.sleep(delay)
-            waiting.cancel()  # ... just as the caller gives up
-            with contextlib.suppress(asyncio.CancelledError):
-                await waiting
-            await db.execute("DELETE FROM users")  # the store takes writes: no transaction left open
-            assert await asyncio.wait_for(db.fetchval("SELECT COUNT(*) FROM users"), 1) == 0
-    finally:
-        other.close()
-
-
-async def test_a_write_gets_the_lock_between_another_writers_short_transactions(db: Database) -> None:
-    """Another process committing batch after batch (as `paperbot ingest` does) leaves gaps; a write
-    waiting for the lock takes the first one instead of waiting for the other writer to finish."""
-    stop = False
-
-    def bulk_writer() -> int:
-        other = sqlite3.connect(db.path, isolation_level=None, timeout=5)
-        batches = 0
-        try:
-            while not stop:
-                other.execute("BEGIN IMMEDIATE")
-                other.execute(
-                    "INSERT INTO app_state (key, value, updated_at) VALUES (?, 'x', 'now')", (f"k{batches}",)
-                )
-                time.sleep(0.2)  # the lock held for a batch
-                other.execute("COMMIT")
-                batches += 1
-                time.sleep(0.03)  # the pause between batches
-        finally:
-            other.close()
-        return batches
-
-    bulk = asyncio.create_task(asyncio.to_thread(bulk_writer))
-    await asyncio.sleep(0.1)
-    waits = []
-    for user in range(10):
-        started = time.perf_counter()
-        await db.execute("INSERT INTO users (id, created_at) VALUES (?, 'now')", (user,))
-        waits.append(time.perf_counter() - started)
-        await asyncio.sleep(0.1)
-    stop = True
-    assert await bulk >= 3
-    assert max(waits) < 1.5, waits  # a batch or two, not the whole run
-
-
-async def test_data_version_changes_when_another_connection_commits(db: Database) -> None:
+async def test_data_version_changes_when_another_connection_commits_papers(
+    db: Database, store: StoreLocation
+) -> None:
     before = await db.data_version()
     assert await db.data_version() == before  # nothing committed: the same number, no data read
-    other = sqlite3.connect(db.path, isolation_level=None)
-    try:
-        other.execute("INSERT INTO users (id, created_at) VALUES (9, 'now')")
-    finally:
-        other.close()
+    async with await open_database(store) as other:  # another process, as far as the store knows
+        await other.execute(
+            "INSERT INTO papers (title, added_at, updated_at) VALUES ('Elsewhere', 'now', 'now')"
+        )
     after = await db.data_version()
     assert after != before
-    await db.execute("INSERT INTO users (id, created_at) VALUES (10, 'now')")  # this process's writer too
-    assert await db.data_version() != after
+    await db.execute("INSERT INTO papers (title, added_at, updated_at) VALUES ('Here', 'now', 'now')")
+    assert await db.data_version() != after  # this process's writer too
 
 
 async def test_foreign_keys_cascade_when_a_user_is_deleted(db: Database) -> None:
@@ -184,55 +142,16 @@ async def test_foreign_keys_cascade_when_a_user_is_deleted(db: Database) -> None
     assert await db.fetchval("SELECT COUNT(*) FROM user_topics") == 0
 
 
-async def test_a_database_newer_than_the_code_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "future.db"
-    with sqlite3.connect(path) as conn:
-        conn.execute("PRAGMA user_version = 999")
-    conn.close()
-    with pytest.raises(RuntimeError, match="newer than this paperbot"):
-        await Database.open(path)
-
-
-async def test_online_backup_is_a_complete_consistent_copy(db: Database, tmp_path: Path) -> None:
+async def test_discord_ids_and_returning_round_trip(db: Database) -> None:
+    """Snowflakes need 64 bits; an insert's RETURNING gives the id the store picked."""
+    snowflake = 1_234_567_890_123_456_789
+    await db.execute("INSERT INTO users (id, created_at) VALUES (?, 'now')", (snowflake,))
+    assert await db.fetchval("SELECT id FROM users") == snowflake
     async with db.transaction() as conn:
-        await conn.executemany(
-            "INSERT INTO users (id, created_at) VALUES (?, 'now')", [(n,) for n in range(50)]
+        first = await conn.fetchval(
+            "INSERT INTO papers (title, added_at, updated_at) VALUES ('A', 'now', 'now') RETURNING id"
         )
-    await db.backup(tmp_path / "backup" / "copy.db")
-    copy = sqlite3.connect(tmp_path / "backup" / "copy.db")
-    try:
-        assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert copy.execute("SELECT COUNT(*) FROM users").fetchone()[0] == 50
-    finally:
-        copy.close()
-
-
-def test_a_test_that_leaks_a_connection_fails(tmp_path: Path) -> None:
-    """pytest's settings (warnings are errors) make a forgotten close() fail the test that leaked it."""
-    repo = Path(__file__).resolve().parents[2]
-    leaky = tmp_path / "test_leaky.py"
-    leaky.write_text(
-        "from storage.db import Database\n\n"
-        "async def test_leaks(tmp_path):\n"
-        "    db = await Database.open(tmp_path / 'x.db')\n"
-        "    assert db\n"
-    )
-    # The leaked connection's thread also keeps the inner pytest from exiting, so read its summary
-    # line and stop it there.
-    with subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(repo / "pyproject.toml"),
-         "--rootdir", str(repo), str(leaky)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=repo,
-    ) as inner:  # fmt: skip
-        output: list[str] = []
-        try:
-            assert inner.stdout is not None
-            for line in inner.stdout:
-                output.append(line)
-                if " failed" in line or " passed" in line:
-                    break
-        finally:
-            inner.kill()
-    summary = output[-1] if output else ""
-    assert "1 failed" in summary, "".join(output[-40:])
-    assert "Unraisable" in "".join(output) or "ResourceWarning" in "".join(output)
+        second = await conn.fetchval(
+            "INSERT INTO papers (title, added_at, updated_at) VALUES ('B', 'now', 'now') RETURNING id"
+        )
+    assert second == first + 1

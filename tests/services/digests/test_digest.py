@@ -23,6 +23,7 @@ from bot.services.digests.delivery import (
 from storage.db import Database
 from storage.migrate import available_migrations
 from storage.repositories.digests import Recipient
+from storage.store import open_database
 
 USER = 111
 OTHER = 222
@@ -429,7 +430,7 @@ async def test_a_run_interrupted_before_the_upgrade_gets_no_second_header(tmp_pa
         )
         conn.execute("INSERT INTO digest_sent (user_id, paper_id, sent_at) VALUES (?, 1, ?)", (USER, claimed))
     conn.close()
-    async with await Database.open(path) as db:
+    async with await open_database(path) as db:
         service = make_service(db, FakeClock(datetime(2026, 11, 30, 9, 0, 30, tzinfo=UTC)), {1: 2.0, 2: 1.0})
         (run,) = await service.recovery.runs_to_resume()
         resumed = FakeSender()

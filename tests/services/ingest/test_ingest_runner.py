@@ -29,6 +29,7 @@ from bot.services.ingest.runner import (
 )
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
+from storage.store import open_database
 
 
 def abstract(n: int) -> str:
@@ -295,11 +296,11 @@ CHILD = """
 import asyncio, sys, time
 from pathlib import Path
 from bot.services.ingest.runner import ingest_paths
-from storage.db import Database
+from storage.store import open_database
 
 
 async def main(db_path, small, big):
-    async with await Database.open(db_path) as db:
+    async with await open_database(db_path) as db:
         await ingest_paths(db, [Path(small)])
         print("small done", flush=True)
         def progress(done, total):
@@ -343,7 +344,7 @@ async def test_kill_9_mid_file_leaves_the_store_consistent(tmp_path: Path) -> No
     assert lines[0] == "small done"
     assert returncode == -signal.SIGKILL
 
-    async with await Database.open(db_path) as db:
+    async with await open_database(db_path) as db:
         assert await db.fetchval("PRAGMA integrity_check") == "ok"
         kept = await PaperRepository(db).count() - 3
         assert 0 < kept < 5000, "the batches committed before the kill stay; the rest is not there"
@@ -365,7 +366,7 @@ async def test_an_ingest_in_another_process_lets_other_writers_in_between_batche
     db_path = tmp_path / "shared.db"
     big = tmp_path / "big.jsonl"
     big.write_text(jsonl([{"title": f"B{n}", "abstract": abstract(n)} for n in range(150_000)]), "utf-8")
-    async with await Database.open(db_path) as db:
+    async with await open_database(db_path) as db:
         child = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot", "ingest", str(big),
             env={**os.environ, "PAPERBOT_DB": str(db_path), "PAPERBOT_LOG_LEVEL": "WARNING"},

@@ -1,0 +1,87 @@
+"""Where the store is (`PAPERBOT_DB`): a SQLite file or a PostgreSQL server, and opening it.
+
+`StoreLocation.parse("./paperbot.db")` is a SQLite file; `parse("postgresql://user@host/db")` (or
+`postgres://`) a PostgreSQL database. `open_database(location)` opens either as a `Database`.
+
+A process also keeps a few files of its own (the outbox of writes not stored yet, the search-index
+snapshot): beside a SQLite file, as `paperbot.db.pending`; for a PostgreSQL store in a local
+directory, as `paperbot.pending` (`local_file`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from storage.db import Database
+from storage.postgres import PostgresDatabase
+from storage.sqlite import SQLiteDatabase
+
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreLocation:
+    """A SQLite file (`path`) or a PostgreSQL URL (`url`): exactly one is set."""
+
+    path: Path | None = None
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("a store is a SQLite file or a PostgreSQL URL")
+
+    @classmethod
+    def parse(cls, raw: str | Path) -> StoreLocation:
+        """A path or a postgresql:// URL; ValueError for any other URL."""
+        if isinstance(raw, Path):
+            return cls(path=raw)
+        text = raw.strip()
+        scheme, sep, _ = text.partition("://")
+        if not sep:
+            return cls(path=Path(text))
+        if scheme.lower() not in _POSTGRES_SCHEMES:
+            raise ValueError(f"must be a SQLite file path or a postgresql:// URL, got a {scheme}:// URL")
+        parts = urlsplit(text)
+        if not parts.hostname and "host=" not in parts.query:
+            raise ValueError("must name the PostgreSQL server: postgresql://USER@HOST[:PORT]/DATABASE")
+        return cls(url=text)
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.url is not None
+
+    @property
+    def in_memory(self) -> bool:
+        return self.path is not None and str(self.path) == ":memory:"
+
+    def __str__(self) -> str:
+        """The path, or the URL without its password (safe to log)."""
+        if self.path is not None:
+            return str(self.path)
+        assert self.url is not None
+        parts = urlsplit(self.url)
+        if parts.password is None:
+            return self.url
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        return urlunsplit(parts._replace(netloc=netloc))
+
+    def local_file(self, suffix: str, local_dir: Path) -> Path | None:
+        """Where this process keeps its file `suffix` (".pending", ".search-index") for this store:
+        beside a SQLite file, or in `local_dir` for PostgreSQL; None for an in-memory database."""
+        if self.path is None:
+            return local_dir / f"paperbot{suffix}"
+        if self.in_memory:
+            return None
+        return self.path.with_name(self.path.name + suffix)
+
+
+async def open_database(location: StoreLocation | Path | str, *, migrate: bool = True) -> Database:
+    """Open (and by default migrate) the store at `location`; close it when done."""
+    if not isinstance(location, StoreLocation):
+        location = StoreLocation.parse(location)
+    if location.url is not None:
+        return await PostgresDatabase.open(location.url, name=str(location), migrate=migrate)
+    assert location.path is not None
+    return await SQLiteDatabase.open(location.path, migrate=migrate)
