@@ -73,6 +73,18 @@ def build_parser() -> argparse.ArgumentParser:
     digest.add_argument("--user", type=int, required=True, help="Discord user id")
     digest.add_argument("--dry-run", action="store_true", help="print it; send and record nothing")
 
+    move = commands.add_parser(
+        "migrate-store",
+        help="copy the SQLite store (PAPERBOT_DB) into an empty PostgreSQL database",
+        description="Copy every table of the SQLite store PAPERBOT_DB names into an empty PostgreSQL "
+        "database, check that every count is equal, and commit only then. Safe to run again. Stop the "
+        "bot first.",
+        epilog="exit status: 0 copied (or already there, every count equal), 1 refused (the target holds "
+        "other data, writes still waiting beside the SQLite file, or a row PostgreSQL refused; nothing "
+        "copied), 2 bad usage or settings",
+    )
+    move.add_argument("--to", required=True, metavar="URL", help="postgresql://USER@HOST[:PORT]/DATABASE")
+
     commands.add_parser("stats", help="papers, users, subscriptions")
     backup = commands.add_parser("backup", help="online backup of the database (safe while the bot runs)")
     backup.add_argument("path", type=Path)
@@ -238,6 +250,12 @@ async def _digest(args: argparse.Namespace, settings: Settings) -> int:
     return await send_digest_now(settings, user_id=args.user)
 
 
+async def _migrate_store(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.cli.migrate_store import migrate_store
+
+    return await migrate_store(settings, args.to)
+
+
 async def _stats(args: argparse.Namespace, settings: Settings) -> int:
     from datetime import UTC, datetime
 
@@ -307,6 +325,7 @@ _HANDLERS = {
     "fetch": _fetch,
     "search": _search,
     "digest": _digest,
+    "migrate-store": _migrate_store,
     "stats": _stats,
     "backup": _backup,
 }

@@ -1,0 +1,85 @@
+"""`paperbot migrate-store --to postgresql://…`: move the SQLite store (`PAPERBOT_DB`) into an empty
+PostgreSQL database, every count checked (`storage.transfer`), safe to run again.
+
+Stop the bot first: what it writes to the SQLite file after the copy began is not in the copy.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from bot.settings import Settings
+from storage.outbox import Outbox
+from storage.postgres import PostgresDatabase
+from storage.sqlite import SQLiteDatabase
+from storage.store import StoreLocation
+from storage.transfer import TransferError, copy_store
+
+#: Exit statuses (README.md lists them).
+COPIED = 0
+REFUSED = 1
+USAGE = 2
+
+
+async def migrate_store(
+    settings: Settings, target: str, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        destination = StoreLocation.parse(target)
+    except ValueError as error:
+        print(f"paperbot migrate-store: --to {error}", file=err)
+        return USAGE
+    source = settings.store.path
+    if source is None or settings.store.in_memory:
+        print(
+            f"paperbot migrate-store: PAPERBOT_DB must be the SQLite file to copy, not {settings.store}",
+            file=err,
+        )
+        return USAGE
+    if destination.url is None:
+        print("paperbot migrate-store: --to must be a postgresql:// URL", file=err)
+        return USAGE
+    if not source.is_file():
+        print(f"paperbot migrate-store: no SQLite store at {source} (PAPERBOT_DB)", file=err)
+        return USAGE
+    waiting = await _writes_not_stored(settings)
+    if waiting:
+        print(
+            f"paperbot migrate-store: {waiting} reactions or clicks the bot accepted are not in {source} yet "
+            f"({settings.local_file('.pending')}); start the bot once on it and stop it (it stores them), "
+            "then run this again. Nothing was copied.",
+            file=err,
+        )
+        return REFUSED
+    async with (
+        await SQLiteDatabase.open(source) as sqlite_store,
+        await PostgresDatabase.open(destination.url, name=str(destination)) as postgres,
+    ):
+        print(f"copying {source} into {destination} …", file=out)
+        try:
+            report = await copy_store(
+                sqlite_store, postgres, progress=lambda table, rows: print(f"  {table}: {rows}", file=out)
+            )
+        except TransferError as error:
+            print(f"paperbot migrate-store: {error}", file=err)
+            return REFUSED
+    if report.already_done:
+        print(f"{destination} already holds this store, every count equal: nothing to do", file=out)
+    else:
+        print(f"copied; every count equals the source's ({sum(report.counts.values())} rows)", file=out)
+    print(f"now set PAPERBOT_DB={destination} (and PAPERBOT_STATE_DIR) and start paperbot", file=out)
+    return COPIED
+
+
+async def _writes_not_stored(settings: Settings) -> int:
+    path = settings.local_file(".pending")
+    if path is None or not path.is_file():
+        return 0
+    outbox = await Outbox.open(path)
+    try:
+        return len(await outbox.all())
+    finally:
+        await outbox.close()

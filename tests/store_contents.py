@@ -1,0 +1,66 @@
+"""A store with something in every table, written through the repositories as the bot would, and each
+table's rows for comparing two stores (tests of moving a store between engines)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from storage.db import Database
+from storage.repositories.digests import DigestRepository, Recipient
+from storage.repositories.feedback import FeedbackRepository
+from storage.repositories.messages import PostedMessageRepository
+from storage.repositories.searches import SearchRepository
+from storage.repositories.state import StateRepository
+from storage.repositories.subscriptions import ScheduleFields, SubscriptionRepository
+from storage.repositories.users import UserRepository
+
+#: Columns each store fills itself: not compared between stores.
+OWN_COLUMNS = frozenset({"rowid", "change_seq"})
+GUILD, CHANNEL = 77, 900_000_000_000_000_001
+PEOPLE = (7, 8, 1_191_168_914_227_200_009)  # the last a real-sized snowflake
+
+
+async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
+    """Topics, reactions (some taken back), recommendations shown, a DM digest and a channel feed with
+    runs half and wholly sent, posted messages, searches and operational state."""
+    users, feedback = UserRepository(db), FeedbackRepository(db)
+    subscriptions, digests = SubscriptionRepository(db), DigestRepository(db)
+    fields = ScheduleFields(("graph networks", "rl"), "09:00", "Europe/Berlin", "daily", 0, 3)
+    for n, person in enumerate(PEOPLE):
+        await users.add_topic(person, "graph networks")
+        await users.add_topic(person, f"topic {n}")
+        for k, paper in enumerate(paper_ids[n : n + 6]):
+            signal = ("like", "dislike", "save")[k % 3]
+            await feedback.set_signal(
+                person, paper, signal, guild_id=GUILD if k % 2 else None, at=f"2026-01-0{k + 1}"
+            )
+        await feedback.set_signal(person, paper_ids[n], "dislike", guild_id=GUILD)  # a like turned round
+        await feedback.mark_shown(person, paper_ids[10 + n : 13 + n])
+        sub = await subscriptions.upsert_user(person, fields, guild_id=GUILD)
+        run = await digests.claim_run(sub.id, "2026-11-30")
+        assert run is not None
+        items = await digests.plan_items(run.id, [(p, f"because {p}") for p in paper_ids[20 + n : 23 + n]])
+        for item in items[:2]:
+            assert await digests.reserve_item(run.id, item.paper_id, Recipient(user_id=person))
+            await digests.record_message(
+                run.id, item.paper_id, message_id=10_000 * (n + 1) + item.paper_id, channel_id=5000 + n,
+                guild_id=None, recipient_id=person, kind="digest",
+            )  # fmt: skip
+        await SearchRepository(db).save(kind="search", query=f"query {n}", page_size=5, user_id=person)
+    await users.set_learning_paused(PEOPLE[1], True)
+    feed = await subscriptions.upsert_channel(CHANNEL, GUILD, fields, created_by=PEOPLE[0])
+    run = await digests.claim_run(feed.id, "2026-11-30")
+    assert run is not None
+    await digests.finish_run(run.id, "empty")
+    await PostedMessageRepository(db).record(123_456, CHANNEL, GUILD, paper_ids[0])
+    await StateRepository(db).set("arxiv:last_fetch", "2026-11-30T06:00:00+00:00")
+
+
+async def table_rows(db: Database, table: str) -> list[tuple[Any, ...]]:
+    """Every row of `table` (the columns both stores share), in a stable order."""
+    rows = await db.fetchall(f"SELECT * FROM {table}")
+    if not rows:
+        return []
+    keep = [key for key in rows[0].keys() if key not in OWN_COLUMNS]  # noqa: SIM118 - a Row, not a dict
+    return sorted((tuple(row[key] for key in keep) for row in rows), key=repr)
