@@ -11,7 +11,9 @@ import discord
 import yarl
 from discord.ext import commands
 
-from bot.digest_sender import DiscordDigestSender, RequestPacer
+from bot.digest_sender import DiscordDigestSender, Sending
+from bot.discord_limits import DIGEST_CONCURRENCY, ChannelSpacer, RequestPacer
+from bot.dm_channels import DMChannels
 from bot.exts import discover_extensions
 from bot.exts._groups import make_groups
 from bot.runtime import Services
@@ -22,6 +24,7 @@ from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from bot.tree import PaperTree
 from storage.repositories.state import StateRepository
+from storage.repositories.users import UserRepository
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +68,18 @@ class PaperBot(commands.Bot):
         self.command_groups = make_groups()
         #: every timed job and loop of the process: digests, the arXiv fetch, the prune, the store
         self.scheduler = ProcessScheduler()
-        #: shared by every Discord request a digest makes (scheduled or /paper digest)
-        self.digest_pacer = RequestPacer()
+        self._sending: Sending | None = None
         self._digest_jobs: DigestScheduler | None = None
         self._writes: WriteBehind | None = None  # started in setup_hook
+
+    @property
+    def sending(self) -> Sending:
+        """Shared by every digest, feed post and paper message: the pace under Discord's global limit,
+        the reaction bucket per channel, each person's DM channel (built on first use)."""
+        if self._sending is None:
+            dm_channels = DMChannels(self, UserRepository(self.services.db))
+            self._sending = Sending(dm_channels, RequestPacer(), ChannelSpacer())
+        return self._sending
 
     @property
     def digest_jobs(self) -> DigestScheduler:
@@ -77,9 +88,11 @@ class PaperBot(commands.Bot):
         if self._digest_jobs is None:
             self._digest_jobs = DigestScheduler(
                 self.services.digests,
-                lambda sub: DiscordDigestSender.for_subscription(self, sub, self.digest_pacer),
+                lambda sub: DiscordDigestSender.for_subscription(self, self.sending, sub),
                 wait_until_ready=self.wait_until_ready,
                 scheduler=self.scheduler.jobs,
+                concurrency=DIGEST_CONCURRENCY,
+                spacing=0.0,
             )
         return self._digest_jobs
 

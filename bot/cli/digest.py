@@ -23,7 +23,9 @@ from typing import TextIO
 import discord
 
 from bot.app import point_discord_at
-from bot.digest_sender import DiscordDigestSender, RequestPacer
+from bot.digest_sender import DiscordDigestSender, Sending
+from bot.discord_limits import ChannelSpacer, RequestPacer
+from bot.dm_channels import DMChannels
 from bot.runtime import open_services
 from bot.services.digests import Digests
 from bot.services.digests.delivery import DeliveryOutcome, RecipientUnreachableError
@@ -33,6 +35,7 @@ from bot.services.digests.subscriptions import subscription_schedule
 from bot.services.gist import gist
 from bot.settings import Settings
 from bot.ui.format import byline, display_title, paper_link
+from storage.repositories.users import UserRepository
 
 #: Exit statuses of `paperbot digest --user ID` (README.md lists them).
 SENT = 0
@@ -69,7 +72,8 @@ async def send_digest_now(
         return USAGE
     settings.require_token()  # before touching the database: a missing token changes nothing
     async with open_services(settings) as services, discord_rest_client(settings) as client:
-        sender = DiscordDigestSender(client, user_id=user_id, pacer=RequestPacer())
+        sending = Sending(DMChannels(client, UserRepository(services.db)), RequestPacer(), ChannelSpacer())
+        sender = DiscordDigestSender(client, sending, user_id=user_id)
         try:
             outcome = await services.digests.delivery.deliver_now(user_id, sender)
         except RecipientUnreachableError as error:

@@ -13,7 +13,7 @@ from bot.exts._groups import Subcommands
 from bot.ui.embeds import REACTIONS, paper_embed
 from bot.ui.listing import PageButton, render_listing
 from bot.ui.paper_views import FullAbstractButton, MoreLikeThisButton, paper_autocomplete, paper_view
-from bot.ui.views import RateButton
+from bot.ui.views import RateButton, paper_buttons
 from storage.models import Paper
 
 if TYPE_CHECKING:
@@ -28,9 +28,18 @@ Year = app_commands.Range[int, 1900, 2100]
 
 
 async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -> None:
-    """Answer with one paper and add 👍 👎 🔖, recording the message so reactions map to the paper."""
-    await interaction.response.send_message(embed=paper_embed(paper), view=paper_view(paper))
-    message = await interaction.original_response()
+    """Answer with one paper and its own 👍 👎 🔖, recording the message so a rating maps to the paper.
+
+    In a DM they are buttons on the answer itself; in a server channel, reactions everyone there sees,
+    added one per reaction bucket of the channel (buttons again where the bot may not add reactions).
+    """
+    reactions = interaction.guild_id is not None and interaction.app_permissions.add_reactions
+    view = paper_view(paper) if reactions else paper_buttons(paper.id, paper_view(paper))
+    answer = await interaction.response.send_message(embed=paper_embed(paper), view=view)
+    view.stop()  # dynamic items: answered without keeping the view in memory
+    message = answer.resource if isinstance(answer.resource, discord.InteractionMessage) else None
+    if message is None:
+        message = await interaction.original_response()
     await interaction.client.services.writes.posted_message(
         message_id=message.id,
         channel_id=message.channel.id,
@@ -39,8 +48,11 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
         recipient_id=None if interaction.guild_id else interaction.user.id,
         kind="paper",
     )
-    for emoji in REACTIONS:
-        await message.add_reaction(emoji)
+    if reactions:
+        spacer = interaction.client.sending.reactions
+        for emoji in REACTIONS:
+            await spacer.wait(message.channel.id)
+            await message.add_reaction(emoji)
 
 
 @paper.command(name="search", description="Search papers by topic, method or title words")

@@ -64,6 +64,10 @@ async def subscribe_command(
         guild_id=interaction.guild_id,
     )
     bot.digest_jobs.schedule(sub)
+    seen_in = interaction.channel_id if interaction.guild_id is None else None
+    bot.digest_jobs.spawn(
+        bot.sending.dm_channels.learn(interaction.user.id, seen_in=seen_in), name="dm-channel"
+    )
     await service.take_notice(interaction.user.id)  # a "paused" notice is answered by resubscribing
     verb = "Resumed" if had is not None and not had.active else ("Updated" if had else "Subscribed")
     text = f"✅ {verb}: " + describe_subscription(sub, service.next_delivery(sub))
@@ -95,7 +99,7 @@ async def unsubscribe_command(interaction: discord.Interaction[PaperBot]) -> Non
 async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
     bot = interaction.client
     await interaction.response.defer(ephemeral=True, thinking=True)
-    sender = DiscordDigestSender(bot, user_id=interaction.user.id, pacer=bot.digest_pacer)
+    sender = DiscordDigestSender(bot, bot.sending, user_id=interaction.user.id)
     try:
         outcome = await bot.services.digests.delivery.deliver_now(interaction.user.id, sender)
     except RecipientUnreachableError:
@@ -117,7 +121,7 @@ async def _digest_note(interaction: discord.Interaction[PaperBot], outcome: Deli
         return "📭 Sent to your DMs: nothing new above the bar right now (I said so there too)."
     if outcome.status == "sent":
         papers = f"{outcome.sent} paper{'s' if outcome.sent != 1 else ''}"
-        return f"📬 Sent {papers} to your DMs. React 👍 👎 🔖 there to tune the next digest."
+        return f"📬 Sent {papers} to your DMs. Rate them there with 👍 👎 🔖 to tune the next digest."
     return "Another digest of yours is going out right now; check your DMs in a moment."
 
 

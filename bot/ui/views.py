@@ -38,7 +38,8 @@ class RateButton(
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"pb:(?P<signal>like|dislike|save):(?P<paper>\d+)",
 ):
-    """👍 / 👎 / 🔖 for one paper of a multi-paper message; pressing again takes it back."""
+    """👍 / 👎 / 🔖 for one paper (of a result list, or of a message showing one paper); pressing again
+    takes it back."""
 
     def __init__(
         self, signal: Signal, paper_id: int, *, label: str | None = None, row: int | None = None
@@ -97,3 +98,14 @@ def add_rating_buttons(view: discord.ui.View, paper_ids: Sequence[int], *, first
     for row, (signal, chunk) in enumerate(layout):
         for number, paper_id in chunk:
             view.add_item(RateButton(signal, paper_id, label=str(number), row=row))
+
+
+def paper_buttons(paper_id: int, others: discord.ui.View | None = None) -> discord.ui.View:
+    """The buttons of a message that shows one paper: its own 👍 👎 🔖 (sent with the message, no
+    reaction to add afterwards, answered privately), then ``others`` it already has."""
+    view = discord.ui.View(timeout=None)
+    for signal in SIGNAL_EMOJI:
+        view.add_item(RateButton(signal, paper_id))
+    for item in others.children if others is not None else ():
+        view.add_item(item)
+    return view

@@ -34,6 +34,18 @@ class UserRepository:
             return None
         return UserRow(int(row[0]), str(row[1]), bool(row[2]), row[3])
 
+    async def dm_channel(self, user_id: int) -> int | None:
+        """The id of the user's DM channel with the bot, once known."""
+        value = await self._db.fetchval("SELECT dm_channel_id FROM users WHERE id = ?", (user_id,))
+        return None if value is None else int(value)
+
+    async def set_dm_channel(self, user_id: int, channel_id: int | None) -> None:
+        """Keep (or, with None, forget) the user's DM channel id."""
+        async with self._db.transaction() as conn:
+            if channel_id is not None:
+                await ensure_user(conn, user_id)
+            await conn.execute("UPDATE users SET dm_channel_id = ? WHERE id = ?", (channel_id, user_id))
+
     async def learning_paused(self, user_id: int) -> bool:
         value = await self._db.fetchval("SELECT learning_paused FROM users WHERE id = ?", (user_id,))
         return bool(value)

@@ -42,11 +42,16 @@ async def run_cli(e2e: E2E, cwd: Path, *argv: str) -> tuple[int, str, str]:
 
 
 async def test_operator_sends_a_users_digest_from_the_command_line(e2e: E2E, tmp_path: Path) -> None:
-    """Bob subscribed; `paperbot digest --user BOB` DMs him a header and 2 papers with 👍 👎 🔖; his 👍 on
-    one is learned by the running bot; a second run sends 2 other papers."""
+    """Bob subscribed (the bot opened his DM then); `paperbot digest --user BOB` DMs him a header and 2
+    papers, each with its 👍 👎 🔖 buttons, straight to the stored DM; his 👍 press on one is learned by the
+    running bot; a second run sends 2 other papers."""
     server = e2e.server
     bob = server.bob
     await server.run_command("bob", "paper subscribe", topics="reinforcement learning", count=2)
+    await server.eventually(
+        lambda: e2e.db.fetchval("SELECT dm_channel_id FROM users WHERE id = ?", (bob.id,)),
+        what="bob's DM channel kept at subscribe time",
+    )
 
     code, out, err = await run_cli(e2e, tmp_path, "digest", "--user", str(bob.id))
     assert code == 0, err
@@ -56,18 +61,20 @@ async def test_operator_sends_a_users_digest_from_the_command_line(e2e: E2E, tmp
     assert len(papers) == 2
     assert "(on demand)" in next(m for m in dms if not m.embeds).content
     for message in papers:
-        assert set(message.reactions) == {"👍", "👎", "🔖"}
+        assert [b["emoji"]["name"] for b in message.buttons] == ["👍", "👎", "🔖"]
         assert message.author is server.bot_user
+    assert len(server.requests_matching("POST /users/@me/channels")) == 1, "the CLI used the stored DM"
 
     first = await e2e.services.messages.paper_for(papers[0].id)
     assert first is not None, "the DM was not recorded, so a reaction on it would teach nothing"
-    await server.react("bob", papers[0], "👍")
+    pressed = await server.click("bob", papers[0], "👍")
+    assert pressed.ephemeral
     await server.eventually(
         lambda: e2e.db.fetchval(
             "SELECT COUNT(*) FROM feedback WHERE user_id = ? AND paper_id = ? AND signal = 'like'",
             (bob.id, first),
         ),
-        what="bob's 👍 on the CLI-sent paper, stored by the running bot",
+        what="bob's 👍 press on the CLI-sent paper, stored by the running bot",
     )
 
     code, out, err = await run_cli(e2e, tmp_path, "digest", "--user", str(bob.id))

@@ -4,7 +4,8 @@ local Discord server.
 Time is controlled: the digest service's clock is a settable fake (patched in before the bot builds
 its services), and a due job is fired through APScheduler itself (`job.modify(next_run_time=now)`),
 after checking that APScheduler has it at the subscriber's local time. The digest then runs exactly
-as at 09:00: claim → plan → DM header + one message per paper with 👍 👎 🔖.
+as at 09:00: claim → plan → DM header + one message per paper with its own 👍 👎 🔖 (buttons in a
+DM, the bot's reactions in a channel).
 """
 
 from __future__ import annotations
@@ -87,6 +88,21 @@ def paper_messages(messages: list[SandboxMessage]) -> list[SandboxMessage]:
     return [m for m in messages if m.embeds]
 
 
+RATINGS = ["👍", "👎", "🔖"]
+
+
+def rating_buttons(message: SandboxMessage) -> list[str]:
+    """The 👍 👎 🔖 buttons of a paper message, by emoji."""
+    return [(b.get("emoji") or {}).get("name", "") for b in message.buttons]
+
+
+def rated(message: SandboxMessage, bot_id: int) -> bool:
+    """The paper's own 👍 👎 🔖: buttons in a DM, the bot's reactions in a channel."""
+    if message.channel.is_dm:
+        return rating_buttons(message)[:3] == RATINGS and not any(bot_id in u for u in message.reactions.values())
+    return all(bot_id in message.reactions.get(emoji, []) for emoji in RATINGS)
+
+
 def text_messages(messages: list[SandboxMessage]) -> list[SandboxMessage]:
     return [m for m in messages if not m.embeds]
 
@@ -94,11 +110,11 @@ def text_messages(messages: list[SandboxMessage]) -> list[SandboxMessage]:
 async def wait_for_papers(
     e2e: E2E, where: Callable[[], list[SandboxMessage]], total: int
 ) -> list[SandboxMessage]:
-    """Wait until `total` paper messages are there, each with the bot's 👍 👎 🔖."""
+    """Wait until `total` paper messages are there, each with its own 👍 👎 🔖."""
 
     def done() -> bool:
         papers = paper_messages(where())
-        return len(papers) >= total and all(len(m.reactions) == 3 for m in papers)
+        return len(papers) >= total and all(rated(m, e2e.server.bot_user.id) for m in papers)
 
     await e2e.server.eventually(done, what=f"{total} paper messages with 👍 👎 🔖", timeout=10)
     await e2e.bot.digest_jobs.wait_idle()  # the run is recorded as finished after its last message
@@ -160,23 +176,32 @@ async def test_subscribe_then_the_digest_arrives_at_local_time_and_learns_from_r
     (header,) = text_messages(server.dm_messages("alice"))
     assert "Monday 30 November (Europe/Berlin)" in header.content
     assert header.id < first[0].id
-    for message in first:
-        assert set(message.reactions) == {"👍", "👎", "🔖"}
-        assert message.reactions["👍"] == [server.bot_user.id]
+    first_ids = await posted_paper_ids(e2e, first)
+    for message, paper_id in zip(first, first_ids, strict=True):
+        # one call per paper: its own 👍 👎 🔖 come with it, no reaction to add after it
+        assert rating_buttons(message)[:3] == RATINGS
+        assert [b["custom_id"] for b in message.buttons[:3]] == [
+            f"pb:{s}:{paper_id}" for s in ("like", "dislike", "save")
+        ]
+        assert not message.reactions
         lines = message.embeds[0]["description"].split("\n")
         assert lines[0] == "ICML 2024", "authors · venue year first (the seed lists name no authors)"
         assert lines[1].startswith("*matched: "), "then why it was picked"
-    first_ids = await posted_paper_ids(e2e, first)
+    assert not server.requests_matching("PUT /channels/*/messages/*/reactions/**")
+    fetches = [r for r in server.requests_matching("GET /users/*") if r.route == "/users/{user_id}"]
+    assert not fetches, "the DM needs no user fetch"
     rows = await e2e.db.fetchall(
         "SELECT recipient_id, kind FROM posted_messages WHERE paper_id IN (?, ?, ?)", first_ids
     )
     assert {tuple(r) for r in rows} == {(alice.id, "digest")}
 
-    await server.react("alice", first[0], "👍")
+    saved = await server.click("alice", first[2], "🔖")  # the paper's own button, answered privately
+    assert saved.ephemeral
+    await server.react("alice", first[0], "👍")  # a reaction of her own counts too
     await server.react("alice", first[1], "👎")
     await server.eventually(
-        lambda: e2e.db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (alice.id,)),
-        what="alice's reactions stored",
+        lambda: _count(e2e, "SELECT COUNT(*) FROM feedback WHERE user_id = ?", (alice.id,), 3),
+        what="alice's button press and reactions stored",
     )
     await server.wait_quiet()
 
@@ -194,6 +219,10 @@ async def test_subscribe_then_the_digest_arrives_at_local_time_and_learns_from_r
     headers = text_messages(server.dm_messages("alice"))
     assert "Tuesday 1 December (Europe/Berlin)" in headers[-1].content
     e2e.check()
+
+
+async def _count(e2e: E2E, sql: str, params: tuple[Any, ...], expected: int) -> bool:
+    return bool(await e2e.db.fetchval(sql, params) == expected)
 
 
 async def test_digest_now_goes_to_dms_and_never_repeats(e2e: E2E) -> None:

@@ -1,0 +1,315 @@
+"""Digest send bench: every digest of N subscribers due in the same minute, sent against Discord's limits.
+
+The real bot (``python -m bot run``, in a process of its own) sends to the sandbox Discord, run here
+with Discord's rate limits (``DISCORD_RATES``: 50 requests/s globally, 5 messages per 5 s and one
+reaction per 0.25 s per channel behind headers that promise more, 40003 past a burst of DM opens,
+the invalid-request ban). Every subscriber is due at the same minute; the bot's own scheduler fires
+them. Measured from the sandbox's request log:
+
+* calls per digest — every REST request the bot made in the rush, divided by the subscribers;
+* the rush — from its first request to its last; the global limit's bound is calls / 50 s, and the
+  ratio rush / bound says how close the bot came to the fastest Discord allows for what it sent;
+* 429s (by scope), 40003s, invalid requests (401/403/429), and how many digests arrived whole.
+
+``--compare REV`` first runs the bot of another commit (a temporary ``git worktree``) against the same
+sandbox set-up, then this checkout, and prints both rows and their ratios. Subscribers' DM channels
+exist (everyone had a digest before); whether the bot knows them is the bot's business: ``--cold``
+starts the bot with none stored.
+
+Run: ``nice .venv/bin/python bench/digest_send_bench.py [--subscribers 10000] [--compare REV] [--cold]``
+(needs nothing from ../shared; 10,000 subscribers take about 20 minutes a run at Discord's limits, far
+longer for a bot that spends more calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Topics the shipped corpus answers well, so every digest has its papers.
+TOPICS = (
+    "quantization",
+    "kv cache",
+    "speculative decoding",
+    "large language models",
+    "attention",
+    "reinforcement learning",
+    "diffusion models",
+    "in-context learning",
+)
+PAPERS_PER_DIGEST = 5
+GLOBAL_RATE = 50.0
+
+
+# ---- in the tree under test: the database the bot starts from ------------------------------------
+
+
+async def prepare(db_path: Path, people: list[dict[str, int]], due: str, cold: bool) -> None:
+    """Store the shipped corpus and one subscription per person (due at ``due`` UTC), with each person's
+    DM channel stored when this tree stores them and ``cold`` is off."""
+    from bot.runtime import open_services
+    from bot.settings import Settings
+    from storage.repositories.users import UserRepository
+
+    rng = random.Random(7)
+    settings = Settings(discord_token="x" * 30, db_path=db_path)
+    async with open_services(settings, load_shipped_corpus=True) as services:
+        subscriptions = services.digests.subscriptions
+        remember = None if cold else getattr(UserRepository(services.db), "set_dm_channel", None)
+        for person in people:
+            await subscriptions.subscribe(
+                person["user"],
+                topics=", ".join(rng.sample(TOPICS, 2)),
+                time=due,
+                timezone="UTC",
+                count=PAPERS_PER_DIGEST,
+            )
+            if remember is not None:
+                await remember(person["user"], person["dm"])
+
+
+# ---- here: the sandbox, the bot process, the measurement -----------------------------------------
+
+
+@dataclass
+class Rush:
+    label: str
+    subscribers: int
+    calls: int = 0
+    first: float | None = None
+    last: float | None = None
+    statuses: Counter[str] = field(default_factory=Counter)
+    routes: Counter[str] = field(default_factory=Counter)
+    invalid: int = 0
+    whole: int = 0
+    started_late: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return (self.last - self.first) if self.first is not None and self.last is not None else math.nan
+
+    @property
+    def bound(self) -> float:
+        return self.calls / GLOBAL_RATE
+
+    def row(self) -> str:
+        ratio = self.seconds / self.bound if self.bound else math.nan
+        refused = ", ".join(f"{k}: {v}" for k, v in sorted(self.statuses.items())) or "none"
+        return (
+            f"| {self.label} | {self.subscribers:,} | {self.calls:,} | {self.calls / self.subscribers:.1f} | "
+            f"{self.seconds:,.0f} s | {self.bound:,.0f} s | {ratio:.2f}× | {refused} | {self.invalid:,} | "
+            f"{self.whole:,} / {self.subscribers:,} |"
+        )
+
+
+HEADER = (
+    "| bot | subscribers | calls | calls/digest | rush | global bound (calls/50 s) | rush/bound | "
+    "refused (status/scope: n) | invalid requests | digests whole |\n|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+async def measure(
+    tree: Path, label: str, subscribers: int, *, cold: bool, lead: float, give_up_after: float
+) -> Rush:
+    sys.path.insert(0, str(REPO))
+    from bot.sandbox import DISCORD_RATES, SandboxServer
+    from bot.sandbox.emulator.state import SandboxUser
+
+    async with SandboxServer(rates=DISCORD_RATES) as server:
+        world = server.world
+        people = []
+        for n in range(subscribers):
+            user = SandboxUser(world.snowflakes.next(), f"reader{n}", f"Reader {n}")
+            world.users[user.id] = user
+            people.append({"user": user.id, "dm": world.dm_channel(user).id})
+        with tempfile.TemporaryDirectory(prefix="sendbench-") as tmp:
+            work = Path(tmp)
+            (work / "people.json").write_text(json.dumps(people))
+            due_at = (datetime.now(UTC) + timedelta(seconds=lead)).replace(second=0, microsecond=0)
+            due_at += timedelta(minutes=1)
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            started = time.monotonic()
+            await asyncio.to_thread(
+                subprocess.run,
+                [
+                    sys.executable,
+                    __file__,
+                    "--prepare",
+                    str(work / "paperbot.db"),
+                    "--people",
+                    str(work / "people.json"),
+                    "--due",
+                    due_at.strftime("%H:%M"),
+                    *(["--cold"] if cold else []),
+                ],
+                cwd=tree,
+                env=env,
+                check=True,
+            )
+            print(
+                f"  {label}: prepared {subscribers:,} subscribers in {time.monotonic() - started:.0f} s; "
+                f"due {due_at:%H:%M} UTC",
+                flush=True,
+            )
+            bot_env = {
+                **env,
+                "DISCORD_TOKEN": server.token,
+                "PAPERBOT_DB": str(work / "paperbot.db"),
+                "DISCORD_API_BASE": server.api_base,
+                "DISCORD_GATEWAY_URL": server.gateway_url,
+                "PAPERBOT_DEV_GUILD": str(server.guild.id),
+                "PAPERBOT_LOG_LEVEL": "WARNING",
+                "PAPERBOT_DIGEST_SPREAD_MINUTES": "0",  # all at once: the rush itself
+            }
+            log = (work / "bot.log").open("w")
+            bot = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bot",
+                "run",
+                cwd=tree,
+                env=bot_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            try:
+                rush = await _watch(server, people, due_at, label, give_up_after)
+            finally:
+                bot.terminate()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(bot.wait(), 30)
+                log.close()
+                tail = (work / "bot.log").read_text().splitlines()[-5:]
+                if tail:
+                    print("  bot log (last lines):\n    " + "\n    ".join(tail), flush=True)
+    return rush
+
+
+async def _watch(
+    server: Any, people: list[dict[str, int]], due_at: datetime, label: str, give_up_after: float
+) -> Rush:
+    """Fold the request log into the rush's figures as it grows (so 200,000 requests stay small)."""
+    loop = asyncio.get_running_loop()
+    due_loop = loop.time() + (due_at - datetime.now(UTC)).total_seconds()
+    rush = Rush(label, len(people))
+    quiet_since = None
+    report = loop.time()
+    while True:
+        await asyncio.sleep(1.0)
+        batch, server.recorder.requests = server.recorder.requests, []
+        for request in batch:
+            if request.at < due_loop - 1:
+                continue  # start-up: the handshake and the command sync
+            rush.calls += 1
+            rush.first = request.at if rush.first is None else rush.first
+            rush.last = request.at
+            rush.routes[f"{request.method} {request.route}"] += 1
+            if request.status >= 400:
+                key = str(request.status) + (f"/{request.scope}" if request.scope else "")
+                key += f"/{request.error_code}" if request.error_code else ""
+                rush.statuses[key] += 1
+        now = loop.time()
+        if batch:
+            quiet_since = now
+        if now - report > 30 and rush.first is not None:
+            report = now
+            print(f"  {label}: {rush.calls:,} calls in {now - rush.first:,.0f} s", flush=True)
+        if rush.first is not None and quiet_since is not None and now - quiet_since > 20:
+            break
+        if now - due_loop > give_up_after:
+            print(f"  {label}: stopped after {give_up_after:,.0f} s", flush=True)
+            break
+    rush.started_late = (rush.first - due_loop) if rush.first is not None else math.nan
+    rush.invalid = server.rates.invalid_total
+    for person in people:
+        channel = server.world.channels[person["dm"]]
+        sent = [m for m in server.world.messages_in(channel) if m.author is server.bot_user]
+        if len([m for m in sent if m.embeds]) >= PAPERS_PER_DIGEST:
+            rush.whole += 1
+    return rush
+
+
+def _worktree(rev: str, where: Path) -> Path:
+    path = where / f"tree-{rev[:12]}"
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev],
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
+def report(rows: list[Rush], args: argparse.Namespace) -> None:
+    print(
+        f"\n{args.subscribers:,} subscribers due the same minute, {PAPERS_PER_DIGEST} papers each, "
+        f"sandbox with DISCORD_RATES{' (no DM channel stored)' if args.cold else ''}:\n"
+    )
+    print(HEADER)
+    for rush in rows:
+        print(rush.row())
+    for rush in rows:
+        top = ", ".join(f"{route} {count:,}" for route, count in rush.routes.most_common(6))
+        print(f"\n{rush.label}: first request {rush.started_late:.1f} s after the due minute; calls: {top}")
+    if len(rows) == 2 and rows[1].calls:
+        before, after = rows
+        print(
+            f"\ncalls per digest {before.calls / before.subscribers:.1f} → "
+            f"{after.calls / after.subscribers:.1f}; rush {before.seconds:,.0f} s → {after.seconds:,.0f} s "
+            f"({before.seconds / after.seconds:.1f}× faster)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--subscribers", type=int, default=10_000)
+    parser.add_argument("--compare", metavar="REV", help="also run the bot of this commit, first")
+    parser.add_argument("--cold", action="store_true", help="no DM channel stored: every digest opens one")
+    parser.add_argument(
+        "--lead", type=float, default=120.0, help="seconds from start to the due minute (min)"
+    )
+    parser.add_argument("--timeout", type=float, default=6 * 3600.0, help="give up a rush after this long")
+    parser.add_argument("--prepare", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--people", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--due", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.prepare is not None:
+        asyncio.run(prepare(args.prepare, json.loads(args.people.read_text()), args.due, args.cold))
+        return
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    runs = {"lead": args.lead, "cold": args.cold, "give_up_after": args.timeout}
+    rows: list[Rush] = []
+    with tempfile.TemporaryDirectory(prefix="sendbench-trees-") as trees:
+        if args.compare:
+            before = _worktree(args.compare, Path(trees))
+            try:
+                rows.append(
+                    asyncio.run(measure(before, f"before ({args.compare})", args.subscribers, **runs))
+                )
+            finally:
+                subprocess.run(
+                    ["git", "-C", str(REPO), "worktree", "remove", "--force", str(before)], check=False
+                )
+        rows.append(asyncio.run(measure(REPO, f"this checkout ({commit})", args.subscribers, **runs)))
+    report(rows, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Discord's rate limits, kept by the bot itself rather than learnt from 429s.
+
+discord.py follows the ``X-RateLimit-*`` headers and retries a 429, which is enough for one
+message at a time. It is not enough for a 09:00 rush: the global limit (50 requests a second)
+has no headers until it is exceeded, and the reaction route's headers promise more than its bucket
+allows (one reaction per 0.25 s per channel), so a client trusting them collects a 429 for nearly
+every second reaction — and 10,000 invalid requests in 10 minutes get the bot banned. So:
+
+* :class:`RequestPacer` — a token bucket shared by everything that sends in bulk (digests, feeds),
+  at :data:`BULK_RATE`, a little under the global limit, so interactive answers keep headroom;
+* :class:`ChannelSpacer` — at most one reaction per :data:`REACTION_INTERVAL` in each channel;
+* :data:`DIGEST_CONCURRENCY` — how many digests may be in flight for the pacer to be the limit:
+  each one waits on its DM channel's message bucket (5 per 5 s) between its messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable
+
+#: Discord's global limit: requests per second per bot (interaction answers not counted).
+GLOBAL_RATE = 50.0
+#: What bulk sending may use of it.
+BULK_RATE = 45.0
+#: Create Message per channel: this many per MESSAGE_WINDOW seconds.
+MESSAGES_PER_WINDOW = 5
+MESSAGE_WINDOW = 5.0
+#: Create Reaction per channel: one per 0.25 s, plus a margin for the time a request is on its way.
+REACTION_INTERVAL = 0.3
+
+
+class RequestPacer:
+    """A token bucket: at most ``rate`` requests a second on average, ``burst`` at once.
+
+    In any one second it lets through at most ``rate + burst`` requests, so with the defaults a rush
+    stays under the global limit however the second is counted.
+    """
+
+    def __init__(
+        self, rate: float = BULK_RATE, burst: int = 5, *, monotonic: Callable[[], float] = time.monotonic
+    ):
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be positive and burst at least 1")
+        self.rate = rate
+        self.burst = burst
+        self._monotonic = monotonic
+        self._tokens = float(burst)
+        self._updated = monotonic()
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self._lock:
+            while True:
+                now = self._monotonic()
+                self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)
+                self._updated = now
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return
+                await asyncio.sleep((1 - self._tokens) / self.rate)
+
+
+class ChannelSpacer:
+    """At most one call per ``interval`` in each channel (the reaction bucket), in call order."""
+
+    def __init__(
+        self, interval: float = REACTION_INTERVAL, *, monotonic: Callable[[], float] = time.monotonic
+    ):
+        self.interval = interval
+        self._monotonic = monotonic
+        self._next: dict[int, float] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    async def wait(self, channel_id: int) -> None:
+        async with self._locks.setdefault(channel_id, asyncio.Lock()):
+            delay = self._next.get(channel_id, 0.0) - self._monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self._next[channel_id] = self._monotonic() + self.interval
+
+
+#: Digests in flight at once: a digest posts at most MESSAGES_PER_WINDOW messages per MESSAGE_WINDOW in
+#: its DM (Discord's bucket per channel), so this many sending together let the pacer, not the
+#: channels, set the pace.
+DIGEST_CONCURRENCY = math.ceil(BULK_RATE * MESSAGE_WINDOW / MESSAGES_PER_WINDOW)

@@ -1,0 +1,131 @@
+"""Each person's DM channel with the bot: kept once known, reused for every digest, opened only when unknown.
+
+A DM's channel id never changes, but discord.py keeps only 128 DM channels in memory and knows a
+person's only after fetching them (a call) and opening the DM (another), and Discord answers a burst
+of opens with 403 40003 "You are opening direct messages too fast". So the id is stored
+(``users.dm_channel_id``) the first time it is known — opened here, or seen on a command someone used
+in their DM — and a digest posts straight to it: no user fetch, no open.
+
+Opens go one at a time, at most one per ``open_interval``. A 40003 pauses every open for a cooldown
+that doubles while Discord keeps refusing (up to ``max_cooldown``) and resets after an open succeeds,
+so a rush of people whose DM is not known yet becomes a queue, never a storm of refused opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import discord
+
+from storage.repositories.users import UserRepository
+
+log = logging.getLogger(__name__)
+
+#: Discord's code for "You are opening direct messages too fast".
+DM_OPENS_TOO_FAST = 40003
+
+
+class DMOpensRefusedError(Exception):
+    """Discord kept refusing to open this DM (40003) through every attempt; try the digest later."""
+
+
+class DMChannels:
+    def __init__(
+        self,
+        client: discord.Client,
+        users: UserRepository,
+        *,
+        open_interval: float = 1.0,
+        cooldown: float = 10.0,
+        max_cooldown: float = 300.0,
+        attempts: int = 6,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.users = users
+        self.open_interval = open_interval
+        self.base_cooldown = cooldown
+        self.max_cooldown = max_cooldown
+        self.attempts = attempts
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self._known: dict[int, int] = {}
+        self._open_lock = asyncio.Lock()
+        self._next_open = 0.0
+        #: how long every open pauses after the next 40003
+        self.cooldown = cooldown
+
+    async def channel_id(self, user_id: int) -> int:
+        """The user's DM channel id: remembered, stored, or (once) opened. Discord's refusals other than
+        40003 (e.g. 50007, an unknown user) are raised as discord.py raises them."""
+        if (known := self._known.get(user_id)) is not None:
+            return known
+        stored = await self.users.dm_channel(user_id)
+        if stored is not None:
+            self._known[user_id] = stored
+            return stored
+        return await self._open(user_id)
+
+    def messageable(self, channel_id: int) -> discord.PartialMessageable:
+        """Something to send to, without a call: the DM by its id."""
+        return self.client.get_partial_messageable(channel_id, type=discord.ChannelType.private)
+
+    async def remember(self, user_id: int, channel_id: int) -> None:
+        """Keep a DM channel id seen elsewhere (a command used in the DM); a write only when it is new."""
+        if self._known.get(user_id) == channel_id:
+            return
+        if await self.users.dm_channel(user_id) != channel_id:
+            await self.users.set_dm_channel(user_id, channel_id)
+        self._known[user_id] = channel_id
+
+    async def learn(self, user_id: int, *, seen_in: int | None = None) -> None:
+        """Know a subscriber's DM before their first digest: ``seen_in`` is the DM a command came from;
+        otherwise open it now (paced like every open), so a rush finds it stored. Never raises: the
+        first digest tries again."""
+        try:
+            if seen_in is not None:
+                await self.remember(user_id, seen_in)
+            else:
+                await self.channel_id(user_id)
+        except (discord.HTTPException, DMOpensRefusedError) as error:
+            log.info("could not open the DM of user %s ahead of their digest: %s", user_id, error)
+
+    async def forget(self, user_id: int) -> None:
+        """Discord no longer knows the stored channel: the next digest opens the DM again."""
+        self._known.pop(user_id, None)
+        await self.users.set_dm_channel(user_id, None)
+
+    async def _open(self, user_id: int) -> int:
+        for attempt in range(1, self.attempts + 1):
+            async with self._open_lock:
+                delay = self._next_open - self._monotonic()
+                if delay > 0:
+                    await self._sleep(delay)
+                try:
+                    channel = await self.client.create_dm(discord.Object(user_id))
+                except discord.HTTPException as error:
+                    if error.code != DM_OPENS_TOO_FAST:
+                        self._next_open = self._monotonic() + self.open_interval
+                        raise
+                    self._next_open = self._monotonic() + self.cooldown
+                    log.warning(
+                        "Discord refused to open a DM (40003, opening DMs too fast): every open pauses %g s "
+                        "(attempt %d of %d for user %s)",
+                        self.cooldown,
+                        attempt,
+                        self.attempts,
+                        user_id,
+                    )
+                    self.cooldown = min(self.max_cooldown, self.cooldown * 2)
+                    continue
+                self._next_open = self._monotonic() + self.open_interval
+                self.cooldown = self.base_cooldown
+            await self.remember(user_id, channel.id)
+            return channel.id
+        raise DMOpensRefusedError(
+            f"Discord refused to open the DM with user {user_id} {self.attempts} times (40003)"
+        )
