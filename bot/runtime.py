@@ -72,6 +72,7 @@ class Services:
             papers=self.papers,
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
+            spread=timedelta(minutes=self.settings.digest_spread_minutes),
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(

@@ -87,6 +87,12 @@ def _utc_time(raw: str) -> str:
     return raw
 
 
+def _spread_minutes(raw: str) -> int:
+    if not raw.isdigit() or not 0 <= int(raw) <= 120:
+        raise ValueError(f"must be a whole number of minutes 0-120, got {raw!r}")
+    return int(raw)
+
+
 def _megabytes(raw: str) -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise ValueError(f"must be a whole number of megabytes, got {raw!r}")
@@ -188,6 +194,13 @@ class Settings:
         "6",
         _grace_hours,
         "a digest missed while the bot was down is sent on start-up if this recent",
+    )
+    digest_spread_minutes: int = setting(
+        "PAPERBOT_DIGEST_SPREAD_MINUTES",
+        "10",
+        _spread_minutes,
+        "digests due at the same time go out over this many minutes after it (0-120), each subscription "
+        "at its own fixed minute, which its confirmation names; 0 sends each at the time chosen",
     )
     arxiv_categories: tuple[str, ...] = setting(
         "PAPERBOT_ARXIV_CATEGORIES", "", _words, "e.g. `cs.LG cs.CL`: fetch these from arXiv daily", empty=()

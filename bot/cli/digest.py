@@ -131,9 +131,8 @@ async def render_dry_run(digests: Digests, user_id: int) -> str:
         lines.append(f"Subscription: {schedule.describe()}, {sub.count} papers on {topics}{state}")
         if sub.active:
             upcoming = digests.subscriptions.next_delivery(sub)
-            lines.append(
-                f"Next delivery: {format_local(upcoming.due_at, sub.timezone)} (period {upcoming.key})"
-            )
+            arrives = digests.subscriptions.next_arrival(sub)
+            lines.append(f"Next delivery: {format_local(arrives, sub.timezone)} (period {upcoming.key})")
     plan = await digests.planner.build(sub, user_id=user_id)
     lines.append("")
     lines.extend(_plan_lines(plan))

@@ -90,7 +90,7 @@ async def feed_set_command(
     )
     bot.digest_jobs.schedule(sub)
     await service.take_notice(interaction.user.id)  # a "feed paused" notice is answered by this
-    text = f"✅ Feed for {channel.mention}: " + describe_subscription(sub, service.next_delivery(sub))
+    text = f"✅ Feed for {channel.mention}: " + describe_subscription(sub, service.next_arrival(sub))
     text += "\nReactions there (👍 👎 🔖) train the person who reacts. `/paperadmin feed clear` stops it."
     await interaction.response.send_message(text, ephemeral=True)
 
@@ -125,7 +125,7 @@ async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
     lines = [f"**Paper feeds ({len(feeds)})**"]
     for sub in feeds:
         if sub.active:
-            status = describe_subscription(sub, service.next_delivery(sub)).replace("\n", " ")
+            status = describe_subscription(sub, service.next_arrival(sub)).replace("\n", " ")
         else:
             status = (
                 f"⏸ paused ({sub.paused_reason or 'no reason recorded'}); `/paperadmin feed set` resumes it."

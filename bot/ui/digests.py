@@ -3,12 +3,13 @@ autocomplete, and one line per subscription with when it comes next."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
 
-from bot.services.digests.schedule import Period, format_local, timezone_choices
+from bot.services.digests.schedule import format_local, timezone_choices
 from bot.services.digests.subscriptions import subscription_schedule
 from storage.models import Subscription
 
@@ -31,13 +32,21 @@ def discord_time(moment_utc_timestamp: float) -> str:
     return f"<t:{int(moment_utc_timestamp)}:R>"
 
 
-def describe_subscription(sub: Subscription, upcoming: Period) -> str:
-    """The schedule, count and topics, then when ``upcoming`` is due (in the subscriber's zone and relative)."""
+def describe_subscription(sub: Subscription, arrives: datetime) -> str:
+    """The schedule, count and topics, then when the next one ``arrives`` (in the subscriber's zone and
+    relative), and why that is later than the time chosen when the deliveries of that time are spread."""
     schedule = subscription_schedule(sub)
     topics = ", ".join(sub.topics) if sub.topics else "your interests and reactions"
-    next_at = format_local(upcoming.due_at, sub.timezone)
-    relative = discord_time(upcoming.due_utc.timestamp())
-    return (
+    next_at = format_local(arrives, sub.timezone)
+    relative = discord_time(arrives.timestamp())
+    text = (
         f"**{schedule.describe()}**, {sub.count} paper{'s' if sub.count != 1 else ''} on *{topics}*.\n"
         f"Next digest: **{next_at}** ({relative})."
     )
+    local = arrives.astimezone(schedule.zone)
+    if f"{local:%H:%M}" != sub.time_local:
+        text += (
+            f" Everyone's {sub.time_local} digests go out over the minutes after it, so they don't all "
+            f"arrive at once: yours comes at {local:%H:%M}."
+        )
+    return text

@@ -44,6 +44,7 @@ class Digests:
         recommender: RecommenderLike,
         clock: Clock | None = None,
         grace: timedelta = DEFAULT_GRACE,
+        spread: timedelta = timedelta(0),
         min_score: float = 0.0,
         resend_delays: Sequence[float] = RESEND_DELAYS,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
@@ -52,7 +53,7 @@ class Digests:
         self.clock: Clock = clock if clock is not None else utc_now
         self.grace = grace
         self.repository = DigestRepository(db)
-        self.subscriptions = SubscriptionService(SubscriptionRepository(db), clock=self.clock)
+        self.subscriptions = SubscriptionService(SubscriptionRepository(db), clock=self.clock, spread=spread)
         self.planner = DigestPlanner(
             self.repository, papers=papers, recommender=recommender, clock=self.clock, min_score=min_score
         )

@@ -55,9 +55,10 @@ def job_id(subscription_id: int) -> str:
     return f"{JOB_PREFIX}{subscription_id}"
 
 
-def make_trigger(sub: Subscription) -> CronTrigger:
+def make_trigger(sub: Subscription, offset: timedelta = timedelta(0)) -> CronTrigger:
+    """At the subscription's local time (``offset`` later: its place in the spread of digests due then)."""
     schedule = subscription_schedule(sub)
-    return CronTrigger(timezone=schedule.zone, **schedule.cron_fields())
+    return CronTrigger(timezone=schedule.zone, **schedule.cron_fields(offset))
 
 
 @dataclass
@@ -218,7 +219,7 @@ class DigestScheduler:
             return None
         return self.scheduler.add_job(
             self.run_job,
-            trigger=make_trigger(sub),
+            trigger=make_trigger(sub, self.digests.subscriptions.offset(sub)),
             args=[sub.id],
             id=job_id(sub.id),
             name=f"digest for subscription {sub.id}",

@@ -247,15 +247,19 @@ class Schedule:
             return day.weekday() == self.weekday
         return True
 
-    def cron_fields(self) -> dict[str, str]:
-        """Keyword arguments for APScheduler's CronTrigger (plus ``timezone=self.zone``)."""
+    def cron_fields(self, offset: timedelta = timedelta(0)) -> dict[str, str]:
+        """Keyword arguments for APScheduler's CronTrigger (plus ``timezone=self.zone``): the schedule's
+        time, ``offset`` later (the next day's when the offset crosses midnight)."""
+        seconds = self.hour * 3600 + self.minute * 60 + int(offset.total_seconds())
+        days_later, seconds = divmod(seconds, 24 * 3600)
         if self.frequency == "weekdays":
-            days = "mon-fri"
+            days = ",".join(_CRON_DAYS[(day + days_later) % 7] for day in range(5))
         elif self.frequency == "weekly":
-            days = _CRON_DAYS[self.weekday]
+            days = _CRON_DAYS[(self.weekday + days_later) % 7]
         else:
             days = "*"
-        return {"day_of_week": days, "hour": str(self.hour), "minute": str(self.minute), "second": "0"}
+        hour, rest = divmod(seconds, 3600)
+        return {"day_of_week": days, "hour": str(hour), "minute": str(rest // 60), "second": str(rest % 60)}
 
     def describe(self) -> str:
         """ "weekdays at 09:00 Europe/Berlin", "weekly on Monday at 18:30 UTC"."""
@@ -394,6 +398,19 @@ def check_due(schedule: Schedule, now: datetime, grace: timedelta, *, set_up_at:
         before_setup=period.due_utc < set_up_at.astimezone(UTC),
         too_late=late > grace,
     )
+
+
+#: 1/φ: the fractional parts of n/φ spread over [0, 1) as evenly as any sequence can (consecutive
+#: subscription ids land far apart, and every stretch of the window gets its share).
+_GOLDEN = (5**0.5 - 1) / 2
+
+
+def spread_offset(subscription_id: int, spread: timedelta) -> timedelta:
+    """How long after its due time this subscription's digest goes out: its fixed place in ``spread``."""
+    seconds = int(spread.total_seconds())
+    if seconds <= 0:
+        return timedelta(0)
+    return timedelta(seconds=int((subscription_id * _GOLDEN) % 1.0 * seconds))
 
 
 def format_local(moment: datetime, zone: str) -> str:

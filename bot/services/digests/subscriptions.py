@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from bot.errors import InvalidScheduleError, NotFoundError
 from bot.services.digests.schedule import (
@@ -19,6 +19,7 @@ from bot.services.digests.schedule import (
     make_schedule,
     next_delivery,
     parse_topics,
+    spread_offset,
 )
 from storage.models import Subscription
 from storage.repositories.digests import Recipient
@@ -50,9 +51,13 @@ def parse_stamp(text: str) -> datetime:
 
 
 class SubscriptionService:
-    def __init__(self, subscriptions: SubscriptionRepository, *, clock: Clock) -> None:
+    def __init__(
+        self, subscriptions: SubscriptionRepository, *, clock: Clock, spread: timedelta = timedelta(0)
+    ) -> None:
         self.repository = subscriptions
         self.clock = clock
+        #: digests due at the same time go out over this window, each subscription at its own offset
+        self.spread = spread
 
     def _stamp(self) -> str:
         """Now as stored in the database (ISO-8601 UTC, seconds), from the injected clock."""
@@ -76,6 +81,14 @@ class SubscriptionService:
 
     def next_delivery(self, sub: Subscription, now: datetime | None = None) -> Period:
         return next_delivery(subscription_schedule(sub), now or self.clock())
+
+    def offset(self, sub: Subscription) -> timedelta:
+        """How long after each due time this subscription's digest goes out (its place in the spread)."""
+        return spread_offset(sub.id, self.spread)
+
+    def next_arrival(self, sub: Subscription, now: datetime | None = None) -> datetime:
+        """When the next digest (or feed post) goes out, in the subscriber's zone."""
+        return self.next_delivery(sub, now).due_at + self.offset(sub)
 
     # ---- a person's digest --------------------------------------------------------------------------
 

@@ -189,6 +189,40 @@ async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
     assert run.status == "sent"
 
 
+async def test_digests_due_together_go_out_at_their_places_in_the_spread(db: Database) -> None:
+    """With a 10-minute spread each job fires at its subscription's own minute after 09:00 (the one the
+    confirmation names) and delivers the 09:00 period; subscribing after 09:00 keeps it for tomorrow."""
+    await add_papers(db, range(1, 11))
+    service = make_service(
+        db, FakeClock(utc(2026, 11, 30, 6, 0)), {p: 1.0 for p in range(1, 11)}, spread=timedelta(minutes=10)
+    )
+    jobs = DigestScheduler(service, Senders(), clock=service.clock, spacing=0)
+    try:
+        subs = [await service.subscriptions.subscribe(u, time="09:00", count=1) for u in (1, 2, 3)]
+        await jobs.start(recover=False)
+        due = utc(2026, 11, 30, 9, 0)
+        fires = []
+        for sub in subs:
+            job = jobs.scheduler.get_job(job_id(sub.id))
+            assert job is not None
+            offset = service.subscriptions.offset(sub)
+            assert timedelta(0) <= offset < timedelta(minutes=10)
+            fire = job.trigger.get_next_fire_time(None, utc(2026, 11, 30, 6, 0))
+            assert fire == due + offset == service.subscriptions.next_arrival(sub)
+            fires.append(fire)
+        assert len(set(fires)) == 3
+        clock = service.clock
+        assert isinstance(clock, FakeClock)
+        clock.set(max(fires))
+        outcomes = [await jobs.run_job(sub.id) for sub in subs]
+        assert [(o.status, o.period_key) for o in outcomes if o is not None] == [("sent", "2026-11-30")] * 3
+        clock.set(due + timedelta(minutes=1))  # subscribing at 09:01: today's 09:00 is not this one's
+        late = await service.subscriptions.subscribe(4, time="09:00", count=1)
+        assert service.subscriptions.next_arrival(late).date() == date(2026, 12, 1)
+    finally:
+        jobs.shutdown()
+
+
 async def test_one_failing_subscriber_never_stops_the_others(
     service: Digests, jobs: DigestScheduler, caplog: pytest.LogCaptureFixture
 ) -> None:

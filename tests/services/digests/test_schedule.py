@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -22,6 +23,7 @@ from bot.services.digests.schedule import (
     parse_timezone,
     parse_topics,
     parse_weekday,
+    spread_offset,
     timezone_choices,
     validate_count,
 )
@@ -250,3 +252,43 @@ def test_describe_and_format_local() -> None:
     schedule = make_schedule(time_local="09:00", timezone="Europe/Berlin", frequency="weekdays")
     assert schedule.describe() == "weekdays (Mon–Fri) at 09:00 Europe/Berlin"
     assert format_local(utc(2026, 11, 30, 8, 0), "Europe/Berlin") == "Monday 30 November 2026 at 09:00 CET"
+
+
+# ---- the spread of digests due at the same time -------------------------------------------------
+
+
+def test_each_subscription_has_a_fixed_place_in_the_spread_and_consecutive_ones_land_apart() -> None:
+    spread = timedelta(minutes=10)
+    offsets = [spread_offset(sub_id, spread) for sub_id in range(1, 601)]
+    assert all(timedelta(0) <= offset < spread for offset in offsets)
+    assert offsets == [spread_offset(sub_id, spread) for sub_id in range(1, 601)], "the same every day"
+    assert spread_offset(7, timedelta(0)) == timedelta(0)
+    # 600 subscriptions over 600 seconds: every minute of the window gets 60 ± a few
+    per_minute = [sum(1 for o in offsets if o // timedelta(minutes=1) == m) for m in range(10)]
+    assert max(per_minute) - min(per_minute) <= 4, per_minute
+    # neighbours (people who subscribed one after another) are far apart
+    assert min(abs(a - b) for a, b in itertools.pairwise(offsets)) >= timedelta(minutes=2)
+
+
+def test_cron_fields_with_an_offset_cross_midnight_onto_the_next_day() -> None:
+    weekdays = make_schedule(time_local="23:55", frequency="weekdays")
+    assert weekdays.cron_fields(timedelta(minutes=3, seconds=7)) == {
+        "day_of_week": "mon,tue,wed,thu,fri",
+        "hour": "23",
+        "minute": "58",
+        "second": "7",
+    }
+    assert weekdays.cron_fields(timedelta(minutes=10)) == {
+        "day_of_week": "tue,wed,thu,fri,sat",
+        "hour": "0",
+        "minute": "5",
+        "second": "0",
+    }
+    sunday = make_schedule(time_local="23:59", frequency="weekly", weekday="sunday")
+    assert sunday.cron_fields(timedelta(minutes=2))["day_of_week"] == "mon"
+    assert make_schedule(time_local="09:00").cron_fields() == {
+        "day_of_week": "*",
+        "hour": "9",
+        "minute": "0",
+        "second": "0",
+    }
