@@ -78,7 +78,9 @@ class PaperBot(commands.Bot):
         the reaction bucket per channel, each person's DM channel (built on first use)."""
         if self._sending is None:
             dm_channels = DMChannels(self, UserRepository(self.services.db))
-            self._sending = Sending(dm_channels, RequestPacer(), ChannelSpacer())
+            self._sending = Sending(
+                dm_channels, RequestPacer(), ChannelSpacer(), self.services.permission_notices
+            )
         return self._sending
 
     @property

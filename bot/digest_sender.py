@@ -36,6 +36,7 @@ from bot.services.digests.delivery import (
     SentMessage,
     SentThenDeletedError,
 )
+from bot.services.permission_notices import PermissionNotices
 from bot.ui.embeds import REACTIONS
 from bot.ui.paper_views import digest_message
 from bot.ui.views import paper_buttons
@@ -45,7 +46,8 @@ log = logging.getLogger(__name__)
 
 #: Discord error codes meaning "this recipient cannot get messages until someone changes something".
 DM_CLOSED_CODES = frozenset({50007, 50001, 50013, 10003, 10013})
-CHANNEL_GONE_CODES = frozenset({10003, 50001, 50013})
+#: ... and for a channel feed (50083: a thread locked by a moderator takes no post)
+CHANNEL_GONE_CODES = frozenset({10003, 50001, 50013, 50083})
 UNKNOWN_CHANNEL = 10003
 #: Discord's answer to a repeated nonce whose message was deleted since (the message went out).
 UNKNOWN_MESSAGE = 10008
@@ -56,12 +58,13 @@ SEND_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class Sending:
-    """What every digest and feed post of one client shares: the pacer, the reaction spacing per
-    channel, the DM channels."""
+    """What every digest and feed post of one client shares: the DM channels, the pacer, the reaction
+    spacing per channel, and the notice an admin gets (once) where the bot may not add reactions."""
 
     dm_channels: DMChannels
     pacer: RequestPacer
     reactions: ChannelSpacer
+    notices: PermissionNotices
 
 
 class DiscordDigestSender:
@@ -74,6 +77,7 @@ class DiscordDigestSender:
         *,
         user_id: int | None = None,
         channel_id: int | None = None,
+        admin_id: int | None = None,
         send_timeout: float = SEND_TIMEOUT,
     ) -> None:
         if (user_id is None) == (channel_id is None):
@@ -82,15 +86,18 @@ class DiscordDigestSender:
         self.sending = sending
         self.user_id = user_id
         self.channel_id = channel_id
+        #: who hears of a missing permission in the channel (the feed's creator; else the server's owner)
+        self.admin_id = admin_id
         self.send_timeout = send_timeout
         self._destination: discord.abc.Messageable | None = None
+        self._may_react: bool | None = None
 
     @classmethod
     def for_subscription(
         cls, bot: discord.Client, sending: Sending, sub: Subscription
     ) -> DiscordDigestSender:
         if sub.is_channel:
-            return cls(bot, sending, channel_id=sub.channel_id)
+            return cls(bot, sending, channel_id=sub.channel_id, admin_id=sub.created_by)
         return cls(bot, sending, user_id=sub.user_id)
 
     @property
@@ -181,12 +188,27 @@ class DiscordDigestSender:
 
     async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
         shown = digest_message(paper, reason)
-        if self.is_dm:
+        if self.is_dm or not await self.may_react():
             view = paper_buttons(paper.id, shown.view)
             return _sent(await self._send(embed=shown.embed, view=view, nonce=nonce))
         message = await self._send(embed=shown.embed, view=shown.view, nonce=nonce)
         await self._add_reactions(message)
         return _sent(message)
+
+    async def may_react(self) -> bool:
+        """Whether the bot may add reactions in the channel (as far as its cache knows). The first time
+        it finds it may not, an admin is told once (``bot.services.permission_notices``)."""
+        if self._may_react is None:
+            channel = await self.destination()
+            guild = getattr(channel, "guild", None)
+            me = guild.me if guild is not None else None
+            self._may_react = me is None or channel.permissions_for(me).add_reactions  # type: ignore[attr-defined]
+            if not self._may_react and guild is not None:
+                notice = await self.sending.notices.reactions_missing(channel.id)  # type: ignore[attr-defined]
+                admin = self.admin_id or guild.owner_id
+                if notice is not None and admin is not None:
+                    await self.sending.notices.leave_for(admin, notice)
+        return self._may_react
 
     async def _add_reactions(self, message: discord.Message) -> None:
         """👍 👎 🔖 on a paper posted in a channel, one per reaction bucket of that channel."""

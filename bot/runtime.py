@@ -14,6 +14,7 @@ from pathlib import Path
 from bot.services.digests import Digests
 from bot.services.feedback import FeedbackService
 from bot.services.ingest.runner import ensure_shipped_corpus
+from bot.services.permission_notices import PermissionNotices
 from bot.services.privacy import PrivacyService
 from bot.services.profile import ProfileService
 from bot.services.recommender import Recommender
@@ -25,6 +26,8 @@ from storage.db import Database
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import IndexPosition, PaperRepository
 from storage.repositories.searches import SearchRepository
+from storage.repositories.state import StateRepository
+from storage.repositories.subscriptions import SubscriptionRepository
 from storage.repositories.users import ForgetCounts
 from storage.store import open_database
 
@@ -58,6 +61,8 @@ class Services:
     writes: WriteBehind = field(init=False)
     #: /paper search, show and similar: listings, their pages, paper references
     search_service: SearchService = field(init=False)
+    #: telling an admin, once per channel, that the bot may not add reactions there
+    permission_notices: PermissionNotices = field(init=False)
     _refreshing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     _snapshot_seq: int = field(init=False, default=-1)  # the seq of the snapshot last saved
 
@@ -82,6 +87,7 @@ class Services:
             messages=self.messages,
         )
         self.search_service = SearchService(self.search, self.papers, searches, self.writes)
+        self.permission_notices = PermissionNotices(StateRepository(self.db), SubscriptionRepository(self.db))
         self._snapshot_seq = self.position.seq  # open_services loaded or saved it
 
     async def forget_user(self, user_id: int) -> ForgetCounts:

@@ -72,7 +72,8 @@ async def send_digest_now(
         return USAGE
     settings.require_token()  # before touching the database: a missing token changes nothing
     async with open_services(settings) as services, discord_rest_client(settings) as client:
-        sending = Sending(DMChannels(client, UserRepository(services.db)), RequestPacer(), ChannelSpacer())
+        dm_channels = DMChannels(client, UserRepository(services.db))
+        sending = Sending(dm_channels, RequestPacer(), ChannelSpacer(), services.permission_notices)
         sender = DiscordDigestSender(client, sending, user_id=user_id)
         try:
             outcome = await services.digests.delivery.deliver_now(user_id, sender)

@@ -24,17 +24,30 @@ log = logging.getLogger(__name__)
 
 feed = Subcommands("paperadmin", "feed")
 
-FeedChannel = discord.TextChannel
-NEEDED = ("view_channel", "send_messages", "embed_links", "add_reactions", "read_message_history")
+#: a text channel, a thread, or a forum post (a thread whose parent is the forum)
+FeedChannel = discord.TextChannel | discord.Thread
+NEEDED = ("view_channel", "send_messages", "embed_links", "read_message_history")
 
 
 def _missing_permissions(channel: FeedChannel) -> list[str]:
-    """What the bot lacks in the channel (empty when unknown: the first post will tell)."""
+    """What the bot lacks in the channel (empty when unknown: the first post will tell). In a thread,
+    posting takes Send Messages in Threads instead of Send Messages."""
     me = channel.guild.me
     if me is None:
         return []
     allowed = channel.permissions_for(me)
-    return [name.replace("_", " ").title() for name in NEEDED if not getattr(allowed, name)]
+    needed = [
+        "send_messages_in_threads"
+        if name == "send_messages" and isinstance(channel, discord.Thread)
+        else name
+        for name in NEEDED
+    ]
+    return [name.replace("_", " ").title() for name in needed if not getattr(allowed, name)]
+
+
+def _may_react(channel: FeedChannel) -> bool:
+    me = channel.guild.me
+    return me is None or channel.permissions_for(me).add_reactions
 
 
 def _guild_id(interaction: discord.Interaction[PaperBot]) -> int:
@@ -45,7 +58,7 @@ def _guild_id(interaction: discord.Interaction[PaperBot]) -> int:
 
 @feed.command(name="set", description="Give a channel its own paper feed on a schedule")
 @app_commands.describe(
-    channel="Where the papers are posted",
+    channel="Where the papers are posted: a channel, a thread or a forum post",
     topics="Comma-separated topics the feed picks papers by (needed for a new feed)",
     time="Local time HH:MM, 24-hour (default 09:00)",
     timezone="IANA timezone of that time, e.g. Europe/Berlin (default UTC); start typing to search",
@@ -92,6 +105,9 @@ async def feed_set_command(
     await service.take_notice(interaction.user.id)  # a "feed paused" notice is answered by this
     text = f"✅ Feed for {channel.mention}: " + describe_subscription(sub, service.next_arrival(sub))
     text += "\nReactions there (👍 👎 🔖) train the person who reacts. `/paperadmin feed clear` stops it."
+    if not _may_react(channel):
+        notice = await bot.services.permission_notices.reactions_missing(channel.id)
+        text += "\n⚠️ " + (notice or "I may not add reactions there: its papers get 👍 👎 🔖 buttons instead.")
     await interaction.response.send_message(text, ephemeral=True)
 
 

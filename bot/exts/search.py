@@ -31,9 +31,11 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
     """Answer with one paper and its own 👍 👎 🔖, recording the message so a rating maps to the paper.
 
     In a DM they are buttons on the answer itself; in a server channel, reactions everyone there sees,
-    added one per reaction bucket of the channel (buttons again where the bot may not add reactions).
+    added one per reaction bucket of the channel. Where the bot may not add reactions they are buttons
+    too, and an admin hears once which permission is missing.
     """
-    reactions = interaction.guild_id is not None and interaction.app_permissions.add_reactions
+    in_guild = interaction.guild_id is not None
+    reactions = in_guild and interaction.app_permissions.add_reactions
     view = paper_view(paper) if reactions else paper_buttons(paper.id, paper_view(paper))
     answer = await interaction.response.send_message(embed=paper_embed(paper), view=view)
     view.stop()  # dynamic items: answered without keeping the view in memory
@@ -45,7 +47,7 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
         channel_id=message.channel.id,
         guild_id=interaction.guild_id,
         paper_id=paper.id,
-        recipient_id=None if interaction.guild_id else interaction.user.id,
+        recipient_id=None if in_guild else interaction.user.id,
         kind="paper",
     )
     if reactions:
@@ -53,6 +55,21 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
         for emoji in REACTIONS:
             await spacer.wait(message.channel.id)
             await message.add_reaction(emoji)
+    elif in_guild:
+        await tell_reactions_missing(interaction, message.channel.id)
+
+
+async def tell_reactions_missing(interaction: discord.Interaction[PaperBot], channel_id: int) -> None:
+    """The first time only: tell the person, if they can manage the server, that the bot may not add
+    reactions here; otherwise keep it for the server's owner's next command."""
+    notices = interaction.client.services.permission_notices
+    notice = await notices.reactions_missing(channel_id)
+    if notice is None:
+        return
+    if interaction.permissions.manage_guild:
+        await interaction.followup.send(f"⚠️ {notice}", ephemeral=True)
+    elif interaction.guild is not None and interaction.guild.owner_id is not None:
+        await notices.leave_for(interaction.guild.owner_id, notice)
 
 
 @paper.command(name="search", description="Search papers by topic, method or title words")

@@ -32,6 +32,16 @@ class StateRepository:
         else:
             await self._db.execute(sql, params)
 
+    async def claim(self, key: str, value: str) -> bool:
+        """Store a value only if the key has none yet: True for the one caller that stored it."""
+        return (
+            await self._db.execute(
+                "INSERT INTO app_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+                (key, value, utcnow()),
+            )
+            > 0
+        )
+
     async def delete(self, key: str, *, conn: Connection | None = None) -> None:
         if conn is not None:
             await conn.execute("DELETE FROM app_state WHERE key = ?", (key,))

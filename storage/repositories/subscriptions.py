@@ -176,6 +176,16 @@ class SubscriptionRepository:
             await ensure_user(conn, user_id)
             await conn.execute("UPDATE users SET pending_notice = ? WHERE id = ?", (notice, user_id))
 
+    async def add_notice(self, user_id: int, notice: str) -> None:
+        """Leave a notice for the user's next command, after any notice already waiting for them."""
+        async with self._db.transaction() as conn:
+            await ensure_user(conn, user_id)
+            await conn.execute(
+                "UPDATE users SET pending_notice = CASE WHEN pending_notice IS NULL THEN ? "
+                "ELSE pending_notice || ? END WHERE id = ?",
+                (notice, "\n\n" + notice, user_id),
+            )
+
     async def take_notice(self, user_id: int) -> str | None:
         """The notice left for a user's next command (e.g. "your digest is paused"), cleared as it is read."""
         # Almost every command finds none: check without taking the write lock first.

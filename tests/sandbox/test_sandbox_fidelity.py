@@ -138,6 +138,13 @@ def build_commands(bot: FidelityBot) -> tuple[app_commands.Group, app_commands.G
         for n in range(followups):
             await interaction.followup.send(f"follow-up {n + 1}", ephemeral=n == 0)
 
+    @fid.command(name="where", description="Say where it was used")
+    async def where(interaction: discord.Interaction) -> None:
+        channel = interaction.channel
+        kind = type(channel).__name__
+        parent = getattr(channel, "parent_id", None)
+        await interaction.response.send_message(f"in {kind} {getattr(channel, 'name', '?')} parent={parent}")
+
     @fid.command(name="slow", description="Defer, then edit the original")
     async def slow(interaction: discord.Interaction) -> None:
         await interaction.response.defer(thinking=True)
@@ -961,3 +968,117 @@ async def test_a_second_guild_arrives_with_its_members_and_commands(
         assert int(interaction["member"]["permissions"]) & Permissions.MANAGE_GUILD == 0
         assert sandbox.user("carol").id in other.members
         assert sandbox.alice.id not in other.members
+
+
+# -- threads and forum posts ----------------------------------------------------------------------
+
+
+async def test_threads_and_forums_arrive_with_the_guild_and_as_they_are_made(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    """GUILD_CREATE lists the active threads the bot can see (not a private one it is not in); a thread
+    or forum post made later arrives as THREAD_CREATE."""
+    papers = sandbox.channel("papers")
+    early = sandbox.add_thread(papers, "reading-notes", by="alice")
+    hidden = sandbox.add_thread(papers, "just-us", by="alice", private=True, members=("bob",))
+    forum = sandbox.add_forum("paper-club")
+    async with start_bot() as bot:
+        thread = bot.get_channel(early.id)
+        assert isinstance(thread, discord.Thread)
+        assert thread.parent_id == papers.id
+        assert thread.owner_id == sandbox.alice.id
+        assert bot.get_channel(hidden.id) is None
+        assert isinstance(bot.get_channel(forum.id), discord.ForumChannel)
+        post = sandbox.add_forum_post(forum, "Is attention all you need?", "Discuss.", by="bob")
+        await sandbox.eventually(
+            lambda: isinstance(bot.get_channel(post.id), discord.Thread), what="THREAD_CREATE"
+        )
+        seen = bot.get_channel(post.id)
+        assert isinstance(seen, discord.Thread)
+        assert seen.parent_id == forum.id
+        first = sandbox.message(post.id)
+        assert first is not None
+        assert first.content == "Discuss.", "a forum post's first message has the thread's id"
+
+
+async def test_posting_in_a_thread_takes_send_messages_in_threads_and_a_forum_takes_only_posts(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    papers = sandbox.channel("papers")
+    thread = sandbox.add_thread(papers, "reading-notes", by="alice")
+    forum = sandbox.add_forum("paper-club")
+    post = sandbox.add_forum_post(forum, "Weekly picks", "Here.", by="alice")
+    async with start_bot() as bot:
+        # SEND_MESSAGES has no effect in threads: denied on the parent, the thread still takes posts
+        sandbox.set_permissions(papers, sandbox.bot_user, deny=Permissions.SEND_MESSAGES)
+        in_thread = bot.get_channel(thread.id)
+        assert isinstance(in_thread, discord.Thread)
+        await in_thread.send("in the thread")
+        with pytest.raises(discord.Forbidden):
+            await bot.get_partial_messageable(papers.id).send("in the channel")
+        sandbox.set_permissions(papers, sandbox.bot_user, deny=Permissions.SEND_MESSAGES_IN_THREADS)
+        with pytest.raises(discord.Forbidden) as no_threads:
+            await in_thread.send("again")
+        assert no_threads.value.code == 50013
+        with pytest.raises(discord.HTTPException) as in_forum:
+            await bot.get_partial_messageable(forum.id).send("straight into the forum")
+        assert in_forum.value.code == 40058
+        in_post = bot.get_channel(post.id)
+        assert isinstance(in_post, discord.Thread)
+        reply = await in_post.send("a reply in the post")
+        assert reply.channel.id == post.id
+    assert [m.content for m in sandbox.messages_in(thread)] == ["in the thread"]
+
+
+async def test_an_archived_thread_takes_no_reaction_and_a_message_unarchives_it(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    thread = sandbox.add_thread(sandbox.channel("papers"), "old-notes", by="alice")
+    async with start_bot() as bot:
+        channel = bot.get_channel(thread.id)
+        assert isinstance(channel, discord.Thread)
+        sent = await channel.send("before")
+        sandbox.archive_thread(thread)
+        await sandbox.eventually(lambda: channel.archived, what="THREAD_UPDATE (archived)")
+        with pytest.raises(discord.HTTPException) as archived:
+            await sent.add_reaction("👍")
+        assert archived.value.code == 50083
+        with pytest.raises(ClientRefused, match="archived"):
+            await sandbox.run_command("alice", "fid where", where=thread)
+        with pytest.raises(ClientRefused, match="archived"):
+            await sandbox.react("alice", sandbox.message(sent.id), "👍")  # type: ignore[arg-type]
+        await sandbox.wait_quiet()
+        fetched = await bot.fetch_channel(thread.id)
+        assert isinstance(fetched, discord.Thread)
+        await fetched.send("this unarchives it")
+        await sandbox.eventually(
+            lambda: thread.thread is not None and not thread.thread.archived, what="unarchived"
+        )
+        await sent.add_reaction("👍")
+        sandbox.archive_thread(thread, locked=True)
+        with pytest.raises(discord.HTTPException) as locked:
+            await fetched.send("locked")
+        assert locked.value.code == 50083
+
+
+async def test_a_command_and_a_reaction_in_a_thread_reach_the_bot_as_the_thread(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    papers = sandbox.channel("papers")
+    thread = sandbox.add_thread(papers, "reading-notes", by="alice")
+    async with start_bot() as bot:
+        result = await sandbox.run_command("bob", "fid where", where=thread)
+        assert result.text == f"in Thread reading-notes parent={papers.id}"
+        assert result.message is not None
+        assert result.message.channel is thread
+        await sandbox.react("bob", result.message, "👍")
+        await sandbox.eventually(lambda: bot.raw_reactions, what="the raw reaction")
+        event = bot.raw_reactions[-1]
+        assert (event.channel_id, event.guild_id, event.user_id) == (
+            thread.id,
+            sandbox.guild.id,
+            sandbox.bob.id,
+        )
+        private = sandbox.add_thread(papers, "just-us", by="alice", private=True)
+        with pytest.raises(ClientRefused):
+            await sandbox.run_command("bob", "fid where", where=private)  # bob cannot see it

@@ -45,6 +45,7 @@ from .state import (
     emoji_key,
     iter_components,
 )
+from .threads import Threads
 
 JSON = dict[str, Any]
 
@@ -56,6 +57,7 @@ class UserActions:
         *,
         lookup: Lookup,
         effects: Effects,
+        threads: Threads,
         gateway: Gateway,
         interactions: Interactions,
         changes: Changes,
@@ -67,6 +69,7 @@ class UserActions:
         self.world = world
         self.lookup = lookup
         self.effects = effects
+        self.threads = threads
         self.gateway = gateway
         self.interactions = interactions
         self.changes = changes
@@ -307,6 +310,7 @@ class UserActions:
         user = self.lookup.user(user)
         target = self._visible_message(user, message)
         key = emoji_key(emoji)
+        self._refuse_in_archived_thread(target.channel, "add reactions")
         if (
             key not in target.reactions
             and not self.world.user_permissions(target.channel, user) & Permissions.ADD_REACTIONS
@@ -321,6 +325,7 @@ class UserActions:
         """`user` removes their reaction (MESSAGE_REACTION_REMOVE goes to the bot)."""
         user = self.lookup.user(user)
         target = self._visible_message(user, message)
+        self._refuse_in_archived_thread(target.channel, "remove reactions")
         if not self.effects.remove_reaction(target, user, emoji_key(emoji)):
             raise ClientRefused(f"{user.username} has no {emoji} reaction on message {target.id}")
 
@@ -330,12 +335,17 @@ class UserActions:
         """`user` posts `content` in a channel or ("dm") in their DM with the bot."""
         user = self.lookup.user(user)
         channel = self.lookup.where(where, user)
-        if not channel.is_dm and not self.world.user_permissions(channel, user) & Permissions.SEND_MESSAGES:
-            raise ClientRefused(f"{user.username} cannot send messages in {channel.label()}")
+        if not channel.is_dm:
+            self.threads.check_user_post(channel, user)
         errors = limits.validate_message({"content": content})
         if errors or not content:
             raise ClientRefused(f"Discord would not send that message: {errors.describe() or 'empty'}")
         return self.effects.post_user_message(channel, user, content)
+
+    @staticmethod
+    def _refuse_in_archived_thread(channel: SandboxChannel, what: str) -> None:
+        if channel.thread is not None and channel.thread.archived:
+            raise ClientRefused(f"no one can {what} in {channel.label()}: the thread is archived")
 
     def _create_interaction(
         self,
@@ -348,6 +358,7 @@ class UserActions:
         message: SandboxMessage | None = None,
         locale: str = "en-US",
     ) -> InteractionRecord:
+        self._refuse_in_archived_thread(channel, "use the bot's commands or buttons")
         session = self.gateway.session_for(channel.guild_id)
         if session is None:
             raise ClientRefused(

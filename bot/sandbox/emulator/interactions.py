@@ -420,20 +420,14 @@ class OptionBuilder:
         if channel is None or channel.is_dm or (self.guild is not None and channel.guild_id != self.guild.id):
             raise ClientRefused(f"{where}: no channel {value!r} in this server")
         guild = self.world.guilds[channel.guild_id or 0]
+        # a partial channel: a thread's comes with its thread_metadata, owner and counts
         self.resolved.setdefault("channels", {})[str(channel.id)] = {
-            "id": str(channel.id),
-            "name": channel.name,
-            "type": channel.type,
-            "permissions": str(guild.permissions_in(channel, self.user.id)),
-            "parent_id": str(channel.parent_id) if channel.parent_id else None,
-            "guild_id": str(guild.id),
             "position": channel.position,
             "topic": channel.topic,
-            "nsfw": False,
-            "flags": 0,
             "rate_limit_per_user": 0,
-            "last_message_id": str(channel.last_message_id) if channel.last_message_id else None,
+            **channel.payload(permissions=guild.permissions_in(channel, self.user.id)),
         }
+        self.resolved["channels"][str(channel.id)].pop("permission_overwrites", None)
         return channel
 
     def _resolve_role(self, where: str, value: Any) -> SandboxRole:

@@ -20,12 +20,14 @@ from .rest import (
     unknown_user,
 )
 from .state import Permissions, SandboxMessage, World, emoji_key
+from .threads import Threads
 
 
 class MessageRoutes(Routes):
-    def __init__(self, world: World, *, effects: Effects) -> None:
+    def __init__(self, world: World, *, effects: Effects, threads: Threads) -> None:
         super().__init__(world)
         self.effects = effects
+        self.threads = threads
 
     def register(self, app: web.Application) -> None:
         r = app.router
@@ -89,7 +91,7 @@ class MessageRoutes(Routes):
             if recipient is None or recipient.bot or not recipient.dms_open:
                 raise cannot_message_user()
         else:
-            self._require(channel, Permissions.SEND_MESSAGES)
+            self.threads.check_post(channel, self.world.bot_permissions(channel))
         payload = self.body(request) or {}
         files = self.files(request)
         if files and not channel.is_dm:
@@ -124,6 +126,7 @@ class MessageRoutes(Routes):
         message = self._message(request, channel)
         if message.author is not self.world.bot_user:
             raise ApiError(403, 50005, "Cannot edit a message authored by another user")
+        self.threads.check_active(channel)
         payload = self.body(request) or {}
         files = self.files(request)
         self.effects.validate_message_body(payload, files, editing=message)
@@ -166,6 +169,7 @@ class MessageRoutes(Routes):
         message = self._message(request, channel)
         key = self._emoji(request)
         self._require(channel, Permissions.READ_MESSAGE_HISTORY)
+        self.threads.check_active(channel)
         if key not in message.reactions:
             self._require(channel, Permissions.ADD_REACTIONS)
             if len([k for k, users in message.reactions.items() if users]) >= 20:
@@ -176,6 +180,7 @@ class MessageRoutes(Routes):
     async def remove_own_reaction(self, request: web.Request) -> web.Response:
         channel = self._channel(request)
         message = self._message(request, channel)
+        self.threads.check_active(channel)
         self.effects.remove_reaction(message, self.world.bot_user, self._emoji(request))
         return no_content()
 

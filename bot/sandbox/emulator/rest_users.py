@@ -98,7 +98,7 @@ class UserRoutes(Routes):
 
     async def guild_channels(self, request: web.Request) -> web.Response:
         guild = self._guild(request)
-        return json_response([c.payload() for c in guild.channels if not c.deleted])
+        return json_response([c.payload() for c in guild.channels if not c.deleted and not c.is_thread])
 
     async def guild_roles(self, request: web.Request) -> web.Response:
         guild = self._guild(request)

@@ -36,6 +36,7 @@ from .rest_messages import MessageRoutes
 from .rest_users import UserRoutes
 from .routing import ApiRouter
 from .state import SandboxChannel, SandboxClock, SandboxGuild, SandboxMessage, SandboxUser, World
+from .threads import Threads
 from .waits import Waits
 from .world_changes import WorldChanges
 
@@ -89,10 +90,12 @@ class SandboxServer:
             changes=self.changes,
             rates=self.rates,
         )
+        self.threads = Threads(self.world, lookup=self.lookup, effects=self.effects)
         self.actions = UserActions(
             self.world,
             lookup=self.lookup,
             effects=self.effects,
+            threads=self.threads,
             gateway=self.gateway,
             interactions=self.interactions,
             changes=self.changes,
@@ -148,6 +151,11 @@ class SandboxServer:
         self.delete_channel = self.world_changes.delete_channel
         self.set_permissions = self.world_changes.set_permissions
         self.set_presence = self.world_changes.set_presence
+        # threads and forum posts
+        self.add_thread = self.threads.add_thread
+        self.add_forum = self.threads.add_forum
+        self.add_forum_post = self.threads.add_forum_post
+        self.archive_thread = self.threads.archive
         # every message created, updated or deleted
         self.subscribe = self.effects.subscribe
 
@@ -164,7 +172,7 @@ class SandboxServer:
 
         app = web.Application(middlewares=[api_middleware], client_max_size=64 * 1024 * 1024)
         users = UserRoutes(self.world, options=self.options, addresses=self.addresses)
-        messages = MessageRoutes(self.world, effects=self.effects)
+        messages = MessageRoutes(self.world, effects=self.effects, threads=self.threads)
         users.register(app)
         CommandRoutes(self.world, changes=self.changes).register(app)
         messages.register(app)

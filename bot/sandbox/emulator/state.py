@@ -46,7 +46,9 @@ class Permissions:
     USE_EXTERNAL_EMOJIS = 1 << 18
     CHANGE_NICKNAME = 1 << 26
     USE_APPLICATION_COMMANDS = 1 << 31
+    MANAGE_THREADS = 1 << 34
     CREATE_PUBLIC_THREADS = 1 << 35
+    CREATE_PRIVATE_THREADS = 1 << 36
     SEND_MESSAGES_IN_THREADS = 1 << 38
     ALL = (1 << 51) - 1
 
@@ -63,6 +65,7 @@ class Permissions:
         | CHANGE_NICKNAME
         | USE_APPLICATION_COMMANDS
         | CREATE_PUBLIC_THREADS
+        | CREATE_PRIVATE_THREADS
         | SEND_MESSAGES_IN_THREADS
     )
     BOT_DEFAULT = ADD_REACTIONS | VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS | ATTACH_FILES
@@ -91,6 +94,11 @@ class ChannelType:
     TEXT = 0
     DM = 1
     CATEGORY = 4
+    ANNOUNCEMENT_THREAD = 10
+    PUBLIC_THREAD = 11
+    PRIVATE_THREAD = 12
+    FORUM = 15
+    THREADS = (ANNOUNCEMENT_THREAD, PUBLIC_THREAD, PRIVATE_THREAD)
 
 
 class SandboxClock:
@@ -242,6 +250,30 @@ class Overwrite:
         return {"id": str(self.id), "type": self.type, "allow": str(self.allow), "deny": str(self.deny)}
 
 
+@dataclass
+class ThreadState:
+    """What only a thread has (Discord's ``thread_metadata`` and friends); a forum post is a thread too."""
+
+    owner_id: int
+    created: dt.datetime
+    archived: bool = False
+    locked: bool = False
+    auto_archive_duration: int = 1440  # minutes
+    archive_timestamp: dt.datetime | None = None
+    #: who joined (a private thread is visible to them and to thread moderators only)
+    members: set[int] = field(default_factory=set)
+    message_count: int = 0
+
+    def metadata(self) -> JSON:
+        return {
+            "archived": self.archived,
+            "auto_archive_duration": self.auto_archive_duration,
+            "archive_timestamp": iso(self.archive_timestamp or self.created),
+            "locked": self.locked,
+            "create_timestamp": iso(self.created),
+        }
+
+
 @dataclass(eq=False)
 class SandboxChannel:
     id: int
@@ -255,10 +287,19 @@ class SandboxChannel:
     recipient: SandboxUser | None = None  # DMs
     last_message_id: int | None = None
     deleted: bool = False
+    thread: ThreadState | None = None  # threads and forum posts
 
     @property
     def is_dm(self) -> bool:
         return self.type == ChannelType.DM
+
+    @property
+    def is_thread(self) -> bool:
+        return self.thread is not None
+
+    @property
+    def is_forum(self) -> bool:
+        return self.type == ChannelType.FORUM
 
     @property
     def mention(self) -> str:
@@ -285,14 +326,40 @@ class SandboxChannel:
             {
                 "guild_id": str(self.guild_id),
                 "name": self.name,
-                "position": self.position,
                 "parent_id": str(self.parent_id) if self.parent_id else None,
-                "permission_overwrites": [o.payload() for o in self.overwrites],
                 "nsfw": False,
             }
         )
+        if self.thread is not None:
+            data.update(
+                {
+                    "owner_id": str(self.thread.owner_id),
+                    "thread_metadata": self.thread.metadata(),
+                    "message_count": self.thread.message_count,
+                    "total_message_sent": self.thread.message_count,
+                    "member_count": min(50, len(self.thread.members)),
+                    "rate_limit_per_user": 0,
+                    "last_pin_timestamp": None,
+                }
+            )
+        else:
+            data.update(
+                {"position": self.position, "permission_overwrites": [o.payload() for o in self.overwrites]}
+            )
         if self.type == ChannelType.TEXT:
             data.update({"topic": self.topic, "rate_limit_per_user": 0, "last_pin_timestamp": None})
+        if self.is_forum:
+            data.update(
+                {
+                    "topic": self.topic,
+                    "rate_limit_per_user": 0,
+                    "available_tags": [],
+                    "default_reaction_emoji": None,
+                    "default_thread_rate_limit_per_user": 0,
+                    "default_sort_order": None,
+                    "default_forum_layout": 0,
+                }
+            )
         if permissions is not None:
             data["permissions"] = str(permissions)
         return data
@@ -323,6 +390,12 @@ class SandboxGuild:
     def text_channels(self) -> list[SandboxChannel]:
         return [c for c in self.channels if c.type == ChannelType.TEXT and not c.deleted]
 
+    def channel_by_id(self, channel_id: int | None) -> SandboxChannel | None:
+        return next((c for c in self.channels if c.id == channel_id), None)
+
+    def active_threads(self) -> list[SandboxChannel]:
+        return [c for c in self.channels if c.thread is not None and not c.thread.archived and not c.deleted]
+
     def channel_named(self, name: str) -> SandboxChannel | None:
         name = name.lstrip("#")
         return next((c for c in self.channels if c.name == name and not c.deleted), None)
@@ -343,7 +416,16 @@ class SandboxGuild:
         return perms
 
     def permissions_in(self, channel: SandboxChannel, user_id: int) -> int:
-        """Discord's algorithm: base permissions, then @everyone, role, then member overwrites."""
+        """Discord's algorithm: base permissions, then @everyone, role, then member overwrites. A thread
+        has the permissions of its parent channel; a private one is seen only by its members and by
+        those who may manage threads."""
+        if channel.thread is not None:
+            parent = self.channel_by_id(channel.parent_id)
+            perms = self.permissions_in(parent, user_id) if parent is not None else 0
+            private = channel.type == ChannelType.PRIVATE_THREAD
+            if private and user_id not in channel.thread.members and not perms & Permissions.MANAGE_THREADS:
+                return 0
+            return perms
         base = self.base_permissions(user_id)
         if base == Permissions.ALL:
             return base
@@ -375,8 +457,12 @@ class SandboxGuild:
             "member_count": len(self.members),
             "voice_states": [],
             "members": [m.payload() for m in members],
-            "channels": [c.payload() for c in self.channels if not c.deleted],
-            "threads": [],
+            "channels": [c.payload() for c in self.channels if not c.deleted and c.thread is None],
+            "threads": [
+                t.payload()
+                for t in self.active_threads()
+                if self.permissions_in(t, me.id) & Permissions.VIEW_CHANNEL
+            ],
             "presences": presences,
             "stage_instances": [],
             "guild_scheduled_events": [],
@@ -858,12 +944,15 @@ class World:
 
     # -- channels ---------------------------------------------------------------------------------
 
-    def add_channel(self, name: str, *, topic: str | None = None) -> SandboxChannel:
+    def add_channel(
+        self, name: str, *, topic: str | None = None, kind: int = ChannelType.TEXT
+    ) -> SandboxChannel:
+        """A text channel (or, with ``kind=ChannelType.FORUM``, a forum: only posts can be made there)."""
         if self.guild.channel_named(name) is not None:
             raise ValueError(f"a channel named #{name} already exists")
         channel = SandboxChannel(
             self.snowflakes.next(),
-            ChannelType.TEXT,
+            kind,
             name,
             self.guild.id,
             position=len(self.guild.channels),
@@ -872,6 +961,37 @@ class World:
         self.guild.channels.append(channel)
         self.channels[channel.id] = channel
         return channel
+
+    def add_thread(
+        self, parent: SandboxChannel, name: str, owner: SandboxUser, *, private: bool = False
+    ) -> SandboxChannel:
+        """A thread in a text channel, or a post in a forum (a public thread whose parent is the forum)."""
+        if (
+            parent.guild_id is None
+            or parent.thread is not None
+            or parent.type
+            not in (
+                ChannelType.TEXT,
+                ChannelType.FORUM,
+            )
+        ):
+            raise ValueError(f"{parent.label()} cannot hold threads")
+        if private and parent.is_forum:
+            raise ValueError("a forum post is always public")
+        guild = self.guilds[parent.guild_id]
+        if guild.channel_named(name) is not None:
+            raise ValueError(f"a channel or thread named {name!r} already exists")
+        thread = SandboxChannel(
+            self.snowflakes.next(),
+            ChannelType.PRIVATE_THREAD if private else ChannelType.PUBLIC_THREAD,
+            name,
+            guild.id,
+            parent_id=parent.id,
+            thread=ThreadState(owner_id=owner.id, created=self.clock.now(), members={owner.id}),
+        )
+        guild.channels.append(thread)
+        self.channels[thread.id] = thread
+        return thread
 
     def dm_channel(self, user: SandboxUser) -> SandboxChannel:
         """The DM channel between the bot and `user` (created on first use, as Discord does)."""
@@ -905,14 +1025,19 @@ class World:
 
     # -- messages ---------------------------------------------------------------------------------
 
-    def new_message(self, channel: SandboxChannel, author: SandboxUser, **fields: Any) -> SandboxMessage:
-        message_id = self.snowflakes.next()
+    def new_message(
+        self, channel: SandboxChannel, author: SandboxUser, *, message_id: int | None = None, **fields: Any
+    ) -> SandboxMessage:
+        """A message (``message_id``: a forum post's first message has its thread's id)."""
+        message_id = message_id or self.snowflakes.next()
         message = SandboxMessage(
             id=message_id, channel=channel, author=author, created_at=self.clock.now(), **fields
         )
         self.messages[message_id] = message
         if not message.ephemeral:
             channel.last_message_id = message_id
+            if channel.thread is not None:
+                channel.thread.message_count += 1
         return message
 
     def message(self, message_id: int) -> SandboxMessage | None:

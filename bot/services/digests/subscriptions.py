@@ -192,8 +192,8 @@ class SubscriptionService:
             reason = f"channel unreachable: {error}"
             notice = (
                 f"The paper feed for <#{sub.channel_id}> is paused: I cannot post there any more (the channel "
-                "is gone or I lost permission to send messages, embed links or add reactions). Fix that and "
-                "run /paperadmin feed set for the channel to resume it."
+                "or thread is gone or locked, or I lost permission to see it, send messages or embed links). "
+                "Fix that and run /paperadmin feed set for the channel to resume it."
             )
             notify = sub.created_by
         else:

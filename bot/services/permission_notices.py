@@ -1,0 +1,49 @@
+"""Telling an admin, once per channel, that the bot may post there but not add reactions.
+
+The paper still goes out, with its 👍 👎 🔖 as buttons instead of reactions; the notice says which
+permission to grant for reactions everyone sees. "Once": the first time the bot finds the permission
+missing in a channel is kept in ``app_state``, so neither the next paper nor a restart repeats it (a
+second process racing for the same channel stores it once: :meth:`StateRepository.claim`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from storage.db import utcnow
+from storage.repositories.state import StateRepository
+from storage.repositories.subscriptions import SubscriptionRepository
+
+log = logging.getLogger(__name__)
+
+#: The permission, as Discord's settings name it.
+ADD_REACTIONS = "Add Reactions"
+
+
+def reactions_missing_notice(channel_id: int) -> str:
+    return (
+        f"I can post in <#{channel_id}> but not add reactions there (missing **{ADD_REACTIONS}**), so the "
+        f"papers I post there get 👍 👎 🔖 buttons instead of reactions. To have reactions everyone there "
+        f"can see, give me {ADD_REACTIONS} in that channel (Edit Channel → Permissions)."
+    )
+
+
+class PermissionNotices:
+    def __init__(self, state: StateRepository, subscriptions: SubscriptionRepository) -> None:
+        self.state = state
+        self.subscriptions = subscriptions
+
+    async def reactions_missing(self, channel_id: int) -> str | None:
+        """The notice for an admin the first time the bot finds it may not add reactions in
+        ``channel_id``; None every time after."""
+        if not await self.state.claim(f"told:missing-permission:{channel_id}:add_reactions", utcnow()):
+            return None
+        log.info(
+            "no Add Reactions permission in channel %s: papers there get buttons; telling an admin",
+            channel_id,
+        )
+        return reactions_missing_notice(channel_id)
+
+    async def leave_for(self, user_id: int, notice: str) -> None:
+        """Keep ``notice`` for the admin's next command (after any other notice waiting for them)."""
+        await self.subscriptions.add_notice(user_id, notice)
