@@ -9,7 +9,8 @@ them. Measured from the sandbox's request log:
 * calls per digest — every REST request the bot made in the rush, divided by the subscribers;
 * the rush — from its first request to its last; the global limit's bound is calls / 50 s, and the
   ratio rush / bound says how close the bot came to the fastest Discord allows for what it sent;
-* 429s (by scope), 40003s, invalid requests (401/403/429), and how many digests arrived whole.
+* 429s (by scope), 40003s, invalid requests (401/403/429), and how many digests arrived whole (every
+  paper the bot planned for the person is in their DM; the planner may find fewer than 5 for some).
 
 ``--compare REV`` first runs the bot of another commit (a temporary ``git worktree``) against the same
 sandbox set-up, then this checkout, and prints both rows and their ratios. Subscribers' DM channels
@@ -30,6 +31,7 @@ import json
 import math
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -98,6 +100,7 @@ class Rush:
     routes: Counter[str] = field(default_factory=Counter)
     invalid: int = 0
     whole: int = 0
+    papers: int = 0
     started_late: float = 0.0
 
     @property
@@ -114,7 +117,7 @@ class Rush:
         return (
             f"| {self.label} | {self.subscribers:,} | {self.calls:,} | {self.calls / self.subscribers:.1f} | "
             f"{self.seconds:,.0f} s | {self.bound:,.0f} s | {ratio:.2f}× | {refused} | {self.invalid:,} | "
-            f"{self.whole:,} / {self.subscribers:,} |"
+            f"{self.whole:,} / {self.subscribers:,} ({self.papers:,} papers) |"
         )
 
 
@@ -198,6 +201,7 @@ async def measure(
                 tail = (work / "bot.log").read_text().splitlines()[-5:]
                 if tail:
                     print("  bot log (last lines):\n    " + "\n    ".join(tail), flush=True)
+            count_whole(rush, server, people, work / "paperbot.db")
     return rush
 
 
@@ -237,12 +241,24 @@ async def _watch(
             break
     rush.started_late = (rush.first - due_loop) if rush.first is not None else math.nan
     rush.invalid = server.rates.invalid_total
+    return rush
+
+
+def count_whole(rush: Rush, server: Any, people: list[dict[str, int]], db_path: Path) -> None:
+    """A digest is whole when its person's DM holds every paper the bot planned for them."""
+    with contextlib.closing(sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)) as conn:
+        planned = dict(
+            conn.execute(
+                "SELECT s.user_id, COUNT(i.paper_id) FROM subscriptions s JOIN digest_runs r ON r.subscription_id = s.id"
+                " JOIN digest_items i ON i.run_id = r.id GROUP BY s.user_id"
+            ).fetchall()
+        )
     for person in people:
         channel = server.world.channels[person["dm"]]
-        sent = [m for m in server.world.messages_in(channel) if m.author is server.bot_user]
-        if len([m for m in sent if m.embeds]) >= PAPERS_PER_DIGEST:
+        papers = [m for m in server.world.messages_in(channel) if m.author is server.bot_user and m.embeds]
+        if planned.get(person["user"]) and len(papers) == planned[person["user"]]:
             rush.whole += 1
-    return rush
+    rush.papers = sum(planned.values())
 
 
 def _worktree(rev: str, where: Path) -> Path:

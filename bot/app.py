@@ -94,7 +94,6 @@ class PaperBot(commands.Bot):
                 wait_until_ready=self.wait_until_ready,
                 scheduler=self.scheduler.jobs,
                 concurrency=DIGEST_CONCURRENCY,
-                spacing=0.0,
             )
         return self._digest_jobs
 

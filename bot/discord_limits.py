@@ -35,11 +35,12 @@ class RequestPacer:
     """A token bucket: at most ``rate`` requests a second on average, ``burst`` at once.
 
     In any one second it lets through at most ``rate + burst`` requests, so with the defaults a rush
-    stays under the global limit however the second is counted.
+    stays under the global limit however the second is counted, with a little room for requests that
+    bunch up on their way.
     """
 
     def __init__(
-        self, rate: float = BULK_RATE, burst: int = 5, *, monotonic: Callable[[], float] = time.monotonic
+        self, rate: float = BULK_RATE, burst: int = 2, *, monotonic: Callable[[], float] = time.monotonic
     ):
         if rate <= 0 or burst < 1:
             raise ValueError("rate must be positive and burst at least 1")

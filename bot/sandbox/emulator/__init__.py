@@ -11,6 +11,7 @@ discord.py bot can run against it. The modules, by concern:
 | ``actions`` | what people do: slash commands, autocomplete, clicks, menus, modals, reactions, messages |
 | ``waits`` | waiting for the bot: its next message, a request, a dispatch, quiet, a condition |
 | ``world_changes`` | what admins and Discord change: users, servers, channels, permissions, DMs, teams |
+| ``threads`` | threads and forum posts: making and archiving them, and Discord's rules inside them |
 | ``routing`` | every REST request recorded, authenticated, faulted or rate limited, then answered |
 | ``rest``, ``rest_*`` | the REST routes, in Discord's shapes and error codes |
 | ``gateway`` | the websocket: IDENTIFY, RESUME, heartbeats, intents, dispatches |

@@ -15,8 +15,9 @@
   once if still within the grace window, otherwise recorded as skipped and logged
   (``bot.services.digests.recovery``).
 * Each job catches and logs its own errors (one failing subscriber never stops the others) and
-  retries a failed run a few times. Deliveries share a semaphore and are spaced, so thousands of
-  digests due at 09:00 queue up (the Discord sender also paces every request it makes).
+  retries a failed run a few times. At most ``concurrency`` deliveries run at once (the Discord layer
+  sizes it to Discord's limits and paces every request its sender makes), so thousands of digests
+  due at 09:00 queue up.
 
 Nothing here imports discord: the Discord layer passes a sender factory and ``wait_until_ready``.
 """
@@ -78,7 +79,6 @@ class DigestScheduler:
         clock: Clock | None = None,
         wait_until_ready: Callable[[], Awaitable[object]] | None = None,
         concurrency: int = 4,
-        spacing: float = 0.05,
         misfire_grace: timedelta | None = None,
         retry_delay: timedelta = timedelta(minutes=5),
         max_retries: int = 3,
@@ -88,7 +88,6 @@ class DigestScheduler:
         self.sender_for = sender_for
         self._clock = clock
         self.wait_until_ready = wait_until_ready
-        self.spacing = spacing
         grace = misfire_grace if misfire_grace is not None else digests.grace
         # Bounded: a late fire is still useful up to the grace window, never longer (and at least 1 min).
         self.misfire_grace_seconds = max(60, int(grace.total_seconds()))
@@ -294,7 +293,7 @@ class DigestScheduler:
         send: Callable[[DigestSender], Awaitable[DeliveryOutcome]],
         what: str,
     ) -> DeliveryOutcome | None:
-        """Run ``send`` with the subscription's sender inside a delivery slot, spaced from the next one.
+        """Run ``send`` with the subscription's sender inside one of ``concurrency`` delivery slots.
         A failure is logged as ``what`` and retried later; a shutdown stops it quietly. Never raises."""
         async with self._slots, self._in_flight():
             try:
@@ -306,9 +305,6 @@ class DigestScheduler:
                 log.exception("%s failed", what)
                 self._schedule_retry(sub.id)
                 return None
-            finally:
-                if self.spacing:
-                    await asyncio.sleep(self.spacing)
             self._attempts.pop(sub.id, None)
             self._log_outcome(sub, outcome)
             return outcome

@@ -44,7 +44,7 @@ class Senders:
 
 @pytest.fixture
 async def jobs(service: Digests) -> AsyncIterator[DigestScheduler]:
-    scheduler = DigestScheduler(service, Senders(), clock=service.clock, spacing=0)
+    scheduler = DigestScheduler(service, Senders(), clock=service.clock)
     yield scheduler
     scheduler.shutdown()
 
@@ -196,7 +196,7 @@ async def test_digests_due_together_go_out_at_their_places_in_the_spread(db: Dat
     service = make_service(
         db, FakeClock(utc(2026, 11, 30, 6, 0)), {p: 1.0 for p in range(1, 11)}, spread=timedelta(minutes=10)
     )
-    jobs = DigestScheduler(service, Senders(), clock=service.clock, spacing=0)
+    jobs = DigestScheduler(service, Senders(), clock=service.clock)
     try:
         subs = [await service.subscriptions.subscribe(u, time="09:00", count=1) for u in (1, 2, 3)]
         await jobs.start(recover=False)
@@ -278,7 +278,7 @@ async def test_deliveries_are_bounded_by_the_semaphore(service: Digests) -> None
             in_flight -= 1
             return await super().send_paper(paper, reason, nonce=nonce)
 
-    jobs = DigestScheduler(service, lambda sub: Slow(), clock=service.clock, concurrency=3, spacing=0)
+    jobs = DigestScheduler(service, lambda sub: Slow(), clock=service.clock, concurrency=3)
     subs = [
         await service.subscriptions.subscribe(user, time="09:00", timezone="UTC", count=1)
         for user in range(1, 13)
@@ -305,7 +305,7 @@ async def test_recover_resumes_then_catches_up_after_ready(service: Digests) -> 
 
     ready = asyncio.Event()
     senders = Senders()
-    jobs = DigestScheduler(service, senders, clock=clock, wait_until_ready=ready.wait, spacing=0)
+    jobs = DigestScheduler(service, senders, clock=clock, wait_until_ready=ready.wait)
     task = asyncio.create_task(jobs.recover())
     await asyncio.sleep(0.01)
     assert senders.by_sub == {}  # nothing before the client is ready
@@ -315,7 +315,7 @@ async def test_recover_resumes_then_catches_up_after_ready(service: Digests) -> 
     assert [(o.status, o.period_key) for o in report.caught_up] == [("sent", "2026-11-30")]
     assert senders.by_sub[interrupted.id].paper_ids == [2, 3]
     assert len(senders.by_sub[missed.id].papers) == 2
-    again = await DigestScheduler(service, senders, clock=clock, spacing=0).recover()
+    again = await DigestScheduler(service, senders, clock=clock).recover()
     assert again.resumed == again.caught_up == []
 
 
@@ -361,7 +361,7 @@ async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(ser
             return sent
 
     sender = StopsAfterTwo()
-    jobs = DigestScheduler(service, lambda s: sender, spacing=0)
+    jobs = DigestScheduler(service, lambda s: sender)
     await jobs.start(recover=False)
     assert await jobs.run_job(sub.id) is None
     assert sender.paper_ids == [1, 2]
@@ -373,7 +373,7 @@ async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(ser
     # The next process (a fresh service on the same database) resumes the run with papers 3 and 4.
     restarted = make_service(service.db, clock, {pid: 100.0 - pid for pid in range(1, 41)})
     later = FakeSender()
-    report = await DigestScheduler(restarted, lambda s: later, spacing=0).recover()
+    report = await DigestScheduler(restarted, lambda s: later).recover()
     assert [o.status for o in report.resumed] == ["sent"]
     assert later.headers == []
     assert later.paper_ids == [3, 4]
