@@ -13,10 +13,10 @@ from bot.ui.embeds import DESCRIPTION_LIMIT, PAPER_COLOUR, REACTIONS
 from bot.ui.format import trim
 
 ON_A_PAPER = (
-    f"**On a paper the bot posts:** react {' '.join(REACTIONS)} (or press the numbered buttons of a list) "
-    "to like, dislike or save it · **📄 Full abstract** shows the rest of a digest's paper · "
-    "**🔎 More like this** lists similar papers, each with its own rating buttons (both only to you). "
-    "`/paper interests add paper:` starts your picks from papers you like."
+    f"**On a paper the bot posts:** press its {' '.join(REACTIONS)} buttons, or react with them in a "
+    "channel (or press the numbered buttons of a list), to like, dislike or save it · **📄 Full abstract** "
+    "shows the rest of a digest's paper · **🔎 More like this** lists similar papers, each with its own "
+    "rating buttons (both only to you). `/paper interests add paper:` starts your picks from papers you like."
 )
 
 

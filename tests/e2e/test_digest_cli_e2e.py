@@ -61,7 +61,7 @@ async def test_operator_sends_a_users_digest_from_the_command_line(e2e: E2E, tmp
     assert len(papers) == 2
     assert "(on demand)" in next(m for m in dms if not m.embeds).content
     for message in papers:
-        assert [b["emoji"]["name"] for b in message.buttons] == ["👍", "👎", "🔖"]
+        assert [b["emoji"]["name"] for b in message.buttons][:3] == ["👍", "👎", "🔖"]
         assert message.author is server.bot_user
     assert len(server.requests_matching("POST /users/@me/channels")) == 1, "the CLI used the stored DM"
 

@@ -100,7 +100,9 @@ def rating_buttons(message: SandboxMessage) -> list[str]:
 def rated(message: SandboxMessage, bot_id: int) -> bool:
     """The paper's own 👍 👎 🔖: buttons in a DM, the bot's reactions in a channel."""
     if message.channel.is_dm:
-        return rating_buttons(message)[:3] == RATINGS and not any(bot_id in u for u in message.reactions.values())
+        return rating_buttons(message)[:3] == RATINGS and not any(
+            bot_id in u for u in message.reactions.values()
+        )
     return all(bot_id in message.reactions.get(emoji, []) for emoji in RATINGS)
 
 
