@@ -204,10 +204,8 @@ class DiscordDigestSender:
             me = guild.me if guild is not None else None
             self._may_react = me is None or channel.permissions_for(me).add_reactions  # type: ignore[attr-defined]
             if not self._may_react and guild is not None:
-                notice = await self.sending.notices.reactions_missing(channel.id)  # type: ignore[attr-defined]
                 admin = self.admin_id or guild.owner_id
-                if notice is not None and admin is not None:
-                    await self.sending.notices.leave_for(admin, notice)
+                await self.sending.notices.reactions_missing(channel.id, leave_for=admin)  # type: ignore[attr-defined]
         return self._may_react
 
     async def _add_reactions(self, message: discord.Message) -> None:

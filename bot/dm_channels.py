@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 
 import discord
 
+from storage.db import StoreBusyError
 from storage.repositories.users import UserRepository
 
 log = logging.getLogger(__name__)
@@ -75,12 +76,19 @@ class DMChannels:
         return self.client.get_partial_messageable(channel_id, type=discord.ChannelType.private)
 
     async def remember(self, user_id: int, channel_id: int) -> None:
-        """Keep a DM channel id seen elsewhere (a command used in the DM); a write only when it is new."""
+        """Keep a DM channel id (a write only when it is new). A busy store keeps it in memory only:
+        the digest goes out now, and the id is stored the next time."""
         if self._known.get(user_id) == channel_id:
             return
-        if await self.users.dm_channel(user_id) != channel_id:
-            await self.users.set_dm_channel(user_id, channel_id)
         self._known[user_id] = channel_id
+        try:
+            if await self.users.dm_channel(user_id) != channel_id:
+                await self.users.set_dm_channel(user_id, channel_id)
+        except StoreBusyError:
+            self._known.pop(user_id, None)
+            log.warning(
+                "store busy: the DM channel of user %s serves this digest and is stored another time", user_id
+            )
 
     async def learn(self, user_id: int, *, seen_in: int | None = None) -> None:
         """Know a subscriber's DM before their first digest: ``seen_in`` is the DM a command came from;

@@ -63,13 +63,12 @@ async def tell_reactions_missing(interaction: discord.Interaction[PaperBot], cha
     """The first time only: tell the person, if they can manage the server, that the bot may not add
     reactions here; otherwise keep it for the server's owner's next command."""
     notices = interaction.client.services.permission_notices
-    notice = await notices.reactions_missing(channel_id)
-    if notice is None:
-        return
     if interaction.permissions.manage_guild:
-        await interaction.followup.send(f"⚠️ {notice}", ephemeral=True)
+        notice = await notices.reactions_missing(channel_id)
+        if notice is not None:
+            await interaction.followup.send(f"⚠️ {notice}", ephemeral=True)
     elif interaction.guild is not None and interaction.guild.owner_id is not None:
-        await notices.leave_for(interaction.guild.owner_id, notice)
+        await notices.reactions_missing(channel_id, leave_for=interaction.guild.owner_id)
 
 
 @paper.command(name="search", description="Search papers by topic, method or title words")

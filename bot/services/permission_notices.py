@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from storage.db import utcnow
+from storage.db import StoreBusyError, utcnow
 from storage.repositories.state import StateRepository
 from storage.repositories.subscriptions import SubscriptionRepository
 
@@ -33,17 +33,30 @@ class PermissionNotices:
         self.state = state
         self.subscriptions = subscriptions
 
-    async def reactions_missing(self, channel_id: int) -> str | None:
+    async def reactions_missing(self, channel_id: int, *, leave_for: int | None = None) -> str | None:
         """The notice for an admin the first time the bot finds it may not add reactions in
-        ``channel_id``; None every time after."""
-        if not await self.state.claim(f"told:missing-permission:{channel_id}:add_reactions", utcnow()):
+        ``channel_id`` (kept for ``leave_for``'s next command when given); None every time after.
+
+        A busy store skips it, and so does not count as told: the next paper there tries again.
+        """
+        key = f"told:missing-permission:{channel_id}:add_reactions"
+        notice = reactions_missing_notice(channel_id)
+        try:
+            if not await self.state.claim(key, utcnow()):
+                return None
+            if leave_for is not None:
+                try:
+                    await self.subscriptions.add_notice(leave_for, notice)
+                except StoreBusyError:
+                    await self.state.delete(key)
+                    raise
+        except StoreBusyError:
+            log.warning(
+                "store busy: the missing Add Reactions in channel %s is told another time", channel_id
+            )
             return None
         log.info(
-            "no Add Reactions permission in channel %s: papers there get buttons; telling an admin",
+            "no Add Reactions permission in channel %s: papers there get buttons; an admin is told",
             channel_id,
         )
-        return reactions_missing_notice(channel_id)
-
-    async def leave_for(self, user_id: int, notice: str) -> None:
-        """Keep ``notice`` for the admin's next command (after any other notice waiting for them)."""
-        await self.subscriptions.add_notice(user_id, notice)
+        return notice
