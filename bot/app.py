@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -27,6 +28,11 @@ from storage.repositories.state import StateRepository
 from storage.repositories.users import UserRepository
 
 log = logging.getLogger(__name__)
+
+#: discord.py's names for the tasks that run a command or a button's callback
+ANSWER_TASKS = ("CommandTree-invoker", "discord-ui-view-dispatch")
+#: how long close() lets them finish
+ANSWER_PATIENCE = 5.0
 
 
 def point_discord_at(settings: Settings) -> None:
@@ -128,6 +134,7 @@ class PaperBot(commands.Bot):
         await self.sync_commands()
 
     async def close(self) -> None:
+        await self._finish_answers()
         await self.scheduler.stop_loops()
         if self._digest_jobs is not None:
             await self._digest_jobs.stop()  # digests stop between papers and resume at the next start
@@ -135,6 +142,19 @@ class PaperBot(commands.Bot):
         if self._writes is not None:
             await self._writes.stop()  # what is not stored yet stays in the outbox for the next start
         await super().close()
+
+    async def _finish_answers(self) -> None:
+        """Commands and buttons still answering (a paper's reactions, added one per reaction bucket) finish
+        before the HTTP session closes, instead of failing with "Session is closed" (bounded)."""
+        answering = [
+            task
+            for task in asyncio.all_tasks()
+            if task.get_name().startswith(ANSWER_TASKS)
+            and not task.done()
+            and task is not asyncio.current_task()
+        ]
+        if answering:
+            await asyncio.wait(answering, timeout=ANSWER_PATIENCE)
 
     async def sync_commands(self) -> None:
         """Dev guild set: sync to it on every start. Otherwise sync globally only when the definitions
