@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -70,7 +71,12 @@ async def prepare(db_path: Path, people: list[dict[str, int]], due: str, cold: b
     from storage.repositories.users import UserRepository
 
     rng = random.Random(7)
-    settings = Settings(discord_token="x" * 30, db_path=db_path)
+    if "db_path" in {f.name for f in dataclasses.fields(Settings)}:  # a tree from before PostgreSQL
+        settings = Settings(discord_token="x" * 30, db_path=db_path)  # type: ignore[call-arg]
+    else:
+        from storage.store import StoreLocation
+
+        settings = Settings(discord_token="x" * 30, store=StoreLocation(path=db_path))
     async with open_services(settings, load_shipped_corpus=True) as services:
         subscriptions = services.digests.subscriptions
         remember = None if cold else getattr(UserRepository(services.db), "set_dm_channel", None)

@@ -4,8 +4,8 @@ ALTER TABLE users ADD COLUMN dm_channel_id INTEGER;
 
 -- Already known for everyone the bot sent a paper by DM: the channel those messages went to.
 UPDATE users SET dm_channel_id = (
-    SELECT posted_messages.channel_id FROM posted_messages
-     WHERE posted_messages.recipient_id = users.id AND posted_messages.guild_id IS NULL
-     ORDER BY posted_messages.posted_at DESC
+    SELECT pm.channel_id FROM posted_messages pm
+     WHERE pm.recipient_id = users.id AND pm.guild_id IS NULL
+     ORDER BY pm.posted_at DESC
      LIMIT 1
 );

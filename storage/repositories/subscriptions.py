@@ -181,8 +181,8 @@ class SubscriptionRepository:
         async with self._db.transaction() as conn:
             await ensure_user(conn, user_id)
             await conn.execute(
-                "UPDATE users SET pending_notice = CASE WHEN pending_notice IS NULL THEN ? "
-                "ELSE pending_notice || ? END WHERE id = ?",
+                "UPDATE users SET pending_notice = CASE WHEN pending_notice IS NULL THEN CAST(? AS TEXT) "
+                "ELSE pending_notice || CAST(? AS TEXT) END WHERE id = ?",
                 (notice, "\n\n" + notice, user_id),
             )
 
