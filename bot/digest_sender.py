@@ -192,7 +192,7 @@ class DiscordDigestSender:
             view = paper_buttons(paper.id, shown.view)
             return _sent(await self._send(embed=shown.embed, view=view, nonce=nonce))
         message = await self._send(embed=shown.embed, view=shown.view, nonce=nonce)
-        await self._add_reactions(message)
+        await add_ratings(self.bot, message, self.sending, paced=True)
         return _sent(message)
 
     async def may_react(self) -> bool:
@@ -208,24 +208,35 @@ class DiscordDigestSender:
                 await self.sending.notices.reactions_missing(channel.id, leave_for=admin)  # type: ignore[attr-defined]
         return self._may_react
 
-    async def _add_reactions(self, message: discord.Message) -> None:
-        """👍 👎 🔖 on a paper posted in a channel, one per reaction bucket of that channel."""
-        for emoji in REACTIONS:
-            await self.sending.reactions.wait(message.channel.id)
-            await self.sending.pacer.wait()
-            try:
-                await message.add_reaction(emoji)
-            except discord.HTTPException as error:
-                # The paper is out; a missing reaction is worth a log line, not a resend.
-                log.warning(
-                    "could not add %s to message %s in channel %s: %s",
-                    emoji,
-                    message.id,
-                    message.channel.id,
-                    error,
-                )
-                if error.code in CHANNEL_GONE_CODES:
-                    break
+
+async def add_ratings(
+    client: discord.Client, message: discord.Message, sending: Sending, *, paced: bool
+) -> None:
+    """👍 👎 🔖 on a paper the bot posted in a channel, one per reaction bucket of the channel (and, when
+    ``paced``, under the bulk pacer). The paper is out already: a refused reaction is logged, not
+    raised, and a shutdown stops the rest quietly."""
+    for emoji in REACTIONS:
+        await sending.reactions.wait(message.channel.id)
+        if paced:
+            await sending.pacer.wait()
+        if client.is_closed():
+            return
+        try:
+            await message.add_reaction(emoji)
+        except RuntimeError:
+            if client.is_closed():
+                return  # the HTTP session closed under it (a shutdown)
+            raise
+        except discord.HTTPException as error:
+            log.warning(
+                "could not add %s to message %s in channel %s: %s",
+                emoji,
+                message.id,
+                message.channel.id,
+                error,
+            )
+            if error.code in CHANNEL_GONE_CODES:
+                return
 
 
 def _sent(message: discord.Message) -> SentMessage:

@@ -9,8 +9,9 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.digest_sender import add_ratings
 from bot.exts._groups import Subcommands
-from bot.ui.embeds import REACTIONS, paper_embed
+from bot.ui.embeds import paper_embed
 from bot.ui.listing import PageButton, render_listing
 from bot.ui.paper_views import FullAbstractButton, MoreLikeThisButton, paper_autocomplete, paper_view
 from bot.ui.views import RateButton, paper_buttons
@@ -51,10 +52,7 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
         kind="paper",
     )
     if reactions:
-        spacer = interaction.client.sending.reactions
-        for emoji in REACTIONS:
-            await spacer.wait(message.channel.id)
-            await message.add_reaction(emoji)
+        await add_ratings(interaction.client, message, interaction.client.sending, paced=False)
     elif in_guild:
         await tell_reactions_missing(interaction, message.channel.id)
 
