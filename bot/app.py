@@ -35,6 +35,10 @@ ANSWER_TASKS = ("CommandTree-invoker", "discord-ui-view-dispatch")
 ANSWER_PATIENCE = 5.0
 
 
+#: How often the process running the digests looks for subscriptions other processes made or changed.
+SUBSCRIPTIONS_POLL_SECONDS = 5.0
+
+
 def point_discord_at(settings: Settings) -> None:
     """Send REST and gateway traffic where the settings say (a rate-limit proxy or a local server).
 
@@ -54,18 +58,25 @@ def command_definitions_hash(tree: discord.app_commands.CommandTree[Any]) -> str
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-class PaperBot(commands.Bot):
+class PaperBot(commands.AutoShardedBot):
+    """The bot on the shards the settings name (`PAPERBOT_SHARDS` of `PAPERBOT_SHARD_COUNT`; all of
+    them by default), doing what its role says: `all`, `gateway` (no background work) or `worker` (the
+    background work over REST, never connecting the gateway)."""
+
     def __init__(self, *, settings: Settings, services: Services, **options: Any) -> None:
         intents = discord.Intents.none()
         intents.guilds = True
         intents.guild_reactions = True
         intents.dm_reactions = True
+        if settings.shard_ids is not None:
+            options["shard_ids"] = list(settings.shard_ids)
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=intents,
             tree_cls=PaperTree,
             help_command=None,
             allowed_mentions=discord.AllowedMentions.none(),
+            shard_count=settings.shard_count,
             **options,
         )
         self.settings = settings
@@ -77,6 +88,8 @@ class PaperBot(commands.Bot):
         self._sending: Sending | None = None
         self._digest_jobs: DigestScheduler | None = None
         self._writes: WriteBehind | None = None  # started in setup_hook
+        self._stopped = asyncio.Event()  # a worker runs until close()
+        self._logged_in = asyncio.Event()
 
     @property
     def sending(self) -> Sending:
@@ -97,7 +110,8 @@ class PaperBot(commands.Bot):
             self._digest_jobs = DigestScheduler(
                 self.services.digests,
                 lambda sub: DiscordDigestSender.for_subscription(self, self.sending, sub),
-                wait_until_ready=self.wait_until_ready,
+                # a worker sends over REST as soon as it logged in; a gateway process once connected
+                wait_until_ready=self.wait_until_ready if self.settings.connects_gateway else None,
                 scheduler=self.scheduler.jobs,
                 concurrency=DIGEST_CONCURRENCY,
             )
@@ -107,6 +121,22 @@ class PaperBot(commands.Bot):
         point_discord_at(self.settings)
         await super().login(token)
 
+    async def start(self, token: str, *, reconnect: bool = True) -> None:
+        """Log in and connect the gateway shards; a worker logs in (REST only) and runs until close()."""
+        if self.settings.connects_gateway:
+            await super().start(token, reconnect=reconnect)
+            return
+        await self.login(token)
+        self._logged_in.set()
+        await self._stopped.wait()
+
+    async def wait_until_serving(self) -> None:
+        """Until this process does its work: connected (ready), or for a worker logged in."""
+        if self.settings.connects_gateway:
+            await self.wait_until_ready()
+        else:
+            await self._logged_in.wait()
+
     async def load_commands(self) -> None:
         """Load every extension (each adds its own commands and listeners) and put the groups in the tree."""
         for extension in discover_extensions():
@@ -115,15 +145,28 @@ class PaperBot(commands.Bot):
             self.tree.add_command(group)
 
     async def setup_hook(self) -> None:
-        await self.load_commands()
         self.scheduler.start()
+        # papers another process (`paperbot ingest`, another bot process) commits become searchable
+        # seconds later
+        self.scheduler.loop("follow-store", self.services.follow_store)
+        if self.settings.does_background_work:
+            await self.start_background_work()
+        if self.settings.connects_gateway:
+            await self.load_commands()
+            # reactions, clicks and listings are stored behind the answers (and what a crash left, now)
+            self._writes = self.services.writes
+            await self._writes.start()
+            await self.sync_commands()
+
+    async def start_background_work(self) -> None:
+        """Digests, the daily prune of old searches and the daily arXiv fetch, on this process."""
         # jobs rebuilt from the subscriptions table in the background; catch-up once ready
         await self.digest_jobs.start(in_background=True)
-        # reactions, clicks and listings are stored behind the answers (and what a crash left, now)
-        self._writes = self.services.writes
-        await self._writes.start()
-        # papers another process (`paperbot ingest`) commits become searchable seconds later
-        self.scheduler.loop("follow-store", self.services.follow_store)
+        # subscriptions made or changed by other processes (a gateway process's /paper subscribe)
+        self.scheduler.loop(
+            "follow-subscriptions",
+            lambda: self.digest_jobs.follow_subscriptions(every=SUBSCRIPTIONS_POLL_SECONDS),
+        )
         # searches past their retention go at start, then daily
         await self.services.privacy.prune_searches()
         self.scheduler.daily_prune(self.services.privacy.prune_searches)
@@ -131,9 +174,9 @@ class PaperBot(commands.Bot):
             self.scheduler.daily_fetch(
                 lambda: run_daily_fetch(self.services), time_utc=self.settings.arxiv_fetch_time
             )
-        await self.sync_commands()
 
     async def close(self) -> None:
+        self._stopped.set()
         await self._finish_answers()
         await self.scheduler.stop_loops()
         if self._digest_jobs is not None:
@@ -141,6 +184,10 @@ class PaperBot(commands.Bot):
         await self.scheduler.stop()
         if self._writes is not None:
             await self._writes.stop()  # what is not stored yet stays in the outbox for the next start
+        if not hasattr(self, "_AutoShardedClient__queue"):
+            # Never connected (a worker): discord.py's AutoShardedClient.close() ends by queueing a
+            # "clean close" on the event queue connect() would have made.
+            self._AutoShardedClient__queue: asyncio.PriorityQueue[Any] = asyncio.PriorityQueue()
         await super().close()
 
     async def _finish_answers(self) -> None:

@@ -112,6 +112,33 @@ def _retention_days(raw: str) -> int:
     return int(raw)
 
 
+def _shard_ids(raw: str) -> tuple[int, ...]:
+    """ "0-3", "0,2" or "5": the shard ids, each once, in order."""
+    ids: set[int] = set()
+    for part in raw.replace(" ", "").split(","):
+        first, dash, last = part.partition("-")
+        if not (first.isdigit() and (not dash or last.isdigit())) or (dash and int(last) < int(first)):
+            raise ValueError(f"must be shard ids like 0-3 or 0,2 (ranges low-high), got {raw!r}")
+        ids.update(range(int(first), int(last if dash else first) + 1))
+    return tuple(sorted(ids))
+
+
+def _shard_count(raw: str) -> int:
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"must be a whole number of shards, at least 1, got {raw!r}")
+    return int(raw)
+
+
+ROLES = ("all", "gateway", "worker")
+
+
+def _role(raw: str) -> str:
+    role = raw.lower()
+    if role not in ROLES:
+        raise ValueError(f"must be one of {', '.join(ROLES)}, got {raw!r}")
+    return role
+
+
 # ---- the declarations ---------------------------------------------------------------------------
 
 
@@ -166,12 +193,13 @@ class Settings:
         "outbox of reactions and clicks not stored yet, live beside it), or a `postgresql://USER@HOST/DB` "
         "URL of a PostgreSQL database several processes share",
     )
-    state_dir: Path = setting(  # noqa: RUF009 - setting() is a dataclasses.field
+    state_dir: Path | None = setting(  # noqa: RUF009 - setting() is a dataclasses.field
         "PAPERBOT_STATE_DIR",
-        ".",
+        "",
         Path,
-        "with a PostgreSQL store: the folder where this process keeps its own files (`paperbot.pending`, "
-        "`paperbot.search-index`); with SQLite they live beside the database file",
+        "the folder where this process keeps its own files (`*.pending`, the outbox of reactions and "
+        "clicks not stored yet; `*.search-index`); empty: beside a SQLite database, or the working "
+        "directory for PostgreSQL. Give each process of a bot its own",
     )
     dev_guild_id: int | None = setting(
         "PAPERBOT_DEV_GUILD",
@@ -228,6 +256,50 @@ class Settings:
         "stored searches (with their query text) are deleted after this many days (1–3650), at start and "
         "daily; their paging buttons then say the list expired",
     )
+
+    #: the gateway shards this process connects (None: all of them), of `shard_count` in all
+    shard_ids: tuple[int, ...] | None = setting(
+        "PAPERBOT_SHARDS",
+        "",
+        _shard_ids,
+        "the gateway shards this process connects, e.g. `0-1` or `2,3` (needs `PAPERBOT_SHARD_COUNT`); "
+        "empty: all of them",
+    )
+    shard_count: int | None = setting(
+        "PAPERBOT_SHARD_COUNT",
+        "",
+        _shard_count,
+        "how many gateway shards the bot has, across all its processes (Discord requires one per 2,500 "
+        "servers); empty: as many as Discord recommends",
+    )
+    role: str = setting(
+        "PAPERBOT_ROLE",
+        "all",
+        _role,
+        "what this process does: `all`, `gateway` (answers Discord: commands, buttons, reactions) or "
+        "`worker` (the background work: digests, the arXiv fetch, pruning; over Discord's REST API, "
+        "with no gateway connection)",
+    )
+
+    def __post_init__(self) -> None:
+        if self.shard_ids is not None:
+            if self.shard_count is None:
+                raise SettingsError(
+                    "PAPERBOT_SHARDS needs PAPERBOT_SHARD_COUNT (the shards of all processes)"
+                )
+            if self.shard_ids[-1] >= self.shard_count:
+                raise SettingsError(
+                    f"PAPERBOT_SHARDS names shard {self.shard_ids[-1]}, but shards are numbered 0 to "
+                    f"{self.shard_count - 1} (PAPERBOT_SHARD_COUNT={self.shard_count})"
+                )
+
+    @property
+    def connects_gateway(self) -> bool:
+        return self.role != "worker"
+
+    @property
+    def does_background_work(self) -> bool:
+        return self.role != "gateway"
 
     def local_file(self, suffix: str) -> Path | None:
         """Where this process keeps its file `suffix` (".pending", ".search-index"); None when the

@@ -4,8 +4,9 @@
 `postgres://`) a PostgreSQL database. `open_database(location)` opens either as a `Database`.
 
 A process also keeps a few files of its own (the outbox of writes not stored yet, the search-index
-snapshot): beside a SQLite file, as `paperbot.db.pending`; for a PostgreSQL store in a local
-directory, as `paperbot.pending` (`local_file`).
+snapshot): in its state folder (`PAPERBOT_STATE_DIR`), else beside a SQLite file as
+`paperbot.db.pending`, or as `paperbot.pending` in the working directory for PostgreSQL
+(`local_file`).
 """
 
 from __future__ import annotations
@@ -67,14 +68,16 @@ class StoreLocation:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
         return urlunsplit(parts._replace(netloc=netloc))
 
-    def local_file(self, suffix: str, local_dir: Path) -> Path | None:
-        """Where this process keeps its file `suffix` (".pending", ".search-index") for this store:
-        beside a SQLite file, or in `local_dir` for PostgreSQL; None for an in-memory database."""
+    def local_file(self, suffix: str, local_dir: Path | None = None) -> Path | None:
+        """Where a process keeps its file `suffix` (".pending", ".search-index") for this store: in
+        `local_dir` when given, else beside a SQLite file or in the working directory for PostgreSQL;
+        None for an in-memory database."""
         if self.path is None:
-            return local_dir / f"paperbot{suffix}"
+            return (local_dir or Path()) / f"paperbot{suffix}"
         if self.in_memory:
             return None
-        return self.path.with_name(self.path.name + suffix)
+        name = self.path.name + suffix
+        return local_dir / name if local_dir is not None else self.path.with_name(name)
 
 
 async def open_database(location: StoreLocation | Path | str, *, migrate: bool = True) -> Database:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,9 +110,14 @@ class RunningClient:
 
 @contextlib.asynccontextmanager
 async def running_client(
-    client: discord.Client, server: SandboxServer, *, ready_timeout: float = 15.0
+    client: discord.Client,
+    server: SandboxServer,
+    *,
+    ready_timeout: float = 15.0,
+    ready: Callable[[], Coroutine[Any, Any, object]] | None = None,
 ) -> AsyncIterator[RunningClient]:
-    """Start `client` against `server`, wait for on_ready, yield; close it and await its task after.
+    """Start `client` against `server`, wait for on_ready (or `ready`), yield; close it and await its
+    task after.
 
     The client must not have been started. If it dies before it is ready, this raises with why.
     """
@@ -120,14 +125,14 @@ async def running_client(
         task = asyncio.create_task(client.start(server.token), name=f"sandbox-client-{type(client).__name__}")
         running = RunningClient(client, task)
         try:
-            ready = asyncio.create_task(client.wait_until_ready())
+            started = asyncio.create_task((ready or client.wait_until_ready)())
             done, _ = await asyncio.wait(
-                {ready, task}, timeout=ready_timeout, return_when=asyncio.FIRST_COMPLETED
+                {started, task}, timeout=ready_timeout, return_when=asyncio.FIRST_COMPLETED
             )
-            if ready not in done:
-                ready.cancel()
+            if started not in done:
+                started.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await ready
+                    await started
                 reason = running.death() or f"the bot was not ready after {ready_timeout:g}s"
                 raise AssertionError(f"{reason}\n{server.recorder.recent()}")
             yield running
@@ -192,5 +197,7 @@ async def running_paperbot(
     options = SANDBOX_CLIENT_OPTIONS if client_options is None else client_options
     async with open_services(settings, load_shipped_corpus=load_shipped_corpus) as services:
         bot = PaperBot(settings=settings, services=services, **options)
-        async with running_client(bot, server, ready_timeout=ready_timeout) as running:
+        async with running_client(
+            bot, server, ready_timeout=ready_timeout, ready=bot.wait_until_serving
+        ) as running:
             yield RunningPaperBot(server, bot, services, settings, running)

@@ -97,6 +97,7 @@ class WriteBehind:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._said_busy = False
+        self._storing = False  # a pass over the pending writes is under way
         self._applying: _Entry | None = None  # the write being stored right now
         self._applied = asyncio.Event()  # set whenever no write is being stored
         self._applied.set()
@@ -136,7 +137,7 @@ class WriteBehind:
     async def drained(self, *, timeout: float = 30.0) -> None:  # noqa: ASYNC109
         """Wait until the store has every accepted write (TimeoutError after `timeout`)."""
         async with asyncio.timeout(timeout):
-            while self._pending:
+            while self._pending or self._storing:  # (a pass removes what it stored from the outbox last)
                 self._wake.set()
                 await asyncio.sleep(0.02)
 
@@ -284,6 +285,13 @@ class WriteBehind:
 
     async def _apply_pending(self) -> None:
         """Apply every pending write that can be, in order; again while that lets waiting ones go."""
+        self._storing = True
+        try:
+            await self._apply_in_order()
+        finally:
+            self._storing = False
+
+    async def _apply_in_order(self) -> None:
         assert self._outbox is not None
         progress = True
         while progress and self._pending:

@@ -37,6 +37,9 @@ VALID: dict[str, tuple[str, str, object]] = {
         StoreLocation(path=Path("/var/lib/paperbot/paperbot.db")),
     ),
     "PAPERBOT_STATE_DIR": ("/var/lib/paperbot", "state_dir", Path("/var/lib/paperbot")),
+    "PAPERBOT_SHARDS": ("0-2, 5", "shard_ids", (0, 1, 2, 5)),
+    "PAPERBOT_SHARD_COUNT": ("8", "shard_count", 8),
+    "PAPERBOT_ROLE": ("Worker", "role", "worker"),
     "PAPERBOT_DEV_GUILD": ("123456789012345678", "dev_guild_id", 123456789012345678),
     "DISCORD_API_BASE": ("http://127.0.0.1:8080/api/v10/", "api_base", "http://127.0.0.1:8080/api/v10"),
     "DISCORD_GATEWAY_URL": ("ws://127.0.0.1:8080/gateway", "gateway_url", "ws://127.0.0.1:8080/gateway"),
@@ -57,6 +60,9 @@ VALID: dict[str, tuple[str, str, object]] = {
 INVALID: dict[str, list[str]] = {
     "DISCORD_TOKEN": ["short", "has a space in the middle of it 123456"],
     "PAPERBOT_DB": ["mysql://paperbot@db/paperbot", "postgresql:///paperbot"],
+    "PAPERBOT_SHARDS": ["all", "3-1", "-1", "0..3", "1;2"],
+    "PAPERBOT_SHARD_COUNT": ["0", "two", "-2", "1.5"],
+    "PAPERBOT_ROLE": ["leader", "both"],
     "PAPERBOT_DEV_GUILD": ["my-server", "-5", "12.5"],
     "DISCORD_API_BASE": ["discord.com/api/v10", "ftp://example.org/api", "http://"],
     "DISCORD_GATEWAY_URL": ["https://gateway.discord.gg/", "gateway.discord.gg"],
@@ -98,10 +104,28 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.operator_ids == frozenset()
 
 
+#: Settings only valid with another one set too.
+COMPANIONS = {"PAPERBOT_SHARDS": {"PAPERBOT_SHARD_COUNT": "8"}}
+
+
 @pytest.mark.parametrize("name", sorted(VALID))
 def test_each_setting_is_read_and_parsed(name: str) -> None:
     raw, attribute, expected = VALID[name]
-    assert getattr(load(**{name: raw}), attribute) == expected
+    assert getattr(load(**{name: raw}, **COMPANIONS.get(name, {})), attribute) == expected
+
+
+def test_shards_need_their_count_and_fit_in_it() -> None:
+    with pytest.raises(SettingsError, match="PAPERBOT_SHARDS needs PAPERBOT_SHARD_COUNT"):
+        load(PAPERBOT_SHARDS="0-1")
+    with pytest.raises(SettingsError, match="names shard 4, but shards are numbered 0 to 3"):
+        load(PAPERBOT_SHARDS="2-4", PAPERBOT_SHARD_COUNT="4")
+    settings = load(PAPERBOT_SHARDS="1", PAPERBOT_SHARD_COUNT="2", PAPERBOT_ROLE="gateway")
+    assert (settings.shard_ids, settings.shard_count) == ((1,), 2)
+    assert settings.connects_gateway
+    assert not settings.does_background_work
+    worker = load(PAPERBOT_ROLE="worker")
+    assert not worker.connects_gateway
+    assert worker.does_background_work
 
 
 @pytest.mark.parametrize("name", sorted(VALID))

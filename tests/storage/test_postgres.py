@@ -40,7 +40,11 @@ def test_locations_are_a_sqlite_path_or_a_postgresql_url() -> None:
     assert StoreLocation.parse(url).local_file(".pending", Path("/var/lib/paperbot")) == Path(
         "/var/lib/paperbot/paperbot.pending"
     )
-    assert StoreLocation.parse("/data/p.db").local_file(".pending", Path("x")) == Path("/data/p.db.pending")
+    assert StoreLocation.parse(url).local_file(".pending") == Path("paperbot.pending")  # the working dir
+    assert StoreLocation.parse("/data/p.db").local_file(".pending") == Path("/data/p.db.pending")
+    assert StoreLocation.parse("/data/p.db").local_file(".pending", Path("/run/a")) == Path(
+        "/run/a/p.db.pending"
+    )
 
 
 @pytest.fixture

@@ -1,9 +1,16 @@
-"""The gateway websocket: HELLO, heartbeats, IDENTIFY/READY/GUILD_CREATE, RESUME, dispatch.
+"""The gateway websocket: HELLO, heartbeats, IDENTIFY/READY/GUILD_CREATE, RESUME, dispatch, shards.
 
 Each IDENTIFY opens a *session* holding every event dispatched to it, numbered by `s`. A
 connection sends the session's events in order; when it drops, the session keeps collecting, and
 a RESUME on a new connection replays what the client missed and then sends RESUMED — as Discord
 does. Events are filtered by the session's intents here, because the client does not filter.
+
+Sharding as Discord documents it: IDENTIFY carries ``shard: [shard_id, num_shards]`` (0 <= shard_id <
+num_shards, else close 4010); a session gets the events and interactions of the guilds with
+``(guild_id >> 22) % num_shards == shard_id``, and everything without a guild (DMs) goes to shard 0
+only; a shard that would hold more than ``max_guilds_per_shard`` guilds closes with 4011. Sessions
+may share a ``[shard_id, num_shards]`` or use different ``num_shards``: each gets what its own
+formula routes to it.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ RESUME, RECONNECT, REQUEST_MEMBERS, INVALID_SESSION, HELLO, HEARTBEAT_ACK = 6, 7
 
 # Close codes (https://discord.com/developers/docs/topics/opcodes-and-status-codes)
 UNKNOWN_OPCODE, DECODE_ERROR, NOT_AUTHENTICATED, AUTHENTICATION_FAILED = 4001, 4002, 4003, 4004
-ALREADY_AUTHENTICATED, INVALID_SHARD, INVALID_INTENTS, DISALLOWED_INTENTS = 4005, 4010, 4013, 4014
+ALREADY_AUTHENTICATED, INVALID_SHARD, SHARDING_REQUIRED = 4005, 4010, 4011
+INVALID_INTENTS, DISALLOWED_INTENTS = 4013, 4014
 
 # event -> (intent in a guild, intent in a DM); None: always sent.
 _EVENT_INTENTS: dict[str, tuple[int | None, int | None]] = {
@@ -285,10 +293,22 @@ class Gateway:
             await self._close(conn, DISALLOWED_INTENTS)
             return
         shard = data.get("shard") or [0, 1]
-        if not (isinstance(shard, list) and len(shard) == 2 and 0 <= shard[0] < shard[1]):
+        if not (
+            isinstance(shard, list)
+            and len(shard) == 2
+            and all(isinstance(part, int) and not isinstance(part, bool) for part in shard)
+            and 0 <= shard[0] < shard[1]
+        ):
             await self._close(conn, INVALID_SHARD)
             return
         session = GatewaySession(secrets.token_hex(16), intents, (int(shard[0]), int(shard[1])))
+        if (
+            sum(session.owns_guild(guild_id) for guild_id in self.world.guilds)
+            > self.options.max_guilds_per_shard
+        ):
+            await self._close(conn, SHARDING_REQUIRED)  # "you are required to shard your connection"
+            return
+        self.world.session_starts += 1
         for old in self.live_sessions:
             # A client identifying afresh for this shard has given up its disconnected session
             # (discord.py closes with 4000, which would otherwise leave it resumable).

@@ -25,6 +25,12 @@ class SandboxOptions:
     #: Discord's limits beyond the route buckets (global, per-channel messages and reactions, DM opens,
     #: invalid requests); ``ratelimits.DISCORD_RATES`` enforces Discord's own figures
     rates: RateRules = field(default_factory=RateRules)
+    #: guilds one gateway session may hold: an IDENTIFY whose shard would hold more closes with 4011
+    #: "Sharding required" (Discord: 2500)
+    max_guilds_per_shard: int = 2500
+    #: GET /gateway/bot's ``max_concurrency``: IDENTIFYs a bot may start per 5 s (Discord: 1 below
+    #: 150,000 guilds); discord.py's AutoShardedBot waits between shards accordingly
+    max_concurrency: int = 1
     attachment_size_limit: int = limits.DEFAULT_ATTACHMENT_SIZE_LIMIT
     #: how long a message nonce is remembered for ``enforce_nonce`` (Discord: "a few minutes")
     nonce_window: float = DEFAULT_WINDOW

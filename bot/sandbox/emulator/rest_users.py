@@ -9,6 +9,11 @@ from .options import SandboxOptions
 from .rest import ApiError, Routes, cannot_message_user, json_response, missing_access, unknown_user
 from .state import World
 
+#: Discord recommends about one shard per this many guilds (each may hold at most 2500).
+GUILDS_PER_RECOMMENDED_SHARD = 1000
+#: IDENTIFYs a bot may start per day (Discord: 1000 below 150,000 guilds).
+SESSION_STARTS_PER_DAY = 1000
+
 
 class UserRoutes(Routes):
     def __init__(self, world: World, *, options: SandboxOptions, addresses: Addresses) -> None:
@@ -42,15 +47,18 @@ class UserRoutes(Routes):
         return json_response({"url": self.addresses.gateway_url})
 
     async def get_gateway_bot(self, request: web.Request) -> web.Response:
+        """The recommended shard count (about one shard per 1000 guilds, as Discord recommends) and the
+        session start limit, less the sessions started so far."""
+        guilds = len(self.world.guilds)
         return json_response(
             {
                 "url": self.addresses.gateway_url,
-                "shards": 1,
+                "shards": max(1, -(-guilds // GUILDS_PER_RECOMMENDED_SHARD)),
                 "session_start_limit": {
-                    "total": 1000,
-                    "remaining": 999,
+                    "total": SESSION_STARTS_PER_DAY,
+                    "remaining": max(0, SESSION_STARTS_PER_DAY - self.world.session_starts),
                     "reset_after": 14400000,
-                    "max_concurrency": 1,
+                    "max_concurrency": self.options.max_concurrency,
                 },
             }
         )

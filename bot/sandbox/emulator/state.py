@@ -144,6 +144,15 @@ class SnowflakeFactory:
         self._last = candidate
         return candidate
 
+    def next_on_shard(self, shard_id: int, shard_count: int) -> int:
+        """The next id whose timestamp puts it on that shard (``(id >> 22) % shard_count == shard_id``):
+        a later millisecond, if need be."""
+        candidate = self.next()
+        while (candidate >> 22) % shard_count != shard_id:
+            candidate = ((candidate >> 22) + 1) << 22
+        self._last = candidate
+        return candidate
+
 
 @dataclass(eq=False)
 class SandboxUser:
@@ -867,6 +876,8 @@ class World:
         #: guild id (None = global) -> command name/type key -> command JSON as Discord returns it
         self.commands: dict[int | None, dict[tuple[str, int], JSON]] = {None: {}}
         self.presences: dict[int, str] = {}
+        #: gateway sessions the bot started (IDENTIFYs): the session start limit counts them
+        self.session_starts = 0
 
     # -- people ---------------------------------------------------------------------------------
 
@@ -898,10 +909,12 @@ class World:
         (guild or self.guild).members[user.id] = member
         return member
 
-    def add_guild(self, name: str) -> SandboxGuild:
+    def add_guild(self, name: str, *, shard: tuple[int, int] | None = None) -> SandboxGuild:
         """Another server the bot is in, owned by the application's owner, with the roles of the first
-        (@everyone, the bot's managed role, Moderators with Manage Server) and one #general channel."""
-        guild = SandboxGuild(id=self.snowflakes.next(), name=name, owner_id=self.owner.id)
+        (@everyone, the bot's managed role, Moderators with Manage Server) and one #general channel.
+        ``shard=(shard_id, shard_count)``: an id that shard's sessions get the events of."""
+        guild_id = self.snowflakes.next() if shard is None else self.snowflakes.next_on_shard(*shard)
+        guild = SandboxGuild(id=guild_id, name=name, owner_id=self.owner.id)
         guild.roles = [
             SandboxRole(guild.id, "@everyone", Permissions.EVERYONE_DEFAULT),
             SandboxRole(

@@ -45,11 +45,14 @@ class WorldChanges:
             )
         return user
 
-    def add_guild(self, name: str, *, members: Mapping[str, bool] | None = None) -> SandboxGuild:
+    def add_guild(
+        self, name: str, *, members: Mapping[str, bool] | None = None, shard: tuple[int, int] | None = None
+    ) -> SandboxGuild:
         """The bot is added to another server (GUILD_CREATE to a connected bot). ``members``: username →
         Manage Server (through that server's Moderators role); a name no one has yet becomes a new user.
-        Its one channel is #general (``server.guild_channel(guild, "general")``)."""
-        guild = self.world.add_guild(name)
+        Its one channel is #general (``server.guild_channel(guild, "general")``). ``shard=(shard_id,
+        shard_count)``: its id routes it to that shard."""
+        guild = self.world.add_guild(name, shard=shard)
         for username, manage_guild in (members or {}).items():
             user = self.world.user_named(username) or self.world.add_user(username, in_guild=False)
             self.add_to_guild(guild, user, manage_guild=manage_guild, announce=False)

@@ -175,6 +175,10 @@ class DigestDelivery:
         """The process is shutting down: deliveries stop at the next paper boundary (and resume at start)."""
         self._stopping = True
 
+    def resume_work(self) -> None:
+        """Deliveries may go ahead again (the process runs the digests again)."""
+        self._stopping = False
+
     def _stamp(self) -> str:
         """Now as stored in the database (ISO-8601 UTC, seconds), from the injected clock."""
         return self.clock().astimezone(UTC).isoformat(timespec="seconds")

@@ -99,6 +99,10 @@ class DigestScheduler:
         self._owns_scheduler = scheduler is None
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._attempts: dict[int, int] = {}
+        #: the subscriptions whose jobs are on the scheduler, and the version (updated_at) each was made
+        #: from; empty until start() and after stop(): then this process schedules nothing
+        self._scheduled: dict[int, str] = {}
+        self._running = False
         self._active = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -121,6 +125,8 @@ class DigestScheduler:
         """
         if self._owns_scheduler and not self.scheduler.running:
             self.scheduler.start()
+        self._running = True
+        self.digests.delivery.resume_work()
         if in_background:
             self.spawn(self._sync_then_recover(recover), name="digest-startup")
             return 0
@@ -160,7 +166,11 @@ class DigestScheduler:
         self.shutdown()
 
     def shutdown(self) -> None:
-        """Cancel the background work started here (and stop the scheduler if it is this one's own)."""
+        """Cancel the background work started here and take the jobs off the scheduler (and stop the
+        scheduler if it is this one's own)."""
+        self._running = False
+        for subscription_id in list(self._scheduled):
+            self.unschedule(subscription_id)
         if self._owns_scheduler and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         for task in list(self._tasks):
@@ -191,32 +201,59 @@ class DigestScheduler:
     # ---- jobs ----------------------------------------------------------------------------------
 
     async def sync_all(self) -> int:
-        """Make the jobs exactly the active subscriptions (stale jobs removed)."""
+        """Make the jobs exactly the active subscriptions (stale jobs removed). Returns how many."""
         subs = await self.digests.subscriptions.active()
-        wanted = {job_id(sub.id) for sub in subs}
+        wanted = {sub.id for sub in subs}
         for job in self.scheduler.get_jobs():
-            if job.id.startswith(JOB_PREFIX) and job.id not in wanted:
-                job.remove()
-        scheduled = 0
+            if job.id.startswith(JOB_PREFIX) and int(job.id[len(JOB_PREFIX) :]) not in wanted:
+                self.unschedule(int(job.id[len(JOB_PREFIX) :]))
+        for subscription_id in set(self._scheduled) - wanted:
+            self.unschedule(subscription_id)
         for position, sub in enumerate(subs, 1):
             if position % 200 == 0:
                 await asyncio.sleep(0)  # let the gateway and commands run between batches
+            self._schedule_logged(sub)
+        log.info("digest scheduler: %d subscription jobs", len(self._scheduled))
+        return len(self._scheduled)
+
+    async def follow_subscriptions(self, *, every: float) -> None:
+        """Run until cancelled: every `every` seconds, schedule the subscriptions other processes
+        created or changed (a `/paper subscribe` answered by a gateway process) and drop the jobs of
+        those removed; a new one whose period fell due before it was seen is delivered now."""
+        while True:
+            await asyncio.sleep(every)
+            if not self._running:
+                continue
             try:
-                self.schedule(sub)
-                scheduled += 1
+                subs = await self.digests.subscriptions.active()
+                wanted = {sub.id for sub in subs}
+                for subscription_id in set(self._scheduled) - wanted:
+                    self.unschedule(subscription_id)
+                changed = [sub for sub in subs if self._scheduled.get(sub.id) != sub.updated_at]
+                for sub in changed:
+                    self._schedule_logged(sub)
+                missed = await self.digests.recovery.missed_periods(changed) if changed else []
+                if missed:
+                    await self.deliver_many(missed)
             except Exception:
-                log.exception(
-                    "could not schedule subscription %s (%s %s)", sub.id, sub.time_local, sub.timezone
-                )
-        log.info("digest scheduler: %d subscription jobs", scheduled)
-        return scheduled
+                log.exception("could not follow the subscriptions; trying again shortly")
+
+    def _schedule_logged(self, sub: Subscription) -> None:
+        try:
+            self.schedule(sub)
+        except Exception:
+            log.exception("could not schedule subscription %s (%s %s)", sub.id, sub.time_local, sub.timezone)
 
     def schedule(self, sub: Subscription) -> Job | None:
-        """Add or replace a subscription's job (removes it when the subscription is paused)."""
+        """Add or replace a subscription's job (removes it when the subscription is paused). Nothing
+        while this process does not run the digests (before start(), after stop()): the process that
+        does picks the subscription up from the store."""
+        if not self._running:
+            return None
         if not sub.active:
             self.unschedule(sub.id)
             return None
-        return self.scheduler.add_job(
+        job = self.scheduler.add_job(
             self.run_job,
             trigger=make_trigger(sub, self.digests.subscriptions.offset(sub)),
             args=[sub.id],
@@ -227,6 +264,8 @@ class DigestScheduler:
             max_instances=1,
             misfire_grace_time=self.misfire_grace_seconds,
         )
+        self._scheduled[sub.id] = sub.updated_at
+        return job
 
     def unschedule(self, subscription_id: int) -> bool:
         removed = False
@@ -235,6 +274,7 @@ class DigestScheduler:
                 self.scheduler.remove_job(jid)
                 removed = True
         self._attempts.pop(subscription_id, None)
+        self._scheduled.pop(subscription_id, None)
         return removed
 
     def next_run_time(self, subscription_id: int) -> datetime | None:

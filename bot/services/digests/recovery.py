@@ -9,6 +9,7 @@ so it is neither sent late nor reported again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import UTC, timedelta
 
 from bot.services.digests.schedule import Clock, Period, check_due
@@ -56,15 +57,18 @@ class DigestRecovery:
                 )
         return resumable
 
-    async def missed_periods(self) -> list[tuple[Subscription, Period]]:
-        """Periods that fell due while the bot was down and were never claimed.
+    async def missed_periods(
+        self, subs: Sequence[Subscription] | None = None
+    ) -> list[tuple[Subscription, Period]]:
+        """Periods that fell due while the bot was down (or before a process running the digests saw
+        the subscription: ``subs``, else every active one) and were never claimed.
 
         Within the grace window they are returned (deliver them once now); older ones are recorded as
         ``skipped`` and logged, so they are neither sent late nor reported again.
         """
         now = self.clock()
         missed: list[tuple[Subscription, Period]] = []
-        for sub in await self.subscriptions.active():
+        for sub in await self.subscriptions.active() if subs is None else subs:
             due = check_due(
                 subscription_schedule(sub), now, self.grace, set_up_at=parse_stamp(sub.updated_at)
             )

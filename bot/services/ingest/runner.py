@@ -273,8 +273,8 @@ async def _ingest_stream(
                 pass
         text_stream.seek(0)
         seen = 0
-        # Batch N is merged (SQLite working in aiosqlite's thread) while batch N+1 is parsed here;
-        # batches still merge one after another, so each sees the ones before it.
+        # Batch N is merged (the store working in its driver's thread, or the server) while batch N+1 is
+        # parsed here; batches still merge one after another, so each sees the ones before it.
         merging: asyncio.Task[UpsertCounts] | None = None
         batch: list[PaperRecord] = []
         try:
