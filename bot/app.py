@@ -17,6 +17,7 @@ from bot.discord_limits import DIGEST_CONCURRENCY, ChannelSpacer, RequestPacer
 from bot.dm_channels import DMChannels
 from bot.exts import discover_extensions
 from bot.exts._groups import make_groups
+from bot.leadership import Leadership
 from bot.runtime import Services
 from bot.scheduler import ProcessScheduler
 from bot.services.arxiv_daily import run_daily_fetch
@@ -35,8 +36,10 @@ ANSWER_TASKS = ("CommandTree-invoker", "discord-ui-view-dispatch")
 ANSWER_PATIENCE = 5.0
 
 
-#: How often the process running the digests looks for subscriptions other processes made or changed.
+#: How often the process running the digests looks for subscriptions other processes made or changed
+#: (and, at least three times per takeover time, for runs a dead process left half sent).
 SUBSCRIPTIONS_POLL_SECONDS = 5.0
+DIGESTS_LOOP = "digests-follow-store"
 
 
 def point_discord_at(settings: Settings) -> None:
@@ -87,6 +90,7 @@ class PaperBot(commands.AutoShardedBot):
         self.scheduler = ProcessScheduler()
         self._sending: Sending | None = None
         self._digest_jobs: DigestScheduler | None = None
+        self.leadership: Leadership | None = None  # with a role that does the background work
         self._writes: WriteBehind | None = None  # started in setup_hook
         self._stopped = asyncio.Event()  # a worker runs until close()
         self._logged_in = asyncio.Event()
@@ -150,7 +154,15 @@ class PaperBot(commands.AutoShardedBot):
         # seconds later
         self.scheduler.loop("follow-store", self.services.follow_store)
         if self.settings.does_background_work:
-            await self.start_background_work()
+            # the background work runs in one process of the bot at a time: the leader's
+            self.leadership = Leadership(
+                await self.services.db.leader_lock(),
+                lead=self.start_background_work,
+                step_down=self.stop_background_work,
+                every=self.settings.takeover_seconds / 3,
+            )
+            await self.leadership.step()  # leading from the start unless another process does
+            self.scheduler.loop("leadership", self.leadership.run)
         if self.settings.connects_gateway:
             await self.load_commands()
             # reactions, clicks and listings are stored behind the answers (and what a crash left, now)
@@ -159,14 +171,13 @@ class PaperBot(commands.AutoShardedBot):
             await self.sync_commands()
 
     async def start_background_work(self) -> None:
-        """Digests, the daily prune of old searches and the daily arXiv fetch, on this process."""
+        """Digests, the daily prune of old searches and the daily arXiv fetch, on this process (while it
+        leads)."""
         # jobs rebuilt from the subscriptions table in the background; catch-up once ready
         await self.digest_jobs.start(in_background=True)
-        # subscriptions made or changed by other processes (a gateway process's /paper subscribe)
-        self.scheduler.loop(
-            "follow-subscriptions",
-            lambda: self.digest_jobs.follow_subscriptions(every=SUBSCRIPTIONS_POLL_SECONDS),
-        )
+        # subscriptions other processes made or changed, and runs a dead process left half sent
+        every = min(SUBSCRIPTIONS_POLL_SECONDS, self.settings.takeover_seconds / 3)
+        self.scheduler.loop(DIGESTS_LOOP, lambda: self.digest_jobs.follow_store(every=every))
         # searches past their retention go at start, then daily
         await self.services.privacy.prune_searches()
         self.scheduler.daily_prune(self.services.privacy.prune_searches)
@@ -175,12 +186,19 @@ class PaperBot(commands.AutoShardedBot):
                 lambda: run_daily_fetch(self.services), time_utc=self.settings.arxiv_fetch_time
             )
 
+    async def stop_background_work(self) -> None:
+        """Another process leads now (or this one stops): digests stop between two papers (their runs
+        are let go of, for the leader to resume), and the daily jobs come off the scheduler."""
+        await self.scheduler.stop_loop(DIGESTS_LOOP)
+        await self.digest_jobs.stop()
+        self.scheduler.remove_daily_jobs()
+
     async def close(self) -> None:
         self._stopped.set()
         await self._finish_answers()
+        # (the leadership loop stops the background work as it ends: digests stop between papers and
+        # resume at the next start, or at once in the process that leads next)
         await self.scheduler.stop_loops()
-        if self._digest_jobs is not None:
-            await self._digest_jobs.stop()  # digests stop between papers and resume at the next start
         await self.scheduler.stop()
         if self._writes is not None:
             await self._writes.stop()  # what is not stored yet stays in the outbox for the next start

@@ -78,6 +78,7 @@ class Services:
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
             spread=timedelta(minutes=self.settings.digest_spread_minutes),
+            lease=timedelta(seconds=self.settings.takeover_seconds),
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC
 
 from apscheduler.job import Job
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
@@ -74,6 +75,20 @@ class ProcessScheduler:
         task = asyncio.get_running_loop().create_task(runner(), name=name)
         self._loops[name] = task
         return task
+
+    async def stop_loop(self, name: str) -> None:
+        """Cancel one loop and wait for it to end (nothing if it is not running)."""
+        task = self._loops.pop(name, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def remove_daily_jobs(self) -> None:
+        """Take the daily arXiv fetch and prune off the scheduler (another process runs them now)."""
+        for job_id in (ARXIV_JOB_ID, PRUNE_JOB_ID):
+            with contextlib.suppress(JobLookupError):
+                self.jobs.remove_job(job_id)
 
     async def stop_loops(self) -> None:
         """Cancel the loops and wait for them to end."""

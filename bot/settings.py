@@ -129,6 +129,12 @@ def _shard_count(raw: str) -> int:
     return int(raw)
 
 
+def _takeover_seconds(raw: str) -> int:
+    if not raw.isdigit() or not 3 <= int(raw) <= 300:
+        raise ValueError(f"must be a whole number of seconds 3-300, got {raw!r}")
+    return int(raw)
+
+
 ROLES = ("all", "gateway", "worker")
 
 
@@ -279,6 +285,14 @@ class Settings:
         "what this process does: `all`, `gateway` (answers Discord: commands, buttons, reactions) or "
         "`worker` (the background work: digests, the arXiv fetch, pruning; over Discord's REST API, "
         "with no gateway connection)",
+    )
+
+    takeover_seconds: int = setting(
+        "PAPERBOT_TAKEOVER_SECONDS",
+        "30",
+        _takeover_seconds,
+        "how soon another process takes over the background work and the half-sent digests of one that "
+        "died (3–300 s; the dead process's digests resume within about 4/3 of this)",
     )
 
     def __post_init__(self) -> None:

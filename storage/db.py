@@ -28,7 +28,10 @@ import contextlib
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
+
+if TYPE_CHECKING:
+    from storage.leadership import LeaderLock
 
 #: A write gives up (StoreBusyError) when the store stayed locked by other writers this long.
 WRITE_PATIENCE_S = 300.0
@@ -140,6 +143,10 @@ class Database(abc.ABC):
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         async with self.transaction() as conn:
             await conn.executemany(sql, rows)
+
+    @abc.abstractmethod
+    async def leader_lock(self) -> LeaderLock:
+        """This store's leader lock (`storage.leadership`), not taken yet."""
 
     @abc.abstractmethod
     async def data_version(self) -> int:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import asyncpg
 
 from storage.db import WRITE_PATIENCE_S, Connection, Database, Row, StoreBusyError
+from storage.leadership import LeaderLock, PostgresLeaderLock, advisory_key
 from storage.migrate import apply_postgres_migrations
 
 log = logging.getLogger(__name__)
@@ -122,8 +123,9 @@ class PostgresConnection(Connection):
 class PostgresDatabase(Database):
     dialect: ClassVar[str] = "postgresql"
 
-    def __init__(self, pool: Any, name: str) -> None:
+    def __init__(self, pool: Any, url: str, name: str) -> None:
         self._pool = pool
+        self._url = url
         self.name = name  # the URL without its password, for messages
 
     @classmethod
@@ -135,7 +137,7 @@ class PostgresDatabase(Database):
                 max_size=POOL_SIZE,
                 server_settings={"application_name": "paperbot", "lock_timeout": f"{int(WRITE_PATIENCE_S)}s"},
             )
-        db = cls(pool, name)
+        db = cls(pool, url, name)
         try:
             if migrate:
                 await db.migrate()
@@ -176,6 +178,11 @@ class PostgresDatabase(Database):
         with _busy_when_unavailable(self.name):
             rows: list[Row] = await self._pool.fetch(numbered(sql), *params)
             return rows
+
+    async def leader_lock(self) -> LeaderLock:
+        """An advisory lock keyed by this store's own id, on a connection of its own."""
+        store_id = str(await self.fetchval("SELECT store_id FROM paper_changes WHERE id = 1"))
+        return PostgresLeaderLock(self._url, advisory_key(store_id))
 
     async def data_version(self) -> int:
         return int(await self.fetchval("SELECT seq FROM paper_changes WHERE id = 1") or 0)

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import aiosqlite
 
 from storage.db import WRITE_PATIENCE_S, Connection, Database, Row, StoreBusyError, is_busy
+from storage.leadership import AlwaysLeader, FileLeaderLock, LeaderLock
 from storage.migrate import apply_sqlite_migrations
 
 log = logging.getLogger(__name__)
@@ -234,6 +235,12 @@ class SQLiteDatabase(Database):
             async with self._snapshot_lock, self._snapshots.execute("PRAGMA data_version") as cursor:
                 row = await cursor.fetchone()
         return int(row[0]) if row else 0
+
+    async def leader_lock(self) -> LeaderLock:
+        """A flock on `paperbot.db.leader` beside the database file, which every process on it shares."""
+        if str(self.path) == ":memory:":
+            return AlwaysLeader()
+        return FileLeaderLock(self.path.with_name(self.path.name + ".leader"))
 
     async def backup(self, target: Path | str) -> None:
         """Online backup (SQLite's backup API): consistent even while the bot writes."""

@@ -186,5 +186,7 @@ async def no_sleep(seconds: float) -> None:
 
 
 def make_service(db: Database, clock: FakeClock, scores: dict[int, float], **kwargs: object) -> Digests:
+    """The digests of one process (each call: another process); their leases follow `clock` too."""
     kwargs.setdefault("sleep", no_sleep)
+    kwargs.setdefault("lease_wall", lambda: clock().timestamp())
     return Digests(db, papers=DbPapers(db), recommender=FakeRecommender(scores), clock=clock, **kwargs)  # type: ignore[arg-type]

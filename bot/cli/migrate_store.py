@@ -1,7 +1,8 @@
 """`paperbot migrate-store --to postgresql://…`: move the SQLite store (`PAPERBOT_DB`) into an empty
 PostgreSQL database, every count checked (`storage.transfer`), safe to run again.
 
-Stop the bot first: what it writes to the SQLite file after the copy began is not in the copy.
+Stop the bot first: what it writes to the SQLite file after the copy began is not in the copy (a
+process holding the store's leader lock is noticed, and the copy refused).
 """
 
 from __future__ import annotations
@@ -58,6 +59,14 @@ async def migrate_store(
         await SQLiteDatabase.open(source) as sqlite_store,
         await PostgresDatabase.open(destination.url, name=str(destination)) as postgres,
     ):
+        running = await sqlite_store.leader_lock()
+        if not await running.acquire():
+            print(
+                f"paperbot migrate-store: a paperbot process is running on {source} (it leads the store); "
+                "stop it first. Nothing was copied.",
+                file=err,
+            )
+            return REFUSED
         print(f"copying {source} into {destination} …", file=out)
         try:
             report = await copy_store(
@@ -66,6 +75,8 @@ async def migrate_store(
         except TransferError as error:
             print(f"paperbot migrate-store: {error}", file=err)
             return REFUSED
+        finally:
+            await running.release()
     if report.already_done:
         print(f"{destination} already holds this store, every count equal: nothing to do", file=out)
     else:

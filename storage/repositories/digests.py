@@ -14,6 +14,14 @@ The life of one period of one subscription:
    on the run itself (:meth:`reserve_header`, :meth:`record_header`, :meth:`release_header`).
 5. :meth:`finish_run` sets the final status. Runs still ``claimed`` after a crash are resumed with
    their unreserved items (:meth:`open_runs`, :meth:`unsent_items`).
+
+Several processes share the store, so a claimed run is held by one process at a time (its ``owner``,
+any string naming the process) for a lease it renews while it sends (:meth:`renew`). Another process
+takes the run over (:meth:`take_over`: a row lock decides between processes trying at once) only
+when the lease ran out — its owner died — or was let go (:meth:`release`, at a clean stop). Every
+reservation (:meth:`reserve_item`, :meth:`reserve_header`) checks, under a row lock on the run, that
+the reserving process still holds it, and raises :class:`ClaimLostError` otherwise: a process that
+lost its run sends nothing more of it, and the one that took it over sees everything reserved before.
 """
 
 from __future__ import annotations
@@ -22,12 +30,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storage.db import Database, Row, utcnow
+from storage.db import Connection, Database, Row, utcnow
 from storage.repositories.users import ensure_user
 
 RUN_STATUSES = ("claimed", "sent", "empty", "failed", "skipped")
 
-_RUN_COLUMNS = "id, subscription_id, period_key, status, detail, claimed_at, finished_at, header_sent_at, header_message_id"
+_RUN_COLUMNS = (
+    "id, subscription_id, period_key, status, detail, claimed_at, finished_at, header_sent_at, "
+    "header_message_id, claimed_by, lease_until"
+)
+
+
+class ClaimLostError(Exception):
+    """Another process holds the run now (this one's lease ran out): send nothing more of it."""
+
+
 _ITEM_COLUMNS = "run_id, paper_id, position, reason, message_id, sent_at"
 
 
@@ -43,6 +60,9 @@ class DigestRun:
     #: when the header (or "nothing new" line) was first attempted, and its message once confirmed
     header_sent_at: str | None = None
     header_message_id: int | None = None
+    #: the process sending it and until when its lease holds (None: any process may take it over)
+    claimed_by: str | None = None
+    lease_until: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +107,8 @@ def _run(row: Row | Sequence[Any]) -> DigestRun:
         row[6],
         row[7],
         None if row[8] is None else int(row[8]),
+        row[9],
+        row[10],
     )
 
 
@@ -94,6 +116,17 @@ def _item(row: Row | Sequence[Any]) -> DigestItem:
     return DigestItem(
         int(row[0]), int(row[1]), int(row[2]), str(row[3]), None if row[4] is None else int(row[4]), row[5]
     )
+
+
+async def _still_held(conn: Connection, run_id: int, owner: str | None) -> None:
+    """ClaimLostError unless `owner` (None: no check) holds the run. On PostgreSQL the run's row stays
+    share-locked until the reservation commits, so a takeover waits for it and then sees it."""
+    if owner is None:
+        return
+    lock = " FOR SHARE" if conn.dialect == "postgresql" else ""
+    holder = await conn.fetchone(f"SELECT claimed_by FROM digest_runs WHERE id = ?{lock}", (run_id,))
+    if holder is not None and holder[0] != owner:
+        raise ClaimLostError(f"digest run {run_id} is held by {holder[0] or 'no one'} now, not {owner}")
 
 
 class DigestRepository:
@@ -110,8 +143,11 @@ class DigestRepository:
         status: str = "claimed",
         detail: str | None = None,
         at: str | None = None,
+        owner: str | None = None,
+        lease_until: str | None = None,
     ) -> DigestRun | None:
-        """Claim one period; None when it was already claimed (by anyone, at any time)."""
+        """Claim one period (for `owner`, its lease until `lease_until`); None when it was already
+        claimed (by anyone, at any time)."""
         if status not in RUN_STATUSES:
             raise ValueError(f"unknown run status {status!r}")
         now = at or utcnow()
@@ -119,12 +155,13 @@ class DigestRepository:
         async with self._db.transaction() as conn:
             row = await conn.fetchone(
                 f"""
-                INSERT INTO digest_runs (subscription_id, period_key, status, detail, claimed_at, finished_at)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO digest_runs (subscription_id, period_key, status, detail, claimed_at, finished_at,
+                                         claimed_by, lease_until)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (subscription_id, period_key) DO NOTHING
                 RETURNING {_RUN_COLUMNS}
                 """,
-                (subscription_id, period_key, status, detail, now, finished),
+                (subscription_id, period_key, status, detail, now, finished, owner, lease_until),
             )
         return None if row is None else _run(row)
 
@@ -146,12 +183,47 @@ class DigestRepository:
         )
         return [_run(row) for row in rows]
 
-    async def open_runs(self) -> list[DigestRun]:
-        """Runs still in progress (the process stopped mid-digest), oldest first."""
-        rows = await self._db.fetchall(
-            f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE status = 'claimed' ORDER BY id"
-        )
+    async def open_runs(self, *, takeable_by: str | None = None, now: str | None = None) -> list[DigestRun]:
+        """Runs still in progress (a process stopped mid-digest), oldest first. With `takeable_by`
+        (and `now`, a lease time): only those another process held whose lease ran out or was let go."""
+        if takeable_by is None:
+            rows = await self._db.fetchall(
+                f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE status = 'claimed' ORDER BY id"
+            )
+        else:
+            rows = await self._db.fetchall(
+                f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE status = 'claimed' "
+                "AND (claimed_by IS NULL OR (claimed_by <> ? AND (lease_until IS NULL OR lease_until < ?))) "
+                "ORDER BY id",
+                (takeable_by, now or utcnow()),
+            )
         return [_run(row) for row in rows]
+
+    async def take_over(self, run_id: int, owner: str, *, now: str, lease_until: str) -> bool:
+        """Hold a claimed run for `owner` when no other process does (its lease ran out, or was let
+        go); False when another still holds it, or it is finished. The row lock of the UPDATE makes
+        one of several processes trying at once win."""
+        changed = await self._db.execute(
+            "UPDATE digest_runs SET claimed_by = ?, lease_until = ? WHERE id = ? AND status = 'claimed' "
+            "AND (claimed_by IS NULL OR claimed_by = ? OR lease_until IS NULL OR lease_until < ?)",
+            (owner, lease_until, run_id, owner, now),
+        )
+        return changed > 0
+
+    async def renew(self, run_id: int, owner: str, *, lease_until: str) -> bool:
+        """Extend `owner`'s lease; False when it lost the run (or the run is finished or gone)."""
+        changed = await self._db.execute(
+            "UPDATE digest_runs SET lease_until = ? WHERE id = ? AND claimed_by = ? AND status = 'claimed'",
+            (lease_until, run_id, owner),
+        )
+        return changed > 0
+
+    async def release(self, run_id: int, owner: str) -> None:
+        """Let go of a run `owner` holds (a clean stop mid-digest): the next process resumes it at once."""
+        await self._db.execute(
+            "UPDATE digest_runs SET claimed_by = NULL, lease_until = NULL WHERE id = ? AND claimed_by = ?",
+            (run_id, owner),
+        )
 
     async def finish_run(
         self, run_id: int, status: str, detail: str | None = None, *, at: str | None = None
@@ -163,12 +235,15 @@ class DigestRepository:
             (status, detail, at or utcnow(), run_id),
         )
 
-    async def reserve_header(self, run_id: int, *, at: str | None = None) -> bool:
-        """Mark the run's header as going out (before sending). False: it was attempted before."""
-        changed = await self._db.execute(
-            "UPDATE digest_runs SET header_sent_at = ? WHERE id = ? AND header_sent_at IS NULL",
-            (at or utcnow(), run_id),
-        )
+    async def reserve_header(self, run_id: int, *, at: str | None = None, owner: str | None = None) -> bool:
+        """Mark the run's header as going out (before sending). False: it was attempted before.
+        ClaimLostError when `owner` no longer holds the run."""
+        async with self._db.transaction() as conn:
+            await _still_held(conn, run_id, owner)
+            changed = await conn.execute(
+                "UPDATE digest_runs SET header_sent_at = ? WHERE id = ? AND header_sent_at IS NULL",
+                (at or utcnow(), run_id),
+            )
         return changed > 0
 
     async def record_header(self, run_id: int, message_id: int, *, at: str | None = None) -> None:
@@ -209,15 +284,23 @@ class DigestRepository:
         return [item for item in await self.items(run_id) if item.sent_at is None]
 
     async def reserve_item(
-        self, run_id: int | None, paper_id: int, recipient: Recipient, *, at: str | None = None
+        self,
+        run_id: int | None,
+        paper_id: int,
+        recipient: Recipient,
+        *,
+        at: str | None = None,
+        owner: str | None = None,
     ) -> bool:
         """Mark a paper as going out to ``recipient`` (before sending). False: it already went to them.
+        ClaimLostError when `owner` no longer holds the run.
 
         ``run_id`` None is a delivery outside any run (an on-demand digest without a subscription).
         """
         now = at or utcnow()
         async with self._db.transaction() as conn:
             if run_id is not None:
+                await _still_held(conn, run_id, owner)
                 if not await conn.execute(
                     "UPDATE digest_items SET sent_at = ? WHERE run_id = ? AND paper_id = ? AND sent_at IS NULL",
                     (now, run_id, paper_id),

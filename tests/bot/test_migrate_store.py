@@ -105,8 +105,14 @@ async def test_it_refuses_what_it_cannot_do_and_copies_nothing(
     assert code == 2
     assert "--to must be a postgresql:// URL" in err
 
-    async with await open_database(source):
-        pass
+    async with await open_database(source) as running:  # a bot leading the store: refused
+        lock = await running.leader_lock()
+        assert await lock.acquire()
+        code, _, err = await migrate(capsys, source, postgres_store)
+        await lock.release()
+    assert code == 1
+    assert f"a paperbot process is running on {source} (it leads the store); stop it first" in err
+
     outbox = await Outbox.open(tmp_path / "paperbot.db.pending")
     await outbox.add("rating", {"user_id": 1, "paper_id": 1, "signal": "like", "added": True})
     await outbox.close()

@@ -6,7 +6,8 @@
 | ``subscriptions`` | subscribe, unsubscribe, channel feeds, pausing an unreachable recipient and the notice it leaves |
 | ``planning`` | the papers a digest would send now, with reasons, and its texts (writes nothing) |
 | ``delivery`` | claiming a period and sending it exactly once through a ``DigestSender`` (nonces, resends, resuming) |
-| ``recovery`` | at start: runs a stopped process left half sent, and periods missed while nothing ran |
+| ``leases`` | how this process holds the runs it sends, so that another one takes over the runs of a process that died |
+| ``recovery`` | at start and meanwhile: runs a stopped or dead process left half sent, and periods missed while nothing ran |
 | ``jobs`` | one APScheduler job per subscription on the bot's process scheduler, retries, pacing between deliveries |
 
 Nothing here imports discord: the Discord sender is ``bot.digest_sender``; the commands are
@@ -16,10 +17,12 @@ Nothing here imports discord: the Discord sender is ``bot.digest_sender``; the c
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 from bot.services.digests.delivery import RESEND_DELAYS, DigestDelivery
+from bot.services.digests.leases import DEFAULT_LEASE, Leases
 from bot.services.digests.planning import DigestPlanner, PaperLookup, RecommenderLike
 from bot.services.digests.recovery import DigestRecovery
 from bot.services.digests.schedule import Clock, utc_now
@@ -48,11 +51,16 @@ class Digests:
         min_score: float = 0.0,
         resend_delays: Sequence[float] = RESEND_DELAYS,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        owner: str | None = None,
+        lease: timedelta = DEFAULT_LEASE,
+        lease_wall: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
         self.clock: Clock = clock if clock is not None else utc_now
         self.grace = grace
         self.repository = DigestRepository(db)
+        #: how this process (``owner``) holds the runs it sends, for ``lease`` at a time
+        self.leases = Leases(self.repository, owner=owner, duration=lease, wall=lease_wall)
         self.subscriptions = SubscriptionService(SubscriptionRepository(db), clock=self.clock, spread=spread)
         self.planner = DigestPlanner(
             self.repository, papers=papers, recommender=recommender, clock=self.clock, min_score=min_score
@@ -63,9 +71,14 @@ class Digests:
             planner=self.planner,
             papers=papers,
             clock=self.clock,
+            leases=self.leases,
             resend_delays=resend_delays,
             sleep=sleep,
         )
         self.recovery = DigestRecovery(
-            self.repository, subscriptions=self.subscriptions, clock=self.clock, grace=grace
+            self.repository,
+            subscriptions=self.subscriptions,
+            clock=self.clock,
+            grace=grace,
+            leases=self.leases,
         )

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from typing import Protocol
 
+from bot.services.digests.leases import Leases
 from bot.services.digests.planning import DigestPlanner, DigestTexts, PaperLookup, PlannedPaper
 from bot.services.digests.schedule import Clock, Period, latest_due
 from bot.services.digests.subscriptions import (
@@ -42,7 +43,7 @@ from bot.services.digests.subscriptions import (
     subscription_schedule,
 )
 from storage.models import Paper, Subscription
-from storage.repositories.digests import DigestRepository, DigestRun, Recipient
+from storage.repositories.digests import ClaimLostError, DigestRepository, DigestRun, Recipient
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,9 @@ class SentThenDeletedError(Exception):
 
 
 class DigestInterruptedError(Exception):
-    """Delivery stopped between two papers because the process is shutting down; the run stays claimed
-    and resumes with the papers not yet sent at the next start."""
+    """Delivery stopped between two papers because the process is shutting down (the run stays claimed
+    and resumes with the papers not yet sent at the next start), or another process took the run over
+    (it sends the rest)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +161,7 @@ class DigestDelivery:
         planner: DigestPlanner,
         papers: PaperLookup,
         clock: Clock,
+        leases: Leases,
         resend_delays: Sequence[float] = RESEND_DELAYS,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
@@ -167,6 +170,7 @@ class DigestDelivery:
         self.planner = planner
         self.papers = papers
         self.clock = clock
+        self.leases = leases
         self.resend_delays = tuple(resend_delays)
         self._sleep = sleep
         self._stopping = False
@@ -192,7 +196,7 @@ class DigestDelivery:
             return DeliveryOutcome("inactive", detail="subscription paused or removed")
         if period is None:
             period = latest_due(subscription_schedule(sub), self.clock())
-        run = await self.digests.claim_run(sub.id, period.key, at=self._stamp())
+        run = await self._claim(sub.id, period.key)
         if run is None:
             log.info("subscription %s period %s already claimed: not sending again", sub.id, period.key)
             return DeliveryOutcome("already", period_key=period.key)
@@ -213,7 +217,7 @@ class DigestDelivery:
         run = None
         for attempt in range(5):
             key = f"{MANUAL_PREFIX}{(now + timedelta(microseconds=attempt)).isoformat()}"
-            run = await self.digests.claim_run(sub.id, key, at=self._stamp())
+            run = await self._claim(sub.id, key)
             if run is not None:
                 break
         if run is None:  # pragma: no cover - five claims in the same microsecond
@@ -228,13 +232,36 @@ class DigestDelivery:
                 run.id, "skipped", "subscription paused or removed before resume", at=self._stamp()
             )
             return DeliveryOutcome("inactive", period_key=run.period_key)
-        current = await self.digests.get_run(run.id)
-        if current is None or current.status != "claimed":
-            return DeliveryOutcome("already", period_key=run.period_key)
+        if not await self.leases.take_over(run.id):
+            return DeliveryOutcome("already", period_key=run.period_key)  # finished, or another has it
         log.info("resuming digest run %s (subscription %s, period %s)", run.id, sub.id, run.period_key)
         return await self._deliver(run, sub, sender, manual=run.period_key.startswith(MANUAL_PREFIX))
 
+    async def _claim(self, subscription_id: int, period_key: str) -> DigestRun | None:
+        return await self.digests.claim_run(
+            subscription_id,
+            period_key,
+            at=self._stamp(),
+            owner=self.leases.owner,
+            lease_until=self.leases.until(),
+        )
+
     async def _deliver(
+        self, run: DigestRun, sub: Subscription, sender: DigestSender, *, manual: bool = False
+    ) -> DeliveryOutcome:
+        """Deliver a run this process holds, renewing its lease meanwhile. A clean stop lets go of the
+        run (resumed at once at the next start); another process having taken it over stops this one."""
+        async with self.leases.holding(run.id):
+            try:
+                return await self._deliver_held(run, sub, sender, manual=manual)
+            except ClaimLostError as lost:
+                raise DigestInterruptedError(f"another process took over: {lost}") from lost
+            except DigestInterruptedError:
+                if run.id not in self.leases.lost:
+                    await self.leases.release(run.id)
+                raise
+
+    async def _deliver_held(
         self, run: DigestRun, sub: Subscription, sender: DigestSender, *, manual: bool = False
     ) -> DeliveryOutcome:
         run = await self.digests.get_run(run.id) or run  # the header's state as stored now
@@ -357,7 +384,7 @@ class DigestDelivery:
             paper_id = planned.paper.id
             again = paper_id in resend
             if not again and not await self.digests.reserve_item(
-                run_id, paper_id, recipient, at=self._stamp()
+                run_id, paper_id, recipient, at=self._stamp(), owner=self.leases.owner
             ):
                 log.debug("paper %s already went to %s: skipped", paper_id, recipient)
                 continue
@@ -403,7 +430,7 @@ class DigestDelivery:
         """The header or "nothing new" line: reserved on the run, sent (again, while its outcome is
         unknown), confirmed with its message id."""
         if run is not None and opening == "send":
-            await self.digests.reserve_header(run.id, at=self._stamp())
+            await self.digests.reserve_header(run.id, at=self._stamp(), owner=self.leases.owner)
         what = f"the header of run {run.id}" if run is not None else "the header of an on-demand digest"
         attempts = _Attempts(maybe_posted=opening == "resend")
         try:
@@ -436,6 +463,8 @@ class DigestDelivery:
                 await self._sleep(delay)
 
     def _check_stop(self, run: DigestRun | None) -> None:
+        if run is not None and run.id in self.leases.lost:
+            raise DigestInterruptedError(f"another process took over run {run.id}: it sends the rest")
         if self._stopping:
             where = f"run {run.id}" if run is not None else "an on-demand digest"
             raise DigestInterruptedError(f"shutting down: {where} stops here and resumes at the next start")

@@ -216,27 +216,37 @@ class DigestScheduler:
         log.info("digest scheduler: %d subscription jobs", len(self._scheduled))
         return len(self._scheduled)
 
-    async def follow_subscriptions(self, *, every: float) -> None:
-        """Run until cancelled: every `every` seconds, schedule the subscriptions other processes
-        created or changed (a `/paper subscribe` answered by a gateway process) and drop the jobs of
-        those removed; a new one whose period fell due before it was seen is delivered now."""
+    async def follow_store(self, *, every: float) -> None:
+        """Run until cancelled: every `every` seconds, what other processes did meanwhile. Schedule the
+        subscriptions they created or changed (a `/paper subscribe` answered by a gateway process) and
+        drop the jobs of those removed — a new one whose period fell due before it was seen is
+        delivered now — and resume the runs a process that died left half sent (its lease ran out)."""
         while True:
             await asyncio.sleep(every)
             if not self._running:
                 continue
             try:
-                subs = await self.digests.subscriptions.active()
-                wanted = {sub.id for sub in subs}
-                for subscription_id in set(self._scheduled) - wanted:
-                    self.unschedule(subscription_id)
-                changed = [sub for sub in subs if self._scheduled.get(sub.id) != sub.updated_at]
-                for sub in changed:
-                    self._schedule_logged(sub)
-                missed = await self.digests.recovery.missed_periods(changed) if changed else []
-                if missed:
-                    await self.deliver_many(missed)
+                await self._follow_subscriptions()
+                runs = await self.digests.recovery.runs_to_resume()
+                if runs:
+                    log.info("resuming %d digest run(s) another process left half sent", len(runs))
+                    await asyncio.gather(*(self.resume(run) for run in runs))
             except Exception:
-                log.exception("could not follow the subscriptions; trying again shortly")
+                log.exception(
+                    "could not follow the subscriptions and runs in the store; trying again shortly"
+                )
+
+    async def _follow_subscriptions(self) -> None:
+        subs = await self.digests.subscriptions.active()
+        wanted = {sub.id for sub in subs}
+        for subscription_id in set(self._scheduled) - wanted:
+            self.unschedule(subscription_id)
+        changed = [sub for sub in subs if self._scheduled.get(sub.id) != sub.updated_at]
+        for sub in changed:
+            self._schedule_logged(sub)
+        missed = await self.digests.recovery.missed_periods(changed) if changed else []
+        if missed:
+            await self.deliver_many(missed)
 
     def _schedule_logged(self, sub: Subscription) -> None:
         try:
@@ -372,9 +382,9 @@ class DigestScheduler:
     async def retry_job(self, subscription_id: int) -> None:
         """Resume the subscription's interrupted runs (the papers not yet sent). Never raises."""
         try:
-            for run in await self.digests.recovery.runs_to_resume():
+            for run in await self.digests.repository.open_runs():
                 if run.subscription_id == subscription_id:
-                    await self.resume(run)
+                    await self.resume(run)  # (another process sending it keeps it)
         except Exception:
             log.exception("retry for subscription %s failed", subscription_id)
 

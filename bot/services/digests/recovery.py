@@ -1,4 +1,4 @@
-"""At start: digests a stopped process left half sent, and periods that fell due while nothing ran.
+"""Digests a stopped or dead process left half sent, and periods that fell due while nothing ran.
 
 A half-sent run within the grace window is resumed (the papers not yet sent); an older one is closed
 as failed. A period missed entirely is delivered once if the one due rule
@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, timedelta
 
+from bot.services.digests.leases import Leases
 from bot.services.digests.schedule import Clock, Period, check_due
 from bot.services.digests.subscriptions import SubscriptionService, parse_stamp, subscription_schedule
 from storage.models import Subscription
@@ -28,21 +29,24 @@ class DigestRecovery:
         subscriptions: SubscriptionService,
         clock: Clock,
         grace: timedelta,
+        leases: Leases,
     ) -> None:
         self.digests = digests
         self.subscriptions = subscriptions
         self.clock = clock
         self.grace = grace
+        self.leases = leases
 
     def _stamp(self) -> str:
         return self.clock().astimezone(UTC).isoformat(timespec="seconds")
 
     async def runs_to_resume(self) -> list[DigestRun]:
-        """Runs left ``claimed`` by a stopped process: those within the grace window are returned to be
-        resumed; older ones are closed as failed (too late to be useful), with a log line."""
+        """Runs left ``claimed`` by a stopped or dead process (let go of, or their lease ran out; never
+        this process's own): those within the grace window are returned to be resumed; older ones are
+        closed as failed (too late to be useful), with a log line."""
         now = self.clock()
         resumable: list[DigestRun] = []
-        for run in await self.digests.open_runs():
+        for run in await self.digests.open_runs(takeable_by=self.leases.owner, now=self.leases.now()):
             if now - parse_stamp(run.claimed_at) <= self.grace:
                 resumable.append(run)
             else:

@@ -241,6 +241,7 @@ async def test_crash_mid_digest_resumes_with_unsent_papers_only(
     assert [item.paper_id for item in await service.repository.unsent_items(run.id)] == [3, 4, 5]
 
     clock.advance(minutes=10)
+    service = make_service(db, clock, scores(papers))  # the next start: another process
     (open_run,) = await service.recovery.runs_to_resume()
     resumed = FakeSender()
     outcome = await service.delivery.resume(open_run, resumed)
@@ -277,6 +278,7 @@ async def test_a_paper_in_doubt_is_sent_again_with_its_nonce_while_discord_dedup
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     first = await crash_while_sending_the_second_paper(service, sub.id)
     clock.advance(seconds=NONCE_TRUST.total_seconds() - 10)
+    service = make_service(db, clock, scores(papers))  # the next start: another process
     (run,) = await service.recovery.runs_to_resume()
     resumed = FakeSender(posted=first.posted)
     outcome = await service.delivery.resume(run, resumed)
@@ -296,6 +298,7 @@ async def test_a_paper_in_doubt_is_not_sent_again_once_its_nonce_may_be_forgotte
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     await crash_while_sending_the_second_paper(service, sub.id)
     clock.advance(seconds=NONCE_TRUST.total_seconds() + 60)
+    service = make_service(db, clock, scores(papers))  # the next start: another process
     (run,) = await service.recovery.runs_to_resume()
     resumed = FakeSender()
     outcome = await service.delivery.resume(run, resumed)
@@ -351,6 +354,7 @@ async def test_a_retry_after_the_first_paper_failed_does_not_send_the_header_twi
         await service.delivery.deliver_period(sub.id, first)
     assert len(first.headers) == 1
     clock.advance(minutes=10)  # the scheduler's retry, long after any nonce is remembered
+    service = make_service(db, clock, scores(papers))  # the next start: another process
     (run,) = await service.recovery.runs_to_resume()
     retry = FakeSender()
     assert (await service.delivery.resume(run, retry)).status == "sent"
@@ -395,6 +399,8 @@ async def test_a_paper_deleted_before_its_repeat_is_not_sent_again(
     sub = await service.subscriptions.subscribe(USER, count=3)
     clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     await crash_while_sending_the_second_paper(service, sub.id)
+    clock.advance(seconds=31)  # the crashed process's lease runs out
+    service = make_service(db, clock, scores(papers))  # the next start: another process
     (run,) = await service.recovery.runs_to_resume()
     resumed = FakeSender(fail_at={0: SentThenDeletedError("Unknown Message")})
     outcome = await service.delivery.resume(run, resumed)
@@ -465,6 +471,7 @@ async def test_interrupted_runs_beyond_grace_are_closed_not_resumed(
     with pytest.raises(RuntimeError):
         await service.delivery.deliver_period(sub.id, FakeSender(fail_at={0: RuntimeError("boom")}))
     clock.advance(hours=7)
+    service = make_service(db, clock, scores(papers))  # the next start: another process
     assert await service.recovery.runs_to_resume() == []
     run = await service.repository.run_for(sub.id, "2026-11-30")
     assert run is not None

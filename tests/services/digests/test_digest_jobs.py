@@ -302,6 +302,7 @@ async def test_recover_resumes_then_catches_up_after_ready(service: Digests) -> 
     with pytest.raises(RuntimeError):
         await service.delivery.deliver_period(interrupted.id, FakeSender(fail_at={1: RuntimeError("killed")}))
     clock.set(utc(2026, 11, 30, 9, 30))  # the bot was down from 07:00 to 09:30
+    service = make_service(service.db, clock, {pid: 100.0 - pid for pid in range(1, 41)})  # restarted
 
     ready = asyncio.Event()
     senders = Senders()
