@@ -8,7 +8,12 @@ separate OS processes, killed mid-digest, is test_processes_e2e.py."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
+import os
+import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -139,3 +144,80 @@ async def test_a_subscription_made_on_a_gateway_process_is_delivered_by_the_work
             "SELECT COUNT(*) FROM posted_messages WHERE recipient_id = ?", (sandbox.alice.id,)
         )
         assert posted == 3
+
+
+@pytest.mark.both_engines
+async def test_a_paper_ingested_through_any_process_or_the_cli_is_searchable_in_every_process(
+    start_paperbot: StartBot, e2e_store: StoreLocation, sandbox: SandboxServer, tmp_path: Path
+) -> None:
+    """Each process's index follows the store's change sequence: an /paperadmin ingest answered by one
+    process, and a `paperbot ingest` beside them, are found through the other process within seconds
+    (the promise is 60 s)."""
+    second_lab = sandbox.add_guild("Second Lab", members={"bob": False}, shard=(1, 2))
+    elsewhere = sandbox.guild_channel(second_lab, "general")
+    async with (
+        start_paperbot(
+            store=e2e_store,
+            shard_ids=(0,),
+            shard_count=2,
+            state_dir=tmp_path / "zero",
+            dev_guild_id=None,
+            operator_ids=frozenset({sandbox.alice.id}),
+        ),
+        start_paperbot(
+            store=e2e_store,
+            shard_ids=(1,),
+            shard_count=2,
+            role="gateway",
+            state_dir=tmp_path / "one",
+            dev_guild_id=None,
+            load_shipped_corpus=False,
+        ),
+    ):
+        record = {
+            "id": "zx-1",
+            "title": "Zorblax: Quasitensor Routing for Sparse Mixture Models",
+            "abstract": "We introduce zorblax, a quasitensor router for sparse mixtures of experts. " * 2,
+        }
+        ingested = await sandbox.run_command(
+            "alice", "paperadmin ingest", file=("zorblax.jsonl", json.dumps(record))
+        )
+        assert "added **1**" in ingested.text
+
+        async def found_in_shard_1(query: str) -> bool:
+            result = await sandbox.run_command(
+                "bob", "paper search", query=query, where=elsewhere, check=False
+            )
+            return result.ok and "No papers" not in result.text and query.split()[0] in result.text.lower()
+
+        started = time.monotonic()
+        await sandbox.eventually(
+            lambda: found_in_shard_1("zorblax quasitensor"), timeout=60, what="the ingest, on shard 1"
+        )
+        assert time.monotonic() - started < 60
+
+        other = {
+            "id": "wb-1",
+            "title": "Wombat-Scheduled Replay Buffers",
+            "abstract": "Wombat scheduling orders replay buffers for offline reinforcement learning. " * 2,
+        }
+        (tmp_path / "cli.jsonl").write_text(json.dumps(other) + "\n", "utf-8")
+        env = {
+            **os.environ,
+            "PAPERBOT_DB": e2e_store.url or str(e2e_store.path),
+            "PAPERBOT_LOG_LEVEL": "WARNING",
+        }
+        cli = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "ingest", str(tmp_path / "cli.jsonl"), env=env, cwd=tmp_path,
+            stdout=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        assert await cli.wait() == 0
+        await sandbox.eventually(
+            lambda: found_in_shard_1("wombat replay"), timeout=60, what="the CLI's ingest, on shard 1"
+        )
+
+        async def found_in_shard_0() -> bool:
+            result = await sandbox.run_command("bob", "paper search", query="wombat replay", check=False)
+            return result.ok and "Wombat-Scheduled Replay Buffers" in result.text
+
+        await sandbox.eventually(found_in_shard_0, timeout=60, what="the CLI's ingest, on shard 0")
