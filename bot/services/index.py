@@ -293,6 +293,10 @@ class BM25Index:
         return np.fromiter((get(t, -1) for t in terms), dtype=np.int64)
 
     @_locked
+    def term_name(self, term_id: int) -> str:
+        """The term with this id (ids as :meth:`term_ids` and :meth:`doc_weights` give them)."""
+        return self._terms[term_id]
+
     def doc_freqs(self, term_ids: IntArray) -> IntArray:
         """Number of documents holding each term of :meth:`term_ids` (0 for −1)."""
         ids = np.asarray(term_ids, dtype=np.int64)

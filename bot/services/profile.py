@@ -21,7 +21,7 @@ import logging
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol
@@ -376,6 +376,9 @@ class ProfileSummary:
     recent_likes: tuple[str, ...] = field(default=())  # titles
 
 
+WeightedWords = tuple[tuple[str, float], ...]
+ModelWords = Callable[[int, int, datetime], Awaitable[tuple[WeightedWords, WeightedWords]]]
+
 _SPACES = re.compile(r"\s+")
 
 
@@ -412,6 +415,8 @@ class ProfileService:
         # (not `vectors or …`: an empty cache is falsy)
         self.vectors = vectors if vectors is not None else VectorCache(stats, top_k=params.terms_per_paper)
         self._clock = clock or (lambda: datetime.now(UTC))
+        #: set by the recommender: (user id, how many, now) → the learned model's words for and against
+        self.model_words: ModelWords | None = None
 
     async def load_vectors(self, paper_ids: Iterable[int]) -> dict[int, PaperVector]:
         """Vectors of these papers: cached, else from the index, else from their texts (one batch read)."""
@@ -463,10 +468,14 @@ class ProfileService:
         profile = await self.profile(user_id, now=now)
         counts = await self.feedback.counts(user_id)
         paused = await self.users.learning_paused(user_id)
-        liked = tuple((profile.word(t), round(w, 2)) for t, w in profile.top_learned(terms))
-        disliked = tuple(
-            (profile.word(t), round(w, 2)) for t, w in profile.top_learned(terms // 2, positive=False)
-        )
+        if self.model_words is not None:
+            # the words of the model that ranks for this person (the recommender's)
+            liked, disliked = await self.model_words(user_id, terms, now or self._clock())
+        else:
+            liked = tuple((profile.word(t), round(w, 2)) for t, w in profile.top_learned(terms))
+            disliked = tuple(
+                (profile.word(t), round(w, 2)) for t, w in profile.top_learned(terms // 2, positive=False)
+            )
         likes = [s.paper_id for s in sorted(profile.sources, key=lambda s: -s.weight) if s.signal == "like"][
             :3
         ]

@@ -32,6 +32,8 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from bot.services.learner import DEFAULT_LEARNING, Examples, LearningParams, PersonModel, choose, fit
+from bot.services.paper_space import PaperSpace
 from bot.services.profile import (
     DEFAULT_PARAMS,
     Profile,
@@ -39,10 +41,12 @@ from bot.services.profile import (
     RankingParams,
     Source,
     VectorCache,
+    decay,
 )
+from bot.services.tokenize import surface_form
 from storage.db import Database
 from storage.models import Paper
-from storage.repositories.feedback import FeedbackRepository
+from storage.repositories.feedback import FeedbackRepository, FeedbackRow
 from storage.repositories.papers import PaperRepository
 
 log = logging.getLogger(__name__)
@@ -51,6 +55,8 @@ REASON_TERMS: Final = 3
 REASON_TITLE_CHARS: Final = 60
 MIN_SOURCE_SIMILARITY: Final = 0.05  # below this (decayed cosine) a liked paper is not named as the reason
 DUPLICATE_TERMS: Final = 12  # distinctive terms compared by the near-copy guard
+MIN_LIKE_COSINE: Final = 0.05  # a liked paper closer than this (in the paper space) is named as the reason
+MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -110,6 +116,17 @@ class TermIndex(Protocol):
     def doc_freqs(self, term_ids: IntArray) -> IntArray: ...
 
     def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]: ...
+
+    @property
+    def alive(self) -> npt.NDArray[np.bool_]: ...
+
+    def slot_of(self, doc_id: int) -> int: ...
+
+    def score_array(self, query: Mapping[str, float]) -> FloatArray: ...
+
+    def matched_terms(self, doc_id: int, terms: Iterable[str]) -> list[str]: ...
+
+    def term_name(self, term_id: int) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,12 +277,17 @@ class Recommender:
         index: TermIndex,
         *,
         params: RankingParams = DEFAULT_PARAMS,
+        learning: LearningParams = DEFAULT_LEARNING,
         clock: Callable[[], datetime] | None = None,
         profiles: ProfileService | None = None,
+        space: PaperSpace | None = None,
     ) -> None:
         self.engine = engine
         self.index = index
         self.params = params
+        self.learning = learning
+        self.space = space or PaperSpace(index)
+        self._background: tuple[int, IntArray] = (-1, np.zeros(0, dtype=np.int64))
         self.feedback = FeedbackRepository(db)
         self.papers = PaperRepository(db)
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -282,6 +304,7 @@ class Recommender:
         self._idfs: dict[str, float] = {}
         self._table = _TermTable()
         self._generation: tuple[int, int] = (-1, -1)
+        self.profiles.model_words = self.model_words
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -310,10 +333,13 @@ class Recommender:
             # One read for topics, reactions and what the user has seen.
             own_topics, signals, seen = await self.feedback.learning_inputs(user_id)
             profile = await self.profiles.from_rows(own_topics, signals, extra_topics=topics, now=now)
-        if profile.empty:
-            return []
         skip = seen | set(exclude) if exclude else seen
-        picks = await self.rank(profile, count=count, exclude=skip, now=now)
+        if user_id is not None and signals:
+            picks = await self.rank_learned(profile, signals, seen, count=count, exclude=skip, now=now)
+        elif profile.empty:
+            return []
+        else:
+            picks = await self.rank(profile, count=count, exclude=skip, now=now)
         if mark_shown and user_id is not None and picks:
             await self.feedback.mark_shown(
                 user_id, [p.paper_id for p in picks], at=now.astimezone(UTC).isoformat(timespec="seconds")
@@ -446,6 +472,190 @@ class Recommender:
             reason = self._reason(profile, matched, query, idf, source, named_title)
             picks.append(Recommendation(paper_id, round(value, 4), reason))
         return picks
+
+    # -- the learned model ------------------------------------------------------------------------
+
+    def model_of(
+        self, profile: Profile, signals: Sequence[FeedbackRow], seen: Collection[int], *, now: datetime
+    ) -> tuple[PersonModel, FloatArray] | None:
+        """The person's model fitted to their reactions, and every slot's topic match (0–1).
+
+        None when none of the rated papers is in the index (nothing to learn from).
+        """
+        learning = self.learning
+        space = self.space
+        space.follow()
+        coords = space.coords
+        n = len(coords)
+        topic_match = np.zeros(n)
+        if profile.topic_terms:
+            raw = self.index.score_array(dict(profile.topic_terms))[:n]
+            best = float(raw.max()) if len(raw) else 0.0
+            if best > 0:
+                topic_match = raw / best
+        labels: dict[int, tuple[float, float]] = {}  # slot → (label, weight)
+        kinds: dict[int, set[str]] = {}
+        times: dict[int, str] = {}
+        for row in signals:
+            kinds.setdefault(row.paper_id, set()).add(row.signal)
+            times[row.paper_id] = max(times.get(row.paper_id, row.created_at), row.created_at)
+        for paper_id, signal_kinds in kinds.items():
+            slot = self._slot(paper_id, n)
+            if slot is None:
+                continue
+            age = decay(times[paper_id], now, learning.half_life_days)
+            if "like" in signal_kinds or ("save" in signal_kinds and "dislike" not in signal_kinds):
+                labels[slot] = (1.0, age)
+            else:
+                labels[slot] = (0.0, age * learning.dislike_weight)
+        if not labels:
+            return None
+        for paper_id in seen:
+            if paper_id not in kinds and (slot := self._slot(paper_id, n)) is not None:
+                labels[slot] = (0.0, learning.ignored_weight)
+        background = [int(s) for s in self._background_slots(n) if int(s) not in labels]
+        each = learning.background_weight / learning.background
+        slots = np.array([*labels, *background], dtype=np.int64)
+        values = [*labels.values(), *((0.0, each) for _ in background)]
+        examples = Examples(
+            coords=coords[slots],
+            topic_match=topic_match[slots],
+            labels=np.array([v[0] for v in values]),
+            weights=np.array([v[1] for v in values]),
+        )
+        return fit(examples, learning), topic_match
+
+    async def rank_learned(
+        self,
+        profile: Profile,
+        signals: Sequence[FeedbackRow],
+        seen: Collection[int],
+        *,
+        count: int,
+        exclude: Collection[int],
+        now: datetime,
+    ) -> list[Recommendation]:
+        """Rank unseen papers by the person's model over the whole corpus (no database writes)."""
+        fitted = self.model_of(profile, signals, seen, now=now)
+        if fitted is None:
+            return (
+                await self.rank(profile, count=count, exclude=exclude, now=now) if not profile.empty else []
+            )
+        model, topic_match = fitted
+        coords = self.space.coords
+        n = len(coords)
+        scores = model.scores(coords, topic_match)
+        open_ = self.index.alive[:n].copy()
+        for paper_id in exclude:
+            slot = self._slot(paper_id, n)
+            if slot is not None:
+                open_[slot] = False
+        candidates = np.flatnonzero(open_)
+        if not len(candidates):
+            return []
+        if len(candidates) > self.learning.candidates:
+            best = np.argpartition(-scores[candidates], self.learning.candidates)[: self.learning.candidates]
+            candidates = candidates[best]
+        await self._sync_dates()
+        ids = self.index.slot_ids[candidates]
+        # newer papers first among equals: the recency factor (0.85–1) as a nudge on the logit
+        scores[candidates] += np.log(self._recency(ids, now.astimezone(UTC).date().toordinal()))
+        order = choose(scores, coords, candidates.tolist(), 2 * count, self.learning.exploration)
+
+        pool = self._pool([int(self.index.slot_ids[s]) for s in order])
+        picked: list[tuple[int, int]] = []  # (slot, pool row)
+        tops: list[frozenset[int]] = []
+        titles: set[int] = set()
+        hashes = self._known(self._title_hash, np.asarray(pool.ids, dtype=np.int64)).tolist()
+        for row, slot in enumerate(order):
+            top = pool.top_terms(row)
+            if (hashes[row] and hashes[row] in titles) or any(
+                jaccard(top, other) >= self.params.duplicate_jaccard for other in tops
+            ):
+                continue
+            picked.append((slot, row))
+            tops.append(top)
+            titles.add(hashes[row])
+            if len(picked) == count:
+                break
+
+        # Reasons: the topic words a pick matches, and the liked paper it lies closest to.
+        liked = [s for s in profile.sources if s.signal != "dislike"]
+        liked_slots = [
+            (source, slot) for source in liked if (slot := self._slot(source.paper_id, n)) is not None
+        ]
+        closest: list[Source | None] = []
+        for slot, _ in picked:
+            if not liked_slots:
+                closest.append(None)
+                continue
+            sims = coords[[s for _, s in liked_slots]] @ coords[slot]
+            best_at = int(np.argmax(sims))
+            closest.append(liked_slots[best_at][0] if sims[best_at] >= MIN_LIKE_COSINE else None)
+        titles_of = await self._short_titles([s.paper_id for s in closest if s is not None])
+        topic_query = dict(profile.topic_terms)
+        idf = {t: self._idf(t) for t in topic_query}
+        picks: list[Recommendation] = []
+        for (slot, _), source in zip(picked, closest, strict=True):
+            paper_id = int(self.index.slot_ids[slot])
+            matched = self.index.matched_terms(paper_id, topic_query) if topic_query else []
+            named = titles_of.get(source.paper_id) if source is not None else None
+            reason = self._reason(profile, matched, topic_query, idf, source, named)
+            picks.append(Recommendation(paper_id, round(float(scores[slot]), 4), reason))
+        return picks
+
+    async def model_words(
+        self, user_id: int, n: int, now: datetime
+    ) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
+        """What `/paper interests show` lists: the person's model's strongest words for and against."""
+        topics, signals, seen = await self.feedback.learning_inputs(user_id)
+        if not signals:
+            return (), ()
+        profile = await self.profiles.from_rows(topics, signals, now=now)
+        fitted = self.model_of(profile, signals, seen, now=now)
+        if fitted is None:
+            return (), ()
+        liked, disliked = self.learned_words(fitted[0], n)
+        return liked, disliked[: max(1, n // 2)]
+
+    def learned_words(
+        self, model: PersonModel, n: int
+    ) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
+        """The words the model leans towards and away from most, with their weights, strongest first."""
+        direction = self.space.term_direction(model.weights)
+        if not len(direction):
+            return (), ()
+        common = self.index.doc_freqs(np.arange(len(direction), dtype=np.int64)) >= MIN_WORD_PAPERS
+        direction = np.where(common, direction, 0.0)
+        order = np.argsort(-direction, kind="stable")
+
+        def words(slots: Iterable[int]) -> tuple[tuple[str, float], ...]:
+            found = []
+            for tid in slots:
+                value = float(direction[tid])
+                if value == 0.0:
+                    break
+                found.append((surface_form(self.index.term_name(int(tid))), round(value, 2)))
+            return tuple(found)
+
+        return words(order[:n].tolist()), words(order[::-1][:n].tolist())
+
+    def _slot(self, paper_id: int, n: int) -> int | None:
+        """The paper's slot if the space has coordinates for it."""
+        try:
+            slot = self.index.slot_of(paper_id)
+        except KeyError:
+            return None
+        return slot if slot < n else None
+
+    def _background_slots(self, n: int) -> IntArray:
+        """A fixed random sample of live papers (the same for everyone until the index moves)."""
+        if self._background[0] != n:
+            alive = np.flatnonzero(self.index.alive[:n])
+            size = min(self.learning.background, len(alive))
+            rng = np.random.default_rng(0)
+            self._background = (n, np.sort(rng.choice(alive, size, replace=False)) if size else alive[:0])
+        return self._background[1]
 
     def _pool(self, paper_ids: list[int]) -> _Pool:
         indptr, terms, weights = self.index.doc_weights(paper_ids)

@@ -1,0 +1,129 @@
+"""A model of what one person wants, learned from their reactions (👍 🔖 for, 👎 against).
+
+Per person, a logistic regression over each paper's place in the field (its LSA coordinates,
+:mod:`bot.services.paper_space`) and how well it matches the person's typed topics (BM25, scaled to
+0–1 by the best match). Before any reaction the model *is* the topics: the topic weight starts at
+``prior_weight`` and the coordinate weights at zero. Each reaction is a training example; papers
+shown and left without a reaction are weak negatives; a fixed sample of the corpus is a weak
+background negative, so the model learns what sets the liked papers apart from papers in general,
+not what all papers share. L2 pulls the coordinate weights to zero and the topic weight back to its
+start, so the topics count less as reactions accumulate, never suddenly. Older reactions count less
+(half-life).
+
+Fitting is a few Newton steps on ~dims+2 unknowns (milliseconds); scoring every paper is one
+matrix-vector product. The settings are chosen on the tuning split of ``bench/recommend_eval.py``
+(``bench/recommend_tune.py``) and reported on its held-out test split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+NEWTON_STEPS: Final = 12
+
+
+@dataclass(frozen=True, slots=True)
+class LearningParams:
+    """How the per-person model learns; chosen on the tuning split (see the module docstring)."""
+
+    scale: float = 10.0  # coordinates are multiplied by this (sets the L2 pull's strength relative to them)
+    l2: float = 1.0  # pull of each coordinate weight towards zero
+    prior_weight: float = 10.0  # the topics' weight before any reaction (score = weight · topic match)
+    prior_l2: float = 1.0  # how firmly the topics' weight stays at its start as reactions accumulate
+    dislike_weight: float = 1.0  # a 👎 as an example, against a 👍's 1
+    ignored_weight: float = 0.05  # a paper shown and left without a reaction
+    background: int = 300  # papers sampled from the corpus as background negatives
+    background_weight: float = 10.0  # their total weight (a smaller corpus's whole sample weighs less)
+    half_life_days: float = 180.0  # a reaction this old counts half
+    exploration: float = (
+        0.3  # picks after the first give up this much score per unit of cosine to earlier picks
+    )
+    candidates: int = 200  # best-scored papers the picks are chosen from
+
+
+DEFAULT_LEARNING: Final = LearningParams()
+
+
+@dataclass(frozen=True, slots=True)
+class PersonModel:
+    """score(paper) = coords · weights + topic_weight · topic match + bias (a logit)."""
+
+    weights: FloatArray  # one per coordinate (already multiplied by ``scale``)
+    topic_weight: float
+    bias: float
+
+    def scores(self, coords: npt.NDArray[np.float32], topic_match: FloatArray) -> FloatArray:
+        return (
+            np.asarray(coords @ self.weights.astype(np.float32), dtype=np.float64)
+            + self.topic_weight * topic_match
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Examples:
+    """Training rows: coordinates, topic match, label (1 = wanted) and weight of each."""
+
+    coords: npt.NDArray[np.float32]
+    topic_match: FloatArray
+    labels: FloatArray
+    weights: FloatArray
+
+
+def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING) -> PersonModel:
+    """The L2-regularised logistic regression of the module docstring (Newton's method)."""
+    dims = examples.coords.shape[1]
+    features = np.hstack(
+        [
+            examples.coords.astype(np.float64) * params.scale,
+            examples.topic_match[:, None],
+            np.ones((len(examples.labels), 1)),
+        ]
+    )
+    start = np.zeros(dims + 2)
+    start[dims] = params.prior_weight
+    pull = np.full(dims + 2, params.l2)
+    pull[dims] = params.prior_l2
+    pull[dims + 1] = 1e-2  # the bias is almost free; this keeps the Hessian invertible
+    w = start.copy()
+    y, sw = examples.labels, examples.weights
+    for _ in range(NEWTON_STEPS):
+        p = 1.0 / (1.0 + np.exp(-np.clip(features @ w, -30.0, 30.0)))
+        gradient = features.T @ (sw * (p - y)) + pull * (w - start)
+        hessian = (features * (sw * p * (1.0 - p))[:, None]).T @ features + np.diag(pull)
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if float(np.abs(step).max()) < 1e-6:
+            break
+    return PersonModel(w[:dims] * params.scale, float(w[dims]), float(w[dims + 1]))
+
+
+def choose(
+    scores: FloatArray,
+    coords: npt.NDArray[np.float32],
+    candidates: Sequence[int],
+    count: int,
+    exploration: float,
+) -> list[int]:
+    """Pick ``count`` of the candidates (best score first), each later pick giving up
+    ``exploration`` × its cosine to the closest earlier pick: a broad start then shows several
+    corners of the field, and the reactions say which one is wanted."""
+    order = sorted(candidates, key=lambda c: (-scores[c], c))
+    if not order or count <= 0:
+        return []
+    picked = [order[0]]
+    rest = order[1:]
+    while rest and len(picked) < count:
+        if exploration:
+            closeness = (coords[rest] @ coords[picked].T).max(axis=1)
+            values = scores[rest] - exploration * closeness
+            best = int(np.argmax(values))
+        else:
+            best = 0
+        picked.append(rest.pop(best))
+    return picked

@@ -1,0 +1,164 @@
+"""Where each paper lies among the others: latent semantic analysis (LSA) of the search index.
+
+BM25 scores a paper by the words it shares with a query, and two papers of one sub-area often share
+few of them. A truncated SVD of every paper's unit-length BM25 vector gives each paper ``dims``
+coordinates in which papers about the same things lie close, whatever words they use; a person's
+model (:mod:`bot.services.learner`) learns in those coordinates which corner of the field they want
+from a handful of reactions.
+
+Papers indexed after the basis was computed are folded in with it (their BM25 vector times the term
+loadings); once the corpus has grown by a quarter since, :meth:`PaperSpace.stale` says so and the
+owner recomputes the basis (:meth:`PaperSpace.rebuild`, seconds at 100k papers, meant for a thread).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+DIMS: Final = 100
+OVERSAMPLE: Final = 10
+POWER_STEPS: Final = 3
+PAPERS_PER_DIM: Final = 3
+REBUILD_GROWTH: Final = 1.25  # recompute the basis once the corpus is this many times larger
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float32]
+
+
+class IndexedPapers(Protocol):
+    """What the space reads of the search index (``bot.services.index.BM25Index``)."""
+
+    @property
+    def n_slots(self) -> int: ...
+
+    @property
+    def slot_ids(self) -> IntArray: ...
+
+    @property
+    def alive(self) -> npt.NDArray[np.bool_]: ...
+
+    def __len__(self) -> int: ...
+
+    def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, npt.NDArray[np.float64]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Basis:
+    loadings: FloatArray  # term id → its ``dims`` loadings (the SVD's right singular vectors)
+    papers: int  # live papers when it was computed
+
+
+def randomized_svd_loadings(matrix: sp.csr_matrix, dims: int, *, seed: int = 0) -> FloatArray:
+    """The top ``dims`` right singular vectors of a sparse matrix, as columns (Halko et al. 2011)."""
+    rng = np.random.default_rng(seed)
+    a = matrix.astype(np.float32)
+    width = min(dims + OVERSAMPLE, min(a.shape))
+    q, _ = np.linalg.qr(a @ rng.standard_normal((a.shape[1], width)).astype(np.float32))
+    for _ in range(POWER_STEPS):
+        z, _ = np.linalg.qr(a.T @ q)
+        q, _ = np.linalg.qr(a @ z)
+    _, _, vt = np.linalg.svd(np.asarray((a.T @ q).T), full_matrices=False)
+    return np.ascontiguousarray(vt[:dims].T, dtype=np.float32)
+
+
+def _unit_rows(index: IndexedPapers, doc_ids: Sequence[int], n_terms: int | None) -> sp.csr_matrix:
+    """The documents' BM25 vectors scaled to length 1 (terms past ``n_terms`` left out)."""
+    indptr, terms, weights = index.doc_weights(doc_ids)
+    if n_terms is not None:
+        keep = terms < n_terms
+        weights = np.where(keep, weights, 0.0)
+        terms = np.where(keep, terms, 0)
+    width = n_terms if n_terms is not None else (int(terms.max()) + 1 if len(terms) else 1)
+    matrix = sp.csr_matrix((weights, terms, indptr), shape=(len(doc_ids), width))
+    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    return sp.csr_matrix(sp.diags(1.0 / norms) @ matrix)
+
+
+def _unit(vectors: npt.NDArray[np.float32]) -> FloatArray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.asarray(vectors / norms, dtype=np.float32)
+
+
+class PaperSpace:
+    """Unit-length LSA coordinates of every indexed paper, by index slot (zeros for empty slots)."""
+
+    def __init__(self, index: IndexedPapers, *, dims: int = DIMS, seed: int = 0) -> None:
+        self.index = index
+        self.dims = dims
+        self.seed = seed
+        self._basis: _Basis | None = None
+        self._coords = np.zeros((0, dims), dtype=np.float32)
+        self._done = 0  # slots below this have coordinates
+        self._lock = threading.Lock()
+
+    @property
+    def ready(self) -> bool:
+        return self._basis is not None
+
+    @property
+    def stale(self) -> bool:
+        """No basis yet, or the corpus has outgrown it (:meth:`rebuild` then)."""
+        basis = self._basis
+        return basis is None or len(self.index) > REBUILD_GROWTH * max(basis.papers, 1)
+
+    def rebuild(self) -> None:
+        """Compute the basis from every live paper and their coordinates (safe from a thread)."""
+        alive = np.flatnonzero(self.index.alive[: self.index.n_slots])
+        slots = int(self.index.n_slots)
+        ids = self.index.slot_ids[alive].tolist()
+        if len(ids) < 2:
+            return
+        matrix = _unit_rows(self.index, ids, None)
+        # LSA needs many more papers than dimensions: a small corpus gets a few broad axes
+        dims = max(1, min(self.dims, len(ids) // PAPERS_PER_DIM, matrix.shape[1] - 1))
+        loadings = randomized_svd_loadings(matrix, dims, seed=self.seed)
+        coords = np.zeros((slots, self.dims), dtype=np.float32)
+        coords[alive, :dims] = _unit(np.asarray(matrix @ loadings, dtype=np.float32))
+        with self._lock:
+            self._basis = _Basis(np.pad(loadings, ((0, 0), (0, self.dims - dims))), len(ids))
+            self._coords = coords
+            self._done = slots
+        self.follow()  # papers indexed while it was computing
+
+    def follow(self) -> None:
+        """Fold in the papers indexed since (no-op when nothing was); builds the basis if there is none."""
+        if self._basis is None:
+            self.rebuild()
+            return
+        with self._lock:
+            basis, done, slots = self._basis, self._done, int(self.index.n_slots)
+            if slots <= done:
+                return
+            if slots > len(self._coords):
+                grown = np.zeros(
+                    (max(slots, len(self._coords) + len(self._coords) // 4), self.dims), np.float32
+                )
+                grown[: len(self._coords)] = self._coords
+                self._coords = grown
+            new = done + np.flatnonzero(self.index.alive[done:slots])
+            if len(new):
+                ids = self.index.slot_ids[new].tolist()
+                rows = _unit_rows(self.index, ids, len(basis.loadings))
+                self._coords[new] = _unit(np.asarray(rows @ basis.loadings, dtype=np.float32))
+            self._done = slots
+
+    @property
+    def coords(self) -> FloatArray:
+        """Coordinates by slot, for the slots the space has followed (call :meth:`follow` first)."""
+        return self._coords[: self._done]
+
+    def term_direction(self, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """What a direction in the space means in words: each term's share of it (by term id)."""
+        basis = self._basis
+        if basis is None:
+            return np.zeros(0)
+        return np.asarray(basis.loadings.astype(np.float64) @ weights, dtype=np.float64)
