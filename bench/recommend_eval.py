@@ -1,48 +1,55 @@
-"""Offline evaluation of recommendations that learn from reactions (issue 5).
+"""Learning from reactions, measured on simulated people the settings never saw.
 
-Simulated users each like one research area. Each starts from one topic phrase (what a person
-would type into `/paper interests add`), receives 5 recommendations a day for 10 days, and reacts
-👍 to the papers in their area and 👎 to the rest. The harness is honest: a user sees only what was
-recommended to them, and a method learns only from those reactions.
+Each simulated person wants one research area. They type a phrase into `/paper interests add` —
+either the area's own name, or a broader parent field (they under-specify; only reactions can narrow
+it down) — then get 5 picks a day for 6 days and react 👍 to the picks from their area and 👎 to the
+rest. A method sees only what it picked and the reactions to it.
 
-Areas:
-* ICLR 2024 — the icml.cc/iclr.cc virtual-site taxonomy (`topic` = "Area->Subarea") from
-  ../shared/data/airas-papers-db/iclr_2024.json.gz (deduplicated on id, unlabelled papers left
-  out of the corpus): one user per subarea with >= 25 papers, one per area.
-* ICLR 2017/2018 — the authors' keywords in ../shared/data/multivenue/ (a separate corpus): one user
-  per keyword with >= 20 papers. Author keywords are incomplete (a paper on GANs need not list
-  "gan"), so precision there is a lower bound for every method alike.
+Splits (by venue, fixed before any test run):
+* tune — the ICLR 2024 virtual-site subareas (``topic`` = "Area->Subarea") with ≥ 25 papers;
+* test — author keyword groups of ICLR 2017/18 and CoRL 2024/25 (synonyms merged) with ≥ 15 papers.
+Every setting of every method is chosen on the tune split (``--grid``, which writes
+``bench/recommend_settings.json``); the test split is read only for the reported figures.
 
-Methods, all on the same corpus and the same users:
-* topics only — the product's recommender with the topic and no reactions recorded;
-* feedback (ours) — the product's recommender, reactions recorded through FeedbackService;
-* SVM (arxiv-sanity-lite) — TF-IDF of title+abstract with arxiv-sanity-lite's settings, one
-  LinearSVC(C=0.01, class_weight=balanced) per user and day; positives are the liked papers and,
-  as in arxiv-sanity-lite, every other paper is a negative. Before the first like it uses the topic
-  query like ours;
-* SVM (rated only) — the same SVM trained only on the rated papers (likes vs dislikes), topic
-  query until both kinds exist.
+Corpus: the whole multivenue file (35,712 papers) is ingested and indexed, so statistics, the paper
+space and every candidate pool see 35k papers. Only papers whose labels are known for the split
+(ICLR 2024 papers with a topic; papers with author keywords) can be picked: the others are excluded,
+because a person who "wants Large Language Models" would be wrongly shown to dislike an unlabelled
+ICML paper on LLMs (condensed lists). Author keywords are incomplete, so precision on the test split
+is a lower bound for every method alike.
 
-"topics only" and "feedback" run through the real Recommender on a real temporary SQLite database
-(papers ingested with PaperRepository, index built as the bot builds it), so the figures measure
-the product. Run: `.venv/bin/python bench/recommend_eval.py [--days 10] [--users N]`.
+Methods, on the same people and the same reactions:
+* paperbot — the real ``Recommender`` + ``FeedbackService`` over a real SQLite store of the corpus;
+* no feedback — the same recommender with the topic only (no reactions recorded);
+* SVM (arxiv-sanity-lite) — its TF-IDF (1–2-grams, sublinear tf, min_df 5, max_df 0.1, 20k features)
+  and ``LinearSVC(C=0.01, class_weight="balanced")`` per person and day, liked papers against every
+  other paper, as arxiv-sanity-lite trains it; "SVM tuned" — C, min_df and max_df chosen on the tune
+  split;
+* Rocchio — TF-IDF query = topic + β · mean of liked − γ · mean of disliked, β and γ tuned.
+Before their first 👍 the SVMs and Rocchio show what paperbot's no-feedback ranking shows (they
+cannot rank with no positive), so all methods start alike.
+
+Reported: precision@5 per day with a 95 % bootstrap interval over people, and the mean of days 4–6.
+Run: ``.venv/bin/python bench/recommend_eval.py --split test`` (≈10 min on 2 cores);
+``--grid`` runs the tuning grids on the tune split (≈1 h) and writes the settings.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import gzip
 import json
 import logging
-import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +57,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bot.services.feedback import FeedbackService  # noqa: E402
-from bot.services.profile import ProfileService, RankingParams  # noqa: E402
+from bot.services.learner import LearningParams  # noqa: E402
+from bot.services.paper_space import PaperSpace  # noqa: E402
 from bot.services.recommender import Recommender  # noqa: E402
 from bot.services.search import SearchEngine  # noqa: E402
 from storage.db import Database  # noqa: E402
@@ -58,256 +66,247 @@ from storage.models import PaperRecord  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
 from storage.store import open_database  # noqa: E402
 
-SHARED = REPO.parent / "shared" / "data"
+CORPUS = REPO.parent / "shared" / "data" / "multivenue" / "multivenue_corpus.jsonl.gz"
+SETTINGS = Path(__file__).with_name("recommend_settings.json")
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 PER_DAY = 5
+DAYS = 6
+REPORTED_DAYS = slice(3, 6)  # days 4–6
 
-# The phrase a person in that area would type: the subarea's own name, spelled out where the name
-# only makes sense under its area ("Batch/Offline" is offline reinforcement learning).
-PHRASES = {
-    "Deep Learning->Large Language Models": "large language models",
-    "Deep Learning->Generative Models and Autoencoders": "generative models and autoencoders",
-    "Applications->Computer Vision": "computer vision",
-    "Deep Learning->Graph Neural Networks": "graph neural networks",
-    "Social Aspects->Trustworthy Machine Learning": "trustworthy machine learning",
-    "Deep Learning->Robustness": "robustness of deep networks",
-    "Deep Learning->Other Representation Learning": "representation learning",
-    "Deep Learning->Self-Supervised Learning": "self-supervised learning",
-    "Applications->Language, Speech and Dialog": "language, speech and dialog",
-    "Reinforcement Learning->Deep RL": "deep reinforcement learning",
-    "Applications->Neuroscience, Cognitive Science": "neuroscience and cognitive science",
-    "Applications->Chemistry and Drug Discovery": "chemistry and drug discovery",
+# -- the people ------------------------------------------------------------------------------------
+
+# ICLR 2024 subarea → (its own name, a broader parent field)
+TUNE_AREAS = {
+    "Deep Learning->Large Language Models": ("large language models", "natural language processing"),
+    "Deep Learning->Generative Models and Autoencoders": (
+        "generative models and autoencoders",
+        "deep learning",
+    ),
+    "Applications->Computer Vision": ("computer vision", "deep learning"),
+    "Deep Learning->Graph Neural Networks": ("graph neural networks", "deep learning"),
+    "Social Aspects->Trustworthy Machine Learning": (
+        "trustworthy machine learning",
+        "social aspects of machine learning",
+    ),
+    "Deep Learning->Robustness": ("robustness of deep networks", "deep learning"),
+    "Deep Learning->Other Representation Learning": ("representation learning", "deep learning"),
+    "Deep Learning->Self-Supervised Learning": ("self-supervised learning", "representation learning"),
+    "Applications->Language, Speech and Dialog": (
+        "language, speech and dialog",
+        "deep learning applications",
+    ),
+    "Reinforcement Learning->Deep RL": ("deep reinforcement learning", "reinforcement learning"),
+    "Applications->Neuroscience, Cognitive Science": (
+        "neuroscience and cognitive science",
+        "applications of machine learning",
+    ),
+    "Applications->Chemistry and Drug Discovery": (
+        "chemistry and drug discovery",
+        "machine learning for science",
+    ),
     "Miscellaneous Aspects of Machine Learning->Transfer, Multitask and Meta-learning": (
-        "transfer, multitask and meta-learning"
+        "transfer, multitask and meta-learning",
+        "machine learning",
     ),
     "Social Aspects->Accountability, Transparency and Interpretability": (
-        "accountability, transparency and interpretability"
+        "accountability, transparency and interpretability",
+        "trustworthy machine learning",
     ),
-    "Miscellaneous Aspects of Machine Learning->Representation Learning": "representation learning",
-    "Social Aspects->Fairness, Equity, Justice and Safety": "fairness, equity, justice and safety",
-    "Reinforcement Learning": "reinforcement learning",
-    "Applications->Robotics": "robotics",
-    "Reinforcement Learning->Batch/Offline": "offline reinforcement learning",
-    "Social Aspects->Privacy-preserving Statistics and Machine Learning": "privacy-preserving machine learning",
-    "Theory->Learning Theory": "learning theory",
-    "Deep Learning->Sequential Models, Time series": "sequential models, time series",
-    "Miscellaneous Aspects of Machine Learning->Causality": "causality",
-    "Deep Learning->Attention Mechanisms": "attention mechanisms",
-    "Applications->Physics": "physics",
-    "Applications->Time Series": "time series",
+    "Miscellaneous Aspects of Machine Learning->Representation Learning": (
+        "representation learning",
+        "machine learning",
+    ),
+    "Applications->Robotics": ("robotics", "applications of machine learning"),
+    "Social Aspects->Fairness, Equity, Justice and Safety": (
+        "fairness, equity, justice and safety",
+        "trustworthy machine learning",
+    ),
+    "Reinforcement Learning->Batch/Offline": ("offline reinforcement learning", "reinforcement learning"),
+    "Deep Learning->Sequential Models, Time series": ("sequential models, time series", "deep learning"),
+    "Miscellaneous Aspects of Machine Learning->Causality": ("causality", "machine learning"),
+    "Social Aspects->Privacy-preserving Statistics and Machine Learning": (
+        "privacy-preserving machine learning",
+        "trustworthy machine learning",
+    ),
+    "Theory->Learning Theory": ("learning theory", "machine learning theory"),
 }
-AREA_PHRASES = {
-    "Deep Learning": "deep learning",
-    "Applications": "applications of machine learning",
-    "Reinforcement Learning": "reinforcement learning",
-    "Social Aspects": "social aspects of machine learning",
-    "Theory": "machine learning theory",
-    "Optimization": "optimization",
-    "Probabilistic Methods": "probabilistic methods",
-    "Miscellaneous Aspects of Machine Learning": "machine learning",
-}
-# ICLR 2017/18 keyword groups (synonyms spelled differently by authors count as one area).
-KEYWORD_GROUPS = {
-    "reinforcement learning": ("reinforcement learning", "deep reinforcement learning"),
-    "unsupervised learning": ("unsupervised learning",),
-    "natural language processing": ("natural language processing",),
-    "computer vision": ("computer vision",),
-    "optimization": ("optimization",),
-    "supervised learning": ("supervised learning",),
-    "transfer learning": ("transfer learning",),
-    "theory": ("theory",),
+# keyword group (name typed) → (keywords that mean it, a broader parent field)
+TEST_AREAS = {
+    "reinforcement learning": (("reinforcement learning", "deep reinforcement learning"), "machine learning"),
+    "unsupervised learning": (("unsupervised learning", "unsupervised"), "machine learning"),
+    "natural language processing": (("natural language processing",), "artificial intelligence"),
+    "computer vision": (("computer vision",), "deep learning"),
+    "imitation learning": (("imitation learning",), "robot learning"),
+    "optimization": (("optimization",), "machine learning"),
+    "supervised learning": (("supervised learning",), "machine learning"),
+    "transfer learning": (("transfer learning",), "deep learning"),
     "generative adversarial networks": (
-        "generative adversarial networks",
-        "gan",
-        "gans",
-        "adversarial learning",
+        ("generative adversarial networks", "gan", "gans", "adversarial learning"),
+        "generative models",
     ),
-    "semi-supervised learning": ("semi-supervised learning",),
-    "structured prediction": ("structured prediction",),
-    "generative models": ("generative models", "generative model", "deep generative models"),
-    "recurrent neural networks": ("recurrent neural networks", "rnn", "lstm"),
-    "representation learning": ("representation learning",),
-    "adversarial examples": ("adversarial examples",),
-    "generalization": ("generalization",),
-    "domain adaptation": ("domain adaptation",),
-    "variational inference": ("variational inference",),
-    "convolutional neural networks": ("convolutional neural networks", "cnn"),
-    "model compression": ("model compression",),
-    "meta-learning": ("meta-learning",),
-    "interpretability": ("interpretability",),
+    "generative models": (
+        (
+            "generative models",
+            "generative model",
+            "deep generative models",
+            "diffusion model",
+            "diffusion models",
+        ),
+        "deep learning",
+    ),
+    "robot manipulation": (
+        ("manipulation", "robotic manipulation", "robot manipulation", "dexterous manipulation"),
+        "robotics",
+    ),
+    "representation learning": (("representation learning",), "deep learning"),
+    "semi-supervised learning": (("semi-supervised learning",), "machine learning"),
+    "structured prediction": (("structured prediction",), "machine learning"),
+    "recurrent neural networks": (("recurrent neural networks", "rnn", "lstm"), "neural networks"),
+    "generalization": (("generalization",), "deep learning theory"),
+    "adversarial examples": (("adversarial examples", "adversarial training"), "deep learning"),
+    "autonomous driving": (("autonomous driving",), "robotics"),
+    "sim-to-real": (("sim-to-real",), "robot learning"),
+    "domain adaptation": (("domain adaptation",), "transfer learning"),
+    "variational inference": (("variational inference",), "probabilistic machine learning"),
+    "meta-learning": (("meta-learning", "few-shot learning"), "machine learning"),
+    "convolutional neural networks": (("convolutional neural networks", "cnn"), "neural networks"),
+    "navigation": (("navigation",), "robotics"),
+    "tactile sensing": (("tactile sensing",), "robotics"),
 }
+MIN_TUNE_PAPERS = 25
+MIN_TEST_PAPERS = 15
 
 
 @dataclass(frozen=True)
-class Doc:
-    key: str
-    title: str
-    abstract: str
-    authors: tuple[str, ...]
-    venue: str
-    year: int
-    labels: frozenset[str]
+class Person:
+    area: str
+    name: str  # the area's own name, as typed
+    broad: str  # a broader parent field, as typed
+    relevant: frozenset[int]  # row numbers
 
 
 @dataclass(frozen=True)
-class SimUser:
+class Split:
     name: str
-    phrase: str
-    relevant: frozenset[str]  # doc keys
+    people: tuple[Person, ...]
+    judged: frozenset[int]  # rows whose labels are known for this split (the only ones picked)
+
+
+def load_rows() -> list[dict[str, Any]]:
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def load_split(rows: Sequence[dict[str, Any]], name: str) -> Split:
+    people = []
+    if name == "tune":
+        judged = frozenset(i for i, r in enumerate(rows) if r.get("topic"))
+        for area, (typed, broad) in TUNE_AREAS.items():
+            relevant = frozenset(i for i in judged if rows[i]["topic"] == area)
+            if len(relevant) >= MIN_TUNE_PAPERS:
+                people.append(Person(area, typed, broad, relevant))
+    else:
+        keywords = {i: {str(k).strip().lower() for k in r.get("keywords") or ()} for i, r in enumerate(rows)}
+        judged = frozenset(i for i, k in keywords.items() if k)
+        for typed, (synonyms, broad) in TEST_AREAS.items():
+            relevant = frozenset(i for i in judged if keywords[i] & set(synonyms))
+            if len(relevant) >= MIN_TEST_PAPERS:
+                people.append(Person(typed, typed, broad, relevant))
+    return Split(name, tuple(people), judged)
+
+
+# -- the product on a temporary store --------------------------------------------------------------
 
 
 @dataclass
-class Corpus:
-    name: str
-    docs: list[Doc]
-    users: list[SimUser]
-
-
-@dataclass
-class Run:
-    """precision per user per day, and recommend() latencies."""
-
-    per_day: list[list[float]] = field(default_factory=list)
-    latencies: list[float] = field(default_factory=list)
-
-
-def load_iclr2024(min_subarea: int) -> Corpus | None:
-    path = SHARED / "airas-papers-db" / "iclr_2024.json.gz"
-    if not path.exists():
-        return None
-    seen: dict[str, dict[str, object]] = {}
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        rows = json.load(handle)
-    for row in rows:
-        seen.setdefault(str(row["id"]), row)
-    docs = [
-        Doc(
-            key=key,
-            title=str(row["title"]),
-            abstract=str(row["abstract"] or ""),
-            authors=tuple(row.get("authors") or ()),  # type: ignore[arg-type]
-            venue="ICLR 2024",
-            year=2024,
-            labels=frozenset({str(row["topic"]), str(row["topic"]).split("->")[0]}),
-        )
-        for key, row in seen.items()
-        if row.get("topic")
-    ]
-    users: list[SimUser] = []
-    subareas: dict[str, set[str]] = {}
-    areas: dict[str, set[str]] = {}
-    for doc in docs:
-        for label in doc.labels:
-            (subareas if "->" in label else areas).setdefault(label, set()).add(doc.key)
-    for label, keys in sorted(subareas.items(), key=lambda kv: -len(kv[1])):
-        if len(keys) >= min_subarea and label in PHRASES:
-            users.append(SimUser(f"iclr24:{label}", PHRASES[label], frozenset(keys)))
-    for label, keys in sorted(areas.items(), key=lambda kv: -len(kv[1])):
-        if label in AREA_PHRASES:
-            users.append(SimUser(f"iclr24:{label} (area)", AREA_PHRASES[label], frozenset(keys)))
-    return Corpus("ICLR 2024 topics", docs, users)
-
-
-def load_iclr1718(min_papers: int) -> Corpus | None:
-    path = SHARED / "multivenue" / "multivenue_corpus.jsonl.gz"
-    if not path.exists():
-        return None
-    docs: list[Doc] = []
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row.get("venue") != "ICLR" or row.get("year") not in (2017, 2018) or not row.get("keywords"):
-                continue
-            keywords = {str(k).strip().lower() for k in row["keywords"]}
-            docs.append(
-                Doc(
-                    key=str(row["uid"]),
-                    title=str(row["title"]),
-                    abstract=str(row.get("abstract") or ""),
-                    authors=tuple(row.get("authors") or ()),
-                    venue=f"ICLR {row['year']}",
-                    year=int(row["year"]),
-                    labels=frozenset(keywords),
-                )
-            )
-    users = []
-    for name, synonyms in KEYWORD_GROUPS.items():
-        keys = frozenset(d.key for d in docs if d.labels & set(synonyms))
-        if len(keys) >= min_papers:
-            users.append(SimUser(f"iclr17/18:{name}", name, keys))
-    return Corpus("ICLR 2017/18 keywords", docs, users)
-
-
-# -- the product, on a temporary database ---------------------------------------------------------
-
-
 class Product:
-    """A real temp database with the corpus ingested and the bot's own index and services."""
-
-    def __init__(
-        self, db: Database, recommender: Recommender, feedback: FeedbackService, ids: dict[str, int]
-    ):
-        self.db = db
-        self.recommender = recommender
-        self.feedback = feedback
-        self.ids = ids
-        self.keys = {v: k for k, v in ids.items()}
+    db: Database
+    engine: SearchEngine
+    space: PaperSpace
+    ids: list[int]  # row → paper id
+    rows_of: dict[int, int]  # paper id → row
+    next_user: int = 1
 
     @classmethod
-    async def open(cls, folder: Path, corpus: Corpus, params: RankingParams) -> Product:
-        db = await open_database(folder / f"{corpus.name.split()[1].replace('/', '-')}.db")
+    async def open(cls, folder: Path, rows: Sequence[dict[str, Any]]) -> Product:
+        db = await open_database(folder / "bench.db")
         papers = PaperRepository(db)
         await papers.upsert_many(
             PaperRecord(
-                title=d.title,
-                abstract=d.abstract,
-                authors=d.authors,
-                venue=d.venue,
-                year=d.year,
-                external_id=d.key,
+                title=str(r["title"]),
+                abstract=str(r.get("abstract") or ""),
+                authors=tuple(r.get("authors") or ()),
+                venue=str(r.get("venue") or ""),
+                year=r.get("year"),
+                external_id=str(r["uid"]),
                 source="bench",
             )
-            for d in corpus.docs
+            for r in rows
         )
-        rows = await db.fetchall("SELECT external_id, id FROM papers")
-        ids = {str(r[0]): int(r[1]) for r in rows}
+        by_uid = {str(r[0]): int(r[1]) for r in await db.fetchall("SELECT external_id, id FROM papers")}
+        # a row merged into an earlier one (the same paper listed twice) is not a paper of its own
+        ids = [by_uid.get(str(r["uid"]), -1) for r in rows]
         engine = SearchEngine.build(await papers.iter_index_rows())  # as bot.runtime builds it
-        recommender = Recommender(db, engine, engine.index, params=params)
-        return cls(db, recommender, FeedbackService(db), ids)
+        space = PaperSpace(engine.index)
+        space.rebuild()
+        return cls(db, engine, space, ids, {p: i for i, p in enumerate(ids) if p >= 0})
+
+    def recommender(self, learning: LearningParams | None = None) -> Recommender:
+        kwargs = {"learning": learning} if learning is not None else {}
+        return Recommender(self.db, self.engine, self.engine.index, space=self.space, **kwargs)
+
+    def user(self) -> int:
+        self.next_user += 1
+        return self.next_user
 
 
-async def run_product(product: Product, corpus: Corpus, *, days: int, learn: bool, user_offset: int) -> Run:
-    run = Run()
-    profiles: ProfileService = product.recommender.profiles
-    for n, user in enumerate(corpus.users):
-        uid = user_offset + n
-        await profiles.add_topic(uid, user.phrase)
-        precisions = []
-        for day in range(days):
-            now = START + timedelta(days=day)
-            started = time.perf_counter()
-            picks = await product.recommender.recommend(uid, count=PER_DAY, now=now)
-            run.latencies.append(time.perf_counter() - started)
-            hits = 0
-            for pick in picks:
-                relevant = product.keys[pick.paper_id] in user.relevant
-                hits += relevant
-                if learn:
-                    await product.feedback.set(
-                        uid, pick.paper_id, "like" if relevant else "dislike", now=now + timedelta(hours=1)
-                    )
-            precisions.append(hits / PER_DAY)
-        run.per_day.append(precisions)
-    return run
+async def simulate(split: Split, start: str, pick: Callable[..., Any]) -> np.ndarray:
+    """precision@5 per person (rows) and day (columns); ``pick(person, phrase, liked, disliked, shown)``."""
+    result = np.zeros((len(split.people), DAYS))
+    for p, person in enumerate(split.people):
+        phrase = person.name if start == "name" else person.broad
+        liked: list[int] = []
+        disliked: list[int] = []
+        shown: set[int] = set()
+        state: dict[str, Any] = {}
+        for day in range(DAYS):
+            picks = await pick(person, phrase, liked, disliked, shown, day, state)
+            for row in picks:
+                shown.add(row)
+                (liked if row in person.relevant else disliked).append(row)
+            result[p, day] = sum(row in person.relevant for row in picks) / PER_DAY
+    return result
 
 
-# -- arxiv-sanity-lite's SVM ------------------------------------------------------------------------
+def product_picker(product: Product, split: Split, *, learn: bool, learning: LearningParams | None = None):  # type: ignore[no-untyped-def]
+    recommender = product.recommender(learning)
+    feedback = FeedbackService(product.db)
+    unjudged = {pid for row, pid in enumerate(product.ids) if row not in split.judged and pid >= 0}
+
+    async def pick(person, phrase, liked, disliked, shown, day, state):  # type: ignore[no-untyped-def]
+        if "user" not in state:
+            state["user"] = product.user()
+            await recommender.profiles.add_topic(state["user"], phrase)
+        user = state["user"]
+        now = START + timedelta(days=day)
+        picks = await recommender.recommend(user, count=PER_DAY, exclude=unjudged, now=now)
+        rows = [product.rows_of[p.paper_id] for p in picks]
+        if learn:
+            for row in rows:
+                signal = "like" if row in person.relevant else "dislike"
+                await feedback.set(user, product.ids[row], signal, now=now + timedelta(hours=1))
+        return rows
+
+    return pick
 
 
-def tfidf_matrix(docs: Sequence[Doc]):  # type: ignore[no-untyped-def]
+# -- baselines ---------------------------------------------------------------------------------------
+
+
+def tfidf(rows: Sequence[dict[str, Any]], *, min_df: int, max_df: float):  # type: ignore[no-untyped-def]
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    # arxiv-sanity-lite compute.py, with its defaults (max_features 20000, min_df 5, max_df 0.1)
+    # arxiv-sanity-lite's compute.py, its defaults but for min_df / max_df
     vectorizer = TfidfVectorizer(
         input="content",
         encoding="utf-8",
@@ -323,158 +322,239 @@ def tfidf_matrix(docs: Sequence[Doc]):  # type: ignore[no-untyped-def]
         use_idf=True,
         smooth_idf=True,
         sublinear_tf=True,
-        max_df=0.1,
-        min_df=5,
+        max_df=max_df,
+        min_df=min_df,
     )
-    return vectorizer.fit_transform([f"{d.title}. {d.abstract}" for d in docs])
+    matrix = vectorizer.fit_transform([f"{r['title']}. {r.get('abstract') or ''}" for r in rows])
+    return vectorizer, matrix
 
 
-async def run_svm(product: Product, corpus: Corpus, *, days: int, rated_only: bool, user_offset: int) -> Run:
+_TFIDF: dict[tuple[int, float], Any] = {}
+
+
+def cached_tfidf(rows: Sequence[dict[str, Any]], min_df: int, max_df: float):  # type: ignore[no-untyped-def]
+    key = (min_df, max_df)
+    if key not in _TFIDF:
+        _TFIDF[key] = tfidf(rows, min_df=min_df, max_df=max_df)
+    return _TFIDF[key]
+
+
+def best_unshown(scores: np.ndarray, split: Split, shown: set[int]) -> list[int]:
+    allowed = np.zeros(len(scores), dtype=bool)
+    allowed[list(split.judged)] = True
+    allowed[list(shown)] = False  # (rows merged into others are not judged)
+    candidates = np.flatnonzero(allowed)
+    top = candidates[np.lexsort((candidates, -scores[candidates]))[:PER_DAY]]
+    return [int(i) for i in top]
+
+
+def svm_picker(product: Product, split: Split, rows, *, C: float, min_df: int, max_df: float):  # type: ignore[no-untyped-def]
     from sklearn import svm
 
-    matrix = tfidf_matrix(corpus.docs)
-    row_of = {d.key: i for i, d in enumerate(corpus.docs)}
-    run = Run()
-    for n, user in enumerate(corpus.users):
-        uid = user_offset + n
-        await product.recommender.profiles.add_topic(uid, user.phrase)
-        shown: set[str] = set()
-        liked: set[str] = set()
-        disliked: set[str] = set()
-        precisions = []
-        for day in range(days):
-            now = START + timedelta(days=day)
-            started = time.perf_counter()
-            ready = bool(liked) and (bool(disliked) or not rated_only)
-            if not ready:
-                # the topic query, like ours, through the same recommender (it records what it showed)
-                picks = [
-                    product.keys[p.paper_id]
-                    for p in await product.recommender.recommend(uid, count=PER_DAY, now=now)
-                ]
-            else:
-                if rated_only:
-                    rows = [row_of[k] for k in (*liked, *disliked)]
-                    y = np.array([1] * len(liked) + [0] * len(disliked))
-                    x = matrix[rows]
-                else:
-                    x = matrix
-                    y = np.zeros(matrix.shape[0], dtype=int)
-                    y[[row_of[k] for k in liked]] = 1
-                clf = svm.LinearSVC(class_weight="balanced", verbose=0, max_iter=10000, tol=1e-6, C=0.01)
-                clf.fit(x, y)
-                scores = clf.decision_function(matrix)
-                order = np.argsort(-scores)
-                picks = []
-                for i in order:
-                    key = corpus.docs[i].key
-                    if key not in shown:
-                        picks.append(key)
-                        if len(picks) == PER_DAY:
-                            break
-                await product.recommender.feedback.mark_shown(uid, [product.ids[k] for k in picks])
-            run.latencies.append(time.perf_counter() - started)
-            hits = 0
-            for key in picks:
-                shown.add(key)
-                if key in user.relevant:
-                    hits += 1
-                    liked.add(key)
-                else:
-                    disliked.add(key)
-            precisions.append(hits / PER_DAY)
-        run.per_day.append(precisions)
-    return run
+    cold = product_picker(product, split, learn=False)
+    _, matrix = cached_tfidf(rows, min_df, max_df)
+
+    async def pick(person, phrase, liked, disliked, shown, day, state):  # type: ignore[no-untyped-def]
+        if not liked:  # no positive yet: the no-feedback ranking (it also records what it showed)
+            return await cold(person, phrase, liked, disliked, shown, day, state)
+        y = np.zeros(matrix.shape[0], dtype=int)
+        y[liked] = 1
+        clf = svm.LinearSVC(class_weight="balanced", max_iter=10000, tol=1e-6, C=C)
+        clf.fit(matrix, y)
+        picks = best_unshown(clf.decision_function(matrix), split, shown)
+        if "user" in state:  # keep the cold ranking's record of what was shown up to date
+            await product.recommender().feedback.mark_shown(state["user"], [product.ids[r] for r in picks])
+        return picks
+
+    return pick
 
 
-# -- report ---------------------------------------------------------------------------------------
+def rocchio_picker(product: Product, split: Split, rows, *, beta: float, gamma: float):  # type: ignore[no-untyped-def]
+    cold = product_picker(product, split, learn=False)
+    vectorizer, matrix = cached_tfidf(rows, 5, 0.1)
+
+    async def pick(person, phrase, liked, disliked, shown, day, state):  # type: ignore[no-untyped-def]
+        if not liked:
+            return await cold(person, phrase, liked, disliked, shown, day, state)
+        query = np.asarray(vectorizer.transform([phrase]).todense()).ravel()
+        query = query + beta * np.asarray(matrix[liked].mean(axis=0)).ravel()
+        if disliked:
+            query = query - gamma * np.asarray(matrix[disliked].mean(axis=0)).ravel()
+        picks = best_unshown(np.asarray(matrix @ query).ravel(), split, shown)
+        if "user" in state:
+            await product.recommender().feedback.mark_shown(state["user"], [product.ids[r] for r in picks])
+        return picks
+
+    return pick
 
 
-def mean_by_day(run: Run) -> list[float]:
-    return [statistics.fmean(day) for day in zip(*run.per_day, strict=True)]
+# -- settings, grids and report --------------------------------------------------------------------
+
+DEFAULT_SETTINGS: dict[str, dict[str, Any]] = {
+    "paperbot": {},
+    "svm_tuned": {"C": 0.01, "min_df": 5, "max_df": 0.1},
+    "rocchio": {"beta": 0.75, "gamma": 0.15},
+}
+GRIDS: dict[str, list[dict[str, Any]]] = {
+    "paperbot": [
+        {},
+        {"l2": 0.3},
+        {"l2": 3.0},
+        {"prior_l2": 0.3},
+        {"prior_l2": 3.0},
+        {"exploration": 0.0},
+        {"exploration": 1.0},
+        {"background_weight": 3.0},
+        {"background_weight": 30.0},
+        {"dislike_weight": 0.3},
+    ],
+    "svm_tuned": [
+        {"C": 0.003, "min_df": 5, "max_df": 0.1},
+        {"C": 0.01, "min_df": 5, "max_df": 0.1},
+        {"C": 0.03, "min_df": 5, "max_df": 0.1},
+        {"C": 0.01, "min_df": 5, "max_df": 0.3},
+    ],
+    "rocchio": [
+        {"beta": 0.75, "gamma": 0.15},
+        {"beta": 2.0, "gamma": 0.5},
+        {"beta": 4.0, "gamma": 1.0},
+        {"beta": 4.0, "gamma": 0.25},
+    ],
+}
 
 
-def table(title: str, results: dict[str, Run], days: int, n_users: int) -> str:
-    header = f"{'method':<28}" + "".join(f"{'d' + str(d + 1):>7}" for d in range(days)) + f"{'mean':>8}"
-    lines = [f"## {title} — precision@{PER_DAY} per day, mean over {n_users} users", "", header]
-    for name, run in results.items():
-        by_day = mean_by_day(run)
-        lines.append(
-            f"{name:<28}" + "".join(f"{p:>7.3f}" for p in by_day) + f"{statistics.fmean(by_day):>8.3f}"
-        )
+def picker_for(method: str, settings: dict[str, Any], product: Product, split: Split, rows):  # type: ignore[no-untyped-def]
+    if method == "paperbot":
+        return product_picker(product, split, learn=True, learning=LearningParams(**settings))
+    if method == "no feedback":
+        return product_picker(product, split, learn=False)
+    if method == "svm_asl":
+        return svm_picker(product, split, rows, C=0.01, min_df=5, max_df=0.1)
+    if method == "svm_tuned":
+        return svm_picker(product, split, rows, **settings)
+    if method == "rocchio":
+        return rocchio_picker(product, split, rows, **settings)
+    raise ValueError(method)
+
+
+def bootstrap(values: np.ndarray, *, rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95 % interval of the mean over people (rows resampled with replacement)."""
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(rounds, len(values)))].mean(axis=1)
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def reported(result: np.ndarray) -> float:
+    return float(result[:, REPORTED_DAYS].mean())
+
+
+def table(split: Split, start: str, results: dict[str, np.ndarray]) -> str:
+    header = f"| method | {' | '.join(f'day {d + 1}' for d in range(DAYS))} | days 4–6 (95 % CI) |"
+    lines = [
+        f"### {split.name} split, {'own name' if start == 'name' else 'broader field'} typed "
+        f"({len(split.people)} people, precision@{PER_DAY})",
+        "",
+        header,
+        "|" + "---|" * (DAYS + 2),
+    ]
+    for name, result in results.items():
+        by_day = result.mean(axis=0)
+        low, high = bootstrap(result[:, REPORTED_DAYS].mean(axis=1))
+        days = " | ".join(f"{v:.2f}" for v in by_day)
+        lines.append(f"| {name} | {days} | **{reported(result):.3f}** ({low:.2f}–{high:.2f}) |")
     return "\n".join(lines)
 
 
-async def evaluate(
-    corpus: Corpus, *, days: int, params: RankingParams, methods: Sequence[str]
-) -> dict[str, Run]:
-    results: dict[str, Run] = {}
+async def run(args: argparse.Namespace) -> int:
+    rows = load_rows()
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        product = await Product.open(Path(folder), corpus, params)
+        product = await Product.open(Path(folder), rows)
+        split = load_split(rows, "tune" if args.grid else args.split)
+        merged = {row for row, pid in enumerate(product.ids) if pid < 0}
+        split = Split(split.name, split.people, split.judged - merged)
+        split = Split(
+            split.name,
+            tuple(dataclasses.replace(p, relevant=p.relevant - merged) for p in split.people),
+            split.judged,
+        )
+        print(
+            f"corpus {len(rows):,} papers, {split.name} split: {len(split.people)} people, "
+            f"{len(split.judged):,} labelled papers (setup {time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
         try:
-            runners: dict[str, Callable[[int], object]] = {
-                "topics only (no feedback)": lambda off: run_product(
-                    product, corpus, days=days, learn=False, user_offset=off
-                ),
-                "feedback (ours)": lambda off: run_product(
-                    product, corpus, days=days, learn=True, user_offset=off
-                ),
-                "SVM arxiv-sanity-lite": lambda off: run_svm(
-                    product, corpus, days=days, rated_only=False, user_offset=off
-                ),
-                "SVM rated only": lambda off: run_svm(
-                    product, corpus, days=days, rated_only=True, user_offset=off
-                ),
-            }
-            for i, name in enumerate(methods):
-                results[name] = await runners[name]((i + 1) * 100_000)  # type: ignore[misc]
+            if args.grid:
+                await grid(product, split, rows, args.methods)
+            else:
+                await report(product, split, rows, args.methods)
         finally:
             await product.db.close()
-    return results
+    print(f"({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+async def grid(product: Product, split: Split, rows, methods: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
+    """Each method's grid on the tune split; the best mean of both starts (days 4–6) is kept."""
+    chosen = json.loads(SETTINGS.read_text()) if SETTINGS.exists() else dict(DEFAULT_SETTINGS)
+    for method in methods:
+        if method not in GRIDS:
+            continue
+        best: tuple[float, dict[str, Any]] | None = None
+        for settings in GRIDS[method]:
+            scores = {}
+            for start in ("name", "broad"):
+                scores[start] = reported(
+                    await simulate(split, start, picker_for(method, settings, product, split, rows))
+                )
+            value = (scores["name"] + scores["broad"]) / 2
+            print(
+                f"{method:10s} {json.dumps(settings):55s} name {scores['name']:.3f} broad {scores['broad']:.3f} "
+                f"mean {value:.3f}",
+                flush=True,
+            )
+            if best is None or value > best[0]:
+                best = (value, settings)
+        assert best is not None
+        chosen[method] = best[1]
+        print(f"chosen for {method}: {json.dumps(best[1])}", flush=True)
+        SETTINGS.write_text(json.dumps(chosen, indent=2) + "\n")
+
+
+async def report(product: Product, split: Split, rows, methods: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
+    settings = json.loads(SETTINGS.read_text()) if SETTINGS.exists() else dict(DEFAULT_SETTINGS)
+    labels = {
+        "paperbot": "paperbot (reactions)",
+        "no feedback": "paperbot, no reactions",
+        "svm_asl": "SVM, arxiv-sanity-lite's settings",
+        "svm_tuned": "SVM, tuned",
+        "rocchio": "Rocchio, tuned",
+    }
+    for start in ("broad", "name"):
+        results = {}
+        for method in methods:
+            results[labels[method]] = await simulate(
+                split, start, picker_for(method, settings.get(method, {}), product, split, rows)
+            )
+        print(table(split, start, results) + "\n", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--days", type=int, default=10)
-    parser.add_argument("--min-subarea", type=int, default=20)
-    parser.add_argument("--min-keyword", type=int, default=15)
-    parser.add_argument("--only", choices=("iclr24", "iclr1718"), help="one corpus only")
-    parser.add_argument("--fast", action="store_true", help="ours and topics only (no SVM)")
+    parser.add_argument("--split", choices=("tune", "test"), default="test")
+    parser.add_argument("--grid", action="store_true", help="tune every method on the tune split")
+    parser.add_argument(
+        "--methods",
+        default="paperbot,no feedback,svm_asl,svm_tuned,rocchio",
+        help="comma-separated: paperbot, no feedback, svm_asl, svm_tuned, rocchio",
+    )
     args = parser.parse_args(argv)
+    args.methods = [m.strip() for m in args.methods.split(",")]
     logging.basicConfig(level=logging.WARNING)
-
-    corpora = []
-    if args.only in (None, "iclr24"):
-        corpora.append(load_iclr2024(args.min_subarea))
-    if args.only in (None, "iclr1718"):
-        corpora.append(load_iclr1718(args.min_keyword))
-    corpora = [c for c in corpora if c is not None]
-    if not corpora:
-        print("needs ../shared/data (airas-papers-db, multivenue); not found", file=sys.stderr)
+    if not CORPUS.exists():
+        print(f"needs {CORPUS} (the shared data); not found", file=sys.stderr)
         return 2
-    methods = ["topics only (no feedback)", "feedback (ours)"]
-    if not args.fast:
-        methods += ["SVM arxiv-sanity-lite", "SVM rated only"]
-    params = RankingParams()
-    combined: dict[str, Run] = {m: Run() for m in methods}
-    total_users = 0
-    for corpus in corpora:
-        started = time.perf_counter()
-        results = asyncio.run(evaluate(corpus, days=args.days, params=params, methods=methods))
-        print(table(f"{corpus.name} ({len(corpus.docs)} papers)", results, args.days, len(corpus.users)))
-        print(f"({time.perf_counter() - started:.1f}s)\n")
-        total_users += len(corpus.users)
-        for name, run in results.items():
-            combined[name].per_day.extend(run.per_day)
-            combined[name].latencies.extend(run.latencies)
-    print(table("All users", combined, args.days, total_users))
-    for name, run in combined.items():
-        lat = sorted(run.latencies)
-        print(
-            f"{name}: recommend() median {1000 * lat[len(lat) // 2]:.1f} ms, "
-            f"p95 {1000 * lat[int(len(lat) * 0.95)]:.1f} ms"
-        )
-    return 0
+    return asyncio.run(run(args))
 
 
 if __name__ == "__main__":

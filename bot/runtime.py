@@ -110,7 +110,20 @@ class Services:
             if changes.changed:
                 await asyncio.to_thread(self.search.add, changes.changed)
             self.position = self.position._replace(seq=changes.seq, papers=len(self.search))
-            return len(changes.changed)
+        if changes.changed:
+            await self.place_papers()
+        return len(changes.changed)
+
+    async def place_papers(self) -> None:
+        """Give newly indexed papers their place in the paper space the learned models use; once the
+        corpus has outgrown the space's basis, recompute it (in a thread: seconds at 100k papers)."""
+        space = self.recommender.space
+        if space.stale:
+            started = time.perf_counter()
+            await asyncio.to_thread(space.rebuild)
+            log.info("paper space: %d papers in %.2fs", len(self.search), time.perf_counter() - started)
+        else:
+            await asyncio.to_thread(space.follow)
 
     async def save_snapshot(self) -> bool:
         """Save the index beside the database if it holds more than the saved snapshot; True if saved.
@@ -203,6 +216,7 @@ async def open_services(settings: Settings, *, load_shipped_corpus: bool = True)
         papers = PaperRepository(db)
         search, position = await build_search_engine(papers, snapshot_path(settings))
         services = Services(settings=settings, db=db, papers=papers, search=search, position=position)
+        await services.place_papers()
         try:
             yield services
         finally:

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
-NEWTON_STEPS: Final = 12
+NEWTON_STEPS: Final = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,15 +90,28 @@ def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING) -> Person
     pull = np.full(dims + 2, params.l2)
     pull[dims] = params.prior_l2
     pull[dims + 1] = 1e-2  # the bias is almost free; this keeps the Hessian invertible
-    w = start.copy()
     y, sw = examples.labels, examples.weights
+
+    def loss(w: FloatArray) -> float:
+        z = features @ w
+        # Σ weight · log(1 + e^-z) for wanted papers, log(1 + e^z) for the others; plus the L2 pull
+        data = np.logaddexp(0.0, np.where(y > 0, -z, z))
+        return float(sw @ data + 0.5 * pull @ (w - start) ** 2)
+
+    w = start.copy()
+    current = loss(w)
     for _ in range(NEWTON_STEPS):
         p = 1.0 / (1.0 + np.exp(-np.clip(features @ w, -30.0, 30.0)))
         gradient = features.T @ (sw * (p - y)) + pull * (w - start)
         hessian = (features * (sw * p * (1.0 - p))[:, None]).T @ features + np.diag(pull)
         step = np.linalg.solve(hessian, gradient)
-        w -= step
-        if float(np.abs(step).max()) < 1e-6:
+        # backtracking: Newton's full step overshoots where the logistic is saturated
+        t, slope = 1.0, float(gradient @ step)
+        while t > 1e-4 and loss(w - t * step) > current - 1e-4 * t * slope:
+            t /= 2
+        w = w - t * step
+        previous, current = current, loss(w)
+        if previous - current < 1e-8 * max(1.0, abs(current)):
             break
     return PersonModel(w[:dims] * params.scale, float(w[dims]), float(w[dims + 1]))
 

@@ -546,10 +546,10 @@ class Recommender:
         n = len(coords)
         scores = model.scores(coords, topic_match)
         open_ = self.index.alive[:n].copy()
-        for paper_id in exclude:
-            slot = self._slot(paper_id, n)
-            if slot is not None:
-                open_[slot] = False
+        if exclude:
+            open_ &= ~np.isin(
+                self.index.slot_ids[:n], np.fromiter(exclude, dtype=np.int64, count=len(exclude))
+            )
         candidates = np.flatnonzero(open_)
         if not len(candidates):
             return []

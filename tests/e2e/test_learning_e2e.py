@@ -1,0 +1,138 @@
+"""Learning from reactions, end to end: a broad field narrowed by 👍, 👎 moving away, pause freezing it.
+
+The corpus is built here: four sub-areas of reinforcement learning (every abstract says
+"reinforcement learning", each sub-area has words of its own) and papers of other fields. A person
+types only the broad field, reacts to the DM digests through the sandbox as a person would, and the
+next digests are read back by sub-area.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from test_digest_e2e import paper_messages, posted_paper_ids, wait_for_papers
+
+from bot.services.ingest import ingest_bytes
+from storage.db import Database
+
+if TYPE_CHECKING:
+    from paperbot_e2e import E2E
+
+    from bot.sandbox.emulator.state import SandboxMessage
+
+AREAS = {
+    "multi-agent": "agents cooperative communication teams decentralized coordination emergent game "
+    "opponents equilibrium nash centralized critics credit assignment swarm population league",
+    "offline": "offline dataset logged conservative behavior cloning pessimism distribution shift "
+    "batch fixed trajectories support constraint extrapolation importance weighting",
+    "locomotion": "legged quadruped locomotion gait terrain sim-to-real torque joints contact "
+    "balance walking hardware actuators domain randomization motor",
+    "alignment": "language models human preferences feedback reward model fine-tuning alignment "
+    "chat instructions proximal preference pairs annotators helpful harmless",
+}
+OTHER = {
+    "vision": "images convolutional segmentation pixels detection objects bounding boxes video frames",
+    "graphs": "graphs nodes edges message passing molecules neighbourhoods spectral pooling",
+}
+RL_WORDS = "policy reward agent value environment return exploration actions states episodes"
+
+
+def _papers() -> list[dict[str, Any]]:
+    rng = random.Random(7)
+    papers = []
+    for area, words in {**AREAS, **OTHER}.items():
+        own = words.split()
+        for n in range(30 if area in AREAS else 20):
+            text = rng.choices(own, k=18)
+            if area in AREAS:
+                text += rng.choices(RL_WORDS.split(), k=8)
+                lead = "We study reinforcement learning"
+            else:
+                lead = "We study deep learning"
+            rng.shuffle(text)
+            papers.append(
+                {
+                    "id": f"{area}-{n}",
+                    "title": f"{area.capitalize()} study {n}: {' '.join(text[:4])}",
+                    "abstract": f"{lead} with {' '.join(text)}.",
+                    "authors": [f"Author {area} {n}"],
+                    "venue": "TestConf",
+                    "year": 2024,
+                }
+            )
+    return papers
+
+
+async def _digest(e2e: E2E, user: str, seen: int) -> list[SandboxMessage]:
+    """/paper digest, and the paper messages it sent (after the `seen` earlier ones)."""
+    await e2e.server.run_command(user, "paper digest")
+    messages = await wait_for_papers(e2e, lambda: e2e.server.dm_messages(user), seen + 5)
+    return paper_messages(messages)[seen:]
+
+
+async def _areas(e2e: E2E, messages: list[SandboxMessage]) -> list[str]:
+    ids = await posted_paper_ids(e2e, messages)
+    papers = await e2e.services.papers.get_many(ids)
+    return [papers[i].title.split()[0].lower() for i in ids]
+
+
+async def _react_all(
+    e2e: E2E, user: str, messages: list[SandboxMessage], areas: list[str], liked: str
+) -> None:
+    user_id = getattr(e2e.server, user).id
+    before = await e2e.db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (user_id,))
+    for message, area in zip(messages, areas, strict=True):
+        await e2e.server.react(user, message, "👍" if area == liked else "👎")
+    await e2e.server.eventually(
+        lambda: _stored(e2e, user_id, before + len(messages)), what=f"{user}'s reactions stored"
+    )
+
+
+async def _stored(e2e: E2E, user_id: int, count: int) -> bool:
+    return bool(await e2e.db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (user_id,)) >= count)
+
+
+async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_frozen_by_pause(
+    start_paperbot: Any, tmp_path: Path
+) -> None:
+    """Typing "reinforcement learning" and 👍ing multi-agent papers (👎 the rest) makes the next digest
+    mostly multi-agent; while learning is paused, 👎 on all of it changes nothing; once resumed, the
+    same 👎s move the next digest away from multi-agent papers."""
+    db_path = tmp_path / "library.db"
+    async with await Database.open(db_path) as db:
+        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
+    async with start_paperbot(db_path=db_path, load_shipped_corpus=False) as e2e:
+        server = e2e.server
+        await server.run_command("alice", "paper subscribe", topics="reinforcement learning", count=5)
+        seen = 0
+        for _ in range(4):  # react until two multi-agent papers were liked
+            digest = await _digest(e2e, "alice", seen)
+            seen += len(digest)
+            areas = await _areas(e2e, digest)
+            assert all(a in AREAS for a in areas), f"the broad field brought other fields: {areas}"
+            await _react_all(e2e, "alice", digest, areas, liked="multi-agent")
+            likes = await e2e.db.fetchval(
+                "SELECT COUNT(*) FROM feedback WHERE user_id = ? AND signal = 'like'", (server.alice.id,)
+            )
+            if likes >= 2:
+                break
+        narrowed = await _areas(e2e, digest := await _digest(e2e, "alice", seen))
+        seen += len(digest)
+        assert narrowed.count("multi-agent") >= 4, narrowed
+
+        paused = await server.run_command("alice", "paper interests pause")
+        assert "paused" in paused.content.lower()
+        for message in digest:
+            await server.react("alice", message, "👎")
+        await server.wait_quiet()
+        frozen = await _areas(e2e, digest := await _digest(e2e, "alice", seen))
+        seen += len(digest)
+        assert frozen.count("multi-agent") >= 4, f"learning was paused, yet the digest moved: {frozen}"
+
+        await server.run_command("alice", "paper interests pause")  # resume
+        await _react_all(e2e, "alice", digest, frozen, liked="none")
+        moved = await _areas(e2e, await _digest(e2e, "alice", seen))
+        assert moved.count("multi-agent") < frozen.count("multi-agent"), (frozen, moved)
