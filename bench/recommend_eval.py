@@ -287,6 +287,7 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
         if "user" not in state:
             state["user"] = product.user()
             await recommender.profiles.add_topic(state["user"], phrase)
+            pick.people.append((person, state["user"], phrase, shown))  # type: ignore[attr-defined]
         user = state["user"]
         now = START + timedelta(days=day)
         picks = await recommender.recommend(user, count=PER_DAY, exclude=unjudged, now=now)
@@ -297,7 +298,28 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
                 await feedback.set(user, product.ids[row], signal, now=now + timedelta(hours=1))
         return rows
 
+    pick.people = []  # type: ignore[attr-defined]
+    pick.recommender = recommender  # type: ignore[attr-defined]
     return pick
+
+
+async def search_top5(product: Product, split: Split, pick) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
+    """Share of each person's area among the top 5 of a search for the phrase they typed, after the
+    simulated days: today's order, and the order their model gives the close matches (the papers
+    they already rated left out of both; only labelled papers listed, as in the simulation)."""
+    plain, personal = [], []
+    window = 20  # as SearchService.PERSONAL_WINDOW
+    for person, user, phrase, shown in pick.people:
+        hits = product.engine.search(phrase, limit=400).hits
+        rows = [(product.rows_of.get(h.paper_id, -1), h) for h in hits]
+        kept = [(row, h) for row, h in rows if row in split.judged and row not in shown][:window]
+        order = await pick.recommender.personal_order(
+            user, [h.paper_id for _, h in kept], [h.score for _, h in kept]
+        )
+        ids = order if order is not None else [h.paper_id for _, h in kept]
+        plain.append(sum(row in person.relevant for row, _ in kept[:PER_DAY]) / PER_DAY)
+        personal.append(sum(product.rows_of[i] in person.relevant for i in ids[:PER_DAY]) / PER_DAY)
+    return np.array(plain), np.array(personal)
 
 
 # -- baselines ---------------------------------------------------------------------------------------
@@ -398,15 +420,14 @@ DEFAULT_SETTINGS: dict[str, dict[str, Any]] = {
 GRIDS: dict[str, list[dict[str, Any]]] = {
     "paperbot": [
         {},
-        {"l2": 0.3},
-        {"l2": 3.0},
-        {"prior_l2": 0.3},
-        {"prior_l2": 3.0},
+        {"l2": 1.0},
+        {"centroid": 0.0},
+        {"centroid": 10.0},
+        {"centroid": 20.0},
+        {"centroid_dislike": 1.0},
+        {"centroid_dislike": 0.25},
         {"exploration": 0.0},
-        {"exploration": 1.0},
         {"background_weight": 3.0},
-        {"background_weight": 30.0},
-        {"dislike_weight": 0.3},
     ],
     "svm_tuned": [
         {"C": 0.003, "min_df": 5, "max_df": 0.1},
@@ -530,13 +551,24 @@ async def report(product: Product, split: Split, rows, methods: Sequence[str]) -
         "svm_tuned": "SVM, tuned",
         "rocchio": "Rocchio, tuned",
     }
+    searches = []
     for start in ("broad", "name"):
         results = {}
         for method in methods:
-            results[labels[method]] = await simulate(
-                split, start, picker_for(method, settings.get(method, {}), product, split, rows)
-            )
+            pick = picker_for(method, settings.get(method, {}), product, split, rows)
+            results[labels[method]] = await simulate(split, start, pick)
+            if method == "paperbot":
+                searches.append((start, *(await search_top5(product, split, pick))))
         print(table(split, start, results) + "\n", flush=True)
+    if searches:
+        print("### A search for the typed phrase after the 6 days: share of the person's area in the top 5\n")
+        print("| typed | today's order | ordered by their model | gain (95 % CI) |\n|---|---|---|---|")
+        for start, plain, personal in searches:
+            low, high = bootstrap(personal - plain)
+            print(
+                f"| {'own name' if start == 'name' else 'broader field'} | {plain.mean():.3f} | "
+                f"{personal.mean():.3f} | {personal.mean() - plain.mean():+.3f} ({low:+.2f} to {high:+.2f}) |"
+            )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -87,7 +87,9 @@ class Services:
             searches=searches,
             messages=self.messages,
         )
-        self.search_service = SearchService(self.search, self.papers, searches, self.writes)
+        self.search_service = SearchService(
+            self.search, self.papers, searches, self.writes, personal_order=self.recommender.personal_order
+        )
         self.permission_notices = PermissionNotices(StateRepository(self.db), SubscriptionRepository(self.db))
         self._snapshot_seq = self.position.seq  # open_services loaded or saved it
 

@@ -33,7 +33,7 @@ class LearningParams:
     """How the per-person model learns; chosen on the tuning split (see the module docstring)."""
 
     scale: float = 10.0  # coordinates are multiplied by this (sets the L2 pull's strength relative to them)
-    l2: float = 1.0  # pull of each coordinate weight towards zero
+    l2: float = 10.0  # pull of each coordinate weight towards zero
     prior_weight: float = 10.0  # the topics' weight before any reaction (score = weight · topic match)
     prior_l2: float = 1.0  # how firmly the topics' weight stays at its start as reactions accumulate
     dislike_weight: float = 1.0  # a 👎 as an example, against a 👍's 1
@@ -41,9 +41,9 @@ class LearningParams:
     background: int = 300  # papers sampled from the corpus as background negatives
     background_weight: float = 10.0  # their total weight (a smaller corpus's whole sample weighs less)
     half_life_days: float = 180.0  # a reaction this old counts half
-    exploration: float = (
-        0.3  # picks after the first give up this much score per unit of cosine to earlier picks
-    )
+    centroid: float = 5.0  # the rated papers' centroid (liked minus disliked) added, in standard deviations
+    centroid_dislike: float = 0.5  # how much of the disliked papers' mean it subtracts
+    exploration: float = 0.3  # later picks give up this much score per unit of cosine to earlier ones
     candidates: int = 200  # best-scored papers the picks are chosen from
 
 
@@ -63,6 +63,25 @@ class PersonModel:
             np.asarray(coords @ self.weights.astype(np.float32), dtype=np.float64)
             + self.topic_weight * topic_match
         )
+
+    def plus(self, direction: FloatArray) -> PersonModel:
+        return PersonModel(self.weights + direction, self.topic_weight, self.bias)
+
+
+def centroid_direction(
+    liked: npt.NDArray[np.float32], disliked: npt.NDArray[np.float32], spread: float, params: LearningParams
+) -> FloatArray:
+    """Rocchio in the paper space: the sum of the liked papers' coordinates minus ``centroid_dislike``
+    × the disliked ones', over how many were rated — so likes and dislikes of one corner cancel — in
+    units of ``centroid`` standard deviations of a unit direction's scores (``spread``)."""
+    rated = len(liked) + len(disliked)
+    dims = liked.shape[1]
+    if not params.centroid or not rated or spread <= 0:
+        return np.zeros(dims)
+    direction = liked.astype(np.float64).sum(axis=0) - params.centroid_dislike * disliked.astype(
+        np.float64
+    ).sum(axis=0)
+    return params.centroid * direction / (rated * spread)
 
 
 @dataclass(frozen=True, slots=True)

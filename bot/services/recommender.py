@@ -32,7 +32,15 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.learner import DEFAULT_LEARNING, Examples, LearningParams, PersonModel, choose, fit
+from bot.services.learner import (
+    DEFAULT_LEARNING,
+    Examples,
+    LearningParams,
+    PersonModel,
+    centroid_direction,
+    choose,
+    fit,
+)
 from bot.services.paper_space import PaperSpace
 from bot.services.profile import (
     DEFAULT_PARAMS,
@@ -56,6 +64,7 @@ REASON_TITLE_CHARS: Final = 60
 MIN_SOURCE_SIMILARITY: Final = 0.05  # below this (decayed cosine) a liked paper is not named as the reason
 DUPLICATE_TERMS: Final = 12  # distinctive terms compared by the near-copy guard
 MIN_LIKE_COSINE: Final = 0.05  # a liked paper closer than this (in the paper space) is named as the reason
+SEARCH_CLOSE: Final = 0.7  # search results scoring this share of the best are reordered by the person's model
 MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
 
 IntArray = npt.NDArray[np.int64]
@@ -510,9 +519,11 @@ class Recommender:
                 labels[slot] = (0.0, age * learning.dislike_weight)
         if not labels:
             return None
+        seen_only: set[int] = set()
         for paper_id in seen:
             if paper_id not in kinds and (slot := self._slot(paper_id, n)) is not None:
                 labels[slot] = (0.0, learning.ignored_weight)
+                seen_only.add(slot)
         background = [int(s) for s in self._background_slots(n) if int(s) not in labels]
         each = learning.background_weight / learning.background
         slots = np.array([*labels, *background], dtype=np.int64)
@@ -523,7 +534,13 @@ class Recommender:
             labels=np.array([v[0] for v in values]),
             weights=np.array([v[1] for v in values]),
         )
-        return fit(examples, learning), topic_match
+        model = fit(examples, learning)
+        if learning.centroid:
+            rated = [(slot, label) for slot, (label, _) in labels.items() if slot not in seen_only]
+            liked = coords[[slot for slot, label in rated if label > 0]]
+            disliked = coords[[slot for slot, label in rated if label == 0]]
+            model = model.plus(centroid_direction(liked, disliked, self._spread(), learning))
+        return model, topic_match
 
     async def rank_learned(
         self,
@@ -581,9 +598,7 @@ class Recommender:
 
         # Reasons: the topic words a pick matches, and the liked paper it lies closest to.
         liked = [s for s in profile.sources if s.signal != "dislike"]
-        liked_slots = [
-            (source, slot) for source in liked if (slot := self._slot(source.paper_id, n)) is not None
-        ]
+        liked_slots = [(source, at) for source in liked if (at := self._slot(source.paper_id, n)) is not None]
         closest: list[Source | None] = []
         for slot, _ in picked:
             if not liked_slots:
@@ -603,6 +618,37 @@ class Recommender:
             reason = self._reason(profile, matched, topic_query, idf, source, named)
             picks.append(Recommendation(paper_id, round(float(scores[slot]), 4), reason))
         return picks
+
+    async def personal_order(
+        self, user_id: int, paper_ids: Sequence[int], scores: Sequence[float]
+    ) -> list[int] | None:
+        """Search results reordered for the person: the close matches (BM25 within ``SEARCH_CLOSE``
+        of the best) by the person's model, best first; the rest keep their place. None — today's
+        order — when learning is paused or the person has no reactions."""
+        if len(paper_ids) < 2 or await self.profiles.users.learning_paused(user_id):
+            return None
+        topics, signals, seen = await self.feedback.learning_inputs(user_id)
+        if not signals:
+            return None
+        now = self._clock()
+        profile = await self.profiles.from_rows(topics, signals, now=now)
+        fitted = self.model_of(profile, signals, seen, now=now)
+        if fitted is None:
+            return None
+        model, topic_match = fitted
+        n = len(self.space.coords)
+        slots = [self._slot(paper_id, n) for paper_id in paper_ids]
+        best = max(scores)
+        close = [i for i, score in enumerate(scores) if score >= SEARCH_CLOSE * best and slots[i] is not None]
+        if len(close) < 2:
+            return None
+        at = np.array([slots[i] for i in close], dtype=np.int64)
+        taste = model.scores(self.space.coords[at], topic_match[at])
+        reordered = [close[k] for k in np.lexsort((np.arange(len(close)), -taste)).tolist()]
+        order = list(range(len(paper_ids)))
+        for place, index in zip(sorted(close), reordered, strict=True):
+            order[place] = index
+        return [paper_ids[i] for i in order]
 
     async def model_words(
         self, user_id: int, n: int, now: datetime
@@ -647,6 +693,16 @@ class Recommender:
         except KeyError:
             return None
         return slot if slot < n else None
+
+    def _spread(self) -> float:
+        """Typical standard deviation of a unit direction's scores over the background sample."""
+        sample = self.space.coords[self._background_slots(len(self.space.coords))]
+        if len(sample) < 2:
+            return 0.0
+        return float(
+            np.sqrt(np.mean(np.var(sample.astype(np.float64), axis=0)) * sample.shape[1])
+            / np.sqrt(sample.shape[1])
+        )
 
     def _background_slots(self, n: int) -> IntArray:
         """A fixed random sample of live papers (the same for everyone until the index moves)."""

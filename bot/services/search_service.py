@@ -9,10 +9,12 @@ renders what it gets (`bot.ui.listing`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from bot.errors import NotFoundError, QueryError
-from bot.services.search import SearchEngine
+from bot.services.search import SearchEngine, SearchResults
 from bot.services.write_behind import WriteBehind
 from storage.models import Paper
 from storage.repositories.papers import PaperRepository
@@ -20,6 +22,16 @@ from storage.repositories.searches import SearchRepository, StoredSearch
 
 #: The longest a paper reference is quoted back in "I don't know a paper matching …".
 _SHOWN_REFERENCE = 80
+#: A person's model may reorder this many best matches of a search (``PersonalOrder``).
+PERSONAL_WINDOW = 20
+
+
+class PersonalOrder(Protocol):
+    """``bot.services.recommender.Recommender.personal_order``: results reordered by a person's model."""
+
+    async def __call__(
+        self, user_id: int, paper_ids: Sequence[int], scores: Sequence[float]
+    ) -> list[int] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +53,8 @@ class ListingPage:
     hits: tuple[ListedHit, ...]
     #: for papers like one paper: that paper's title (None when it is no longer stored)
     source_title: str | None = None
+    #: the close matches were ordered by the person's model (their reactions)
+    personal: bool = False
 
     @property
     def offset(self) -> int:
@@ -59,11 +73,13 @@ class SearchService:
         papers: PaperRepository,
         searches: SearchRepository,
         writes: WriteBehind,
+        personal_order: PersonalOrder | None = None,
     ) -> None:
         self.engine = engine
         self.papers = papers
         self.searches = searches
         self.writes = writes
+        self.personal_order = personal_order
 
     def autocomplete(self, text: str, *, limit: int = 25) -> list[tuple[int, str]]:
         """(paper id, title) for what someone has typed so far (an id, an external id or title words)."""
@@ -105,7 +121,7 @@ class SearchService:
         """The first page of a search, stored as listing ``listing_id`` (QueryError when nothing matches)."""
         self.engine.validate_query(query)
         listing = StoredSearch(listing_id, "search", query, None, author, venue, year, page_size)
-        first = await self._page(listing, 0)
+        first = await self._page(listing, 0, user_id=user_id)
         if first.total == 0:
             raise QueryError(_no_match_message(query, author, venue, year))
         await self.writes.listing(listing, user_id=user_id)
@@ -121,30 +137,34 @@ class SearchService:
         await self.writes.listing(listing, user_id=user_id)
         return first
 
-    async def page(self, listing_id: int, page: int) -> ListingPage:
-        """Another page of a stored listing (NotFoundError once it expired)."""
+    async def page(self, listing_id: int, page: int, *, user_id: int | None = None) -> ListingPage:
+        """Another page of a stored listing (NotFoundError once it expired), ordered for ``user_id``."""
         listing = self.writes.pending_listing(listing_id) or await self.searches.get(listing_id)
         if listing is None:
             raise NotFoundError("This result list has expired; run the search again.")
-        return await self._page(listing, page)
+        return await self._page(listing, page, user_id=user_id)
 
-    async def _page(self, listing: StoredSearch, page: int) -> ListingPage:
+    async def _page(self, listing: StoredSearch, page: int, *, user_id: int | None = None) -> ListingPage:
         offset = page * listing.page_size
         source_title: str | None = None
+        personal = False
         if listing.kind == "similar":
             assert listing.paper_id is not None
             results = self.engine.similar(listing.paper_id, limit=listing.page_size, offset=offset)
             source = await self.papers.get(listing.paper_id)
             source_title = source.title if source else None
         else:
+            personal = user_id is not None and self.personal_order is not None and offset < PERSONAL_WINDOW
             results = self.engine.search(
                 listing.query,
-                limit=listing.page_size,
-                offset=offset,
+                limit=max(PERSONAL_WINDOW, offset + listing.page_size) if personal else listing.page_size,
+                offset=0 if personal else offset,
                 author=listing.author,
                 venue=listing.venue,
                 year=listing.year,
             )
+            if personal and user_id is not None:
+                results, personal = await self._ordered_for(user_id, results, offset, listing.page_size)
         papers = await self.papers.get_many([hit.paper_id for hit in results.hits])
         hits = tuple(
             ListedHit(
@@ -155,7 +175,21 @@ class SearchService:
             for hit in results.hits
             if hit.paper_id in papers
         )
-        return ListingPage(listing, page, results.total, hits, source_title)
+        return ListingPage(listing, page, results.total, hits, source_title, personal=personal)
+
+    async def _ordered_for(
+        self, user_id: int, results: SearchResults, offset: int, size: int
+    ) -> tuple[SearchResults, bool]:
+        """The page's stretch of the first results as the person's model orders them, and whether it
+        did (it does not while their learning is paused or they have no reactions)."""
+        assert self.personal_order is not None
+        window = results.hits[:PERSONAL_WINDOW]
+        order = await self.personal_order(user_id, [h.paper_id for h in window], [h.score for h in window])
+        hits = results.hits
+        if order is not None:
+            by_id = {h.paper_id: h for h in window}
+            hits = [by_id[paper_id] for paper_id in order] + hits[PERSONAL_WINDOW:]
+        return replace(results, hits=hits[offset : offset + size], offset=offset), order is not None
 
 
 def _no_match_message(query: str, author: str | None, venue: str | None, year: int | None) -> str:

@@ -39,7 +39,8 @@ def render_listing(page: ListingPage) -> Listing:
     number, pages = page.page, page.pages
     footer = (
         f"page {number + 1} of {pages} · {page.total} matches{_describe_filters(page)} · "
-        "buttons: rate or save a paper"
+        + ("close matches ordered for you by your reactions · " if page.personal else "")
+        + "buttons: rate or save a paper"
     )
     embed = results_embed(heading, entries, first_number=page.offset + 1, footer=footer)
     view = discord.ui.View(timeout=None)
@@ -102,7 +103,9 @@ class PageButton(
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         bot: PaperBot = interaction.client
         try:
-            page = await bot.services.search_service.page(self.search_id, self.page)
+            page = await bot.services.search_service.page(
+                self.search_id, self.page, user_id=interaction.user.id
+            )
             listing = render_listing(page)
             await interaction.response.edit_message(embed=listing.embed, view=listing.view)
         except Exception as error:

@@ -9,6 +9,7 @@ next digests are read back by sub-area.
 from __future__ import annotations
 
 import json
+import re
 import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,7 @@ def _papers() -> list[dict[str, Any]]:
     for area, words in {**AREAS, **OTHER}.items():
         own = words.split()
         for n in range(30 if area in AREAS else 20):
-            text = rng.choices(own, k=18)
+            text = rng.choices(own, k=rng.randint(12, 24))
             if area in AREAS:
                 text += rng.choices(RL_WORDS.split(), k=8)
                 lead = "We study reinforcement learning"
@@ -99,8 +100,8 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
     start_paperbot: Any, tmp_path: Path
 ) -> None:
     """Typing "reinforcement learning" and 👍ing multi-agent papers (👎 the rest) makes the next digest
-    mostly multi-agent; while learning is paused, 👎 on all of it changes nothing; once resumed, the
-    same 👎s move the next digest away from multi-agent papers."""
+    mostly multi-agent; while learning is paused, 👎 on all of it changes nothing; once resumed, 👎s
+    move the digests away from multi-agent papers within three digests."""
     db_path = tmp_path / "library.db"
     async with await Database.open(db_path) as db:
         await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
@@ -133,6 +134,58 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
         assert frozen.count("multi-agent") >= 4, f"learning was paused, yet the digest moved: {frozen}"
 
         await server.run_command("alice", "paper interests pause")  # resume
-        await _react_all(e2e, "alice", digest, frozen, liked="none")
-        moved = await _areas(e2e, await _digest(e2e, "alice", seen))
-        assert moved.count("multi-agent") < frozen.count("multi-agent"), (frozen, moved)
+        areas = frozen
+        for _ in range(3):  # she has gone off multi-agent work: 👎 on each digest
+            await _react_all(e2e, "alice", digest, areas, liked="none")
+            areas = await _areas(e2e, digest := await _digest(e2e, "alice", seen))
+            seen += len(digest)
+            if areas.count("multi-agent") < frozen.count("multi-agent"):
+                break
+        assert areas.count("multi-agent") < frozen.count("multi-agent"), (frozen, areas)
+
+
+def _listed_ids(result: Any) -> list[int]:
+    """Paper ids of a search answer, in the order of its 👍 buttons."""
+    return [int(i) for i in re.findall(r"pb:like:(\d+)", str(result.message.components))]
+
+
+async def test_search_orders_close_matches_by_the_persons_reactions_unless_paused(
+    start_paperbot: Any, tmp_path: Path
+) -> None:
+    """After 👍 on three multi-agent papers, a search for the broad field puts multi-agent papers
+    first and says it ordered them for that person; someone without reactions, and the same person
+    with learning paused, get the search engine's own order, without the note."""
+    db_path = tmp_path / "library.db"
+    async with await Database.open(db_path) as db:
+        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
+    async with start_paperbot(db_path=db_path, load_shipped_corpus=False) as e2e:
+        server = e2e.server
+        query = {"query": "reinforcement learning", "limit": 10}
+        plain = await server.run_command("bob", "paper search", **query)
+        assert "ordered for you" not in plain.embed["footer"]["text"]
+        before = await _areas_of(e2e, _listed_ids(plain))
+
+        agents = await server.run_command(
+            "alice", "paper search", query="cooperative agents coordination", limit=3
+        )
+        for paper_id in _listed_ids(agents):
+            await server.click("alice", agents, f"pb:like:{paper_id}")
+        await server.eventually(lambda: _stored(e2e, server.alice.id, 3), what="alice's three likes stored")
+        assert set(await _areas_of(e2e, _listed_ids(agents))) == {"multi-agent"}
+
+        mine = await server.run_command("alice", "paper search", **query)
+        assert "close matches ordered for you by your reactions" in mine.embed["footer"]["text"]
+        after = await _areas_of(e2e, _listed_ids(mine))
+        wanted = after.count("multi-agent")
+        assert wanted >= 2 and after[:wanted] == ["multi-agent"] * wanted, after
+        assert before[:wanted] != ["multi-agent"] * wanted, before
+
+        await server.run_command("alice", "paper interests pause")
+        paused = await server.run_command("alice", "paper search", **query)
+        assert "ordered for you" not in paused.embed["footer"]["text"]
+        assert _listed_ids(paused) == _listed_ids(plain)
+
+
+async def _areas_of(e2e: E2E, paper_ids: list[int]) -> list[str]:
+    papers = await e2e.services.papers.get_many(paper_ids)
+    return [papers[i].title.split()[0].lower() for i in paper_ids]
