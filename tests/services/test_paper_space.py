@@ -1,0 +1,63 @@
+"""The paper space: LSA coordinates of the index's papers, folded in as papers arrive."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bot.services.index import BM25Index
+from bot.services.paper_space import PaperSpace
+
+TOPICS = {
+    "graphs": "graph nodes edges message passing molecules neighbours",
+    "vision": "image pixels convolution segmentation detection video",
+    "speech": "audio speech spectrogram speaker phonemes recognition",
+}
+
+
+def _docs(n: int, seed: int) -> tuple[list[int], list[list[str]], list[str]]:
+    rng = np.random.default_rng(seed)
+    ids, docs, labels = [], [], []
+    for i in range(n):
+        topic = list(TOPICS)[i % 3]
+        words = TOPICS[topic].split()
+        docs.append(list(rng.choice(words, 12)) + ["paper", "method"])
+        ids.append(seed * 1000 + i)
+        labels.append(topic)
+    return ids, docs, labels
+
+
+def test_papers_of_one_topic_lie_closer_to_each_other_than_to_others() -> None:
+    index = BM25Index()
+    ids, docs, labels = _docs(60, 1)
+    index.add(ids, docs)
+    space = PaperSpace(index, dims=8)
+    space.rebuild()
+    coords = space.coords
+    assert coords.shape == (60, 8)
+    assert np.allclose(np.linalg.norm(coords, axis=1), 1.0, atol=1e-5)
+    sims = coords @ coords.T
+    same = np.array([[a == b for b in labels] for a in labels])
+    assert sims[same].mean() > sims[~same].mean() + 0.3
+
+
+def test_papers_added_later_are_folded_in_and_a_grown_corpus_is_stale() -> None:
+    """New papers get coordinates with the existing basis (close to their topic's papers); once the
+    corpus has grown by more than a quarter, the space says it wants a rebuild."""
+    index = BM25Index()
+    ids, docs, labels = _docs(60, 1)
+    index.add(ids, docs)
+    space = PaperSpace(index, dims=8)
+    space.rebuild()
+    assert not space.stale
+    new_ids, new_docs, new_labels = _docs(9, 2)
+    index.add(new_ids, new_docs)
+    space.follow()
+    coords = space.coords
+    assert len(coords) == 69
+    for k, label in enumerate(new_labels):
+        own = [i for i, other in enumerate(labels) if other == label]
+        rest = [i for i, other in enumerate(labels) if other != label]
+        assert (coords[own] @ coords[60 + k]).mean() > (coords[rest] @ coords[60 + k]).mean()
+    more_ids, more_docs, _ = _docs(30, 3)
+    index.add(more_ids, more_docs)
+    assert space.stale
