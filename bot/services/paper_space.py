@@ -25,7 +25,6 @@ import scipy.sparse as sp
 DIMS: Final = 100
 OVERSAMPLE: Final = 10
 POWER_STEPS: Final = 3
-PAPERS_PER_DIM: Final = 3
 REBUILD_GROWTH: Final = 1.25  # recompute the basis once the corpus is this many times larger
 
 IntArray = npt.NDArray[np.int64]
@@ -118,8 +117,7 @@ class PaperSpace:
         if len(ids) < 2:
             return
         matrix = _unit_rows(self.index, ids, None)
-        # LSA needs many more papers than dimensions: a small corpus gets a few broad axes
-        dims = max(1, min(self.dims, len(ids) // PAPERS_PER_DIM, matrix.shape[1] - 1))
+        dims = max(1, min(self.dims, len(ids) - 1, matrix.shape[1] - 1))
         loadings = randomized_svd_loadings(matrix, dims, seed=self.seed)
         coords = np.zeros((slots, self.dims), dtype=np.float32)
         coords[alive, :dims] = _unit(np.asarray(matrix @ loadings, dtype=np.float32))

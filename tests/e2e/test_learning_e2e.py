@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from test_digest_e2e import paper_messages, posted_paper_ids, wait_for_papers
 
 from bot.services.ingest import ingest_bytes
-from storage.db import Database
+from storage.store import open_database
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -103,9 +103,9 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
     mostly multi-agent; while learning is paused, 👎 on all of it changes nothing; once resumed, 👎s
     move the digests away from multi-agent papers within three digests."""
     db_path = tmp_path / "library.db"
-    async with await Database.open(db_path) as db:
+    async with await open_database(db_path) as db:
         await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
-    async with start_paperbot(db_path=db_path, load_shipped_corpus=False) as e2e:
+    async with start_paperbot(store=db_path, load_shipped_corpus=False) as e2e:
         server = e2e.server
         await server.run_command("alice", "paper subscribe", topics="reinforcement learning", count=5)
         seen = 0
@@ -156,9 +156,9 @@ async def test_search_orders_close_matches_by_the_persons_reactions_unless_pause
     first and says it ordered them for that person; someone without reactions, and the same person
     with learning paused, get the search engine's own order, without the note."""
     db_path = tmp_path / "library.db"
-    async with await Database.open(db_path) as db:
+    async with await open_database(db_path) as db:
         await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
-    async with start_paperbot(db_path=db_path, load_shipped_corpus=False) as e2e:
+    async with start_paperbot(store=db_path, load_shipped_corpus=False) as e2e:
         server = e2e.server
         query = {"query": "reinforcement learning", "limit": 10}
         plain = await server.run_command("bob", "paper search", **query)
