@@ -120,12 +120,15 @@ class Services:
         """Give newly indexed papers their place in the paper space the learned models use; once the
         corpus has outgrown the space's basis, recompute it (in a thread: seconds at 100k papers)."""
         space = self.recommender.space
-        if space.stale:
-            started = time.perf_counter()
-            await asyncio.to_thread(space.rebuild)
-            log.info("paper space: %d papers in %.2fs", len(self.search), time.perf_counter() - started)
-        else:
-            await asyncio.to_thread(space.follow)
+        try:
+            if space.stale:
+                started = time.perf_counter()
+                await asyncio.to_thread(space.rebuild)
+                log.info("paper space: %d papers in %.2fs", len(self.search), time.perf_counter() - started)
+            else:
+                await asyncio.to_thread(space.follow)
+        except Exception:  # the topic ranking stands in until the next try (after the next ingest)
+            log.exception("could not compute the paper space")
 
     async def save_snapshot(self) -> bool:
         """Save the index beside the database if it holds more than the saved snapshot; True if saved.
@@ -218,10 +221,12 @@ async def open_services(settings: Settings, *, load_shipped_corpus: bool = True)
         papers = PaperRepository(db)
         search, position = await build_search_engine(papers, snapshot_path(settings))
         services = Services(settings=settings, db=db, papers=papers, search=search, position=position)
-        await services.place_papers()
+        # the learned models' paper space: computed beside the start (seconds at 100k papers)
+        placing = asyncio.create_task(services.place_papers())
         try:
             yield services
         finally:
             await services.writes.stop()  # if the bot did not (a failed start)
+            await asyncio.gather(placing, return_exceptions=True)
     finally:
         await db.close()

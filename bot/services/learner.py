@@ -78,10 +78,9 @@ def centroid_direction(
     dims = liked.shape[1]
     if not params.centroid or not rated or spread <= 0:
         return np.zeros(dims)
-    direction = liked.astype(np.float64).sum(axis=0) - params.centroid_dislike * disliked.astype(
-        np.float64
-    ).sum(axis=0)
-    return params.centroid * direction / (rated * spread)
+    direction = np.asarray(liked, dtype=np.float64).sum(axis=0)
+    direction -= params.centroid_dislike * np.asarray(disliked, dtype=np.float64).sum(axis=0)
+    return np.asarray(params.centroid * direction / (rated * spread), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,7 @@ REASON_TITLE_CHARS: Final = 60
 MIN_SOURCE_SIMILARITY: Final = 0.05  # below this (decayed cosine) a liked paper is not named as the reason
 DUPLICATE_TERMS: Final = 12  # distinctive terms compared by the near-copy guard
 MIN_LIKE_COSINE: Final = 0.05  # a liked paper closer than this (in the paper space) is named as the reason
+SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on first use (well under 1 s)
 SEARCH_CLOSE: Final = 0.7  # search results scoring this share of the best are reordered by the person's model
 MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
 
@@ -489,10 +490,13 @@ class Recommender:
     ) -> tuple[PersonModel, FloatArray] | None:
         """The person's model fitted to their reactions, and every slot's topic match (0–1).
 
-        None when none of the rated papers is in the index (nothing to learn from).
+        None when none of the rated papers is in the index (nothing to learn from), or while the paper
+        space of a large corpus is still being computed (then the topic ranking stands in).
         """
         learning = self.learning
         space = self.space
+        if not space.ready and len(self.index) > SYNC_SPACE_PAPERS:
+            return None  # the runtime is still computing it in a thread (seconds after a start)
         space.follow()
         coords = space.coords
         n = len(coords)
