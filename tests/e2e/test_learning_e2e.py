@@ -9,8 +9,8 @@ next digests are read back by sub-area.
 from __future__ import annotations
 
 import json
-import re
 import random
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -177,7 +177,8 @@ async def test_search_orders_close_matches_by_the_persons_reactions_unless_pause
         assert "close matches ordered for you by your reactions" in mine.embed["footer"]["text"]
         after = await _areas_of(e2e, _listed_ids(mine))
         wanted = after.count("multi-agent")
-        assert wanted >= 2 and after[:wanted] == ["multi-agent"] * wanted, after
+        assert wanted >= 2, after
+        assert after[:wanted] == ["multi-agent"] * wanted, after
         assert before[:wanted] != ["multi-agent"] * wanted, before
 
         await server.run_command("alice", "paper interests pause")

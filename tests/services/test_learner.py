@@ -49,7 +49,8 @@ def test_saturated_starts_do_not_blow_up() -> None:
     coords = _unit(rng.standard_normal((40, 5)))
     model = fit(_examples(coords, [1.0] * 5 + [0.0] * 35, topic=1.0))
     assert np.isfinite(model.weights).all()
-    assert abs(model.bias) < 50 and np.abs(model.weights).max() < 50
+    assert abs(model.bias) < 50
+    assert np.abs(model.weights).max() < 50
 
 
 def test_likes_and_dislikes_of_one_corner_cancel_in_the_centroid() -> None:
@@ -58,7 +59,8 @@ def test_likes_and_dislikes_of_one_corner_cancel_in_the_centroid() -> None:
     params = LearningParams(centroid=5.0, centroid_dislike=1.0)
     corner = _unit(np.eye(4)[:1] + np.zeros((3, 4)))
     towards = centroid_direction(corner, corner[:0], 0.1, params)
-    assert towards[0] > 0 and np.allclose(towards[1:], 0)
+    assert towards[0] > 0
+    assert np.allclose(towards[1:], 0)
     assert np.allclose(centroid_direction(corner, corner, 0.1, params), 0)
 
 

@@ -20,7 +20,7 @@ def _docs(n: int, seed: int) -> tuple[list[int], list[list[str]], list[str]]:
     for i in range(n):
         topic = list(TOPICS)[i % 3]
         words = TOPICS[topic].split()
-        docs.append(list(rng.choice(words, 12)) + ["paper", "method"])
+        docs.append([*list(rng.choice(words, 12)), "paper", "method"])
         ids.append(seed * 1000 + i)
         labels.append(topic)
     return ids, docs, labels
