@@ -10,6 +10,10 @@ the largest BM25 weight, each weighted by the tf part of that weight, unit lengt
 are divided by the square root of their total weight, so confidence grows with the number of
 reactions but one reaction cannot drown the user's topics.
 
+For a person with reactions the recommender ranks with their learned model instead
+(:mod:`bot.services.learner`); this query ranks for topics alone and channel feeds, and stands in
+for a large corpus while the paper space is being computed after a start.
+
 This module holds the pure part (vectors, profile building) and :class:`ProfileService`, which
 serves ``/paper interests``.
 """

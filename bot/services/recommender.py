@@ -1,23 +1,19 @@
-"""Personal recommendations: rank unseen papers with a BM25 query built from the user's profile.
+"""Personal recommendations, and search results ordered for a person.
 
-One call of :meth:`Recommender.recommend`:
+For a person with reactions, :meth:`Recommender.recommend` fits their model
+(:mod:`bot.services.learner`) over every paper's place in the field
+(:mod:`bot.services.paper_space`) and the BM25 match of their typed topics, scores every paper with
+it, takes the best unseen ones, nudges newer papers up, picks with a little exploration, skips
+near-copies of a paper already picked (overlap of their distinctive terms, or the same title), and
+explains each pick: "matched: <topic words it has> · like: <the liked paper it lies closest to>".
 
-1. builds the profile query (topics + Rocchio feedback, see :mod:`bot.services.profile`);
-2. asks the search engine for a pool of the 100 best candidates of the query's strongest terms,
-   leaving out papers the user was already shown, sent, or rated, and anything the caller
-   excludes, and scores the pool with the whole query;
-3. drops candidates under the bar (matching too small a share of the query: "nothing good");
-4. re-ranks the pool: disliked terms' BM25 score is subtracted, a candidate close to the liked
-   papers goes up and one close to the disliked papers goes down (cosine of BM25-weighted term
-   vectors, mean of the few closest), newer papers are preferred slightly (recency decay on
-   ``published``/``year``);
-5. skips near-copies of a paper already picked (overlap of their distinctive terms, or the same
-   title), and explains each pick: "matched: quantization, kv cache · like: <a liked paper's title>".
+Without reactions (and for a channel's feed) the topics alone rank, through the search engine: the
+profile query (see :mod:`bot.services.profile`) picks a pool of candidates, which must match enough
+of the query ("nothing good" otherwise), with the same recency, near-copy guard and reasons.
 
-The re-rank works on the pool's term arrays at once (numpy, from the index), and every paper's date
-and title key is kept in arrays by paper id after one read, so a call takes about 2 ms (5 ms with
-reactions) at 100k papers (``bench/digest_bench.py``); ``bench/recommend_eval.py`` measures what it
-is worth (mean precision@5 0.411 vs 0.388 for arxiv-sanity-lite's SVM).
+:meth:`Recommender.personal_order` lets the model reorder a search's close matches, and
+:meth:`Recommender.model_words` says what it learned, in words. ``bench/recommend_eval.py`` measures
+it on simulated people the settings never saw.
 """
 
 from __future__ import annotations
