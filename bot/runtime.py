@@ -64,6 +64,7 @@ class Services:
     #: telling an admin, once per channel, that the bot may not add reactions there
     permission_notices: PermissionNotices = field(init=False)
     _refreshing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+    _placing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     _snapshot_seq: int = field(init=False, default=-1)  # the seq of the snapshot last saved
 
     def __post_init__(self) -> None:
@@ -112,23 +113,28 @@ class Services:
             if changes.changed:
                 await asyncio.to_thread(self.search.add, changes.changed)
             self.position = self.position._replace(seq=changes.seq, papers=len(self.search))
-        if changes.changed:
-            await self.place_papers()
         return len(changes.changed)
 
     async def place_papers(self) -> None:
         """Give newly indexed papers their place in the paper space the learned models use; once the
         corpus has outgrown the space's basis, recompute it (in a thread: seconds at 100k papers)."""
         space = self.recommender.space
-        try:
-            if space.stale:
-                started = time.perf_counter()
-                await asyncio.to_thread(space.rebuild)
-                log.info("paper space: %d papers in %.2fs", len(self.search), time.perf_counter() - started)
-            else:
-                await asyncio.to_thread(space.follow)
-        except Exception:  # the topic ranking stands in until the next try (after the next ingest)
-            log.exception("could not compute the paper space")
+        if self._placing.locked() or (
+            space.ready and not space.stale and space.placed == self.search.index.n_slots
+        ):
+            return
+        async with self._placing:
+            try:
+                if space.stale:
+                    started = time.perf_counter()
+                    await asyncio.to_thread(space.rebuild)
+                    log.info(
+                        "paper space: %d papers in %.2fs", len(self.search), time.perf_counter() - started
+                    )
+                else:
+                    await asyncio.to_thread(space.follow)
+            except Exception:  # the topic ranking stands in until the next try (after the next ingest)
+                log.exception("could not compute the paper space")
 
     async def save_snapshot(self) -> bool:
         """Save the index beside the database if it holds more than the saved snapshot; True if saved.
@@ -167,8 +173,9 @@ class Services:
                 if changed:
                     await self.refresh_changed()
                     changed = False
-                else:
+                else:  # quiet: the work a burst of ingest batches should not wait for, once
                     await self.save_snapshot()
+                    await self.place_papers()
             except Exception:
                 log.exception("could not index the papers committed to the store; trying again shortly")
             await asyncio.sleep(every)

@@ -7,7 +7,7 @@ model (:mod:`bot.services.learner`) learns in those coordinates which corner of 
 from a handful of reactions.
 
 Papers indexed after the basis was computed are folded in with it (their BM25 vector times the term
-loadings); once the corpus has grown by a quarter since, :meth:`PaperSpace.stale` says so and the
+loadings); once the corpus has doubled since, :meth:`PaperSpace.stale` says so and the
 owner recomputes the basis (:meth:`PaperSpace.rebuild`, seconds at 100k papers, meant for a thread).
 """
 
@@ -25,7 +25,7 @@ import scipy.sparse as sp
 DIMS: Final = 100
 OVERSAMPLE: Final = 10
 POWER_STEPS: Final = 3
-REBUILD_GROWTH: Final = 1.25  # recompute the basis once the corpus is this many times larger
+REBUILD_GROWTH: Final = 2.0  # recompute the basis once the corpus is this many times larger
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
@@ -102,6 +102,11 @@ class PaperSpace:
     @property
     def ready(self) -> bool:
         return self._basis is not None
+
+    @property
+    def placed(self) -> int:
+        """Slots that have coordinates (the index's first ``placed`` slots)."""
+        return self._done
 
     @property
     def stale(self) -> bool:

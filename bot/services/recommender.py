@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -46,6 +47,7 @@ from bot.services.profile import (
     Source,
     VectorCache,
     decay,
+    topic_terms,
 )
 from bot.services.tokenize import surface_form
 from storage.db import Database
@@ -97,6 +99,7 @@ class TermIndex(Protocol):
 
     k1: float
     b: float
+    lock: threading.RLock
 
     @property
     def avgdl(self) -> float: ...
@@ -482,7 +485,12 @@ class Recommender:
     # -- the learned model ------------------------------------------------------------------------
 
     def model_of(
-        self, profile: Profile, signals: Sequence[FeedbackRow], seen: Collection[int], *, now: datetime
+        self,
+        topic_query: Mapping[str, float],
+        signals: Sequence[FeedbackRow],
+        seen: Collection[int],
+        *,
+        now: datetime,
     ) -> tuple[PersonModel, FloatArray] | None:
         """The person's model fitted to their reactions, and every slot's topic match (0–1).
 
@@ -491,14 +499,17 @@ class Recommender:
         """
         learning = self.learning
         space = self.space
-        if not space.ready and len(self.index) > SYNC_SPACE_PAPERS:
-            return None  # the runtime is still computing it in a thread (seconds after a start)
-        space.follow()
-        coords = space.coords
+        if not space.ready:
+            if len(self.index) > SYNC_SPACE_PAPERS:
+                return None  # the runtime is computing it in a thread (seconds after a start)
+            space.rebuild()  # a small corpus, on first use: milliseconds
+        coords = (
+            space.coords
+        )  # papers not placed yet (the runtime does, once ingest is quiet) are not candidates
         n = len(coords)
         topic_match = np.zeros(n)
-        if profile.topic_terms:
-            raw = self.index.score_array(dict(profile.topic_terms))[:n]
+        if topic_query:
+            raw = self.index.score_array(dict(topic_query))[:n]
             best = float(raw.max()) if len(raw) else 0.0
             if best > 0:
                 topic_match = raw / best
@@ -553,7 +564,7 @@ class Recommender:
         now: datetime,
     ) -> list[Recommendation]:
         """Rank unseen papers by the person's model over the whole corpus (no database writes)."""
-        fitted = self.model_of(profile, signals, seen, now=now)
+        fitted = self.model_of(profile.topic_terms, signals, seen, now=now)
         if fitted is None:
             return (
                 await self.rank(profile, count=count, exclude=exclude, now=now) if not profile.empty else []
@@ -631,8 +642,15 @@ class Recommender:
         if not signals:
             return None
         now = self._clock()
-        profile = await self.profiles.from_rows(topics, signals, now=now)
-        fitted = self.model_of(profile, signals, seen, now=now)
+        topic_query, _ = topic_terms(topics, self.params.topic_weight)
+        # A search must answer within Discord's 3 s: while another thread holds the index (an
+        # ingest adding a batch), the engine's own order it is.
+        if not self.index.lock.acquire(blocking=False):
+            return None
+        try:
+            fitted = self.model_of(topic_query, signals, seen, now=now)
+        finally:
+            self.index.lock.release()
         if fitted is None:
             return None
         model, topic_match = fitted
@@ -657,8 +675,7 @@ class Recommender:
         topics, signals, seen = await self.feedback.learning_inputs(user_id)
         if not signals:
             return (), ()
-        profile = await self.profiles.from_rows(topics, signals, now=now)
-        fitted = self.model_of(profile, signals, seen, now=now)
+        fitted = self.model_of(topic_terms(topics, self.params.topic_weight)[0], signals, seen, now=now)
         if fitted is None:
             return (), ()
         liked, disliked = self.learned_words(fitted[0], n)

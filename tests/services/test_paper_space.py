@@ -42,7 +42,7 @@ def test_papers_of_one_topic_lie_closer_to_each_other_than_to_others() -> None:
 
 def test_papers_added_later_are_folded_in_and_a_grown_corpus_is_stale() -> None:
     """New papers get coordinates with the existing basis (close to their topic's papers); once the
-    corpus has grown by more than a quarter, the space says it wants a rebuild."""
+    corpus has more than doubled, the space says it wants a rebuild."""
     index = BM25Index()
     ids, docs, labels = _docs(60, 1)
     index.add(ids, docs)
@@ -58,6 +58,6 @@ def test_papers_added_later_are_folded_in_and_a_grown_corpus_is_stale() -> None:
         own = [i for i, other in enumerate(labels) if other == label]
         rest = [i for i, other in enumerate(labels) if other != label]
         assert (coords[own] @ coords[60 + k]).mean() > (coords[rest] @ coords[60 + k]).mean()
-    more_ids, more_docs, _ = _docs(30, 3)
+    more_ids, more_docs, _ = _docs(60, 3)
     index.add(more_ids, more_docs)
     assert space.stale
