@@ -98,6 +98,7 @@ class PaperSpace:
         self._coords = np.zeros((0, dims), dtype=np.float32)
         self._done = 0  # slots below this have coordinates
         self._lock = threading.Lock()
+        self._sample: tuple[tuple[int, int], IntArray] = ((-1, 0), np.zeros(0, dtype=np.int64))
 
     @property
     def ready(self) -> bool:
@@ -158,6 +159,24 @@ class PaperSpace:
     def coords(self) -> FloatArray:
         """Coordinates by slot, for the slots the space has followed (call :meth:`follow` first)."""
         return self._coords[: self._done]
+
+    def background(self, size: int) -> IntArray:
+        """A fixed random sample of the placed live papers' slots (the same until the space moves)."""
+        key = (self._done, size)
+        if self._sample[0] != key:
+            alive = np.flatnonzero(self.index.alive[: self._done])
+            rng = np.random.default_rng(self.seed)
+            chosen = np.sort(rng.choice(alive, min(size, len(alive)), replace=False)) if len(alive) else alive
+            self._sample = (key, chosen.astype(np.int64))
+        return self._sample[1]
+
+    def spread(self, size: int) -> float:
+        """Standard deviation of a random unit direction's scores over the background sample (the
+        mean variance per coordinate)."""
+        sample = self.coords[self.background(size)]
+        if len(sample) < 2:
+            return 0.0
+        return float(np.sqrt(np.mean(np.var(sample.astype(np.float64), axis=0))))
 
     def term_direction(self, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """What a direction in the space means in words: each term's share of it (by term id)."""

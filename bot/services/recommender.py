@@ -296,7 +296,6 @@ class Recommender:
         self.params = params
         self.learning = learning
         self.space = space or PaperSpace(index)
-        self._background: tuple[int, IntArray] = (-1, np.zeros(0, dtype=np.int64))
         self.feedback = FeedbackRepository(db)
         self.papers = PaperRepository(db)
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -535,7 +534,7 @@ class Recommender:
             if paper_id not in kinds and (slot := self._slot(paper_id, n)) is not None:
                 labels[slot] = (0.0, learning.ignored_weight)
                 seen_only.add(slot)
-        background = [int(s) for s in self._background_slots(n) if int(s) not in labels]
+        background = [int(s) for s in self.space.background(learning.background) if int(s) not in labels]
         each = learning.background_weight / learning.background
         slots = np.array([*labels, *background], dtype=np.int64)
         values = [*labels.values(), *((0.0, each) for _ in background)]
@@ -550,7 +549,9 @@ class Recommender:
             rated = [(slot, label) for slot, (label, _) in labels.items() if slot not in seen_only]
             liked = coords[[slot for slot, label in rated if label > 0]]
             disliked = coords[[slot for slot, label in rated if label == 0]]
-            model = model.plus(centroid_direction(liked, disliked, self._spread(), learning))
+            model = model.plus(
+                centroid_direction(liked, disliked, self.space.spread(learning.background), learning)
+            )
         return model, topic_match
 
     async def rank_learned(
@@ -710,25 +711,6 @@ class Recommender:
         except KeyError:
             return None
         return slot if slot < n else None
-
-    def _spread(self) -> float:
-        """Typical standard deviation of a unit direction's scores over the background sample."""
-        sample = self.space.coords[self._background_slots(len(self.space.coords))]
-        if len(sample) < 2:
-            return 0.0
-        return float(
-            np.sqrt(np.mean(np.var(sample.astype(np.float64), axis=0)) * sample.shape[1])
-            / np.sqrt(sample.shape[1])
-        )
-
-    def _background_slots(self, n: int) -> IntArray:
-        """A fixed random sample of live papers (the same for everyone until the index moves)."""
-        if self._background[0] != n:
-            alive = np.flatnonzero(self.index.alive[:n])
-            size = min(self.learning.background, len(alive))
-            rng = np.random.default_rng(0)
-            self._background = (n, np.sort(rng.choice(alive, size, replace=False)) if size else alive[:0])
-        return self._background[1]
 
     def _pool(self, paper_ids: list[int]) -> _Pool:
         indptr, terms, weights = self.index.doc_weights(paper_ids)
