@@ -14,6 +14,7 @@ owner recomputes the basis (:meth:`PaperSpace.rebuild`, seconds at 100k papers, 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -25,6 +26,7 @@ import scipy.sparse as sp
 DIMS: Final = 100
 OVERSAMPLE: Final = 10
 POWER_STEPS: Final = 3
+ROWS_PER_STEP: Final = 2000
 REBUILD_GROWTH: Final = 2.0  # recompute the basis once the corpus is this many times larger
 
 IntArray = npt.NDArray[np.int64]
@@ -54,16 +56,35 @@ class _Basis:
     papers: int  # live papers when it was computed
 
 
+def _times(a: sp.csr_matrix, m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """``a @ m``, a stretch of rows at a time: scipy holds the GIL while it multiplies, and the
+    bot's event loop must get a turn between stretches (this runs in a worker thread)."""
+    out = np.empty((a.shape[0], m.shape[1]), dtype=np.float32)
+    for lo in range(0, a.shape[0], ROWS_PER_STEP):
+        out[lo : lo + ROWS_PER_STEP] = a[lo : lo + ROWS_PER_STEP] @ m
+        time.sleep(0)
+    return out
+
+
+def _t_times(a: sp.csr_matrix, q: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """``a.T @ q``, summed over stretches of rows (see :func:`_times`)."""
+    out = np.zeros((a.shape[1], q.shape[1]), dtype=np.float32)
+    for lo in range(0, a.shape[0], ROWS_PER_STEP):
+        out += a[lo : lo + ROWS_PER_STEP].T @ q[lo : lo + ROWS_PER_STEP]
+        time.sleep(0)
+    return out
+
+
 def randomized_svd_loadings(matrix: sp.csr_matrix, dims: int, *, seed: int = 0) -> FloatArray:
     """The top ``dims`` right singular vectors of a sparse matrix, as columns (Halko et al. 2011)."""
     rng = np.random.default_rng(seed)
-    a = matrix.astype(np.float32)
+    a = sp.csr_matrix(matrix, dtype=np.float32)
     width = min(dims + OVERSAMPLE, min(a.shape))
-    q, _ = np.linalg.qr(a @ rng.standard_normal((a.shape[1], width)).astype(np.float32))
+    q, _ = np.linalg.qr(_times(a, rng.standard_normal((a.shape[1], width)).astype(np.float32)))
     for _ in range(POWER_STEPS):
-        z, _ = np.linalg.qr(a.T @ q)
-        q, _ = np.linalg.qr(a @ z)
-    _, _, vt = np.linalg.svd(np.asarray((a.T @ q).T), full_matrices=False)
+        z, _ = np.linalg.qr(_t_times(a, q))
+        q, _ = np.linalg.qr(_times(a, z))
+    _, _, vt = np.linalg.svd(_t_times(a, q).T, full_matrices=False)
     return np.ascontiguousarray(vt[:dims].T, dtype=np.float32)
 
 
@@ -126,7 +147,7 @@ class PaperSpace:
         dims = max(1, min(self.dims, len(ids) - 1, matrix.shape[1] - 1))
         loadings = randomized_svd_loadings(matrix, dims, seed=self.seed)
         coords = np.zeros((slots, self.dims), dtype=np.float32)
-        coords[alive, :dims] = _unit(np.asarray(matrix @ loadings, dtype=np.float32))
+        coords[alive, :dims] = _unit(_times(matrix, loadings))
         with self._lock:
             self._basis = _Basis(np.pad(loadings, ((0, 0), (0, self.dims - dims))), len(ids))
             self._coords = coords
@@ -152,7 +173,7 @@ class PaperSpace:
             if len(new):
                 ids = self.index.slot_ids[new].tolist()
                 rows = _unit_rows(self.index, ids, len(basis.loadings))
-                self._coords[new] = _unit(np.asarray(rows @ basis.loadings, dtype=np.float32))
+                self._coords[new] = _unit(_times(rows, basis.loadings))
             self._done = slots
 
     @property
