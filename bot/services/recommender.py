@@ -637,7 +637,7 @@ class Recommender:
         """Search results reordered for the person: the close matches (BM25 within ``SEARCH_CLOSE``
         of the best) by the person's model, best first; the rest keep their place. None — today's
         order — when learning is paused or the person has no reactions."""
-        if len(paper_ids) < 2 or await self.profiles.users.learning_paused(user_id):
+        if len(paper_ids) < 2 or self._index_busy() or await self.profiles.users.learning_paused(user_id):
             return None
         topics, signals, seen = await self.feedback.learning_inputs(user_id)
         if not signals:
@@ -703,6 +703,13 @@ class Recommender:
             return tuple(found)
 
         return words(order[:n].tolist()), words(order[::-1][:n].tolist())
+
+    def _index_busy(self) -> bool:
+        """Another thread (an ingest adding a batch) holds the index right now."""
+        if not self.index.lock.acquire(blocking=False):
+            return True
+        self.index.lock.release()
+        return False
 
     def _slot(self, paper_id: int, n: int) -> int | None:
         """The paper's slot if the space has coordinates for it."""
