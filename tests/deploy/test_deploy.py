@@ -9,12 +9,15 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -168,15 +171,21 @@ def test_compose_database_path_matches_the_image_volume() -> None:
     assert str(PurePosixPath(runtime.env["PAPERBOT_DB"]).parent) in runtime.volumes
 
 
+def compose_command() -> list[str]:
+    """`docker-compose` or `docker compose`; a skip when neither is installed."""
+    tool = shutil.which("docker-compose")
+    if tool:
+        return [tool]
+    if shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
+        if probe.returncode == 0:
+            return ["docker", "compose"]
+    pytest.skip("neither docker-compose nor the docker compose plugin is installed here")
+
+
 def test_compose_file_passes_docker_compose_config(tmp_path: Path) -> None:
     """The Compose implementation validates the file (skipped when no docker-compose is installed)."""
-    tool = shutil.which("docker-compose")
-    command = [tool] if tool else None
-    if command is None and shutil.which("docker"):
-        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
-        command = ["docker", "compose"] if probe.returncode == 0 else None
-    if command is None:
-        pytest.skip("neither docker-compose nor the docker compose plugin is installed here")
+    command = compose_command()
     (tmp_path / "deploy").mkdir()
     shutil.copy(DEPLOY / "docker-compose.yml", tmp_path / "deploy")
     shutil.copy(REPO / ".env.example", tmp_path / ".env")
@@ -192,6 +201,180 @@ def test_compose_file_passes_docker_compose_config(tmp_path: Path) -> None:
     service = resolved["services"]["paperbot"]
     assert service["environment"]["PAPERBOT_DB"] == "/data/paperbot.db"
     assert "DISCORD_TOKEN" in service["environment"], "the .env file was not read"
+
+
+# --- docker-compose.postgres.yml: several processes on one PostgreSQL store ------------------------
+
+POSTGRES_COMPOSE = DEPLOY / "docker-compose.postgres.yml"
+SHARDS_COMPOSE = DEPLOY / "docker-compose.shards.yml"
+PASSWORD = "0f1e2d3c4b5a" * 4
+INTERPOLATED = re.compile(r"\$\{(\w+)(?::?[?-][^}]*)?\}")
+
+
+def interpolate(value: Any, variables: dict[str, str]) -> Any:
+    """${NAME}, ${NAME:?message}, ${NAME:-default} filled in as Compose does (the variable set)."""
+    if isinstance(value, str):
+        return INTERPOLATED.sub(lambda m: variables[m.group(1)], value)
+    if isinstance(value, dict):
+        return {key: interpolate(item, variables) for key, item in value.items()}
+    if isinstance(value, list):
+        return [interpolate(item, variables) for item in value]
+    return value
+
+
+def compose_files(*paths: Path) -> dict[str, Any]:
+    """The files merged as Compose merges an override (a service's `environment` key by key, its other
+    keys replaced; volumes added), with POSTGRES_PASSWORD set."""
+    merged: dict[str, Any] = {"services": {}, "volumes": {}}
+    for path in paths:
+        loaded = interpolate(yaml.safe_load(path.read_text("utf-8")), {"POSTGRES_PASSWORD": PASSWORD})
+        merged["volumes"].update(loaded.get("volumes") or {})
+        for name, service in loaded["services"].items():
+            into = merged["services"].setdefault(name, {})
+            for key, item in service.items():
+                if key == "environment":
+                    into[key] = {**into.get(key, {}), **item}
+                else:
+                    into[key] = item
+    return merged
+
+
+def bot_services(compose: dict[str, Any], *, started_by_up: bool = True) -> dict[str, dict[str, Any]]:
+    """The services that run the paperbot image's `paperbot run` (`up` starts those without a profile)."""
+    return {
+        name: service
+        for name, service in compose["services"].items()
+        if service.get("command") == ["run"] and not (started_by_up and service.get("profiles"))
+    }
+
+
+def service_settings(service: dict[str, Any]) -> Settings:
+    """What paperbot reads in that container: .env (as .env.example has it), then `environment:`."""
+    environ = {**env_example_names(), **{k: str(v) for k, v in service["environment"].items()}}
+    return load_settings(environ=environ, env_file=None)
+
+
+def named_volume_at(compose: dict[str, Any], service: dict[str, Any], folder: PurePosixPath) -> str:
+    mounts = {PurePosixPath(v.split(":")[1]): v.split(":")[0] for v in service["volumes"]}
+    assert folder in mounts, f"nothing mounted at {folder}"
+    source = mounts[folder]
+    assert not source.startswith((".", "/")), f"{folder} should be a named volume, not {source}"
+    assert source in compose["volumes"], f"volume {source} is not declared"
+    return str(compose["volumes"][source].get("name", source))
+
+
+def test_postgres_compose_runs_a_postgres_server_a_gateway_and_a_worker() -> None:
+    compose = compose_files(POSTGRES_COMPOSE)
+    started = {name for name, service in compose["services"].items() if not service.get("profiles")}
+    assert started == {"postgres", "gateway", "worker"}
+    server = compose["services"]["postgres"]["environment"]
+    bots = {name: service_settings(service) for name, service in bot_services(compose).items()}
+    assert [name for name, s in bots.items() if s.connects_gateway] == ["gateway"]
+    assert [name for name, s in bots.items() if s.does_background_work] == ["worker"]
+    for name, service in bot_services(compose).items():
+        unknown = set(service["environment"]) - settings_read_by_code()
+        assert not unknown, f"{name} sets variables paperbot never reads: {sorted(unknown)}"
+        store = bots[name].store
+        assert store.url is not None, f"{name} is not on the PostgreSQL store"
+        url = urlsplit(store.url)
+        assert (url.hostname, url.port) == ("postgres", 5432), f"{name} does not reach the postgres service"
+        assert url.username == server["POSTGRES_USER"]
+        assert url.password == server["POSTGRES_PASSWORD"] == PASSWORD
+        assert url.path == f"/{server['POSTGRES_DB']}"
+        assert service["restart"] == "unless-stopped"
+        assert service.get("stop_signal", "SIGTERM") == "SIGTERM"
+
+
+def test_every_bot_process_keeps_its_own_files_on_a_volume_of_its_own() -> None:
+    """Each process's outbox (reactions accepted, not yet stored) must outlive the container, and is its own."""
+    for files in ((POSTGRES_COMPOSE,), (POSTGRES_COMPOSE, SHARDS_COMPOSE)):
+        compose = compose_files(*files)
+        volumes = []
+        for name, service in bot_services(compose).items():
+            state_dir = service_settings(service).state_dir
+            assert state_dir is not None, f"{name}: no PAPERBOT_STATE_DIR"
+            volumes.append(named_volume_at(compose, service, PurePosixPath(state_dir)))
+        assert len(volumes) == len(set(volumes)), f"processes share a state volume: {volumes}"
+
+
+def test_postgres_keeps_its_data_in_a_volume_and_the_bots_start_once_it_is_healthy() -> None:
+    compose = compose_files(POSTGRES_COMPOSE)
+    postgres = compose["services"]["postgres"]
+    named_volume_at(compose, postgres, PurePosixPath("/var/lib/postgresql/data"))
+    assert "ports" not in postgres, "the database should not be published on the host"
+    check = postgres["healthcheck"]["test"]
+    assert check[:2] == ["CMD", "pg_isready"]
+    env = postgres["environment"]
+    assert check[check.index("-U") + 1] == env["POSTGRES_USER"]
+    assert check[check.index("-d") + 1] == env["POSTGRES_DB"]
+    assert check[check.index("-h") + 1] == "127.0.0.1", "over TCP: the image's set-up server is socket-only"
+    for name, service in bot_services(compose, started_by_up=False).items():
+        assert service["depends_on"] == {"postgres": {"condition": "service_healthy"}}, name
+
+
+def test_migrate_store_copies_the_sqlite_deployments_volume_into_the_bots_database() -> None:
+    compose = compose_files(POSTGRES_COMPOSE)
+    move = compose["services"]["migrate-store"]
+    assert move["profiles"], "a one-off: `up` must not start it"
+    assert move["restart"] == "no"
+    bots_url = service_settings(compose["services"]["gateway"]).store.url
+    assert move["command"] == ["migrate-store", "--to", bots_url]
+    source = service_settings(move).store
+    assert source.path is not None
+    (sqlite_service,) = load_compose()["services"].values()
+    assert str(source.path) == sqlite_service["environment"]["PAPERBOT_DB"]
+    sqlite_volume = named_volume_at(load_compose(), sqlite_service, PurePosixPath(source.path.parent))
+    assert named_volume_at(compose, move, PurePosixPath(source.path.parent)) == sqlite_volume
+    assert service_settings(move).local_file(".pending") == source.path.with_name("paperbot.db.pending"), (
+        "the SQLite deployment's outbox is where migrate-store looks for writes not stored yet"
+    )
+
+
+def test_the_shards_file_puts_every_shard_in_exactly_one_gateway_process() -> None:
+    base = [service_settings(s) for s in bot_services(compose_files(POSTGRES_COMPOSE)).values()]
+    assert [(s.shard_ids, s.shard_count) for s in base if s.connects_gateway] == [(None, None)]
+    compose = compose_files(POSTGRES_COMPOSE, SHARDS_COMPOSE)
+    gateways = [s for s in map(service_settings, bot_services(compose).values()) if s.connects_gateway]
+    assert len(gateways) == 2
+    (count,) = {s.shard_count for s in gateways}
+    assert count is not None
+    shards = [shard for s in gateways for shard in s.shard_ids or ()]
+    assert sorted(shards) == list(range(count)), f"shards {shards} of {count}"
+
+
+def test_the_shards_file_repeats_the_bots_common_definition_unchanged() -> None:
+    common = [
+        yaml.safe_load(path.read_text("utf-8"))["x-paperbot"] for path in (POSTGRES_COMPOSE, SHARDS_COMPOSE)
+    ]
+    assert common[0] == common[1]
+
+
+def test_postgres_compose_files_pass_docker_compose_config(tmp_path: Path) -> None:
+    """Compose validates both files, reads POSTGRES_PASSWORD from deploy/.env, and refuses to go on
+    without it, naming it."""
+    command = compose_command()
+    (tmp_path / "deploy").mkdir()
+    for path in (POSTGRES_COMPOSE, SHARDS_COMPOSE):
+        shutil.copy(path, tmp_path / "deploy")
+    shutil.copy(REPO / ".env.example", tmp_path / ".env")
+    files = ["-f", "deploy/docker-compose.postgres.yml"]
+    missing = subprocess.run(
+        [*command, *files, "config"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert missing.returncode != 0
+    assert "POSTGRES_PASSWORD" in missing.stderr
+    (tmp_path / "deploy" / ".env").write_text(f"POSTGRES_PASSWORD={PASSWORD}\n", "utf-8")
+    for extra in ([], ["-f", "deploy/docker-compose.shards.yml"]):
+        result = subprocess.run(
+            [*command, *files, *extra, "config"], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 0, result.stderr
+        services = yaml.safe_load(result.stdout)["services"]
+        for name in ("gateway", "worker", *(["gateway-2"] if extra else [])):
+            environment = services[name]["environment"]
+            assert PASSWORD in environment["PAPERBOT_DB"], f"{name}: the password was not filled in"
+            assert "DISCORD_TOKEN" in environment, f"{name}: the .env file was not read"
+        assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == PASSWORD
 
 
 # --- Dockerfile ------------------------------------------------------------------------------------
