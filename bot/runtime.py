@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from bot.services.authors import AuthorDirectory
 from bot.services.digests import Digests
 from bot.services.feedback import FeedbackService
+from bot.services.follows import FollowService
 from bot.services.ingest.runner import ensure_shipped_corpus
 from bot.services.permission_notices import PermissionNotices
 from bot.services.privacy import PrivacyService
@@ -55,6 +57,9 @@ class Services:
     recommender: Recommender = field(init=False)
     profiles: ProfileService = field(init=False)
     privacy: PrivacyService = field(init=False)
+    #: the author names on the indexed papers, and the authors people follow
+    authors: AuthorDirectory = field(init=False)
+    follows: FollowService = field(init=False)
     #: digests and channel feeds: subscriptions, planning, delivery, recovery
     digests: Digests = field(init=False)
     #: reactions, rating clicks, listings and posted-message notes, stored behind the answers
@@ -73,6 +78,8 @@ class Services:
         self.recommender = Recommender(self.db, self.search, self.search.index)
         self.profiles = self.recommender.profiles
         self.privacy = PrivacyService(self.db, search_retention_days=self.settings.search_retention_days)
+        self.authors = AuthorDirectory(self.search, self.papers)
+        self.follows = FollowService(self.db, self.authors, papers=self.papers)
         self.digests = Digests(
             self.db,
             papers=self.papers,
@@ -80,6 +87,7 @@ class Services:
             grace=timedelta(hours=self.settings.digest_grace_hours),
             spread=timedelta(minutes=self.settings.digest_spread_minutes),
             lease=timedelta(seconds=self.settings.takeover_seconds),
+            followed=self.follows,
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(
@@ -176,6 +184,7 @@ class Services:
                 else:  # quiet: the work a burst of ingest batches should not wait for, once
                     await self.save_snapshot()
                     await self.place_papers()
+                    await self.authors.refresh()
             except Exception:
                 log.exception("could not index the papers committed to the store; trying again shortly")
             await asyncio.sleep(every)

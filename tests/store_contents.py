@@ -9,6 +9,7 @@ from typing import Any
 from storage.db import Database
 from storage.repositories.digests import DigestRepository, Recipient
 from storage.repositories.feedback import FeedbackRepository
+from storage.repositories.follows import FollowRepository, FollowRow
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository
 from storage.repositories.state import StateRepository
@@ -22,8 +23,9 @@ PEOPLE = (7, 8, 1_191_168_914_227_200_009)  # the last a real-sized snowflake
 
 
 async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
-    """Topics, reactions (some taken back), recommendations shown, a DM digest and a channel feed with
-    runs half and wholly sent, posted messages, searches and operational state."""
+    """Topics, reactions (some taken back), recommendations shown, followed authors (a name, one group
+    under a name), a DM digest and a channel feed with runs half and wholly sent, posted messages,
+    searches and operational state."""
     users, feedback = UserRepository(db), FeedbackRepository(db)
     subscriptions, digests = SubscriptionRepository(db), DigestRepository(db)
     fields = ScheduleFields(("graph networks", "rl"), "09:00", "Europe/Berlin", "daily", 0, 3)
@@ -48,6 +50,11 @@ async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
                 guild_id=None, recipient_id=person, kind="digest",
             )  # fmt: skip
         await SearchRepository(db).save(kind="search", query=f"query {n}", page_size=5, user_id=person)
+        follows = FollowRepository(db)
+        at = f"2026-02-0{n + 1}T09:00:00+00:00"
+        await follows.add(person, FollowRow("Ada Lovelace", "ada lovelace", None, None, at), limit=50)
+        group = FollowRow("Wei Wang", "wei wang", paper_ids[n], "with Alan Turing · ICML 2024", at)
+        await follows.add(person, group, limit=50)
     await users.set_learning_paused(PEOPLE[1], True)
     feed = await subscriptions.upsert_channel(CHANNEL, GUILD, fields, created_by=PEOPLE[0])
     run = await digests.claim_run(feed.id, "2026-11-30")

@@ -576,6 +576,14 @@ class SearchEngine:
         with self._lock:
             return self._meta.titles[self.index.slot_of(paper_id)]
 
+    def authors_from(self, slot: int) -> tuple[int, list[tuple[int, str]]]:
+        """How many slots the index has now, and for each slot from ``slot`` on its paper's id and its
+        authors' names folded (:func:`fold`), one per line: what ``bot.services.authors`` follows."""
+        with self._lock:
+            n = self.index.n_slots
+            ids = self.index.slot_ids[slot:n].tolist()
+            return n, list(zip(ids, self._meta.authors[slot:n], strict=True))
+
     # --------------------------------------------------------------------------- autocomplete
     def autocomplete(self, text: str, limit: int = 25) -> list[tuple[int, str]]:
         """Up to ``limit`` (paper id, title) for what a user has typed so far.

@@ -429,6 +429,31 @@ class PaperRepository:
                 rows += await self._db.fetchall(f"{select} WHERE id IN ({marks})", tuple(chunk))
         return [(int(r[0]), r[1], r[2], str(r[3] or "")) for r in rows]
 
+    async def credits(self, paper_ids: Iterable[int]) -> dict[int, Credits]:
+        """Authors, venue and year of these papers (no abstracts read): what tells apart people who
+        share a name."""
+        found: dict[int, Credits] = {}
+        for chunk in _chunks(sorted({int(i) for i in paper_ids})):
+            marks = ",".join("?" * len(chunk))
+            rows = await self._db.fetchall(
+                f"SELECT id, authors, venue, year FROM papers WHERE id IN ({marks})", tuple(chunk)
+            )
+            for row in rows:
+                authors = tuple(json.loads(row[1])) if row[1] and row[1] != "[]" else ()
+                found[int(row[0])] = Credits(int(row[0]), authors, row[2], row[3])
+        return found
+
+    async def added_since(self, paper_ids: Iterable[int], since: str) -> list[int]:
+        """Those of these papers added to the store at or after ``since`` (ISO time), oldest first."""
+        out: list[tuple[str, int]] = []
+        for chunk in _chunks(sorted({int(i) for i in paper_ids})):
+            marks = ",".join("?" * len(chunk))
+            rows = await self._db.fetchall(
+                f"SELECT id, added_at FROM papers WHERE id IN ({marks}) AND added_at >= ?", (*chunk, since)
+            )
+            out.extend((str(row[1]), int(row[0])) for row in rows)
+        return [paper_id for _, paper_id in sorted(out)]
+
     async def title_matches(self, text: str, limit: int = 25) -> list[tuple[int, str]]:
         """(id, title) of papers whose title contains `text` (case-insensitive), titles starting with
         it first: for autocomplete."""
@@ -475,6 +500,15 @@ class PaperRepository:
                 return PaperChanges(now, [])
             rows = await conn.fetchall(f"{_INDEX_SELECT} WHERE change_seq > ? ORDER BY id", (seq,))
             return PaperChanges(now, [_index_row(r) for r in rows])
+
+
+class Credits(NamedTuple):
+    """Who wrote a paper, where and when."""
+
+    paper_id: int
+    authors: tuple[str, ...]
+    venue: str | None
+    year: int | None
 
 
 class PaperChanges(NamedTuple):

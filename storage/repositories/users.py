@@ -95,6 +95,7 @@ class ForgetCounts:
     digests_sent: int = 0
     posted_messages: int = 0
     searches: int = 0
+    follows: int = 0
     user: int = 0
 
     @property
@@ -107,6 +108,7 @@ class ForgetCounts:
             + self.digests_sent
             + self.posted_messages
             + self.searches
+            + self.follows
             + self.user
         )
 
@@ -126,6 +128,7 @@ async def forget_user(db: Database, user_id: int) -> ForgetCounts:
         ("subscriptions", "DELETE FROM subscriptions WHERE kind = 'user' AND user_id = ?"),
         ("posted_messages", "DELETE FROM posted_messages WHERE recipient_id = ?"),
         ("searches", "DELETE FROM searches WHERE user_id = ?"),
+        ("follows", "DELETE FROM author_follows WHERE user_id = ?"),
         ("user", "DELETE FROM users WHERE id = ?"),
     )
     async with db.transaction() as conn:

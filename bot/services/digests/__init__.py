@@ -23,7 +23,7 @@ from datetime import timedelta
 
 from bot.services.digests.delivery import RESEND_DELAYS, DigestDelivery
 from bot.services.digests.leases import DEFAULT_LEASE, Leases
-from bot.services.digests.planning import DigestPlanner, PaperLookup, RecommenderLike
+from bot.services.digests.planning import DigestPlanner, FollowedLike, PaperLookup, RecommenderLike
 from bot.services.digests.recovery import DigestRecovery
 from bot.services.digests.schedule import Clock, utc_now
 from bot.services.digests.subscriptions import SubscriptionService
@@ -54,6 +54,7 @@ class Digests:
         owner: str | None = None,
         lease: timedelta = DEFAULT_LEASE,
         lease_wall: Callable[[], float] = time.time,
+        followed: FollowedLike | None = None,
     ) -> None:
         self.db = db
         self.clock: Clock = clock if clock is not None else utc_now
@@ -63,7 +64,12 @@ class Digests:
         self.leases = Leases(self.repository, owner=owner, duration=lease, wall=lease_wall)
         self.subscriptions = SubscriptionService(SubscriptionRepository(db), clock=self.clock, spread=spread)
         self.planner = DigestPlanner(
-            self.repository, papers=papers, recommender=recommender, clock=self.clock, min_score=min_score
+            self.repository,
+            papers=papers,
+            recommender=recommender,
+            clock=self.clock,
+            min_score=min_score,
+            followed=followed,
         )
         self.delivery = DigestDelivery(
             self.repository,

@@ -1,6 +1,7 @@
 """What a digest holds: the papers chosen for a subscription (or a person), their reasons, and its texts.
 
-Planning writes nothing: the recommender is asked with ``mark_shown=False`` and the papers already sent
+A person's digest brings the new papers of the authors they follow first (``FollowedLike``), then the
+recommender's picks, up to the digest's count. Planning writes nothing: the recommender is asked with ``mark_shown=False`` and the papers already sent
 to the recipient are left out, so ``paperbot digest --dry-run`` and the delivery see the same digest.
 """
 
@@ -42,6 +43,21 @@ class RecommenderLike(Protocol):
         now: datetime | None = None,
         mark_shown: bool = True,
     ) -> Sequence[RecommendationLike]: ...
+
+
+class FollowedPaperLike(Protocol):
+    @property
+    def paper_id(self) -> int: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class FollowedLike(Protocol):
+    """``bot.services.follows.FollowService``: new papers by the authors a person follows."""
+
+    async def new_papers(
+        self, user_id: int, *, exclude: Collection[int] = (), limit: int
+    ) -> Sequence[FollowedPaperLike]: ...
 
 
 class PaperLookup(Protocol):
@@ -98,12 +114,14 @@ class DigestPlanner:
         recommender: RecommenderLike,
         clock: Clock,
         min_score: float = 0.0,
+        followed: FollowedLike | None = None,
     ) -> None:
         self.digests = digests
         self.papers = papers
         self.recommender = recommender
         self.clock = clock
         self.min_score = min_score
+        self.followed = followed
 
     async def choose(
         self,
@@ -131,14 +149,29 @@ class DigestPlanner:
             raise ValueError("choose needs a subscription or a user id")
         if sent is None:
             sent = await self.digests.sent_paper_ids(recipient)
+        first: list[Pick] = []
+        if recipient.user_id is not None and self.followed is not None:
+            followed = await self.followed.new_papers(recipient.user_id, exclude=sent, limit=count)
+            first = [Pick(paper.paper_id, one_line(paper.reason, REASON_MAX), 0.0) for paper in followed][
+                :count
+            ]
+        if len(first) >= count:
+            return first
+        taken = {pick.paper_id for pick in first}
         recommended = await self.recommender.recommend(
-            recipient.user_id, count=count, topics=topics, exclude=sent, now=now, mark_shown=False
+            recipient.user_id,
+            count=count - len(first),
+            topics=topics,
+            exclude={*sent, *taken} if taken else sent,
+            now=now,
+            mark_shown=False,
         )
-        return [
+        rest = [
             Pick(pick.paper_id, one_line(pick.reason, REASON_MAX), float(pick.score))
             for pick in recommended
-            if pick.score > self.min_score and pick.paper_id not in sent
-        ][:count]
+            if pick.score > self.min_score and pick.paper_id not in sent and pick.paper_id not in taken
+        ]
+        return [*first, *rest][:count]
 
     async def build(
         self,
