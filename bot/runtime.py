@@ -237,12 +237,16 @@ async def open_services(settings: Settings, *, load_shipped_corpus: bool = True)
         papers = PaperRepository(db)
         search, position = await build_search_engine(papers, snapshot_path(settings))
         services = Services(settings=settings, db=db, papers=papers, search=search, position=position)
-        # the learned models' paper space: computed beside the start (seconds at 100k papers)
-        placing = asyncio.create_task(services.place_papers())
+        # the learned models' paper space: computed beside the start (seconds at 100k papers); the
+        # author names for /paper follow too (a second at 100k)
+        beside = [
+            asyncio.create_task(services.place_papers()),
+            asyncio.create_task(services.authors.refresh()),
+        ]
         try:
             yield services
         finally:
             await services.writes.stop()  # if the bot did not (a failed start)
-            await asyncio.gather(placing, return_exceptions=True)
+            await asyncio.gather(*beside, return_exceptions=True)
     finally:
         await db.close()

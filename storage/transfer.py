@@ -1,7 +1,7 @@
 """Moving a SQLite store into an empty PostgreSQL one (`paperbot migrate-store`).
 
 Both stores are migrated to the same version first, so they have the same tables and columns. Every
-table of the SQLite store (papers, people and their topics, reactions, what was recommended,
+table of the SQLite store (papers, people and their topics, reactions, followed authors, what was recommended,
 subscriptions, digest runs, their items and what was sent, posted messages, searches, operational
 state) is copied whole — every column the source has, tables in the order their foreign keys need,
 rows in insertion order (so the PostgreSQL `rowid` columns keep it) — from one read transaction of

@@ -197,7 +197,8 @@ async def saved_command(interaction: discord.Interaction[PaperBot], export: str 
 async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
     view = ForgetMeView(interaction.user.id)
     await interaction.response.send_message(
-        "This deletes your topics, reactions, saved papers, subscription, searches and history, for good. "
+        "This deletes your topics, reactions, saved papers, followed authors, subscription, searches and "
+        "history, for good. "
         "Backups taken before now keep a copy until they are deleted (the daily backup paperbot ships "
         f"deletes them after {BACKUP_RETENTION_DAYS} days). Sure?",
         view=view,

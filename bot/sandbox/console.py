@@ -35,7 +35,8 @@ DEMO_SCRIPT = Path(__file__).with_name("demo.txt")
 
 HELP = """\
 Commands (you act as a member of the sandbox server "Paper Lab"):
-  /paper search query:"kv cache quantization" limit:3     use a slash command (quote values with spaces)
+  /paper search query:"kv cache quantization" limit:3     use a slash command (quote values with spaces;
+                               a file option takes a path, in a script also a file beside the script)
   autocomplete /paper show paper:kv                       see the suggestions for the last option
   click 2 [#5]                 click button 2 on the last message with buttons (or on message #5)
   select VALUE[,VALUE] [#5]    pick in the message's select menu
@@ -93,6 +94,8 @@ class Console:
         self._by_number: dict[int, SandboxMessage] = {}
         self._last_with_buttons: SandboxMessage | None = None
         self._last_modal: InteractionResult | None = None
+        #: the folder of the script being run: a file option may name a file there
+        self._script_folder: Path | None = None
         self._errors_seen = 0
         self._unsubscribe = server.subscribe(self._on_message)
         self._commands: dict[str, Callable[[list[str]], Awaitable[None]]] = {
@@ -195,6 +198,7 @@ class Console:
 
     async def run_script(self, path: Path) -> int:
         text = await asyncio.to_thread(path.read_text, encoding="utf-8")
+        self._script_folder = (await asyncio.to_thread(path.resolve)).parent
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
@@ -238,10 +242,18 @@ class Console:
 
     async def _slash(self, tokens: list[str]) -> None:
         path, options = parse_options(tokens)
-        result = await self.server.run_command(
-            self.user, " ".join(path), where=self.where, options=dict(options)
-        )
+        given: dict[str, str | Path] = {
+            name: self._file_beside_script(value) for name, value in options.items()
+        }
+        result = await self.server.run_command(self.user, " ".join(path), where=self.where, options=given)
         self.show_result(result)
+
+    def _file_beside_script(self, value: str) -> str | Path:
+        """A file option of a script may name a file beside the script (``file:demo_lab.jsonl``)."""
+        if self._script_folder is None or Path(value).expanduser().is_file():
+            return value
+        beside = self._script_folder / value
+        return beside if beside.is_file() else value
 
     async def _autocomplete(self, args: list[str]) -> None:
         if not args or not args[0].startswith("/"):

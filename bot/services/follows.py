@@ -3,8 +3,8 @@ new papers that come first in a person's digest.
 
 A person follows a name, or — where the papers under a name fall into groups with no co-author in
 common, perhaps different people (:mod:`bot.services.authors`) — one of those groups, which they
-pick. A followed author's new papers are the papers under the name (in the group picked) added to the
-library since the person followed them and never sent to them before; the digest brings them first,
+pick. A followed author's new papers are the papers under the name (in the group picked) stored in the
+library after the person followed them and never sent to them before; the digest brings them first,
 with the reason "by <author>, whom you follow", and records them as it records every paper, so none
 comes twice.
 
@@ -338,7 +338,7 @@ class FollowService:
     async def new_papers(
         self, user_id: int, *, exclude: Collection[int] = (), limit: int
     ) -> list[FollowedPaper]:
-        """Papers by the authors the person follows, added since they followed them and not in
+        """Papers by the authors the person follows, stored since they followed them and not in
         ``exclude`` (what was sent to them), the oldest first, at most ``limit``."""
         follows = await self.follows.follows(user_id)
         if not follows or limit <= 0:
@@ -346,8 +346,11 @@ class FollowService:
         await self.directory.refresh()
         by_paper: dict[int, list[str]] = {}
         for follow in follows:
-            candidates = [p for p in self.directory.paper_ids(follow.name_key) if p not in exclude]
-            new = await self.papers.added_since(candidates, follow.followed_at) if candidates else []
+            new = [
+                p
+                for p in self.directory.paper_ids(follow.name_key)
+                if p > follow.after_paper_id and p not in exclude
+            ]
             if new and follow.group_paper_id is not None:
                 groups = await self.directory.groups(follow.name_key)
                 mine = next(

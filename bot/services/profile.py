@@ -38,6 +38,7 @@ from bot.services.tokenize import count_terms, display_terms, surface_form, toke
 from storage.db import Database
 from storage.models import Paper
 from storage.repositories.feedback import FeedbackCounts, FeedbackRepository, FeedbackRow, Signal
+from storage.repositories.follows import FollowRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
 
@@ -378,6 +379,8 @@ class ProfileSummary:
     counts: FeedbackCounts
     paused: bool
     recent_likes: tuple[str, ...] = field(default=())  # titles
+    #: authors followed: (name, what told the group picked apart, or None for every paper under it)
+    followed: tuple[tuple[str, str | None], ...] = field(default=())
 
 
 WeightedWords = tuple[tuple[str, float], ...]
@@ -415,6 +418,7 @@ class ProfileService:
         self.users = UserRepository(db)
         self.feedback = FeedbackRepository(db)
         self.papers = PaperRepository(db)
+        self.follows = FollowRepository(db)
         self.params = params
         # (not `vectors or …`: an empty cache is falsy)
         self.vectors = vectors if vectors is not None else VectorCache(stats, top_k=params.terms_per_paper)
@@ -485,6 +489,7 @@ class ProfileService:
         ]
         papers = await self.papers.get_many(likes) if likes else {}
         titles = tuple(papers[pid].title for pid in likes if pid in papers)
+        followed = tuple((f.name, f.detail) for f in await self.follows.follows(user_id))
         return ProfileSummary(
             topics=profile.topics,
             liked_terms=liked,
@@ -492,6 +497,7 @@ class ProfileService:
             counts=counts,
             paused=paused,
             recent_likes=titles,
+            followed=followed,
         )
 
     async def add_topic(self, user_id: int, topic: str) -> tuple[str, bool]:

@@ -91,6 +91,16 @@ def interests_embed(summary: ProfileSummary) -> discord.Embed:
             value=_lines_within(titles, FIELD_VALUE_LIMIT, "—"),
             inline=False,
         )
+    if summary.followed:
+        authors = [
+            f"• {escape_markdown(name)}" + (f" ({escape_markdown(detail)})" if detail else "")
+            for name, detail in summary.followed
+        ]
+        embed.add_field(
+            name=f"Authors you follow ({len(summary.followed)})",
+            value=_lines_within(authors, FIELD_VALUE_LIMIT, "—"),
+            inline=False,
+        )
     counts = summary.counts
     embed.add_field(
         name="Reactions", value=f"👍 {counts.likes} · 👎 {counts.dislikes} · 🔖 {counts.saves}", inline=True
@@ -100,7 +110,7 @@ def interests_embed(summary: ProfileSummary) -> discord.Embed:
         value="⏸️ paused (reactions are not learned)" if summary.paused else "▶️ on",
         inline=True,
     )
-    embed.set_footer(text="/paper interests add · remove · reset · pause")
+    embed.set_footer(text="/paper interests add · remove · reset · pause · /paper follow an author")
     return embed
 
 
@@ -224,7 +234,9 @@ class ForgetMeView(discord.ui.View):
             content=(
                 f"Done. I deleted everything I stored about you ({counts.total} records: topics, "
                 f"{counts.feedback} reactions and bookmarks, {counts.subscriptions} subscription, "
-                "searches, recommendation history, DM index). Anything you do from now on starts afresh.\n"
+                f"{counts.follows} followed author{'s' if counts.follows != 1 else ''}, searches, "
+                "recommendation history, DM index). "
+                "Anything you do from now on starts afresh.\n"
                 f"{OUTSIDE_FORGET_ME}"
             ),
             view=self,

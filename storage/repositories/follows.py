@@ -12,24 +12,29 @@ from storage.repositories.users import ensure_user
 #: What `FollowRepository.add` did: stored it, found it stored already, or found the person at the cap.
 AddResult = Literal["added", "already", "full"]
 
-_COLUMNS = "name, name_key, group_paper_id, detail, followed_at"
+_COLUMNS = "name, name_key, group_paper_id, detail, followed_at, after_paper_id"
 
 
 @dataclass(frozen=True, slots=True)
 class FollowRow:
     """One author a person follows. ``group_paper_id`` None: every paper under the name; else the group
-    of papers under it that holds that paper. ``detail``: what told that group apart when picked."""
+    of papers under it that holds that paper. ``detail``: what told that group apart when picked.
+    ``after_paper_id``: papers with a larger id are new to the follow (the store sets it: the largest
+    paper id when the person first followed the name)."""
 
     name: str
     name_key: str
     group_paper_id: int | None
     detail: str | None
     followed_at: str
+    after_paper_id: int = 0
 
 
 def _row(row: Row) -> FollowRow:
     group = row[2]
-    return FollowRow(str(row[0]), str(row[1]), None if group is None else int(group), row[3], str(row[4]))
+    return FollowRow(
+        str(row[0]), str(row[1]), None if group is None else int(group), row[3], str(row[4]), int(row[5] or 0)
+    )
 
 
 def _same_group(group_paper_id: int | None) -> tuple[str, tuple[int, ...]]:
@@ -67,13 +72,16 @@ class FollowRepository:
                 return "already"
             if await _held(conn, user_id) >= limit:
                 return "full"
-            return "added" if await _insert(conn, user_id, follow) else "already"
+            after = int(await conn.fetchval("SELECT COALESCE(MAX(id), 0) FROM papers"))
+            return "added" if await _insert(conn, user_id, follow, after) else "already"
 
     async def replace_name(
         self, user_id: int, name_key: str, follows: Sequence[FollowRow], *, limit: int
     ) -> Literal["replaced", "full"]:
         """The person's follows of one name (every paper under it, or groups under it) become
-        ``follows``, unless that would make more than ``limit``. One transaction: all or nothing."""
+        ``follows``, unless that would make more than ``limit``. One transaction: all or nothing. The
+        new follows keep the earliest start of the ones they replace, so papers that were new to
+        those stay new."""
         async with self._db.transaction() as conn:
             await _lock_person(conn, user_id, follows[0].followed_at if follows else None)
             mine = int(
@@ -84,11 +92,17 @@ class FollowRepository:
             )
             if await _held(conn, user_id) - mine + len(follows) > limit:
                 return "full"
+            after = await conn.fetchval(
+                "SELECT MIN(after_paper_id) FROM author_follows WHERE user_id = ? AND name_key = ?",
+                (user_id, name_key),
+            )
+            if after is None:
+                after = await conn.fetchval("SELECT COALESCE(MAX(id), 0) FROM papers")
             await conn.execute(
                 "DELETE FROM author_follows WHERE user_id = ? AND name_key = ?", (user_id, name_key)
             )
             for follow in follows:
-                await _insert(conn, user_id, follow)
+                await _insert(conn, user_id, follow, int(after))
             return "replaced"
 
     async def remove(self, user_id: int, name_key: str, group_paper_id: int | None) -> bool:
@@ -112,15 +126,16 @@ async def _held(conn: Connection, user_id: int) -> int:
     return int(await conn.fetchval("SELECT COUNT(*) FROM author_follows WHERE user_id = ?", (user_id,)))
 
 
-async def _insert(conn: Connection, user_id: int, follow: FollowRow) -> bool:
+async def _insert(conn: Connection, user_id: int, follow: FollowRow, after_paper_id: int) -> bool:
     added = await conn.execute(
-        f"INSERT INTO author_follows ({_COLUMNS}, user_id) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        f"INSERT INTO author_follows ({_COLUMNS}, user_id) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (
             follow.name,
             follow.name_key,
             follow.group_paper_id,
             follow.detail,
             follow.followed_at or utcnow(),
+            after_paper_id,
             user_id,
         ),
     )

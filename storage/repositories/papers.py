@@ -443,17 +443,6 @@ class PaperRepository:
                 found[int(row[0])] = Credits(int(row[0]), authors, row[2], row[3])
         return found
 
-    async def added_since(self, paper_ids: Iterable[int], since: str) -> list[int]:
-        """Those of these papers added to the store at or after ``since`` (ISO time), oldest first."""
-        out: list[tuple[str, int]] = []
-        for chunk in _chunks(sorted({int(i) for i in paper_ids})):
-            marks = ",".join("?" * len(chunk))
-            rows = await self._db.fetchall(
-                f"SELECT id, added_at FROM papers WHERE id IN ({marks}) AND added_at >= ?", (*chunk, since)
-            )
-            out.extend((str(row[1]), int(row[0])) for row in rows)
-        return [paper_id for _, paper_id in sorted(out)]
-
     async def title_matches(self, text: str, limit: int = 25) -> list[tuple[int, str]]:
         """(id, title) of papers whose title contains `text` (case-insensitive), titles starting with
         it first: for autocomplete."""

@@ -58,6 +58,6 @@ async def test_every_paper_command_is_in_the_readme_table_and_in_help(bot: Paper
 def test_the_demo_script_walks_through_each_journey() -> None:
     lines = [line.strip() for line in DEMO_SCRIPT.read_text("utf-8").splitlines()]
     steps = ("/paper help", "/paper digest", 'click "Full abstract"', "/paper saved", 'click "RIS"')
-    steps += ("/paper interests add paper:", 'click "More like this"')
+    steps += ("/paper interests add paper:", 'click "More like this"', "/paper follow author:")
     for step in steps:
         assert any(line.startswith(step) for line in lines), f"the demo script does not show {step!r}"

@@ -4,6 +4,7 @@ write, forgotten with the person; and the paper reads that find a followed autho
 from __future__ import annotations
 
 from storage.db import Database
+from storage.migrate import available_migrations
 from storage.models import PaperRecord
 from storage.repositories.follows import FollowRepository, FollowRow
 from storage.repositories.papers import PaperRepository
@@ -107,27 +108,60 @@ async def test_forget_me_deletes_the_follows(db: Database) -> None:
     assert len(await follows.follows(8)) == 1, "someone else's follow stays"
 
 
-async def test_credits_and_papers_added_since(db: Database) -> None:
+async def test_credits(db: Database) -> None:
     papers = PaperRepository(db)
     await papers.upsert_many(
         [
             PaperRecord(
                 title="Old", abstract="An old paper on graphs.", authors=("Ada Lovelace", "Alan Turing")
-            )
-        ],
-        now="2026-01-01T00:00:00+00:00",
-    )
-    await papers.upsert_many(
-        [PaperRecord(title="New", abstract="A new paper on trees.", venue="ICML 2026", year=2026)],
-        now="2026-03-01T09:00:00+00:00",
+            ),
+            PaperRecord(title="New", abstract="A new paper on trees.", venue="ICML 2026", year=2026),
+        ]
     )
     old, new = [int(row[0]) for row in await db.fetchall("SELECT id FROM papers ORDER BY id")]
     credits = await papers.credits([old, new, 999])
     assert credits[old].authors == ("Ada Lovelace", "Alan Turing")
     assert (credits[new].authors, credits[new].venue, credits[new].year) == ((), "ICML 2026", 2026)
     assert set(credits) == {old, new}
-    assert await papers.added_since([old, new], "2026-03-01T09:00:00+00:00") == [new], (
-        "the same second counts"
+
+
+async def test_a_follow_starts_after_the_papers_stored_before_it(db: Database) -> None:
+    """Papers new to a follow are those with a larger id than any stored when it was made (the same
+    second is no matter); replacing a name's follows keeps the earliest start."""
+    ids = await _papers(db, 2)
+    follows = FollowRepository(db)
+    await follows.add(7, _follow("Ada Lovelace"), limit=5)
+    (first,) = await follows.follows(7)
+    assert first.after_paper_id == ids[-1]
+    more = await _papers(db, 4)
+    await follows.add(7, _follow("Alan Turing"), limit=5)
+    assert (await follows.follows(7))[1].after_paper_id == more[-1]
+    await follows.replace_name(7, "ada lovelace", [_follow("Ada Lovelace", more[0])], limit=5)
+    assert [(f.name, f.after_paper_id) for f in await follows.follows(7)] == [
+        ("Alan Turing", more[-1]),
+        ("Ada Lovelace", ids[-1]),
+    ], "narrowed to a group: what was new to every paper under the name stays new"
+    assert (await follows.add(8, _follow("Ada Lovelace"), limit=5)) == "added"
+    assert (await follows.follows(8))[0].after_paper_id == more[-1]
+
+
+async def test_upgrading_starts_older_follows_at_their_time(db: Database) -> None:
+    """Migration 0007's backfill, on each engine: a follow stored before it starts after the papers
+    added before it was made."""
+    await PaperRepository(db).upsert_many(
+        [PaperRecord(title="Before", abstract="Stored before the follow was made.")],
+        now="2026-01-01T00:00:00+00:00",
     )
-    assert await papers.added_since([old, new], "2025-12-31T00:00:00+00:00") == [old, new], "oldest first"
-    assert await papers.added_since([], "2025-12-31T00:00:00+00:00") == []
+    await PaperRepository(db).upsert_many(
+        [PaperRecord(title="After", abstract="Stored after the follow was made.")],
+        now="2026-03-01T00:00:00+00:00",
+    )
+    before, _ = [int(row[0]) for row in await db.fetchall("SELECT id FROM papers ORDER BY id")]
+    await db.execute("INSERT INTO users (id, created_at) VALUES (7, '2026-01-01')")
+    await db.execute(
+        "INSERT INTO author_follows (user_id, name, name_key, followed_at) "
+        "VALUES (7, 'Ada Lovelace', 'ada lovelace', '2026-02-01T00:00:00+00:00')"
+    )
+    (migration,) = [m for m in available_migrations(db.dialect) if m.name == "0007_follows_after_paper.sql"]
+    await db.execute(migration.sql[migration.sql.index("UPDATE author_follows") :])
+    assert [f.after_paper_id for f in await FollowRepository(db).follows(7)] == [before]
