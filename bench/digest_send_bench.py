@@ -104,9 +104,15 @@ class Rush:
     last: float | None = None
     statuses: Counter[str] = field(default_factory=Counter)
     routes: Counter[str] = field(default_factory=Counter)
+    #: per route, the requests Discord refused (any status >= 400)
+    refused_routes: Counter[str] = field(default_factory=Counter)
     invalid: int = 0
     whole: int = 0
     papers: int = 0
+    #: people whose DM lacks a planned paper: (user, planned, arrived), the first few
+    short: list[tuple[int, int, int]] = field(default_factory=list)
+    #: the bot's warnings and errors in the rush, by level, logger and the message's first words
+    logged: Counter[str] = field(default_factory=Counter)
     started_late: float = 0.0
 
     @property
@@ -134,7 +140,15 @@ HEADER = (
 
 
 async def measure(
-    tree: Path, label: str, subscribers: int, *, cold: bool, lead: float, give_up_after: float
+    tree: Path,
+    label: str,
+    subscribers: int,
+    *,
+    cold: bool,
+    lead: float,
+    give_up_after: float,
+    keep_log: Path | None = None,
+    log_level: str = "WARNING",
 ) -> Rush:
     sys.path.insert(0, str(REPO))
     from bot.sandbox import DISCORD_RATES, SandboxServer
@@ -183,7 +197,7 @@ async def measure(
                 "DISCORD_API_BASE": server.api_base,
                 "DISCORD_GATEWAY_URL": server.gateway_url,
                 "PAPERBOT_DEV_GUILD": str(server.guild.id),
-                "PAPERBOT_LOG_LEVEL": "WARNING",
+                "PAPERBOT_LOG_LEVEL": log_level,
                 "PAPERBOT_DIGEST_SPREAD_MINUTES": "0",  # all at once: the rush itself
             }
             log = (work / "bot.log").open("w")
@@ -204,9 +218,7 @@ async def measure(
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(bot.wait(), 30)
                 log.close()
-                tail = (work / "bot.log").read_text().splitlines()[-5:]
-                if tail:
-                    print("  bot log (last lines):\n    " + "\n    ".join(tail), flush=True)
+                summarise_log(rush, work / "bot.log", keep_log)
             count_whole(rush, server, people, work / "paperbot.db")
     return rush
 
@@ -229,11 +241,13 @@ async def _watch(
             rush.calls += 1
             rush.first = request.at if rush.first is None else rush.first
             rush.last = request.at
-            rush.routes[f"{request.method} {request.route}"] += 1
+            route = f"{request.method} {request.route}"
+            rush.routes[route] += 1
             if request.status >= 400:
                 key = str(request.status) + (f"/{request.scope}" if request.scope else "")
                 key += f"/{request.error_code}" if request.error_code else ""
                 rush.statuses[key] += 1
+                rush.refused_routes[route] += 1
         now = loop.time()
         if batch:
             quiet_since = now
@@ -264,7 +278,29 @@ def count_whole(rush: Rush, server: Any, people: list[dict[str, int]], db_path: 
         papers = [m for m in server.world.messages_in(channel) if m.author is server.bot_user and m.embeds]
         if planned.get(person["user"]) and len(papers) == planned[person["user"]]:
             rush.whole += 1
+        elif len(rush.short) < 5:
+            rush.short.append((person["user"], planned.get(person["user"], 0), len(papers)))
     rush.papers = sum(planned.values())
+
+
+#: Lines discord.py and the bot log at start-up on any machine, not about sending.
+START_UP_NOISE = ("PyNaCl is not installed", "davey is not installed")
+
+
+def summarise_log(rush: Rush, path: Path, keep: Path | None) -> None:
+    """Count the bot's WARNING and ERROR lines (``2026-… LEVEL logger: message``) by their first words,
+    and keep a copy of the log when asked."""
+    text = path.read_text()
+    if keep is not None:
+        keep.write_text(text)
+    for line in text.splitlines():
+        parts = line.split(" ", 4)
+        if len(parts) < 5 or parts[2] not in ("WARNING", "ERROR", "CRITICAL"):
+            continue
+        if any(noise in parts[4] for noise in START_UP_NOISE):
+            continue
+        words = " ".join(parts[4].split()[:6])
+        rush.logged[f"{parts[2]} {parts[3]} {words}"] += 1
 
 
 def _worktree(rev: str, where: Path) -> Path:
@@ -285,9 +321,24 @@ def report(rows: list[Rush], args: argparse.Namespace) -> None:
     print(HEADER)
     for rush in rows:
         print(rush.row())
+    print("\nCalls per digest by route (answered / refused):\n")
+    routes = sorted({route for rush in rows for route in rush.routes}, key=lambda r: -rows[0].routes[r])
+    print("| route | " + " | ".join(rush.label for rush in rows) + " |")
+    print("|---" * (len(rows) + 1) + "|")
+    for route in [*routes, "all"]:
+        cells = []
+        for rush in rows:
+            made = rush.calls if route == "all" else rush.routes[route]
+            refused = sum(rush.refused_routes.values()) if route == "all" else rush.refused_routes[route]
+            per = rush.subscribers
+            cells.append(f"{(made - refused) / per:.2f} / {refused / per:.2f}")
+        print(f"| {route} | " + " | ".join(cells) + " |")
     for rush in rows:
-        top = ", ".join(f"{route} {count:,}" for route, count in rush.routes.most_common(6))
-        print(f"\n{rush.label}: first request {rush.started_late:.1f} s after the due minute; calls: {top}")
+        print(f"\n{rush.label}: first request {rush.started_late:.1f} s after the due minute")
+        for user, planned, arrived in rush.short:
+            print(f"  short: user {user} got {arrived} of the {planned} papers planned")
+        for what, count in rush.logged.most_common(8):
+            print(f"  bot log: {count:,} × {what}")
     if len(rows) == 2 and rows[1].calls:
         before, after = rows
         print(
@@ -306,6 +357,8 @@ def main() -> None:
         "--lead", type=float, default=120.0, help="seconds from start to the due minute (min)"
     )
     parser.add_argument("--timeout", type=float, default=6 * 3600.0, help="give up a rush after this long")
+    parser.add_argument("--keep-log", type=Path, help="copy this checkout's bot log here")
+    parser.add_argument("--log-level", default="WARNING", help="the bot's PAPERBOT_LOG_LEVEL")
     parser.add_argument("--prepare", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--people", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--due", help=argparse.SUPPRESS)
@@ -316,7 +369,7 @@ def main() -> None:
     commit = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    runs = {"lead": args.lead, "cold": args.cold, "give_up_after": args.timeout}
+    runs = {"lead": args.lead, "cold": args.cold, "give_up_after": args.timeout, "log_level": args.log_level}
     rows: list[Rush] = []
     with tempfile.TemporaryDirectory(prefix="sendbench-trees-") as trees:
         if args.compare:
@@ -329,7 +382,11 @@ def main() -> None:
                 subprocess.run(
                     ["git", "-C", str(REPO), "worktree", "remove", "--force", str(before)], check=False
                 )
-        rows.append(asyncio.run(measure(REPO, f"this checkout ({commit})", args.subscribers, **runs)))
+        rows.append(
+            asyncio.run(
+                measure(REPO, f"this checkout ({commit})", args.subscribers, keep_log=args.keep_log, **runs)
+            )
+        )
     report(rows, args)
 
 
