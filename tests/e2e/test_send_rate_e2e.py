@@ -114,9 +114,11 @@ async def test_a_burst_of_dm_opens_answered_40003_pauses_the_opens_and_every_dig
 async def test_the_bots_reactions_keep_to_each_channels_bucket_without_a_429(e2e: E2E, clock: Clock) -> None:
     """A channel feed of three papers and two /paper show answers in the same channel at once: every
     paper gets the bot's 👍 👎 🔖, one reaction per 0.25 s in that channel, none refused — although the
-    reaction route's headers promise room for more."""
+    reaction route's headers promise room for more. Meanwhile a paper shown in another channel gets its
+    reactions at that channel's own pace, without waiting behind the busy one's."""
     server = e2e.server
     channel = server.add_channel("reading-group")
+    elsewhere = server.add_channel("journal-club")
     server.set_manage_guild("alice", True)
     await server.run_command(
         "alice", "paperadmin feed set", channel=channel, topics="quantization", time="09:00", count=3
@@ -129,18 +131,32 @@ async def test_the_bots_reactions_keep_to_each_channels_bucket_without_a_429(e2e
         server.run_command("bob", "paper show", paper="1", where=channel),
         server.run_command("carol", "paper show", paper="2", where=channel),
     )
+    other = await server.run_command("bob", "paper show", paper="3", where=elsewhere)
 
-    def all_rated() -> bool:
-        papers = [m for m in server.messages_in(channel) if m.embeds]
-        return len(papers) == 5 and all(len(m.reactions.get(e, [])) == 1 for m in papers for e in "👍👎🔖")
+    def rated(where: object, papers: int) -> bool:
+        shown = [m for m in server.messages_in(where) if m.embeds]  # type: ignore[arg-type]
+        return len(shown) == papers and all(len(m.reactions.get(e, [])) == 1 for m in shown for e in "👍👎🔖")
 
-    await server.eventually(all_rated, timeout=20, what="the bot's 👍 👎 🔖 on five papers")
+    await server.eventually(
+        lambda: rated(channel, 5) and rated(elsewhere, 1),
+        timeout=20,
+        what="the bot's 👍 👎 🔖 on five papers in one channel and one in the other",
+    )
     puts = server.requests_matching(f"PUT /channels/{channel.id}/messages/*/reactions/**")
     assert len(puts) == 15
     assert not refused(puts), "a reaction was refused: the bot trusted the headers"
     gaps = [later.at - earlier.at for earlier, later in itertools.pairwise(puts)]
     assert min(gaps) >= 0.25 - 0.02
     assert all(show.message is not None for show in shows)
+
+    there = server.requests_matching(f"PUT /channels/{elsewhere.id}/messages/*/reactions/**")
+    assert len(there) == 3
+    assert not refused(there)
+    assert min(later.at - earlier.at for earlier, later in itertools.pairwise(there)) >= 0.25 - 0.02
+    assert other.message is not None
+    assert puts[0].at < there[0].at < puts[-1].at, "the busy channel was still reacting"
+    nearest = min(abs(a.at - b.at) for a in puts for b in there)
+    assert nearest < 0.2, "the other channel's reactions waited their turn behind the busy channel's"
     assert server.rates.invalid_total == 0
 
 
