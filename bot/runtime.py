@@ -191,9 +191,11 @@ class Services:
 
 
 def index_fingerprint(position: IndexPosition) -> str:
-    """What a snapshot holds: this store's papers up to change `seq`, that many, with this title weight."""
+    """What a snapshot holds: this store's papers up to change `seq`, that many, with this title weight,
+    and their arXiv / OpenReview ids and DOIs (for autocomplete; snapshots saved before held none)."""
     return (
-        f"store={position.store_id} seq={position.seq} papers={position.papers} title_weight={TITLE_WEIGHT}"
+        f"store={position.store_id} seq={position.seq} papers={position.papers} title_weight={TITLE_WEIGHT} "
+        "ids=arxiv,openreview,doi"
     )
 
 

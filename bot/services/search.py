@@ -47,6 +47,7 @@ MAX_QUERY_CHARS: Final = 300
 _SIMILAR_TERMS: Final = 10  # terms of the source paper listed (and bolded) for /paper similar
 _FILTER_CACHE: Final = 64
 _AUTOCOMPLETE_PRESELECT: Final = 200
+_ID_PREFIX: Final = 4  # typed characters (one a digit) from which ids starting with them are offered
 SNAPSHOT_FORMAT: Final = snapshot.FORMAT
 _ARXIV_VERSION_RE: Final = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(?:\.[a-z]{2})?/\d{7})v\d+$")
 
@@ -192,6 +193,7 @@ class SearchEngine:
         self._title_len = np.zeros(0, dtype=np.int32)
         self._title_segments: list[_TitleSegment] = []
         self._external: dict[str, int] = {}
+        self._external_sorted: list[str] | None = None  # the keys of _external, sorted when asked
         self._filter_cache: dict[tuple[str, str], npt.NDArray[np.bool_]] = {}
 
     @classmethod
@@ -369,6 +371,7 @@ class SearchEngine:
                 meta.years.append(int(year) if year else 0)
                 for ext in external:
                     self._external[_external_key(ext)] = pid
+                    self._external_sorted = None
             self._years = np.array(meta.years, dtype=np.int32)
             self._venues = np.array(meta.venue_codes, dtype=np.int32)
             self._title_len = np.array([len(t) for t in meta.titles], dtype=np.int32)
@@ -589,7 +592,8 @@ class SearchEngine:
         """Up to ``limit`` (paper id, title) for what a user has typed so far.
 
         An id ("123", "#123") or an external id (arXiv with or without version, OpenReview id,
-        DOI) comes first; then titles having a word starting with each typed word, ranked by
+        DOI) comes first, then the ids starting with the text (from four characters, one a digit:
+        an arXiv id being typed); then titles having a word starting with each typed word, ranked by
         whole-word matches, then titles starting with the text, then shorter titles, then newer.
         Empty text lists the most recently added papers.
         """
@@ -597,6 +601,15 @@ class SearchEngine:
             return []
         with self._lock:
             return self._autocomplete(text.strip(), limit)
+
+    def _external_starting(self, key: str, limit: int) -> list[int]:
+        """Papers whose arXiv / OpenReview id or DOI starts with ``key`` (at most ``limit``)."""
+        if self._external_sorted is None:
+            self._external_sorted = sorted(self._external)
+        keys = self._external_sorted
+        lo = bisect.bisect_left(keys, key)
+        hi = bisect.bisect_left(keys, key + "\U0010ffff", lo, min(len(keys), lo + limit))
+        return [self._external[k] for k in keys[lo:hi]]
 
     def _autocomplete(self, text: str, limit: int) -> list[tuple[int, str]]:
         index, titles = self.index, self._meta.titles
@@ -616,9 +629,13 @@ class SearchEngine:
         bare = text.removeprefix("#").strip()
         if bare.isdigit() and len(bare) < 19:
             put(int(bare))
-        ext = self._external.get(_external_key(text))
+        key = _external_key(text)
+        ext = self._external.get(key)
         if ext is not None:
             put(ext)
+        if len(key) >= _ID_PREFIX and " " not in key and any(c.isdigit() for c in key):
+            for pid in self._external_starting(key, limit):  # an id being typed: "2401.012"
+                put(pid)
         words = WORD_RE.findall(normalize(text))[:12]
         if not words or len(out) >= limit:
             return out[:limit]

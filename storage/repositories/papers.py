@@ -461,8 +461,8 @@ class PaperRepository:
         return [(row[0], row[1]) for row in rows]
 
     async def iter_index_rows(self, *, ids: Iterable[int] | None = None, page: int = 20000) -> list[IndexRow]:
-        """Every paper (or the given ids) as (id, title, abstract, authors, venue, year), in id order,
-        as one committed state (one read transaction).
+        """Every paper (or the given ids) as (id, title, abstract, authors, venue, year, its arXiv /
+        OpenReview ids and DOI), in id order, as one committed state (one read transaction).
 
         Reads in primary-key pages (`id > last`), each one indexed range scan; 100k papers take
         about a second.
@@ -513,7 +513,7 @@ class IndexPosition(NamedTuple):
     papers: int
 
 
-_INDEX_SELECT = "SELECT id, title, abstract, authors, venue, year FROM papers"
+_INDEX_SELECT = "SELECT id, title, abstract, authors, venue, year, arxiv_id, openreview_id, doi FROM papers"
 
 
 async def _position(conn: Connection) -> IndexPosition:
@@ -547,5 +547,11 @@ async def _index_rows(
 def _index_row(row: Row) -> IndexRow:
     authors = row[3]
     return IndexRow(
-        row[0], row[1], row[2], tuple(json.loads(authors)) if authors != "[]" else (), row[4], row[5]
+        row[0],
+        row[1],
+        row[2],
+        tuple(json.loads(authors)) if authors != "[]" else (),
+        row[4],
+        row[5],
+        tuple(value for value in (row[6], row[7], row[8]) if value),
     )

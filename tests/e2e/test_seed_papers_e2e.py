@@ -32,6 +32,10 @@ async def test_a_newcomer_seeds_recommendations_with_three_papers(e2e: E2E) -> N
     assert by_title[0] == {"name": f"{LAB[0]['title']} (#{kv_id})", "value": str(kv_id)}
     by_number = await server.autocomplete("carol", "paper interests add", "paper", str(tree_id))
     assert any(choice["value"] == str(tree_id) for choice in by_number)
+    by_arxiv = await server.autocomplete("carol", "paper interests add", "paper", "2405.00001")
+    assert by_arxiv[0]["value"] == str(kv_id), "an arXiv id typed finds its paper"
+    typing = await server.autocomplete("carol", "paper interests add", "paper", "2405.000")
+    assert typing[0]["value"] == str(kv_id), "and while it is being typed"
 
     medusa = (await server.autocomplete("carol", "paper interests add", "paper", "medusa"))[0]["value"]
     for chosen in ("2405.00001", str(tree_id), medusa):  # an arXiv id typed, two picked from the list

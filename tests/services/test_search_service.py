@@ -172,3 +172,27 @@ async def test_an_unknown_or_ambiguous_paper_reference_is_refused_with_the_refer
     with pytest.raises(NotFoundError) as refused:
         await service.resolve_paper(long)
     assert f"“{'z' * 79}…”" in str(refused.value)
+
+
+async def test_autocomplete_offers_a_paper_by_its_ids_from_the_store(
+    service: SearchService, db: Database
+) -> None:
+    """The index built from the store holds each paper's arXiv id, OpenReview id and DOI, so the
+    paper autocomplete (`/paper show`, `/paper interests add paper:`) offers a paper by any of them."""
+    kv = await _id_of(db, "KV Cache Quantization for Long Contexts")
+    title = "KV Cache Quantization for Long Contexts"
+    for typed in ("2401.01234", "2401.01234v2", "arXiv:2401.01234", "https://arxiv.org/abs/2401.01234"):
+        assert service.autocomplete(typed)[:1] == [(kv, title)], typed
+    assert service.autocomplete("2401.012")[:1] == [(kv, title)], "an id being typed"
+    assert service.autocomplete("10.1000/VIT.quant")[0][1] == "Quantization of Vision Transformers"
+    assert service.autocomplete("2402.99999") == []
+    more = await service.papers.upsert_many(
+        [
+            PaperRecord(
+                title="Later", abstract="A paper stored after the index was built.", arxiv_id="2501.00007"
+            )
+        ]
+    )
+    assert more.added == 1
+    service.engine.add((await service.papers.changes_after(0)).changed)
+    assert service.autocomplete("2501.00007")[0][1] == "Later", "and papers it follows after"
