@@ -1,6 +1,7 @@
 """How well the groups under a name tell people who share it apart, against OpenReview's author ids.
 
     .venv/bin/python bench/author_groups.py
+    .venv/bin/python bench/author_groups.py --directory     # and the author directory on 35,712 papers
 
 paperbot stores names, not people. Where the papers under a name have no co-author in common they
 fall into several groups (``bot.services.authors.group_papers``), and ``/paper follow`` says the name
@@ -14,29 +15,97 @@ author of each paper an OpenReview profile id (``~Wei_Wang1``), which stands in 
   be shared when it is not).
 
 Only co-authors are compared: every paper here is ICML 2024, so venue and year tell nothing apart.
+
+``--directory`` also ingests the multivenue corpus (35,712 papers) into a temporary store, indexes it
+as the bot does, and measures the author directory the follow commands use: the time to take in
+every name, the memory it holds (tracemalloc), and the time of an author autocomplete (median and
+largest over a few typed texts, each answered twice: the second is what a person typing sees).
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import gzip
 import json
+import statistics
 import sys
+import tempfile
+import time
+import tracemalloc
 from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bot.services.authors import group_papers  # noqa: E402
-from bot.services.search import fold  # noqa: E402
-from storage.repositories.papers import Credits  # noqa: E402
+from bot.services.authors import AuthorDirectory, group_papers  # noqa: E402
+from bot.services.follows import FollowService  # noqa: E402
+from bot.services.ingest.runner import ingest_paths  # noqa: E402
+from bot.services.search import SearchEngine, fold  # noqa: E402
+from storage.repositories.papers import Credits, PaperRepository  # noqa: E402
+from storage.sqlite import SQLiteDatabase  # noqa: E402
 
 PAPERCOPILOT = REPO.parent / "shared" / "data" / "icml2024" / "raw" / "papercopilot_icml2024.json.gz"
+MULTIVENUE = REPO.parent / "shared" / "data" / "multivenue" / "multivenue_corpus.jsonl.gz"
+TYPED = (
+    "w",
+    "wei",
+    "wei wang",
+    "levine",
+    "sergey lev",
+    "bengio",
+    "michael i. jordan",
+    "zhang",
+    "schöl",
+    "xu",
+)
+
+
+async def directory() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        db = await SQLiteDatabase.open(Path(folder) / "bench.db")
+        try:
+            await ingest_paths(db, [MULTIVENUE])
+            papers = PaperRepository(db)
+            _, rows = await papers.index_rows_at()
+            engine = SearchEngine.build(rows)
+            names = AuthorDirectory(engine, papers)
+            started = time.perf_counter()
+            await names.refresh()
+            took = time.perf_counter() - started
+            tracemalloc.start()  # again, traced (which slows it), for what it holds
+            traced = AuthorDirectory(engine, papers)
+            await traced.refresh()
+            held = tracemalloc.get_traced_memory()[0]
+            tracemalloc.stop()
+            del traced
+            follows = FollowService(db, names, papers=papers)
+            times = []
+            for text in TYPED:
+                await follows.suggest(text)
+                started = time.perf_counter()
+                await follows.suggest(text)
+                times.append(time.perf_counter() - started)
+            print(f"\nauthor directory over {len(engine):,} papers ({MULTIVENUE.name}):")
+            print(
+                f"| take in every name | memory held | autocomplete median | largest ({len(TYPED)} texts) |"
+            )
+            print("|---|---|---|---|")
+            print(
+                f"| {took:.2f} s | {held / 2**20:.1f} MiB | {statistics.median(times) * 1000:.1f} ms | "
+                f"{max(times) * 1000:.1f} ms |"
+            )
+        finally:
+            await db.close()
 
 
 def main() -> int:
-    if not PAPERCOPILOT.is_file():
-        print(f"needs {PAPERCOPILOT} (../shared/data): not found", file=sys.stderr)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--directory", action="store_true", help="also measure the author directory")
+    args = parser.parse_args()
+    if not PAPERCOPILOT.is_file() or (args.directory and not MULTIVENUE.is_file()):
+        print(f"needs {PAPERCOPILOT} and {MULTIVENUE} (../shared/data): not found", file=sys.stderr)
         return 2
     with gzip.open(PAPERCOPILOT, "rt", encoding="utf-8") as file:
         records = json.load(file)
@@ -70,6 +139,8 @@ def main() -> int:
     print("|---|---|---|---|")
     print(f"| of several ids | {shared} | {shared_split / shared:.1%} | {shared_pure / shared:.1%} |")
     print(f"| of one id | {one} | {one_split / one:.1%} | — |")
+    if args.directory:
+        asyncio.run(directory())
     return 0
 
 

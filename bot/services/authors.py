@@ -20,10 +20,9 @@ import asyncio
 import bisect
 import heapq
 import re
-import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.services.search import SearchEngine, fold
 from storage.repositories.papers import Credits, PaperRepository
@@ -142,84 +141,109 @@ def _group(key: str, papers: Sequence[Credits]) -> AuthorGroup:
     )
 
 
+@dataclass(slots=True)
+class _Names:
+    """What the directory holds: every folded name → its papers, and a word → the names having it."""
+
+    slots: int = 0  # index slots read so far
+    seen: set[int] = field(default_factory=set)  # papers whose names are in
+    papers: dict[str, list[int]] = field(default_factory=dict)
+    words: dict[str, list[str]] = field(default_factory=dict)
+    sorted_words: list[str] | None = None  # made when first asked
+    most: list[tuple[str, int]] | None = None  # the names with the most papers, made when first asked
+
+    def copy(self) -> _Names:
+        return _Names(
+            self.slots,
+            set(self.seen),
+            {key: list(ids) for key, ids in self.papers.items()},
+            {word: list(keys) for word, keys in self.words.items()},
+        )
+
+    def take_in(self, n: int, rows: Iterable[tuple[int, str]]) -> None:
+        for paper_id, names in rows:
+            if not names or paper_id in self.seen:  # a paper's names, once set, stay as they are
+                continue
+            self.seen.add(paper_id)
+            for key in dict.fromkeys(names.split("\n")):
+                if not key:
+                    continue
+                papers = self.papers.get(key)
+                if papers is not None:
+                    papers.append(paper_id)
+                    continue
+                self.papers[key] = [paper_id]
+                for word in dict.fromkeys(key.split()):
+                    self.words.setdefault(word, []).append(key)
+        self.slots = n
+        self.sorted_words = self.most = None
+
+
 class AuthorDirectory:
-    """Every folded author name of the indexed papers → those papers; safe to call from threads."""
+    """Every folded author name of the indexed papers → those papers.
+
+    Called from the event loop. Taking in many papers (the first look at a large library) builds a
+    new copy in a worker thread and swaps it in whole, so autocomplete never waits for it.
+    """
 
     def __init__(self, engine: SearchEngine, papers: PaperRepository) -> None:
         self._engine = engine
         self._papers = papers
-        self._lock = threading.Lock()
         self._catching_up = asyncio.Lock()
-        self._slots = 0  # index slots read so far
-        self._seen: set[int] = set()  # papers whose names are in
-        self._names: dict[str, list[int]] = {}  # folded name → paper ids
-        self._words: dict[str, list[str]] = {}  # a word of a name → the names having it
-        self._sorted_words: list[str] = []
-        self._words_dirty = False
+        self._names = _Names()
         self._shown: dict[str, str] = {}  # folded name → as a paper writes it (filled when asked)
         self._groups: OrderedDict[str, tuple[int, list[AuthorGroup]]] = OrderedDict()
 
     async def refresh(self) -> None:
         """Take in the papers the index gained since the last look (in a thread when there are many)."""
-        if self._engine.index.n_slots == self._slots:
+        if self._engine.index.n_slots == self._names.slots:
             return
         async with self._catching_up:
-            if self._engine.index.n_slots - self._slots > _INLINE_SLOTS:
-                await asyncio.to_thread(self._catch_up)
+            current = self._names
+            if self._engine.index.n_slots - current.slots > _INLINE_SLOTS:
+                self._names = await asyncio.to_thread(self._taken_in, current)
             else:
-                self._catch_up()
+                current.take_in(*self._engine.authors_from(current.slots))
 
-    def _catch_up(self) -> None:
-        with self._lock:
-            n, rows = self._engine.authors_from(self._slots)
-            for paper_id, names in rows:
-                if not names or paper_id in self._seen:  # a paper's names, once set, stay as they are
-                    continue
-                self._seen.add(paper_id)
-                for key in dict.fromkeys(names.split("\n")):
-                    if not key:
-                        continue
-                    papers = self._names.get(key)
-                    if papers is not None:
-                        papers.append(paper_id)
-                        continue
-                    self._names[key] = [paper_id]
-                    for word in dict.fromkeys(key.split()):
-                        self._words.setdefault(word, []).append(key)
-                    self._words_dirty = True
-            self._slots = n
+    def _taken_in(self, current: _Names) -> _Names:
+        n, rows = self._engine.authors_from(current.slots)
+        names = current.copy() if current.slots else _Names()
+        names.take_in(n, rows)
+        return names
 
     def paper_ids(self, key: str) -> list[int]:
         """The indexed papers under the folded name ``key``, in the order they were indexed."""
-        with self._lock:
-            found = list(self._names.get(key, ()))
-        return [paper_id for paper_id in found if paper_id in self._engine]
+        return [paper_id for paper_id in self._names.papers.get(key, ()) if paper_id in self._engine]
 
     def matches(self, text: str, limit: int = 25) -> list[tuple[str, int]]:
         """(folded name, papers) of the names having a word starting with each typed word: names that
         start with the text first, then those with more papers."""
+        names = self._names
         folded = fold(text)
         typed = folded.split()
-        with self._lock:
-            if not typed:
-                most = heapq.nsmallest(limit, self._names.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-                return [(key, len(papers)) for key, papers in most]
-            if self._words_dirty:
-                self._sorted_words = sorted(self._words)
-                self._words_dirty = False
-            candidates: set[str] | None = None
-            for word in sorted(set(typed), key=len, reverse=True):  # the longest narrows most
-                lo = bisect.bisect_left(self._sorted_words, word)
-                hi = bisect.bisect_left(self._sorted_words, word + "\U0010ffff", lo)
-                having = {key for w in self._sorted_words[lo:hi] for key in self._words[w]}
-                candidates = having if candidates is None else candidates & having
-                if not candidates:
-                    return []
-            assert candidates is not None
-            ranked = heapq.nsmallest(
-                limit, candidates, key=lambda k: (not k.startswith(folded), -len(self._names[k]), k)
-            )
-            return [(key, len(self._names[key])) for key in ranked]
+        if not typed:
+            if names.most is None or len(names.most) < limit:
+                top = heapq.nsmallest(
+                    max(limit, 25), names.papers.items(), key=lambda kv: (-len(kv[1]), kv[0])
+                )
+                names.most = [(key, len(papers)) for key, papers in top]
+            return names.most[:limit]
+        if names.sorted_words is None:
+            names.sorted_words = sorted(names.words)
+        words = names.sorted_words
+        candidates: set[str] | None = None
+        for word in sorted(set(typed), key=len, reverse=True):  # the longest narrows most
+            lo = bisect.bisect_left(words, word)
+            hi = bisect.bisect_left(words, word + "\U0010ffff", lo)
+            having = {key for w in words[lo:hi] for key in names.words[w]}
+            candidates = having if candidates is None else candidates & having
+            if not candidates:
+                return []
+        assert candidates is not None
+        ranked = heapq.nsmallest(
+            limit, candidates, key=lambda k: (not k.startswith(folded), -len(names.papers[k]), k)
+        )
+        return [(key, len(names.papers[key])) for key in ranked]
 
     async def names(self, keys: Sequence[str]) -> dict[str, str]:
         """Each folded name as one of its papers writes it."""

@@ -11,6 +11,7 @@ import pytest
 from digest_fakes import FakeClock, FakeSender, make_service
 
 from bot.errors import NotFoundError, UserFacingError
+from bot.services import authors
 from bot.services.authors import AuthorDirectory, group_papers
 from bot.services.follows import FollowService
 from bot.services.search import SearchEngine
@@ -281,3 +282,20 @@ async def test_the_digest_brings_followed_papers_first_and_never_twice(library: 
     second = FakeSender()
     await digests.delivery.deliver_now(USER, second)
     assert new not in second.paper_ids, "never twice"
+
+
+async def test_many_new_papers_are_taken_in_aside_then_swapped_in(
+    library: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past a few thousand new papers the directory is rebuilt in a worker thread (here: from the
+    first paper on) and swapped in; names old and new are found after each."""
+    monkeypatch.setattr(authors, "_INLINE_SLOTS", 0)
+    names = AuthorDirectory(library.engine, library.papers)
+    await names.refresh()
+    assert names.matches("lovelace") == [("ada lovelace", 3)]
+    assert names.matches("hopper") == [("grace hopper", 1)]
+    await library.add([_paper("Cobol", "Grace Hopper", "Jean Sammet")], at=AFTER)
+    await names.refresh()
+    assert names.matches("hopper") == [("grace hopper", 2)]
+    assert names.matches("samm") == [("jean sammet", 1)]
+    assert names.matches("")[:2] == [("ada lovelace", 3), ("wei wang", 3)], "most papers first"
