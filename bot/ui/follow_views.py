@@ -16,7 +16,7 @@ from discord import app_commands
 
 from bot.services.follows import AuthorSuggestion, Followed, FollowOutcome
 from bot.services.snippets import escape_markdown
-from bot.ui.embeds import DESCRIPTION_LIMIT, PAPER_COLOUR, TITLE_LIMIT
+from bot.ui.embeds import CONTENT_LIMIT, DESCRIPTION_LIMIT, PAPER_COLOUR, TITLE_LIMIT
 from bot.ui.format import trim
 from bot.ui.views import report_item_error
 
@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 CHOICE_LIMIT = 100
 MENU_OPTIONS = 25
 _MENU_PREFIX = "pb:authors:"
-#: groups listed in the answer that says a name may be shared
+#: groups listed in the answer that says a name may be shared; groups followed named in its first line
 LISTED_GROUPS = 10
+NAMED_GROUPS = 3
 
 
 def _papers(n: int) -> str:
@@ -66,7 +67,11 @@ async def followed_autocomplete(
     follows = await interaction.client.services.follows.suggest_followed(
         interaction.user.id, current, limit=MENU_OPTIONS
     )
-    return [app_commands.Choice(name=followed_label(f), value=f.value) for f in follows]
+    return [
+        app_commands.Choice(name=followed_label(f), value=f.value)
+        for f in follows
+        if len(f.value) <= CHOICE_LIMIT
+    ]
 
 
 def follow_answer(outcome: FollowOutcome) -> dict[str, Any]:
@@ -75,7 +80,9 @@ def follow_answer(outcome: FollowOutcome) -> dict[str, Any]:
     name = f"**{escape_markdown(outcome.name)}**"
     reason = f"“by {escape_markdown(outcome.name)}, whom you follow”"
     if outcome.chosen:
-        which = "; ".join(escape_markdown(g.describe()) for g in outcome.chosen)
+        which = "; ".join(escape_markdown(g.describe()) for g in outcome.chosen[:NAMED_GROUPS])
+        if len(outcome.chosen) > NAMED_GROUPS:
+            which += f"; and {len(outcome.chosen) - NAMED_GROUPS} more groups"
         lines = [
             f"✅ You follow {name} ({which}). Their new papers come first in your digest, with the reason "
             f"{reason}: the papers under the name that share a co-author with these."
@@ -92,7 +99,7 @@ def follow_answer(outcome: FollowOutcome) -> dict[str, Any]:
             lines.append("That is every paper under the name, instead of the groups you picked before.")
     if not outcome.has_digest:
         lines.append("You have no digest yet: `/paper subscribe` sends one, or `/paper digest` any time.")
-    answer: dict[str, Any] = {"content": "\n".join(lines)}
+    answer: dict[str, Any] = {"content": trim("\n".join(lines), CONTENT_LIMIT)}
     if len(outcome.groups) > 1:
         answer["embed"] = groups_embed(outcome)
         view = groups_view(outcome)
