@@ -5,7 +5,8 @@
   between tasks, so they are serialised behind an asyncio lock).
 - Reads (`fetchall`, `fetchone`, `fetchval`) use a separate read connection, so they see only
   committed rows, never a transaction still in progress in another task, and never wait behind a
-  write that waits for SQLite's lock (WAL readers do not block on writers).
+  write that waits for SQLite's lock (WAL readers do not block on writers). Each read runs to its end
+  in one step, so it sees every commit made before it started, whatever other tasks read meanwhile.
 - `snapshot()` is a read transaction on a third connection: several statements that see one
   committed state (the search index reads rows and the change sequence they belong to together).
 
@@ -72,14 +73,16 @@ class SQLiteConnection(Connection):
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         await self._conn.executemany(sql, rows)
 
+    # A read runs to its end in one step of aiosqlite's thread (``execute_fetchall``): a statement left
+    # open between two steps would keep the connection's read snapshot open, and every read beside it
+    # on that connection, in any task, would miss what was committed since.
+
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        async with self._conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        return list(await self._conn.execute_fetchall(sql, params))
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        async with self._conn.execute(sql, params) as cursor:
-            row: Row | None = await cursor.fetchone()
-            return row
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
 
 
 class SQLiteDatabase(Database):
