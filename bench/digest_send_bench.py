@@ -110,7 +110,7 @@ class Rush:
     whole: int = 0
     papers: int = 0
     #: people whose DM lacks a planned paper: (user, planned, arrived), the first few
-    short: list[tuple[int, int, int]] = field(default_factory=list)
+    short: list[str] = field(default_factory=list)
     #: the bot's warnings and errors in the rush, by level, logger and the message's first words
     logged: Counter[str] = field(default_factory=Counter)
     started_late: float = 0.0
@@ -279,8 +279,32 @@ def count_whole(rush: Rush, server: Any, people: list[dict[str, int]], db_path: 
         if planned.get(person["user"]) and len(papers) == planned[person["user"]]:
             rush.whole += 1
         elif len(rush.short) < 5:
-            rush.short.append((person["user"], planned.get(person["user"], 0), len(papers)))
+            rush.short.append(
+                f"user {person['user']} got {len(papers)} of the {planned.get(person['user'], 0)} papers "
+                f"planned; {len(server.world.messages_in(channel))} messages in the DM; "
+                + describe_run(db_path, person["user"])
+            )
     rush.papers = sum(planned.values())
+
+
+def describe_run(db_path: Path, user_id: int) -> str:
+    """What the store says of a person's digest run: its state, header and papers sent."""
+    with contextlib.closing(sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)) as conn:
+        runs = conn.execute(
+            "SELECT r.id, r.status, r.detail, r.header_sent_at, r.header_message_id,"
+            " (SELECT COUNT(*) FROM digest_items i WHERE i.run_id = r.id AND i.sent_at IS NOT NULL),"
+            " (SELECT COUNT(*) FROM digest_items i WHERE i.run_id = r.id AND i.message_id IS NOT NULL)"
+            " FROM digest_runs r JOIN subscriptions s ON s.id = r.subscription_id WHERE s.user_id = ?",
+            (user_id,),
+        ).fetchall()
+    return (
+        "; ".join(
+            f"run {run_id} {status} ({detail or 'no detail'}), header attempted {header_at or 'never'}"
+            f"{' and confirmed' if header_id else ''}, {attempted} papers attempted, {confirmed} confirmed"
+            for run_id, status, detail, header_at, header_id, attempted, confirmed in runs
+        )
+        or "no run"
+    )
 
 
 #: Lines discord.py and the bot log at start-up on any machine, not about sending.
@@ -335,8 +359,8 @@ def report(rows: list[Rush], args: argparse.Namespace) -> None:
         print(f"| {route} | " + " | ".join(cells) + " |")
     for rush in rows:
         print(f"\n{rush.label}: first request {rush.started_late:.1f} s after the due minute")
-        for user, planned, arrived in rush.short:
-            print(f"  short: user {user} got {arrived} of the {planned} papers planned")
+        for short in rush.short:
+            print(f"  short: {short}")
         for what, count in rush.logged.most_common(8):
             print(f"  bot log: {count:,} × {what}")
     if len(rows) == 2 and rows[1].calls:
