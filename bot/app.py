@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -17,6 +18,7 @@ from bot.discord_limits import DIGEST_CONCURRENCY, ChannelSpacer, RequestPacer
 from bot.dm_channels import DMChannels
 from bot.exts import discover_extensions
 from bot.exts._groups import make_groups
+from bot.health import HEARTBEAT_SECONDS, make_beat, write_beat
 from bot.leadership import Leadership
 from bot.runtime import Services
 from bot.scheduler import ProcessScheduler
@@ -94,6 +96,9 @@ class PaperBot(commands.AutoShardedBot):
         self._writes: WriteBehind | None = None  # started in setup_hook
         self._stopped = asyncio.Event()  # a worker runs until close()
         self._logged_in = asyncio.Event()
+        self._beat_now = (
+            asyncio.Event()
+        )  # the heartbeat is written at once (ready, logged in) and every few s
 
     @property
     def sending(self) -> Sending:
@@ -132,6 +137,7 @@ class PaperBot(commands.AutoShardedBot):
             return
         await self.login(token)
         self._logged_in.set()
+        self._beat_now.set()
         await self._stopped.wait()
 
     async def wait_until_serving(self) -> None:
@@ -150,6 +156,7 @@ class PaperBot(commands.AutoShardedBot):
 
     async def setup_hook(self) -> None:
         self.scheduler.start()
+        self.scheduler.loop("heartbeat", self.heartbeat)
         # papers another process (`paperbot ingest`, another bot process) commits become searchable
         # seconds later
         self.scheduler.loop("follow-store", self.services.follow_store)
@@ -169,6 +176,53 @@ class PaperBot(commands.AutoShardedBot):
             self._writes = self.services.writes
             await self._writes.start()
             await self.sync_commands()
+
+    async def heartbeat(self) -> None:
+        """Write this process's beat (`bot.health`) every few seconds until cancelled; then remove it, so
+        a stopped process is not taken for a running one."""
+        path = self.settings.local_file(".health")
+        if path is None:
+            return
+        failed = False
+        try:
+            while True:
+                problems = await self.health_problems()
+                leading = self.leadership.leading if self.leadership is not None else None
+                try:
+                    await asyncio.to_thread(
+                        write_beat, path, make_beat(self.settings.role, leading, problems)
+                    )
+                    failed = False
+                except OSError as error:
+                    if not failed:
+                        log.warning("could not write the heartbeat %s: %s", path, error)
+                    failed = True
+                # (asyncio.timeout, not wait_for: a stop that cancels this as the event is set must
+                # not be swallowed, or the stop would wait for this loop for ever)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(HEARTBEAT_SECONDS):
+                        await self._beat_now.wait()
+                self._beat_now.clear()
+        finally:
+            path.unlink(missing_ok=True)
+
+    async def health_problems(self) -> list[str]:
+        """What keeps this process from doing its work now (nothing: healthy)."""
+        problems = []
+        try:
+            async with asyncio.timeout(HEARTBEAT_SECONDS):
+                await self.services.db.data_version()
+        except Exception as error:  # whatever it was, the store did not answer
+            problems.append(f"the store does not answer ({type(error).__name__})")
+        if self.settings.connects_gateway:
+            down = sorted(shard_id for shard_id, shard in self.shards.items() if shard.is_closed())
+            if not self.is_ready():
+                problems.append("not connected to Discord's gateway")
+            elif down:
+                problems.append(f"gateway shards {', '.join(map(str, down))} not connected")
+        elif not self._logged_in.is_set():
+            problems.append("not logged in to Discord")
+        return problems
 
     async def start_background_work(self) -> None:
         """Digests, the daily prune of old searches and the daily arXiv fetch, on this process (while it
@@ -244,7 +298,17 @@ class PaperBot(commands.AutoShardedBot):
         await state.set(key, digest)
         log.info("command definitions changed: synced %d global commands", len(synced))
 
+    async def on_shard_disconnect(self, shard_id: int) -> None:
+        self._beat_now.set()
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        self._beat_now.set()
+
+    async def on_shard_resumed(self, shard_id: int) -> None:
+        self._beat_now.set()
+
     async def on_ready(self) -> None:
+        self._beat_now.set()
         log.info("ready as %s (%s) in %d guilds", self.user, getattr(self.user, "id", "?"), len(self.guilds))
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:

@@ -85,6 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     move.add_argument("--to", required=True, metavar="URL", help="postgresql://USER@HOST[:PORT]/DATABASE")
 
+    commands.add_parser(
+        "health",
+        help="is the paperbot run of these settings healthy? (its heartbeat in the state folder)",
+        description="Read the heartbeat the running `paperbot run` with these settings (PAPERBOT_DB, "
+        "PAPERBOT_STATE_DIR) writes every few seconds: healthy when it is recent and names no problem "
+        "(store, gateway, login). For a container's health check.",
+        epilog="exit status: 0 healthy, 1 not (no or an old heartbeat, or a problem it names), 2 bad settings",
+    )
     commands.add_parser("stats", help="papers, users, subscriptions")
     backup = commands.add_parser("backup", help="online backup of the database (safe while the bot runs)")
     backup.add_argument("path", type=Path)
@@ -278,6 +286,19 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def _health(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.health import judge
+
+    path = settings.local_file(".health")
+    if path is None:
+        raise UserFacingError(
+            f"{settings.store} is an in-memory database: no process keeps a heartbeat for it"
+        )
+    healthy, line = judge(path)
+    print(line, file=sys.stdout if healthy else sys.stderr)
+    return 0 if healthy else 1
+
+
 async def _backup(args: argparse.Namespace, settings: Settings) -> int:
     from storage.sqlite import SQLiteDatabase
 
@@ -327,5 +348,6 @@ _HANDLERS = {
     "digest": _digest,
     "migrate-store": _migrate_store,
     "stats": _stats,
+    "health": _health,
     "backup": _backup,
 }

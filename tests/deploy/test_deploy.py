@@ -163,6 +163,22 @@ def test_compose_reads_the_env_file_restarts_and_builds_the_dockerfile() -> None
     assert service.get("stop_signal", "SIGTERM") == "SIGTERM"
 
 
+HEALTH_CHECK = ["CMD", "paperbot", "health"]
+
+
+def test_compose_checks_the_bots_health_with_its_heartbeat() -> None:
+    (service,) = load_compose()["services"].values()
+    assert service["healthcheck"]["test"] == HEALTH_CHECK
+    assert "health" in build_parser_commands(), "the health check runs a command paperbot has"
+
+
+def build_parser_commands() -> set[str]:
+    from bot.cli import build_parser
+
+    (commands,) = [a for a in build_parser()._actions if a.dest == "command"]
+    return set(commands.choices or ())
+
+
 def test_compose_database_path_matches_the_image_volume() -> None:
     (service,) = load_compose()["services"].values()
     image = parse_dockerfile()
@@ -283,6 +299,7 @@ def test_postgres_compose_runs_a_postgres_server_a_gateway_and_a_worker() -> Non
         assert url.path == f"/{server['POSTGRES_DB']}"
         assert service["restart"] == "unless-stopped"
         assert service.get("stop_signal", "SIGTERM") == "SIGTERM"
+        assert service["healthcheck"]["test"] == HEALTH_CHECK, f"{name}: no health check"
 
 
 def test_every_bot_process_keeps_its_own_files_on_a_volume_of_its_own() -> None:
@@ -317,6 +334,7 @@ def test_migrate_store_copies_the_sqlite_deployments_volume_into_the_bots_databa
     move = compose["services"]["migrate-store"]
     assert move["profiles"], "a one-off: `up` must not start it"
     assert move["restart"] == "no"
+    assert move["healthcheck"] == {"disable": True}, "a one-off copy writes no heartbeat"
     bots_url = service_settings(compose["services"]["gateway"]).store.url
     assert move["command"] == ["migrate-store", "--to", bots_url]
     source = service_settings(move).store
