@@ -135,3 +135,98 @@ async def test_two_processes_share_the_work_and_a_killed_leaders_digest_is_finis
 
             assert await one.stop() == 0
     assert "Traceback" not in one.log
+
+
+async def test_a_worker_killed_mid_digest_is_restarted_and_finishes_it_once(
+    sandbox: SandboxServer, postgres_store: StoreLocation, tmp_path: Path
+) -> None:
+    """The processes of deploy/docker-compose.postgres.yml: a gateway and a worker. A 👍 through the
+    gateway shapes the digest the worker sends; the worker is killed while it goes out, and a new worker
+    on the same state folder (what Docker's `restart: unless-stopped` starts) finishes it — every paper
+    once, one header. The gateway never does the background work."""
+    server = sandbox
+    async with await open_database(postgres_store) as db:
+        await ensure_shipped_corpus(db)
+        started: list[BotProcess] = []
+
+        async def start(role: str) -> BotProcess:
+            folder = tmp_path / role
+            folder.mkdir(exist_ok=True)
+            process = await BotProcess.start(
+                server,
+                postgres_store,
+                folder,
+                PAPERBOT_ROLE=role,
+                PAPERBOT_STATE_DIR=str(folder),
+                PAPERBOT_TAKEOVER_SECONDS=TAKEOVER,
+            )
+            started.append(process)
+            return process
+
+        try:
+            gateway = await start("gateway")
+            await gateway.wait_for(r"ready as paperbot")
+            worker = await start("worker")
+            await worker.wait_for(r"leading: this process does the background work")
+
+            shown = await server.run_command("carol", "paper show", paper="Medusa")
+            await server.react("carol", shown.message, "👍")
+            await server.eventually(
+                lambda: db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (server.carol.id,)),
+                timeout=10,
+                what="carol's 👍 stored by the gateway",
+            )
+
+            killed: list[int] = []
+
+            def kill_the_worker_at_the_second_paper(kind: str, message: SandboxMessage) -> None:
+                papers = [m for m in server.dm_messages("carol") if m.embeds]
+                if kind == "create" and message.embeds and len(papers) == 2 and not killed:
+                    os.kill(worker.pid, signal.SIGKILL)
+                    killed.append(worker.pid)
+
+            unsubscribe = server.subscribe(kill_the_worker_at_the_second_paper)
+            now = datetime.now(UTC)
+            fields = ScheduleFields(
+                ("speculative decoding",),
+                (now - timedelta(minutes=20)).strftime("%H:%M"),
+                "UTC",
+                "daily",
+                0,
+                4,
+            )
+            await SubscriptionRepository(db).upsert_user(
+                server.carol.id, fields, at=(now - timedelta(hours=1)).isoformat(timespec="seconds")
+            )
+            await server.eventually(lambda: killed, timeout=30, what="the worker sending carol's digest")
+            unsubscribe()
+            await worker.kill()
+
+            restarted = await start("worker")
+            await restarted.wait_for(r"leading: this process does the background work", timeout=30)
+            await restarted.wait_for(r"resuming digest run", timeout=15)
+            await server.eventually(
+                lambda: len([m for m in server.dm_messages("carol") if m.embeds]) >= 4,
+                timeout=20,
+                what="carol's 4 papers",
+            )
+            await server.wait_quiet(quiet=1.0)
+            dms = server.dm_messages("carol")
+            papers = [m for m in dms if m.embeds]
+            ids = [
+                await db.fetchval("SELECT paper_id FROM posted_messages WHERE message_id = ?", (m.id,))
+                for m in papers
+            ]
+            assert len(ids) == 4, [m.embeds[0].get("title") for m in papers]
+            assert None not in ids
+            assert len(set(ids)) == 4  # no paper twice
+            assert len([m for m in dms if not m.embeds]) == 1  # one header
+            assert await db.fetchval("SELECT status FROM digest_runs") == "sent"
+            assert any("like: " in m.text for m in papers), "the 👍 through the gateway shaped it"
+            assert "leading:" not in gateway.log
+            assert await restarted.stop() == 0
+            assert await gateway.stop() == 0
+        finally:
+            for process in started:
+                await process.kill()
+    assert "Traceback" not in gateway.log + restarted.log
