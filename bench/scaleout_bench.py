@@ -18,9 +18,11 @@ Measured for each, from the sandbox, as Discord would see it:
 * a burst of `--burst` `/paper search`es sent at once by 8 people, before the digests: each one's first
   response (INTERACTION_CREATE to the callback; Discord refuses one after 3 s), p50 / p95 / max;
 * the same burst while the digests go out (sent once a third of the subscribers have theirs);
-* the digests: from the due minute until the last subscriber's last paper arrived; the rate of
-  messages; how many digests arrived whole (every paper the store planned for the person in their
-  DM) and how many papers reached someone twice; 429s;
+* the digests: from the due minute until the last subscriber's last paper arrived (the bench waits
+  until every digest run in the store is finished, a job retried after a failed send included); the
+  rate of messages; how many digests arrived whole (every paper the store planned for the person in
+  their DM), how many papers reached someone twice, the runs by status (`empty`: the "nothing new"
+  line), the jobs retried; the requests Discord refused (429s);
 * an ingest beside the running processes (`--ingest`, default the 35,712-record multivenue file):
   `python -m bot ingest` from exec to exit, papers/s, and how long after it the file's last title is
   found by `/paper search` (through the process on the gateway).
@@ -127,6 +129,8 @@ class Result:
     planned_papers: int = 0
     twice: int = 0
     refused: Counter[str] = field(default_factory=Counter)
+    statuses: dict[str, int] = field(default_factory=dict)
+    retried: int = 0
     ingest_wall: float = float("nan")
     ingested: int = 0
     searchable: float | None = None
@@ -287,34 +291,46 @@ async def measure(
             print(f"{label}: digests due {due_at:%H:%M:%S} UTC", flush=True)
 
             busy_sent = False
-            quiet_since = loop.time()
-            seen = 0
             report = loop.time()
-            while True:
-                await asyncio.sleep(1.0)
-                batch, server.recorder.requests = server.recorder.requests, []
-                for request in batch:
-                    if request.status >= 400:
-                        result.refused[f"{request.status}/{request.scope or request.error_code or ''}"] += 1
-                if len(last_at) != seen:
-                    seen, quiet_since = len(last_at), loop.time()
-                elif len(last_at) and max(last_at.values()) > quiet_since:
-                    quiet_since = max(last_at.values())
-                if not busy_sent and delivered[0] >= len(people) / 3:
-                    busy_sent = True
-                    result.busy = await burst(server, searchers, args.burst)
-                now = loop.time()
-                if now - report > 30:
-                    report = now
-                    print(f"{label}: {delivered[0]:,} of {len(people):,} digests out", flush=True)
-                if delivered[0] >= len(people) and busy_sent:
-                    break
-                if last_at and now - max(quiet_since, max(last_at.values())) > 60:
-                    print(f"{label}: nothing sent for a minute: stopping", flush=True)
-                    break
-                if now - due_loop > args.timeout:
-                    print(f"{label}: stopped after {args.timeout:.0f} s", flush=True)
-                    break
+            statuses: dict[str, int] = {}
+            async with await open_database(store) as db:
+                while True:
+                    await asyncio.sleep(2.0)
+                    batch, server.recorder.requests = server.recorder.requests, []
+                    for request in batch:
+                        if request.status >= 400:
+                            result.refused[
+                                f"{request.status}/{request.scope or request.error_code or ''}"
+                            ] += 1
+                    if not busy_sent and delivered[0] >= len(people) / 3:
+                        busy_sent = True
+                        result.busy = await burst(server, searchers, args.burst)
+                    # every digest run finished (sent, or "nothing new"), none left to retry
+                    rows = await db.fetchall("SELECT status, COUNT(*) FROM digest_runs GROUP BY status")
+                    statuses = {str(status): int(count) for status, count in rows}
+                    finished = sum(n for status, n in statuses.items() if status != "claimed")
+                    now = loop.time()
+                    if now - report > 30:
+                        report = now
+                        print(
+                            f"{label}: {delivered[0]:,} of {len(people):,} digests whole; runs {statuses}",
+                            flush=True,
+                        )
+                    if finished >= len(people) and busy_sent:
+                        break
+                    if last_at and now - max(last_at.values()) > args.quiet:
+                        print(f"{label}: nothing sent for {args.quiet:.0f} s: stopping", flush=True)
+                        break
+                    if now - due_loop > args.timeout:
+                        print(f"{label}: stopped after {args.timeout:.0f} s", flush=True)
+                        break
+            result.statuses = statuses
+            result.retried = sum(
+                1
+                for process in processes
+                for line in process.lines
+                if re.search(r": retry \d+ scheduled at ", line)
+            )
             await asyncio.sleep(2.0)
             if last_at:
                 result.digests_first = first_at[0] - due_loop
@@ -430,7 +446,16 @@ def table(results: list[Result], args: argparse.Namespace) -> str:
             "messages to subscribers (of them papers), and their rate",
             lambda r: f"{r.messages:,} ({r.papers:,}), {rate(r)}",
         ),
-        ("digests whole / papers twice", lambda r: f"{r.whole:,} of {n:,} / {r.twice}"),
+        (
+            "digests whole (every paper planned in the DM) / papers twice",
+            lambda r: f"{r.whole:,} of {n:,} / {r.twice}",
+        ),
+        (
+            "digest runs by status; digest jobs retried (after a failed send)",
+            lambda r: (
+                ", ".join(f"{k} {v:,}" for k, v in sorted(r.statuses.items())) + f"; {r.retried} retried"
+            ),
+        ),
         (
             "refused requests (status/scope)",
             lambda r: ", ".join(f"{k} {v}" for k, v in r.refused.items()) or "none",
@@ -494,6 +519,12 @@ def main() -> None:
     )
     parser.add_argument("--setups", default="sqlite,postgresql", help="which of sqlite,postgresql to run")
     parser.add_argument("--logs", type=Path, help="write each process's log into this folder")
+    parser.add_argument(
+        "--quiet",
+        type=float,
+        default=420.0,
+        help="stop when nothing was sent this long (a retry comes after 5 min)",
+    )
     parser.add_argument("--settle", type=float, default=30.0, help="seconds from ready to the first burst")
     args = parser.parse_args()
     if args.no_ingest:
