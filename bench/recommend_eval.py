@@ -129,9 +129,22 @@ TUNE_AREAS = {
         "trustworthy machine learning",
     ),
     "Theory->Learning Theory": ("learning theory", "machine learning theory"),
+    "Deep Learning->Attention Mechanisms": ("attention mechanisms", "deep learning"),
+    "Applications->Physics": ("machine learning for physics", "machine learning for science"),
+    "Applications->Time Series": ("time series", "applications of machine learning"),
+    "Deep Learning->Theory": ("deep learning theory", "machine learning theory"),
+    "Optimization->Large Scale, Parallel and Distributed": (
+        "large-scale distributed optimization",
+        "optimization",
+    ),
+    "Miscellaneous Aspects of Machine Learning->Unsupervised and Semi-supervised Learning": (
+        "unsupervised and semi-supervised learning",
+        "machine learning",
+    ),
+    "Reinforcement Learning->Multi-agent": ("multi-agent reinforcement learning", "reinforcement learning"),
 }
 # keyword group (name typed) → (keywords that mean it, a broader parent field)
-TEST_AREAS = {
+KEYWORD_AREAS = {
     "reinforcement learning": (("reinforcement learning", "deep reinforcement learning"), "machine learning"),
     "unsupervised learning": (("unsupervised learning", "unsupervised"), "machine learning"),
     "natural language processing": (("natural language processing",), "artificial intelligence"),
@@ -173,8 +186,10 @@ TEST_AREAS = {
     "navigation": (("navigation",), "robotics"),
     "tactile sensing": (("tactile sensing",), "robotics"),
 }
-MIN_TUNE_PAPERS = 25
-MIN_TEST_PAPERS = 15
+TUNE_KEYWORD_VENUES = {("ICLR", 2017)}
+TEST_KEYWORD_VENUES = {("ICLR", 2018), ("CoRL", 2024), ("CoRL", 2025)}
+MIN_TOPIC_PAPERS = 15
+MIN_KEYWORD_PAPERS = 12
 
 
 @dataclass(frozen=True)
@@ -183,13 +198,13 @@ class Person:
     name: str  # the area's own name, as typed
     broad: str  # a broader parent field, as typed
     relevant: frozenset[int]  # row numbers
+    judged: frozenset[int]  # rows whose labels of this kind are known (the only ones picked for them)
 
 
 @dataclass(frozen=True)
 class Split:
     name: str
     people: tuple[Person, ...]
-    judged: frozenset[int]  # rows whose labels are known for this split (the only ones picked)
 
 
 def load_rows() -> list[dict[str, Any]]:
@@ -198,21 +213,26 @@ def load_rows() -> list[dict[str, Any]]:
 
 
 def load_split(rows: Sequence[dict[str, Any]], name: str) -> Split:
+    """tune: ICLR 2024 topics and ICLR 2017 keyword groups; test: ICLR 2018 and CoRL keyword groups."""
     people = []
     if name == "tune":
-        judged = frozenset(i for i, r in enumerate(rows) if r.get("topic"))
+        topical = frozenset(i for i, r in enumerate(rows) if r.get("topic"))
         for area, (typed, broad) in TUNE_AREAS.items():
-            relevant = frozenset(i for i in judged if rows[i]["topic"] == area)
-            if len(relevant) >= MIN_TUNE_PAPERS:
-                people.append(Person(area, typed, broad, relevant))
-    else:
-        keywords = {i: {str(k).strip().lower() for k in r.get("keywords") or ()} for i, r in enumerate(rows)}
-        judged = frozenset(i for i, k in keywords.items() if k)
-        for typed, (synonyms, broad) in TEST_AREAS.items():
-            relevant = frozenset(i for i in judged if keywords[i] & set(synonyms))
-            if len(relevant) >= MIN_TEST_PAPERS:
-                people.append(Person(typed, typed, broad, relevant))
-    return Split(name, tuple(people), judged)
+            relevant = frozenset(i for i in topical if rows[i]["topic"] == area)
+            if len(relevant) >= MIN_TOPIC_PAPERS:
+                people.append(Person(area, typed, broad, relevant, topical))
+    venues = TUNE_KEYWORD_VENUES if name == "tune" else TEST_KEYWORD_VENUES
+    keywords = {
+        i: {str(k).strip().lower() for k in r.get("keywords") or ()}
+        for i, r in enumerate(rows)
+        if (r.get("venue"), r.get("year")) in venues
+    }
+    judged = frozenset(i for i, k in keywords.items() if k)
+    for typed, (synonyms, broad) in KEYWORD_AREAS.items():
+        relevant = frozenset(i for i in judged if keywords[i] & set(synonyms))
+        if len(relevant) >= MIN_KEYWORD_PAPERS:
+            people.append(Person(typed, typed, broad, relevant, judged))
+    return Split(name, tuple(people))
 
 
 # -- the product on a temporary store --------------------------------------------------------------
@@ -281,7 +301,7 @@ async def simulate(split: Split, start: str, pick: Callable[..., Any]) -> np.nda
 def product_picker(product: Product, split: Split, *, learn: bool, learning: LearningParams | None = None):  # type: ignore[no-untyped-def]
     recommender = product.recommender(learning)
     feedback = FeedbackService(product.db)
-    unjudged = {pid for row, pid in enumerate(product.ids) if row not in split.judged and pid >= 0}
+    unjudged: dict[frozenset[int], set[int]] = {}
 
     async def pick(person, phrase, liked, disliked, shown, day, state):  # type: ignore[no-untyped-def]
         if "user" not in state:
@@ -290,7 +310,11 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
             pick.people.append((person, state["user"], phrase, shown))  # type: ignore[attr-defined]
         user = state["user"]
         now = START + timedelta(days=day)
-        picks = await recommender.recommend(user, count=PER_DAY, exclude=unjudged, now=now)
+        if person.judged not in unjudged:
+            unjudged[person.judged] = {
+                pid for row, pid in enumerate(product.ids) if row not in person.judged and pid >= 0
+            }
+        picks = await recommender.recommend(user, count=PER_DAY, exclude=unjudged[person.judged], now=now)
         rows = [product.rows_of[p.paper_id] for p in picks]
         if learn:
             for row in rows:
@@ -312,7 +336,7 @@ async def search_top5(product: Product, split: Split, pick) -> tuple[np.ndarray,
     for person, user, phrase, shown in pick.people:
         hits = product.engine.search(phrase, limit=400).hits
         rows = [(product.rows_of.get(h.paper_id, -1), h) for h in hits]
-        kept = [(row, h) for row, h in rows if row in split.judged and row not in shown][:window]
+        kept = [(row, h) for row, h in rows if row in person.judged and row not in shown][:window]
         order = await pick.recommender.personal_order(
             user, [h.paper_id for _, h in kept], [h.score for _, h in kept]
         )
@@ -361,9 +385,9 @@ def cached_tfidf(rows: Sequence[dict[str, Any]], min_df: int, max_df: float):  #
     return _TFIDF[key]
 
 
-def best_unshown(scores: np.ndarray, split: Split, shown: set[int]) -> list[int]:
+def best_unshown(scores: np.ndarray, person: Person, shown: set[int]) -> list[int]:
     allowed = np.zeros(len(scores), dtype=bool)
-    allowed[list(split.judged)] = True
+    allowed[list(person.judged)] = True
     allowed[list(shown)] = False  # (rows merged into others are not judged)
     candidates = np.flatnonzero(allowed)
     top = candidates[np.lexsort((candidates, -scores[candidates]))[:PER_DAY]]
@@ -383,7 +407,7 @@ def svm_picker(product: Product, split: Split, rows, *, C: float, min_df: int, m
         y[liked] = 1
         clf = svm.LinearSVC(class_weight="balanced", max_iter=10000, tol=1e-6, C=C)
         clf.fit(matrix, y)
-        picks = best_unshown(clf.decision_function(matrix), split, shown)
+        picks = best_unshown(clf.decision_function(matrix), person, shown)
         if "user" in state:  # keep the cold ranking's record of what was shown up to date
             await product.recommender().feedback.mark_shown(state["user"], [product.ids[r] for r in picks])
         return picks
@@ -402,7 +426,7 @@ def rocchio_picker(product: Product, split: Split, rows, *, beta: float, gamma: 
         query = query + beta * np.asarray(matrix[liked].mean(axis=0)).ravel()
         if disliked:
             query = query - gamma * np.asarray(matrix[disliked].mean(axis=0)).ravel()
-        picks = best_unshown(np.asarray(matrix @ query).ravel(), split, shown)
+        picks = best_unshown(np.asarray(matrix @ query).ravel(), person, shown)
         if "user" in state:
             await product.recommender().feedback.mark_shown(state["user"], [product.ids[r] for r in picks])
         return picks
@@ -419,21 +443,22 @@ DEFAULT_SETTINGS: dict[str, dict[str, Any]] = {
     "rocchio": {"beta": 0.75, "gamma": 0.15},
 }
 GRIDS: dict[str, list[dict[str, Any]]] = {
-    "paperbot": [
+    "paperbot": [  # around the defaults of LearningParams (chosen by an earlier, wider look on this split)
         {},
         {"l2": 1.0},
-        {"centroid": 0.0},
+        {"l2": 10.0},
+        {"words": 0.0},
+        {"words": 0.5},
+        {"exploration_unliked": 0.3, "candidates_unliked": 200, "avoid_disliked": False},
+        {"dislike_weight": 2.0},
         {"centroid": 10.0},
-        {"centroid": 20.0},
-        {"centroid_dislike": 1.0},
-        {"centroid_dislike": 0.25},
-        {"exploration": 0.0},
-        {"background_weight": 3.0},
     ],
     "svm_tuned": [
         {"C": 0.003, "min_df": 5, "max_df": 0.1},
         {"C": 0.01, "min_df": 5, "max_df": 0.1},
         {"C": 0.03, "min_df": 5, "max_df": 0.1},
+        {"C": 0.1, "min_df": 5, "max_df": 0.1},
+        {"C": 0.01, "min_df": 2, "max_df": 0.1},
         {"C": 0.01, "min_df": 5, "max_df": 0.3},
     ],
     "rocchio": [
@@ -441,6 +466,8 @@ GRIDS: dict[str, list[dict[str, Any]]] = {
         {"beta": 2.0, "gamma": 0.5},
         {"beta": 4.0, "gamma": 1.0},
         {"beta": 4.0, "gamma": 0.25},
+        {"beta": 8.0, "gamma": 2.0},
+        {"beta": 8.0, "gamma": 0.5},
     ],
 }
 
@@ -487,22 +514,25 @@ def table(split: Split, start: str, results: dict[str, np.ndarray]) -> str:
     return "\n".join(lines)
 
 
+def without_merged(split: Split, product: Product) -> Split:
+    """Rows merged into an earlier one (the same paper listed twice) are neither relevant nor judged."""
+    merged = {row for row, pid in enumerate(product.ids) if pid < 0}
+    people = (
+        dataclasses.replace(p, relevant=p.relevant - merged, judged=p.judged - merged) for p in split.people
+    )
+    return Split(split.name, tuple(people))
+
+
 async def run(args: argparse.Namespace) -> int:
     rows = load_rows()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         product = await Product.open(Path(folder), rows)
-        split = load_split(rows, "tune" if args.grid else args.split)
-        merged = {row for row, pid in enumerate(product.ids) if pid < 0}
-        split = Split(split.name, split.people, split.judged - merged)
-        split = Split(
-            split.name,
-            tuple(dataclasses.replace(p, relevant=p.relevant - merged) for p in split.people),
-            split.judged,
-        )
+        split = without_merged(load_split(rows, "tune" if args.grid else args.split), product)
+        labelled = frozenset().union(*(p.judged for p in split.people))
         print(
             f"corpus {len(rows):,} papers, {split.name} split: {len(split.people)} people, "
-            f"{len(split.judged):,} labelled papers (setup {time.perf_counter() - started:.0f} s)",
+            f"{len(labelled):,} labelled papers (setup {time.perf_counter() - started:.0f} s)",
             flush=True,
         )
         try:

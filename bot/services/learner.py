@@ -33,7 +33,7 @@ class LearningParams:
     """How the per-person model learns; chosen on the tuning split (see the module docstring)."""
 
     scale: float = 10.0  # coordinates are multiplied by this (sets the L2 pull's strength relative to them)
-    l2: float = 10.0  # pull of each coordinate weight towards zero
+    l2: float = 3.0  # pull of each coordinate weight towards zero
     prior_weight: float = 10.0  # the topics' weight before any reaction (score = weight · topic match)
     prior_l2: float = 1.0  # how firmly the topics' weight stays at its start as reactions accumulate
     dislike_weight: float = 1.0  # a 👎 as an example, against a 👍's 1
@@ -43,7 +43,14 @@ class LearningParams:
     half_life_days: float = 180.0  # a reaction this old counts half
     centroid: float = 5.0  # the rated papers' centroid (liked minus disliked) added, in standard deviations
     centroid_dislike: float = 0.5  # how much of the disliked papers' mean it subtracts
+    words: float = 0.3  # the rated papers' words (liked minus disliked, BM25) added, in standard deviations
+    words_dislike: float = 0.5  # how much of the disliked papers' words it subtracts
+    word_terms: int = 100  # the strongest words of that centroid kept for scoring
     exploration: float = 0.3  # later picks give up this much score per unit of cosine to earlier ones
+    exploration_unliked: float = 10.0  # the same while the person has liked nothing yet
+    candidates_unliked: int = 2000  # the same while nothing is liked (a broad start explores widely)
+    avoid_disliked: bool = True  # whether the exploration also keeps away from disliked papers
+    unliked_match: float = 0.6  # while nothing is liked, picks match the topics this share of the best match
     candidates: int = 200  # best-scored papers the picks are chosen from
 
 
@@ -83,6 +90,59 @@ def centroid_direction(
     return np.asarray(params.centroid * direction / (rated * spread), dtype=np.float64)
 
 
+def unit_cosines(
+    indptr: npt.NDArray[np.int64],
+    terms: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64],
+    dense: FloatArray,
+) -> FloatArray:
+    """Each document's cosine-like match to a term-weight vector: its BM25 weights (as
+    :meth:`BM25Index.doc_weights` gives them), scaled to length 1, dotted with ``dense`` (by term id)."""
+    counts = np.diff(indptr)
+    row = np.repeat(np.arange(len(counts)), counts)
+    lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
+    lengths[lengths == 0] = 1.0
+    inside = terms < len(dense)
+    products = np.where(inside, weights * dense[np.where(inside, terms, 0)], 0.0)
+    return np.asarray(np.bincount(row, weights=products, minlength=len(counts)) / lengths, dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class WordCentroid:
+    """Rocchio over words: the rated papers' unit-length BM25 vectors, liked minus ``words_dislike``
+    × disliked, over how many were rated, cut to its ``word_terms`` strongest terms. Two papers of
+    one narrow sub-area share its rare words, which a hundred coordinates blur; this keeps them.
+    A paper's score is its cosine to the centroid times ``scale`` (``words`` over the cosines'
+    spread on the background sample)."""
+
+    dense: FloatArray  # by term id
+    scale: float
+
+    @classmethod
+    def of(
+        cls,
+        rated: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]],
+        liked: npt.NDArray[np.bool_],
+        params: LearningParams,
+    ) -> WordCentroid:
+        indptr, terms, weights = rated
+        counts = np.diff(indptr)
+        row = np.repeat(np.arange(len(counts)), counts)
+        lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
+        lengths[lengths == 0] = 1.0
+        sign = np.where(liked, 1.0, -params.words_dislike)
+        values = np.bincount(terms, weights=weights * (sign / lengths)[row]) / max(1, len(counts))
+        if np.count_nonzero(values) > params.word_terms:
+            cut = np.partition(np.abs(values), -params.word_terms)[-params.word_terms]
+            values = np.where(np.abs(values) >= cut, values, 0.0)
+        return cls(np.asarray(values, dtype=np.float64), 1.0)
+
+    def scaled(self, background: FloatArray, params: LearningParams) -> WordCentroid:
+        """The same centroid, its scale set from the cosines of the background sample."""
+        spread = float(np.std(background)) if len(background) > 1 else 0.0
+        return WordCentroid(self.dense, params.words / spread if spread > 0 else 0.0)
+
+
 @dataclass(frozen=True, slots=True)
 class Examples:
     """Training rows: coordinates, topic match, label (1 = wanted) and weight of each."""
@@ -105,7 +165,7 @@ def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING) -> Person
     )
     start = np.zeros(dims + 2)
     start[dims] = params.prior_weight
-    pull = np.full(dims + 2, params.l2)
+    pull = np.full(dims + 2, float(params.l2))
     pull[dims] = params.prior_l2
     pull[dims + 1] = 1e-2  # the bias is almost free; this keeps the Hessian invertible
     y, sw = examples.labels, examples.weights
@@ -140,21 +200,26 @@ def choose(
     candidates: Sequence[int],
     count: int,
     exploration: float,
+    avoid: npt.NDArray[np.float32] | None = None,
 ) -> list[int]:
     """Pick ``count`` of the candidates (best score first), each later pick giving up
-    ``exploration`` × its cosine to the closest earlier pick: a broad start then shows several
-    corners of the field, and the reactions say which one is wanted."""
+    ``exploration`` × its cosine to the closest earlier pick (or paper in ``avoid``, e.g. those
+    already disliked): a broad start then shows several corners of the field, and the reactions say
+    which one is wanted."""
     order = sorted(candidates, key=lambda c: (-scores[c], c))
     if not order or count <= 0:
         return []
-    picked = [order[0]]
-    rest = order[1:]
-    while rest and len(picked) < count:
-        if exploration:
-            closeness = (coords[rest] @ coords[picked].T).max(axis=1)
-            values = scores[rest] - exploration * closeness
-            best = int(np.argmax(values))
-        else:
-            best = 0
-        picked.append(rest.pop(best))
+    rest = np.array(order, dtype=np.int64)
+    closeness = np.full(len(rest), -np.inf)
+    if exploration and avoid is not None and len(avoid):
+        closeness = (coords[rest] @ avoid.T).max(axis=1)
+    picked: list[int] = []
+    values = scores[rest]
+    while len(rest) and len(picked) < count:
+        best = int(np.argmax(values - exploration * np.maximum(closeness, 0.0))) if exploration else 0
+        chosen = int(rest[best])
+        picked.append(chosen)
+        rest, values, closeness = np.delete(rest, best), np.delete(values, best), np.delete(closeness, best)
+        if exploration and len(rest):
+            closeness = np.maximum(closeness, coords[rest] @ coords[chosen])
     return picked

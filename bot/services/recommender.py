@@ -34,9 +34,11 @@ from bot.services.learner import (
     Examples,
     LearningParams,
     PersonModel,
+    WordCentroid,
     centroid_direction,
     choose,
     fit,
+    unit_cosines,
 )
 from bot.services.paper_space import PaperSpace
 from bot.services.profile import (
@@ -65,6 +67,7 @@ MIN_LIKE_COSINE: Final = 0.05  # a liked paper closer than this (in the paper sp
 SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on first use (well under 1 s)
 SEARCH_CLOSE: Final = 0.7  # search results scoring this share of the best are reordered by the person's model
 MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
+WORD_POOL: Final = 1000  # best-scored papers the words' centroid is added to before the candidates are cut
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -490,8 +493,9 @@ class Recommender:
         seen: Collection[int],
         *,
         now: datetime,
-    ) -> tuple[PersonModel, FloatArray] | None:
-        """The person's model fitted to their reactions, and every slot's topic match (0–1).
+    ) -> tuple[PersonModel, FloatArray, WordCentroid | None] | None:
+        """The person's model fitted to their reactions, every slot's match to the typed topics (0–1)
+        and the rated papers' words (scored on a pool only: :meth:`_word_scores`).
 
         None when none of the rated papers is in the index (nothing to learn from), or while the paper
         space of a large corpus is still being computed (then the topic ranking stands in).
@@ -534,7 +538,8 @@ class Recommender:
             if paper_id not in kinds and (slot := self._slot(paper_id, n)) is not None:
                 labels[slot] = (0.0, learning.ignored_weight)
                 seen_only.add(slot)
-        background = [int(s) for s in self.space.background(learning.background) if int(s) not in labels]
+        background_slots = self.space.background(learning.background)
+        background = [int(s) for s in background_slots if int(s) not in labels]
         each = learning.background_weight / learning.background
         slots = np.array([*labels, *background], dtype=np.int64)
         values = [*labels.values(), *((0.0, each) for _ in background)]
@@ -545,14 +550,28 @@ class Recommender:
             weights=np.array([v[1] for v in values]),
         )
         model = fit(examples, learning)
+        rated = [(slot, label > 0) for slot, (label, _) in labels.items() if slot not in seen_only]
         if learning.centroid:
-            rated = [(slot, label) for slot, (label, _) in labels.items() if slot not in seen_only]
-            liked = coords[[slot for slot, label in rated if label > 0]]
-            disliked = coords[[slot for slot, label in rated if label == 0]]
+            liked = coords[[slot for slot, wanted in rated if wanted]]
+            disliked = coords[[slot for slot, wanted in rated if not wanted]]
             model = model.plus(
                 centroid_direction(liked, disliked, self.space.spread(learning.background), learning)
             )
-        return model, topic_match
+        words = None
+        if learning.words and rated:
+            rated_ids = [int(self.index.slot_ids[slot]) for slot, _ in rated]
+            centroid = WordCentroid.of(
+                self.index.doc_weights(rated_ids),
+                np.array([wanted for _, wanted in rated]),
+                learning,
+            )
+            words = centroid.scaled(self._word_scores(centroid, background_slots), learning)
+        return model, topic_match, words
+
+    def _word_scores(self, words: WordCentroid, slots: IntArray) -> FloatArray:
+        """The papers' cosines to the words' centroid, times its scale."""
+        ids = self.index.slot_ids[slots].tolist()
+        return words.scale * unit_cosines(*self.index.doc_weights(ids), words.dense)
 
     async def rank_learned(
         self,
@@ -570,7 +589,7 @@ class Recommender:
             return (
                 await self.rank(profile, count=count, exclude=exclude, now=now) if not profile.empty else []
             )
-        model, topic_match = fitted
+        model, topic_match, words = fitted
         coords = self.space.coords
         n = len(coords)
         scores = model.scores(coords, topic_match)
@@ -582,14 +601,30 @@ class Recommender:
         candidates = np.flatnonzero(open_)
         if not len(candidates):
             return []
-        if len(candidates) > self.learning.candidates:
-            best = np.argpartition(-scores[candidates], self.learning.candidates)[: self.learning.candidates]
-            candidates = candidates[best]
+        liked_any = any(s.signal != "dislike" for s in signals)
+        size = self.learning.candidates if liked_any else self.learning.candidates_unliked
+        if not liked_any and profile.topic_terms and self.learning.unliked_match:
+            # exploring a broad field stays inside it: the typed topics bound where it looks
+            within = candidates[topic_match[candidates] >= self.learning.unliked_match]
+            candidates = within if len(within) else candidates
+        if words is not None:  # the words' centroid, on the best of the model's own scores
+            if len(candidates) > max(size, WORD_POOL):
+                candidates = candidates[
+                    np.argpartition(-scores[candidates], max(size, WORD_POOL))[: max(size, WORD_POOL)]
+                ]
+            scores[candidates] += self._word_scores(words, candidates)
+        if len(candidates) > size:
+            candidates = candidates[np.argpartition(-scores[candidates], size)[:size]]
         await self._sync_dates()
         ids = self.index.slot_ids[candidates]
         # newer papers first among equals: the recency factor (0.85–1) as a nudge on the logit
         scores[candidates] += np.log(self._recency(ids, now.astimezone(UTC).date().toordinal()))
-        order = choose(scores, coords, candidates.tolist(), 2 * count, self.learning.exploration)
+        exploration = self.learning.exploration if liked_any else self.learning.exploration_unliked
+        avoid = None
+        if self.learning.avoid_disliked:
+            disliked = {s.paper_id for s in signals if s.signal == "dislike"}
+            avoid = coords[[slot for paper_id in disliked if (slot := self._slot(paper_id, n)) is not None]]
+        order = choose(scores, coords, candidates.tolist(), 2 * count, exploration, avoid)
 
         pool = self._pool([int(self.index.slot_ids[s]) for s in order])
         picked: list[tuple[int, int]] = []  # (slot, pool row)
@@ -654,7 +689,7 @@ class Recommender:
             self.index.lock.release()
         if fitted is None:
             return None
-        model, topic_match = fitted
+        model, topic_match, words = fitted
         n = len(self.space.coords)
         slots = [self._slot(paper_id, n) for paper_id in paper_ids]
         best = max(scores)
@@ -663,6 +698,8 @@ class Recommender:
             return None
         at = np.array([slots[i] for i in close], dtype=np.int64)
         taste = model.scores(self.space.coords[at], topic_match[at])
+        if words is not None:
+            taste += self._word_scores(words, at)
         reordered = [close[k] for k in np.lexsort((np.arange(len(close)), -taste)).tolist()]
         order = list(range(len(paper_ids)))
         for place, index in zip(sorted(close), reordered, strict=True):
