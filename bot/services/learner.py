@@ -8,11 +8,17 @@ shown and left without a reaction are weak negatives; a fixed sample of the corp
 background negative, so the model learns what sets the liked papers apart from papers in general,
 not what all papers share. L2 pulls the coordinate weights to zero and the topic weight back to its
 start, so the topics count less as reactions accumulate, never suddenly. Older reactions count less
-(half-life).
+(half-life). Two Rocchio terms are added to what the regression learned: the rated papers' centroid
+in the same coordinates, and their words' centroid (:class:`WordCentroid`, for the rare words of a
+narrow sub-area that a hundred coordinates blur).
+
+Picks are chosen with some exploration (:func:`choose`); until the person has liked something, it is
+strong, keeps away from what they disliked and stays inside the typed field, so a broad phrase shows
+several corners of the field and the first 👍 says which one is wanted.
 
 Fitting is a few Newton steps on ~dims+2 unknowns (milliseconds); scoring every paper is one
 matrix-vector product. The settings are chosen on the tuning split of ``bench/recommend_eval.py``
-(``bench/recommend_tune.py``) and reported on its held-out test split.
+(``--grid``) and reported on its held-out test split.
 """
 
 from __future__ import annotations

@@ -1,10 +1,19 @@
-"""The per-person model: fitting, the centroid, choosing picks (bot.services.learner)."""
+"""The per-person model: fitting, the centroids, choosing picks (bot.services.learner)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from bot.services.learner import Examples, LearningParams, centroid_direction, choose, fit
+from bot.services.learner import (
+    Examples,
+    LearningParams,
+    WordCentroid,
+    centroid_direction,
+    choose,
+    fit,
+    unit_cosines,
+)
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -71,3 +80,43 @@ def test_choose_gives_up_score_for_variety_only_when_asked() -> None:
     scores = np.array([3.0, 2.9, 2.8])
     assert choose(scores, coords, [0, 1, 2], 2, 0.0) == [0, 1]
     assert choose(scores, coords, [0, 1, 2], 2, 0.5) == [0, 2]
+
+
+def test_choose_keeps_away_from_disliked_papers_when_given_them() -> None:
+    """The best paper lies next to one already disliked: with that paper to avoid, the pick goes to
+    the next best elsewhere; without it, to the best."""
+    coords = _unit(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    scores = np.array([3.0, 2.9])
+    disliked = _unit(np.array([[1.0, 0.02]]))
+    assert choose(scores, coords, [0, 1], 1, 0.5) == [0]
+    assert choose(scores, coords, [0, 1], 1, 0.5, disliked) == [1]
+
+
+def _weights(rows: list[dict[int, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, term ids, weights) for papers given as term id → BM25 weight."""
+    indptr = np.cumsum([0, *(len(r) for r in rows)]).astype(np.int64)
+    terms = np.array([t for r in rows for t in r], dtype=np.int64)
+    weights = np.array([w for r in rows for w in r.values()], dtype=np.float64)
+    return indptr, terms, weights
+
+
+def test_the_words_centroid_rewards_the_liked_papers_rare_words_and_cuts_to_its_strongest() -> None:
+    """Liked papers share term 3, a disliked one has term 5: an unseen paper with term 3 scores
+    above one with term 5, a paper with neither scores 0, and only ``word_terms`` terms are kept."""
+    params = LearningParams(word_terms=2, words_dislike=1.0)
+    rated = _weights([{3: 2.0, 1: 0.1}, {3: 1.5, 2: 0.2}, {5: 2.0}])
+    words = WordCentroid.of(rated, np.array([True, True, False]), params)
+    assert np.count_nonzero(words.dense) == 2
+    assert words.dense[3] > 0 > words.dense[5]
+    unseen = unit_cosines(*_weights([{3: 1.0, 7: 1.0}, {5: 1.0, 7: 1.0}, {7: 1.0}]), words.dense)
+    assert unseen[0] > 0 == unseen[2] > unseen[1]
+
+
+def test_the_words_centroid_is_scaled_to_its_spread_on_the_background() -> None:
+    """Its scale is ``words`` over the background cosines' standard deviation (0 when they do not vary)."""
+    params = LearningParams(words=0.5)
+    words = WordCentroid(np.ones(3), 1.0)
+    assert words.scaled(np.array([0.0, 0.2, 0.4, 0.6]), params).scale == pytest.approx(
+        0.5 / np.std([0.0, 0.2, 0.4, 0.6])
+    )
+    assert words.scaled(np.zeros(5), params).scale == 0.0
