@@ -100,17 +100,17 @@ def unit_cosines(
     indptr: npt.NDArray[np.int64],
     terms: npt.NDArray[np.int64],
     weights: npt.NDArray[np.float64],
-    dense: FloatArray,
+    table: FloatArray,
 ) -> FloatArray:
-    """Each document's cosine-like match to a term-weight vector: its BM25 weights (as
-    :meth:`BM25Index.doc_weights` gives them), scaled to length 1, dotted with ``dense`` (by term id)."""
+    """Each document's cosine to a vector of term weights: its BM25 weights (as
+    :meth:`BM25Index.doc_weights` gives them), scaled to length 1, dotted with ``table`` (by term id,
+    at least as long as the largest id)."""
     counts = np.diff(indptr)
     row = np.repeat(np.arange(len(counts)), counts)
     lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
     lengths[lengths == 0] = 1.0
-    inside = terms < len(dense)
-    products = np.where(inside, weights * dense[np.where(inside, terms, 0)], 0.0)
-    return np.asarray(np.bincount(row, weights=products, minlength=len(counts)) / lengths, dtype=np.float64)
+    products = np.bincount(row, weights=weights * table[terms], minlength=len(counts))
+    return np.asarray(products / lengths, dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +121,8 @@ class WordCentroid:
     A paper's score is its cosine to the centroid times ``scale`` (``words`` over the cosines'
     spread on the background sample)."""
 
-    dense: FloatArray  # by term id
+    terms: npt.NDArray[np.int64]  # sorted term ids
+    values: FloatArray  # their weights
     scale: float
 
     @classmethod
@@ -137,16 +138,30 @@ class WordCentroid:
         lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
         lengths[lengths == 0] = 1.0
         sign = np.where(liked, 1.0, -params.words_dislike)
-        values = np.bincount(terms, weights=weights * (sign / lengths)[row]) / max(1, len(counts))
-        if np.count_nonzero(values) > params.word_terms:
-            cut = np.partition(np.abs(values), -params.word_terms)[-params.word_terms]
-            values = np.where(np.abs(values) >= cut, values, 0.0)
-        return cls(np.asarray(values, dtype=np.float64), 1.0)
+        unique, where = np.unique(terms, return_inverse=True)
+        values = np.bincount(where, weights=weights * (sign / lengths)[row], minlength=len(unique)) / max(
+            1, len(counts)
+        )
+        keep = np.flatnonzero(values)
+        if len(keep) > params.word_terms:
+            keep = np.sort(
+                keep[np.argpartition(-np.abs(values[keep]), params.word_terms)[: params.word_terms]]
+            )
+        return cls(unique[keep].astype(np.int64), np.asarray(values[keep], dtype=np.float64), 1.0)
 
     def scaled(self, background: FloatArray, params: LearningParams) -> WordCentroid:
         """The same centroid, its scale set from the cosines of the background sample."""
         spread = float(np.std(background)) if len(background) > 1 else 0.0
-        return WordCentroid(self.dense, params.words / spread if spread > 0 else 0.0)
+        return WordCentroid(self.terms, self.values, params.words / spread if spread > 0 else 0.0)
+
+    def cosines(
+        self, papers: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]
+    ) -> FloatArray:
+        """:func:`unit_cosines` of the papers (``doc_weights``) to this centroid, times ``scale``."""
+        _, terms, _ = papers
+        table = np.zeros(int(max(terms.max(initial=0), self.terms.max(initial=0))) + 1)
+        table[self.terms] = self.values
+        return self.scale * unit_cosines(*papers, table)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,6 @@ from bot.services.learner import (
     centroid_direction,
     choose,
     fit,
-    unit_cosines,
 )
 from bot.services.paper_space import PaperSpace
 from bot.services.profile import (
@@ -67,7 +66,7 @@ MIN_LIKE_COSINE: Final = 0.05  # a liked paper closer than this (in the paper sp
 SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on first use (well under 1 s)
 SEARCH_CLOSE: Final = 0.7  # search results scoring this share of the best are reordered by the person's model
 MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
-WORD_POOL: Final = 1000  # best-scored papers the words' centroid is added to before the candidates are cut
+WORD_POOL: Final = 400  # best-scored papers the words' centroid is added to before the candidates are cut
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -558,7 +557,7 @@ class Recommender:
                 centroid_direction(liked, disliked, self.space.spread(learning.background), learning)
             )
         words = None
-        if learning.words and rated:
+        if learning.words and any(wanted for _, wanted in rated):
             rated_ids = [int(self.index.slot_ids[slot]) for slot, _ in rated]
             centroid = WordCentroid.of(
                 self.index.doc_weights(rated_ids),
@@ -571,7 +570,7 @@ class Recommender:
     def _word_scores(self, words: WordCentroid, slots: IntArray) -> FloatArray:
         """The papers' cosines to the words' centroid, times its scale."""
         ids = self.index.slot_ids[slots].tolist()
-        return words.scale * unit_cosines(*self.index.doc_weights(ids), words.dense)
+        return words.cosines(self.index.doc_weights(ids))
 
     async def rank_learned(
         self,

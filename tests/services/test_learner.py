@@ -12,7 +12,6 @@ from bot.services.learner import (
     centroid_direction,
     choose,
     fit,
-    unit_cosines,
 )
 
 
@@ -106,16 +105,17 @@ def test_the_words_centroid_rewards_the_liked_papers_rare_words_and_cuts_to_its_
     params = LearningParams(word_terms=2, words_dislike=1.0)
     rated = _weights([{3: 2.0, 1: 0.1}, {3: 1.5, 2: 0.2}, {5: 2.0}])
     words = WordCentroid.of(rated, np.array([True, True, False]), params)
-    assert np.count_nonzero(words.dense) == 2
-    assert words.dense[3] > 0 > words.dense[5]
-    unseen = unit_cosines(*_weights([{3: 1.0, 7: 1.0}, {5: 1.0, 7: 1.0}, {7: 1.0}]), words.dense)
+    weight = dict(zip(words.terms.tolist(), words.values.tolist(), strict=True))
+    assert len(weight) == 2
+    assert weight[3] > 0 > weight[5]
+    unseen = words.cosines(_weights([{3: 1.0, 7: 1.0}, {5: 1.0, 7: 1.0}, {7: 1.0}]))
     assert unseen[0] > 0 == unseen[2] > unseen[1]
 
 
 def test_the_words_centroid_is_scaled_to_its_spread_on_the_background() -> None:
     """Its scale is ``words`` over the background cosines' standard deviation (0 when they do not vary)."""
     params = LearningParams(words=0.5)
-    words = WordCentroid(np.ones(3), 1.0)
+    words = WordCentroid(np.arange(3), np.ones(3), 1.0)
     assert words.scaled(np.array([0.0, 0.2, 0.4, 0.6]), params).scale == pytest.approx(
         0.5 / np.std([0.0, 0.2, 0.4, 0.6])
     )
