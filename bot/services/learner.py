@@ -42,7 +42,7 @@ class LearningParams:
     l2: float = 3.0  # pull of each coordinate weight towards zero
     prior_weight: float = 10.0  # the topics' weight before any reaction (score = weight · topic match)
     prior_l2: float = 1.0  # how firmly the topics' weight stays at its start as reactions accumulate
-    dislike_weight: float = 1.0  # a 👎 as an example, against a 👍's 1
+    dislike_weight: float = 2.0  # a 👎 as an example, against a 👍's 1
     ignored_weight: float = 0.05  # a paper shown and left without a reaction
     background: int = 300  # papers sampled from the corpus as background negatives
     background_weight: float = 10.0  # their total weight (a smaller corpus's whole sample weighs less)
