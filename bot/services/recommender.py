@@ -280,6 +280,44 @@ class _Pool:
         return frozenset(terms.tolist())
 
 
+def learned_words(
+    space: PaperSpace, index: TermIndex, model: PersonModel, n: int
+) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
+    """The words the model leans towards and away from most, with their weights, strongest first."""
+    direction = space.term_direction(model.weights)
+    if not len(direction):
+        return (), ()
+    common = index.doc_freqs(np.arange(len(direction), dtype=np.int64)) >= MIN_WORD_PAPERS
+    direction = np.where(common, direction, 0.0)
+    order = np.argsort(-direction, kind="stable")
+
+    def words(slots: Iterable[int]) -> tuple[tuple[str, float], ...]:
+        found = []
+        for tid in slots:
+            value = float(direction[tid])
+            if value == 0.0:
+                break
+            found.append((surface_form(index.term_name(int(tid))), round(value, 2)))
+        return tuple(found)
+
+    return words(order[:n].tolist()), words(order[::-1][:n].tolist())
+
+
+def best_of(candidates: IntArray, scores: FloatArray, k: int) -> IntArray:
+    """The ``k`` candidates with the best scores (all of them if there are no more), in no order."""
+    if len(candidates) <= k:
+        return candidates
+    return candidates[np.argpartition(-scores[candidates], k)[:k]]
+
+
+def values_of(values: IntArray, paper_ids: IntArray) -> IntArray:
+    """values[paper_ids], 0 for ids past the end (papers indexed after the last sync)."""
+    inside = paper_ids < len(values)
+    if not len(values):
+        return np.zeros(len(paper_ids), dtype=np.int64)
+    return np.where(inside, values[np.where(inside, paper_ids, 0)], 0)
+
+
 class Recommender:
     def __init__(
         self,
@@ -445,7 +483,7 @@ class Recommender:
         await self._sync_dates()
         ids = np.asarray(pool.ids, dtype=np.int64)[keep]
         final = score[keep] * self._recency(ids, now.astimezone(UTC).date().toordinal())
-        title_hashes = self._known(self._title_hash, ids)
+        title_hashes = values_of(self._title_hash, ids)
 
         picked: list[tuple[float, int, int]] = []  # (score, paper id, pool row)
         tops: list[frozenset[int]] = []
@@ -607,13 +645,9 @@ class Recommender:
             within = candidates[topic_match[candidates] >= self.learning.unliked_match]
             candidates = within if len(within) else candidates
         if words is not None:  # the words' centroid, on the best of the model's own scores
-            if len(candidates) > max(size, WORD_POOL):
-                candidates = candidates[
-                    np.argpartition(-scores[candidates], max(size, WORD_POOL))[: max(size, WORD_POOL)]
-                ]
+            candidates = best_of(candidates, scores, max(size, WORD_POOL))
             scores[candidates] += self._word_scores(words, candidates)
-        if len(candidates) > size:
-            candidates = candidates[np.argpartition(-scores[candidates], size)[:size]]
+        candidates = best_of(candidates, scores, size)
         await self._sync_dates()
         ids = self.index.slot_ids[candidates]
         # newer papers first among equals: the recency factor (0.85–1) as a nudge on the logit
@@ -629,7 +663,7 @@ class Recommender:
         picked: list[tuple[int, int]] = []  # (slot, pool row)
         tops: list[frozenset[int]] = []
         titles: set[int] = set()
-        hashes = self._known(self._title_hash, np.asarray(pool.ids, dtype=np.int64)).tolist()
+        hashes = values_of(self._title_hash, np.asarray(pool.ids, dtype=np.int64)).tolist()
         for row, slot in enumerate(order):
             top = pool.top_terms(row)
             if (hashes[row] and hashes[row] in titles) or any(
@@ -715,30 +749,8 @@ class Recommender:
         fitted = self.model_of(topic_terms(topics, self.params.topic_weight)[0], signals, seen, now=now)
         if fitted is None:
             return (), ()
-        liked, disliked = self.learned_words(fitted[0], n)
+        liked, disliked = learned_words(self.space, self.index, fitted[0], n)
         return liked, disliked[: max(1, n // 2)]
-
-    def learned_words(
-        self, model: PersonModel, n: int
-    ) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
-        """The words the model leans towards and away from most, with their weights, strongest first."""
-        direction = self.space.term_direction(model.weights)
-        if not len(direction):
-            return (), ()
-        common = self.index.doc_freqs(np.arange(len(direction), dtype=np.int64)) >= MIN_WORD_PAPERS
-        direction = np.where(common, direction, 0.0)
-        order = np.argsort(-direction, kind="stable")
-
-        def words(slots: Iterable[int]) -> tuple[tuple[str, float], ...]:
-            found = []
-            for tid in slots:
-                value = float(direction[tid])
-                if value == 0.0:
-                    break
-                found.append((surface_form(self.index.term_name(int(tid))), round(value, 2)))
-            return tuple(found)
-
-        return words(order[:n].tolist()), words(order[::-1][:n].tolist())
 
     def _index_busy(self) -> bool:
         """Another thread (an ingest adding a batch) holds the index right now."""
@@ -832,19 +844,11 @@ class Recommender:
     def _recency(self, paper_ids: IntArray, today: int) -> FloatArray:
         """recency_factor of each paper (vectorised); an unknown date counts as one half-life old."""
         params = self.params
-        days = self._known(self._day, paper_ids)
+        days = values_of(self._day, paper_ids)
         age = np.where(days > 0, np.maximum(0, today - days), params.recency_half_life_days)
         floor = params.recency_floor
         factor = floor + (1.0 - floor) * 0.5 ** (age / params.recency_half_life_days)
         return np.asarray(factor, dtype=np.float64)
-
-    @staticmethod
-    def _known(values: IntArray, paper_ids: IntArray) -> IntArray:
-        """values[paper_ids], 0 for ids past the end (papers indexed after the last sync)."""
-        inside = paper_ids < len(values)
-        if not len(values):
-            return np.zeros(len(paper_ids), dtype=np.int64)
-        return np.where(inside, values[np.where(inside, paper_ids, 0)], 0)
 
     async def _sync_dates(self) -> None:
         """Keep every indexed paper's date and title key in memory (arrays by paper id).
