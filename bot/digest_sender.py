@@ -11,8 +11,9 @@ Each message carries the nonce the service derived for it; discord.py (2.5+) sen
 errors that need a person to fix something become the service's ``DMsClosedError`` /
 ``ChannelGoneError``; a send whose outcome is unknown (no answer within :data:`SEND_TIMEOUT`, a
 dropped connection, a 5xx) becomes ``SendOutcomeUnknownError`` (the service sends it again with the
-same nonce); anything else propagates so the run stays open and is retried. Every request waits on
-the shared :class:`~bot.discord_limits.RequestPacer`. The bot, `/paper digest` and `paperbot digest
+same nonce); anything else propagates so the run stays open and is retried. Every message waits for
+room in its channel's message bucket (:class:`~bot.discord_limits.ChannelWindow`), then on the shared
+:class:`~bot.discord_limits.RequestPacer`. The bot, `/paper digest` and `paperbot digest
 --user` all send through it.
 """
 
@@ -22,12 +23,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import aiohttp
 import discord
 
-from bot.discord_limits import ChannelSpacer, RequestPacer
+from bot.discord_limits import ChannelSpacer, ChannelWindow, RequestPacer
 from bot.dm_channels import DMChannels
 from bot.services.digests.delivery import (
     ChannelGoneError,
@@ -59,12 +60,14 @@ SEND_TIMEOUT = 30.0
 @dataclass(frozen=True)
 class Sending:
     """What every digest and feed post of one client shares: the DM channels, the pacer, the reaction
-    spacing per channel, and the notice an admin gets (once) where the bot may not add reactions."""
+    spacing and the message window per channel, and the notice an admin gets (once) where the bot may
+    not add reactions."""
 
     dm_channels: DMChannels
     pacer: RequestPacer
     reactions: ChannelSpacer
     notices: PermissionNotices
+    messages: ChannelWindow = field(default_factory=ChannelWindow)
 
 
 class DiscordDigestSender:
@@ -173,9 +176,11 @@ class DiscordDigestSender:
         self, nonce: str, view: discord.ui.View | None, fields: dict[str, object]
     ) -> discord.Message:
         target = await self.destination()
-        await self.sending.pacer.wait()
-        async with asyncio.timeout(self.send_timeout):
-            message: discord.Message = await target.send(nonce=nonce, view=view, **fields)  # type: ignore[call-overload]
+        # The channel's message bucket first, then the pacer: the request goes out when the pacer says.
+        async with self.sending.messages.slot(target.id):  # type: ignore[attr-defined]
+            await self.sending.pacer.wait()
+            async with asyncio.timeout(self.send_timeout):
+                message: discord.Message = await target.send(nonce=nonce, view=view, **fields)  # type: ignore[call-overload]
         if view is not None:
             view.stop()  # its buttons are dynamic items: answered without keeping the view in memory
         return message

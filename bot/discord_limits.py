@@ -9,6 +9,11 @@ every second reaction — and 10,000 invalid requests in 10 minutes get the bot 
 * :class:`RequestPacer` — a token bucket shared by everything that sends in bulk (digests, feeds),
   at :data:`BULK_RATE`, a little under the global limit, so interactive answers keep headroom;
 * :class:`ChannelSpacer` — at most one reaction per :data:`REACTION_INTERVAL` in each channel;
+* :class:`ChannelWindow` — at most :data:`MESSAGES_PER_WINDOW` messages in any :data:`MESSAGE_WINDOW`
+  in each channel, waited for *before* the pacer: a message that passed the pacer and then waited in
+  discord.py for its channel's bucket would go out at a moment the pacer never chose, bunched with
+  others, and a rush of 10,000 digests met the global limit some 400 times that way (discord.py retries
+  a global 429 at once, five times, then the digest failed and waited for its retry);
 * :data:`DIGEST_CONCURRENCY` — how many digests may be in flight for the pacer to be the limit:
   each one waits on its DM channel's message bucket (5 per 5 s) between its messages.
 """
@@ -16,9 +21,11 @@ every second reaction — and 10,000 invalid requests in 10 minutes get the bot 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 #: Discord's global limit: requests per second per bot (interaction answers not counted).
 GLOBAL_RATE = 50.0
@@ -27,6 +34,8 @@ BULK_RATE = 45.0
 #: Create Message per channel: this many per MESSAGE_WINDOW seconds.
 MESSAGES_PER_WINDOW = 5
 MESSAGE_WINDOW = 5.0
+#: Beyond MESSAGE_WINDOW, for the time an answer takes to arrive and the clocks to differ.
+MESSAGE_MARGIN = 0.1
 #: Create Reaction per channel: one per 0.25 s, plus a margin for the time a request is on its way.
 REACTION_INTERVAL = 0.3
 
@@ -80,6 +89,57 @@ class ChannelSpacer:
             if delay > 0:
                 await asyncio.sleep(delay)
             self._next[channel_id] = self._monotonic() + self.interval
+
+
+class ChannelWindow:
+    """At most ``limit`` sends in any ``window`` seconds in each channel, one at a time per channel.
+
+    ``async with window.slot(channel_id):`` waits until the channel has room and holds it for the send
+    inside the block; the send counts from the moment the block ends (its answer arrived), so the
+    window is measured at least as strictly as Discord measures it.
+    """
+
+    #: channels kept before idle ones are forgotten
+    KEEP = 1024
+
+    def __init__(
+        self,
+        limit: int = MESSAGES_PER_WINDOW,
+        window: float = MESSAGE_WINDOW + MESSAGE_MARGIN,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if limit < 1 or window <= 0:
+            raise ValueError("limit must be at least 1 and window positive")
+        self.limit = limit
+        self.window = window
+        self._monotonic = monotonic
+        self._sent: dict[int, collections.deque[float]] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    @contextlib.asynccontextmanager
+    async def slot(self, channel_id: int) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(channel_id, asyncio.Lock())
+        async with lock:
+            sent = self._sent.setdefault(channel_id, collections.deque(maxlen=self.limit))
+            if len(sent) == self.limit:
+                delay = sent[0] + self.window - self._monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            try:
+                yield
+            finally:
+                sent.append(self._monotonic())
+        if len(self._sent) > self.KEEP:
+            self._forget_idle()
+
+    def _forget_idle(self) -> None:
+        cutoff = self._monotonic() - self.window
+        for channel_id in [c for c, sent in self._sent.items() if not sent or sent[-1] <= cutoff]:
+            lock = self._locks.get(channel_id)
+            if lock is None or not lock.locked():
+                self._sent.pop(channel_id, None)
+                self._locks.pop(channel_id, None)
 
 
 #: Digests in flight at once: a digest posts at most MESSAGES_PER_WINDOW messages per MESSAGE_WINDOW in

@@ -1,11 +1,19 @@
-"""The bot's own pacing under Discord's limits: the global pacer and the reaction bucket per channel."""
+"""The bot's own pacing under Discord's limits: the global pacer, the reaction bucket and the message
+bucket per channel."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-from bot.discord_limits import BULK_RATE, DIGEST_CONCURRENCY, GLOBAL_RATE, ChannelSpacer, RequestPacer
+from bot.discord_limits import (
+    BULK_RATE,
+    DIGEST_CONCURRENCY,
+    GLOBAL_RATE,
+    ChannelSpacer,
+    ChannelWindow,
+    RequestPacer,
+)
 
 
 async def test_request_pacer_limits_the_rate() -> None:
@@ -37,3 +45,37 @@ async def test_channel_spacer_spaces_calls_in_one_channel_not_across_channels() 
         gaps = [b - a for a, b in zip(times[channel], times[channel][1:], strict=False)]
         assert min(gaps) >= 0.09
     assert abs(times[1][0] - times[2][0]) < 0.05, "another channel does not wait"
+
+
+async def test_channel_window_holds_a_channel_to_its_bucket_and_lets_another_channel_go() -> None:
+    """Five sends in a channel go at once; the sixth waits until the first is a window old, counted from
+    when the first send ended; another channel does not wait meanwhile."""
+    window = ChannelWindow(limit=5, window=0.3)
+    ended: dict[int, list[float]] = {1: [], 2: []}
+    began: dict[int, list[float]] = {1: [], 2: []}
+
+    async def send(channel: int) -> None:
+        async with window.slot(channel):
+            began[channel].append(time.monotonic())
+            await asyncio.sleep(0.02)  # the request's trip
+        ended[channel].append(time.monotonic())
+
+    started = time.monotonic()
+    await asyncio.gather(*(send(1) for _ in range(7)), send(2))
+    assert began[1][4] - started < 0.2, "the first five did not wait for the window"
+    assert began[1][5] >= ended[1][0] + 0.3 - 0.01
+    assert began[1][6] >= ended[1][1] + 0.3 - 0.01
+    assert began[2][0] - started < 0.2, "another channel waited behind a full one"
+
+
+async def test_channel_window_forgets_idle_channels() -> None:
+    now = [0.0]
+    window = ChannelWindow(limit=2, window=1.0, monotonic=lambda: now[0])
+    window.KEEP = 3
+    for channel in range(3):
+        async with window.slot(channel):
+            pass
+    now[0] = 5.0
+    async with window.slot(99):
+        pass
+    assert set(window._sent) == {99}
