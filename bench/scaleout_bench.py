@@ -29,7 +29,7 @@ Measured for each, from the sandbox, as Discord would see it:
 
 With `DIGEST_SPREAD_MINUTES=0` every digest is due at once; sending is paced by the bot under
 Discord's global limit (45 requests/s for bulk sending), which bounds the digest time of both set-ups
-alike: 10,000 subscribers take about 15 minutes each. The PostgreSQL database is a throwaway one on the
+alike: 10,000 subscribers take 15-20 minutes each (retries after a 429 included). The PostgreSQL database is a throwaway one on the
 local server (127.0.0.1:5432, trust auth), or `--postgres URL` (an empty database). Figures only.
 """
 
