@@ -17,9 +17,15 @@ sandbox set-up, then this checkout, and prints both rows and their ratios. Subsc
 exist (everyone had a digest before); whether the bot knows them is the bot's business: ``--cold``
 starts the bot with none stored.
 
-Run: ``nice .venv/bin/python bench/digest_send_bench.py [--subscribers 10000] [--compare REV] [--cold]``
-(needs nothing from ../shared; 10,000 subscribers take about 20 minutes a run at Discord's limits, far
-longer for a bot that spends more calls).
+Calls are counted at the sandbox, as Discord would count them (a request discord.py retries counts
+each time), so neither the bot nor the CLI needs a trace of its own. ``--log-level`` and ``--keep-log``
+keep the bot's log; the report counts its warnings and errors and describes, from the store, a digest
+that arrived short.
+
+Run: ``.venv/bin/python bench/digest_send_bench.py [--subscribers 10000] [--compare REV] [--cold]``
+(needs nothing from ../shared; 10,000 subscribers take about 25 minutes a run at Discord's limits, far
+longer for a bot that spends more calls; not under ``nice``: the bot is paced, not busy, and a niced
+bot loses the CPU to other work at the moments it should send).
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@ every second reaction — and 10,000 invalid requests in 10 minutes get the bot 
 * :class:`ChannelWindow` — at most :data:`MESSAGES_PER_WINDOW` messages in any :data:`MESSAGE_WINDOW`
   in each channel, waited for *before* the pacer: a message that passed the pacer and then waited in
   discord.py for its channel's bucket would go out at a moment the pacer never chose, bunched with
-  others, and a rush of 10,000 digests met the global limit some 400 times that way (discord.py retries
-  a global 429 at once, five times, then the digest failed and waited for its retry);
+  others (a digest's sixth message in its DM does, every time);
 * :data:`DIGEST_CONCURRENCY` — how many digests may be in flight for the pacer to be the limit:
   each one waits on its DM channel's message bucket (5 per 5 s) between its messages.
 """
