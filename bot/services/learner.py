@@ -96,6 +96,18 @@ def centroid_direction(
     return np.asarray(params.centroid * direction / (rated * spread), dtype=np.float64)
 
 
+def _rows_and_lengths(
+    indptr: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.int64], FloatArray]:
+    """For weights laid out as :meth:`BM25Index.doc_weights` gives them: each weight's document, and
+    each document's vector length (1 for an empty one)."""
+    counts = np.diff(indptr)
+    row = np.repeat(np.arange(len(counts)), counts)
+    lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
+    lengths[lengths == 0] = 1.0
+    return row, lengths
+
+
 def unit_cosines(
     indptr: npt.NDArray[np.int64],
     terms: npt.NDArray[np.int64],
@@ -105,11 +117,8 @@ def unit_cosines(
     """Each document's cosine to a vector of term weights: its BM25 weights (as
     :meth:`BM25Index.doc_weights` gives them), scaled to length 1, dotted with ``table`` (by term id,
     at least as long as the largest id)."""
-    counts = np.diff(indptr)
-    row = np.repeat(np.arange(len(counts)), counts)
-    lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
-    lengths[lengths == 0] = 1.0
-    products = np.bincount(row, weights=weights * table[terms], minlength=len(counts))
+    row, lengths = _rows_and_lengths(indptr, weights)
+    products = np.bincount(row, weights=weights * table[terms], minlength=len(lengths))
     return np.asarray(products / lengths, dtype=np.float64)
 
 
@@ -133,14 +142,11 @@ class WordCentroid:
         params: LearningParams,
     ) -> WordCentroid:
         indptr, terms, weights = rated
-        counts = np.diff(indptr)
-        row = np.repeat(np.arange(len(counts)), counts)
-        lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
-        lengths[lengths == 0] = 1.0
+        row, lengths = _rows_and_lengths(indptr, weights)
         sign = np.where(liked, 1.0, -params.words_dislike)
         unique, where = np.unique(terms, return_inverse=True)
         values = np.bincount(where, weights=weights * (sign / lengths)[row], minlength=len(unique)) / max(
-            1, len(counts)
+            1, len(lengths)
         )
         keep = np.flatnonzero(values)
         if len(keep) > params.word_terms:
