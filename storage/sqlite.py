@@ -60,6 +60,25 @@ async def _connect(path: Path, *, busy_ms: int, read_only: bool) -> aiosqlite.Co
     return conn
 
 
+async def _switch_to_wal(conn: aiosqlite.Connection) -> None:
+    """Put the database in WAL mode, waiting for the lock the switch takes. While another connection
+    is in the middle of a write, SQLite refuses the switch at once without calling the busy handler
+    (as it refuses a read upgrading to a write), so a process opening a new store at the same moment
+    as another (a gateway and a worker starting together) got "database is locked" whatever the busy
+    timeout: the switch is tried again here until the other lets go, for as long as a read waits."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as error:
+            if not is_busy(error) or loop.time() >= deadline:
+                raise
+            await asyncio.sleep(WRITE_ATTEMPT_MS / 1000 / 4)
+            continue
+        return
+
+
 class SQLiteConnection(Connection):
     dialect: ClassVar[str] = "sqlite"
 
@@ -116,14 +135,17 @@ class SQLiteDatabase(Database):
         in_memory = str(path) == ":memory:"
         if not in_memory:
             path.parent.mkdir(parents=True, exist_ok=True)
-        conn = await _connect(path, busy_ms=WRITE_ATTEMPT_MS, read_only=False)
+        # Until the store is in WAL mode and migrated, another process starting beside this one may
+        # hold the lock for a while: everything here waits for it (the schema read the first pragma
+        # does, the migrations' BEGIN IMMEDIATE) as a reader would.
+        conn = await _connect(path, busy_ms=BUSY_TIMEOUT_MS, read_only=False)
         db = cls(conn, path)
         try:
-            await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")  # the WAL switch may wait
-            await conn.execute("PRAGMA journal_mode = WAL")
-            await conn.execute(f"PRAGMA busy_timeout = {WRITE_ATTEMPT_MS}")
+            if not in_memory:
+                await _switch_to_wal(conn)
             if migrate:
                 await db.migrate()
+            await conn.execute(f"PRAGMA busy_timeout = {WRITE_ATTEMPT_MS}")
             if not in_memory:
                 db._reader = await _connect(path, busy_ms=BUSY_TIMEOUT_MS, read_only=True)
                 db._snapshots = await _connect(path, busy_ms=BUSY_TIMEOUT_MS, read_only=True)

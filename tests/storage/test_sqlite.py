@@ -25,6 +25,36 @@ async def test_connection_uses_wal_foreign_keys_and_a_busy_timeout(sqlite_db: SQ
     assert await sqlite_db.fetchval("PRAGMA busy_timeout") >= 1000
 
 
+@pytest.mark.parametrize(
+    "held",
+    [
+        pytest.param("BEGIN EXCLUSIVE", id="locked-for-its-first-write"),
+        pytest.param(
+            "CREATE TABLE t (x); BEGIN IMMEDIATE; INSERT INTO t VALUES (1)", id="writing-before-wal"
+        ),
+    ],
+)
+async def test_opening_a_store_waits_for_another_process_holding_it(tmp_path: Path, held: str) -> None:
+    """A process starting while another holds the file's lock, as when two processes open a new store
+    together, waits for it and opens the store rather than failing with "database is locked" (the
+    first pragma reads the schema, and the switch to WAL takes its lock without SQLite's busy timeout:
+    both gave up at once before)."""
+    path = tmp_path / "new.db"
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        for statement in held.split("; "):
+            other.execute(statement)
+        asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
+        db = await SQLiteDatabase.open(path)
+    finally:
+        other.close()
+    try:
+        assert await db.fetchval("PRAGMA journal_mode") == "wal"
+        assert await db.fetchval("SELECT COUNT(*) FROM paper_changes") == 1
+    finally:
+        await db.close()
+
+
 async def test_reads_do_not_wait_while_another_process_holds_the_write_lock(
     sqlite_db: SQLiteDatabase,
 ) -> None:
