@@ -86,8 +86,11 @@ async def recommend_command(interaction: discord.Interaction[PaperBot], count: C
 
 @interests_group.command(name="show", description="Your topics, what your reactions taught, and counts")
 async def interests_show(interaction: discord.Interaction[PaperBot]) -> None:
+    # The summary fits the person's learned model, as /paper recommend does: it may take longer than
+    # Discord's 3 s for a first response on a busy machine, so the answer follows a defer.
+    await interaction.response.defer(ephemeral=True, thinking=True)
     summary = await interaction.client.services.profiles.summary(interaction.user.id)
-    await interaction.response.send_message(embed=interests_embed(summary), ephemeral=True)
+    await interaction.followup.send(embed=interests_embed(summary), ephemeral=True)
 
 
 @interests_group.command(

@@ -8,7 +8,8 @@ React on a posted paper → /paper interests show reflects it → remove the rea
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from answers import answer_text
@@ -60,6 +61,25 @@ async def test_reaction_shapes_the_profile_and_removing_it_undoes_it(e2e: E2E) -
     again = answer_text(await server.run_command("alice", "paper interests show"))
     assert "👍 0 · 👎 0 · 🔖 0" in again
     assert "Nothing yet" in again
+
+
+async def test_interests_show_answers_when_learning_takes_longer_than_discords_3_s(e2e: E2E) -> None:
+    """Fitting the person's model past Discord's first-response deadline (the clock moved 3.5 s while
+    it ran, as on a loaded machine) still gets them their interests, not "did not respond"."""
+    server = e2e.server
+    fit = e2e.services.profiles.model_words
+    assert fit is not None
+
+    async def slow_fit(user_id: int, n: int, now: datetime) -> Any:
+        server.clock.advance(3.5)
+        return await fit(user_id, n, now)
+
+    e2e.services.profiles.model_words = slow_fit
+    await server.run_command("carol", "paper interests add", topic="language models")
+    shown = await server.run_command("carol", "paper interests show")
+    assert shown.ephemeral
+    assert shown.deferred
+    assert "language models" in answer_text(shown)
 
 
 async def _signals_empty(e2e: E2E, user_id: int) -> bool:
