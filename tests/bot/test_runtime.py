@@ -1,6 +1,6 @@
 """The composition root, on both engines: the search index snapshot beside the store, and papers stored
 by another process (a `paperbot ingest` next to the running bot) becoming searchable, by the store's
-change sequence."""
+change sequence; numpy on one BLAS thread."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import asyncio
 import contextlib
 import json
 from pathlib import Path
+
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from bot.runtime import open_services, snapshot_path
 from bot.services.ingest.normalise import Rejected
@@ -161,3 +163,18 @@ async def test_following_the_store_indexes_another_process_commits_and_then_save
     async with open_services(settings) as services:
         assert services.search.search("quokka curriculum", limit=3).hits
     assert snapshot.stat().st_mtime_ns == refreshed_at  # loaded as saved: it holds this store exactly
+
+
+def _blas_threads() -> set[int]:
+    return {int(info["num_threads"]) for info in threadpool_info() if info["user_api"] == "blas"}
+
+
+async def test_the_bot_runs_numpy_on_one_blas_thread(tmp_path: Path) -> None:
+    """BLAS threads that would spin against the event loop on a busy machine (a person's model fit
+    took seconds there) are down to one once the services are open, whatever the process had."""
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert _blas_threads() == {2}
+        async with open_services(
+            Settings(store=StoreLocation(path=tmp_path / "paperbot.db"), state_dir=tmp_path)
+        ):
+            assert _blas_threads() == {1}
