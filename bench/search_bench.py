@@ -1,19 +1,23 @@
-"""Search speed and memory against rank-bm25, at 2.6k, 36k, 100k and 1M papers.
+"""Search speed, memory and exactness of paperbot's BM25 beside rank-bm25, bm25s and tantivy.
 
-    .venv/bin/python bench/search_bench.py                      # all sizes (about 5 minutes)
-    .venv/bin/python bench/search_bench.py --sizes 2600,36000   # quick
+    .venv/bin/pip install -e '.[bench]'                              # bm25s, numba, tantivy
+    .venv/bin/python bench/search_bench.py                           # 2.6k, 36k, 100k, 1M papers
+    .venv/bin/python bench/search_bench.py --sizes 2610,35712        # quick
 
 Corpora: ICML 2024 (2,610 papers) for the smallest size; the multivenue corpus (35,712) for the
 others, topped up with synthetic papers whose words, lengths, authors and venues are sampled from
 it (title and abstract text, so building runs the real tokenizer).  Queries: 200 per size, half
-titles of other papers, half 2–3-word phrases cut from titles (fewer for rank-bm25 at 100k).
+titles of other papers, half 2–3-word phrases cut from titles.
 
-For each size it prints: build time of the SearchEngine (tokenising included) and of rank-bm25's
-BM25Okapi on the same token lists, index memory (array bytes, and the process's resident-memory
-growth), query latency p50/p95 of the index ranking (``BM25Index.rank``, top 10) and of the whole
-``SearchEngine.search`` (tokenising + ranking + matched terms), rank-bm25's latency
-(``get_scores`` + top 10) on the same tokens, their ratio, whether every query's top 10 is the
-same, and the largest score difference over all documents.  Figures only: no pass/fail.
+Every engine runs in this one process on the same papers and the same query tokens (see
+``search_peers.py`` for how each is set up).  Per query, each engine in turn (the order rotating),
+the best of ``--repeat`` calls of its top 10; rank-bm25, far slower, on a seeded sample above 40k
+papers.  For each size and engine it prints p50/p95, the ratio of its p50 to paperbot's on the same
+queries, build time (paperbot's from the text, tokenising included; the others' from the token
+lists), memory (what the engine's arrays hold, where it can say, and the resident-memory growth of
+its build), and on how many queries its top 10 is rank-bm25's (score descending, then id); and the
+largest |score difference| between paperbot and rank-bm25 over every paper.  Figures only: no
+pass/fail.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ import argparse
 import gc
 import gzip
 import json
+import os
 import random
 import sys
 import time
 import tracemalloc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain, repeat
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +40,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from search_peers import Peer, RankBM25, available  # noqa: E402
+
+from bot.services.index import BM25Index  # noqa: E402
 from bot.services.search import TITLE_WEIGHT, SearchEngine  # noqa: E402
 from bot.services.tokenize import tokenize  # noqa: E402
 from storage.models import IndexRow  # noqa: E402
@@ -162,18 +171,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def time_calls(fn, args: Sequence, repeat: int = 1) -> list[float]:  # type: ignore[no-untyped-def]
-    out = []
-    for arg in args:
-        best = float("inf")
-        for _ in range(repeat):
-            start = time.perf_counter()
-            fn(arg)
-            best = min(best, time.perf_counter() - start)
-        out.append(best * 1e3)
-    return out
-
-
 def build_engine(
     size: int, base: list[IndexRow], synth: Synthesizer | None
 ) -> tuple[SearchEngine, list[IndexRow] | None, float]:
@@ -220,114 +217,170 @@ def traced_bytes(make) -> int:  # type: ignore[no-untyped-def]
     return after - before
 
 
+def corpus_tokens(index: BM25Index) -> tuple[list[list[str]], np.ndarray]:
+    """Every paper's token list as the engine indexed it (each term repeated tf times, in the paper's
+    first-seen order, the very strings of the index's vocabulary) and the paper ids, in slot order."""
+    ids = index.doc_ids
+    corpus = [list(chain.from_iterable(map(repeat, d, d.values()))) for d in map(index.doc_terms, ids)]
+    return corpus, np.array(ids, dtype=np.int64)
+
+
+def interleaved(
+    engines: dict[str, Callable[[list[str]], object]],
+    queries: list[list[str]],
+    only: dict[str, set[int]],
+    repeat_: int,
+) -> dict[str, list[float]]:
+    """Milliseconds per query and engine: for each query every engine in turn (the order rotating from
+    one query to the next), each the best of ``repeat_`` calls; ``only[name]`` limits an engine to
+    those query numbers."""
+    names = list(engines)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    for n, query in enumerate(queries):
+        for name in names[n % len(names) :] + names[: n % len(names)]:
+            if name in only and n not in only[name]:
+                continue
+            fn, best = engines[name], float("inf")
+            for _ in range(1 if name in only else repeat_):
+                started = time.perf_counter()
+                fn(query)
+                best = min(best, time.perf_counter() - started)
+            out[name].append(best * 1e3)
+    return out
+
+
 def bench_size(
     size: int, base: list[IndexRow], synth: Synthesizer | None, args: argparse.Namespace
-) -> dict[str, str]:
+) -> list[dict[str, str]]:
     print(f"\n=== {size:,} papers ===", flush=True)
     gc.collect()
+    rss0 = rss_bytes()
     engine, rows, build_s = build_engine(size, base, synth)
     index = engine.index
+    gc.collect()
+    ours_rss = rss_bytes() - rss0
     print(
-        f"engine build: {build_s:.2f} s ({len(engine) / build_s:,.0f} papers/s, tokenising included), "
+        f"paperbot build: {build_s:.2f} s ({len(engine) / build_s:,.0f} papers/s, tokenising included), "
         f"{index.n_postings:,} postings, {index.vocabulary_size:,} terms, {index.n_segments} segment(s)"
     )
     line = (
-        f"index memory: {index.nbytes() / 1e6:.0f} MB "
+        f"paperbot index memory: {index.nbytes() / 1e6:.0f} MB "
         f"({index.nbytes() / max(1, index.n_postings):.1f} B/posting, arrays + vocabulary)"
     )
     if rows is not None and size <= args.max_traced:
         engine_bytes = traced_bytes(lambda: SearchEngine.build(rows))
         line += f"; whole engine, traced: {engine_bytes / 1e6:.0f} MB (index + filters + autocomplete)"
     print(line, flush=True)
+    rows = None
 
     queries = make_queries(base, args.queries)
     tokens = [tokenize(q) for q in queries]
     for q in tokens:  # warm caches and lazily refreshed weights
-        index.rank(q, 10)
-    rank_ms = time_calls(lambda q: index.rank(q, 10), tokens, repeat=3)
-    search_ms = time_calls(lambda q: engine.search(q, limit=10), queries, repeat=3)
-    p50, p95 = percentile(rank_ms, 50), percentile(rank_ms, 95)
+        index.top_k(q, 10)
+    search_ms = interleaved({"search": lambda q: engine.search(q, limit=10)}, queries, {}, 3)["search"]  # type: ignore[arg-type]
     print(
-        f"index ranking (top 10), {len(tokens)} queries: p50 {p50:.3f} ms, p95 {p95:.3f} ms, "
-        f"max {max(rank_ms):.3f} ms"
-    )
-    print(
-        f"engine.search (tokenise + rank + matched terms): p50 "
+        f"engine.search (tokenise + rank + count + matched terms): p50 "
         f"{percentile(search_ms, 50):.3f} ms, p95 {percentile(search_ms, 95):.3f} ms"
     )
     auto = ["", "atten", "graph neu", "diffusion models for", "123", "reinforcement learning f", "a"]
-    auto_ms = time_calls(lambda t: engine.autocomplete(t, 25), auto, repeat=3)
-    print(f"autocomplete ({len(auto)} inputs incl. one letter): max {max(auto_ms):.2f} ms", flush=True)
-    summary = {
-        "papers": f"{size:,}",
-        "build s": f"{build_s:.1f}",
-        "index MB": f"{index.nbytes() / 1e6:.0f}",
-        "p50 ms": f"{p50:.3f}",
-        "p95 ms": f"{p95:.3f}",
-        "rank-bm25 p50 ms": "-",
-        "ratio": "-",
-        "same top 10": "-",
-        "rank-bm25 MB": "-",
-    }
-    if rows is None or size > args.max_rank_bm25:
-        print("rank-bm25: skipped at this size")
-        return summary
-    from rank_bm25 import BM25Okapi
-
-    corpus = [doc_tokens(r) for r in rows]
-    ids = np.array([r.paper_id for r in rows])
-    started = time.perf_counter()
-    reference = BM25Okapi(corpus)
-    ref_build = time.perf_counter() - started
-    ref_bytes = traced_bytes(lambda: BM25Okapi(corpus))
-    print(
-        f"rank-bm25 build: {ref_build:.2f} s (from the same token lists), traced memory "
-        f"{ref_bytes / 1e6:.0f} MB ({ref_bytes / len(rows) / 1e3:.1f} KB/paper)",
-        flush=True,
+    auto_ms = interleaved(
+        {"auto": lambda t: engine.autocomplete(" ".join(t), 25)}, [[a] for a in auto], {}, 3
     )
+    print(
+        f"autocomplete ({len(auto)} inputs incl. one letter): max {max(auto_ms['auto']):.2f} ms", flush=True
+    )
+
+    corpus, ids = corpus_tokens(index)
+    peers: list[Peer] = list(available())
+    if size <= args.max_rank_bm25:
+        peers.append(RankBM25())
+    else:
+        print(f"rank-bm25: skipped above {args.max_rank_bm25:,} papers (--max-rank-bm25)")
+    built: dict[str, tuple[float, int, int | None]] = {}
+    for peer in peers:
+        gc.collect()
+        before = rss_bytes()
+        started = time.perf_counter()
+        peer.prepare(corpus, ids)
+        spent = time.perf_counter() - started
+        gc.collect()
+        built[peer.name] = (spent, rss_bytes() - before, peer.nbytes())
+        print(
+            f"{peer.name} build: {spent:.2f} s from the token lists{f' ({peer.note})' if peer.note else ''}",
+            flush=True,
+        )
+    reference = next((p for p in peers if isinstance(p, RankBM25)), None)
+    if reference is not None and size <= args.max_traced:
+
+        def held_reference() -> RankBM25:
+            peer = RankBM25()
+            peer.prepare(corpus, ids)
+            return peer
+
+        ref_bytes = traced_bytes(held_reference)
+        built["rank-bm25"] = (built["rank-bm25"][0], built["rank-bm25"][1], ref_bytes)
+    corpus = []
+
     n_ref = len(tokens) if size <= 40_000 else args.rank_bm25_queries_large
     # A seeded sample keeps the mix of titles and short phrases.
-    picked = random.Random(5).sample(tokens, n_ref) if n_ref < len(tokens) else tokens
+    sample = (
+        set(range(len(tokens)))
+        if n_ref >= len(tokens)
+        else set(random.Random(5).sample(range(len(tokens)), n_ref))
+    )
+    engines: dict[str, Callable[[list[str]], object]] = {"paperbot": lambda q: index.top_k(q, 10)}
+    engines.update({p.name: p.top10 for p in peers})
+    only = {"rank-bm25": sample} if reference is not None else {}
+    ms = interleaved(engines, tokens, only, args.repeat)
 
-    def ref_top(q: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        scores = reference.get_scores(q)
-        order = np.lexsort((ids, -scores))[:10]
-        return order, scores
-
-    ref_ms = time_calls(ref_top, picked)
-    same = 0
+    same: dict[str, int] = {name: 0 for name in engines}
     worst = 0.0
-    slots = np.array([index.slot_of(int(pid)) for pid in ids])
-    for q in picked:
-        order, ref_scores = ref_top(q)
-        matched = [i for i in order.tolist() if any(t in corpus[i] for t in q)]
-        ours = index.rank(q, 10)[0]
-        if [ids[i] for i in matched] == [pid for pid, _ in ours]:
-            same += 1
-        mine = index.score_array(q)
-        worst = max(worst, float(np.abs(mine[slots] - ref_scores).max()))
-    ours_sub = time_calls(lambda q: index.rank(q, 10), picked, repeat=3)
-    r50, r95 = percentile(ref_ms, 50), percentile(ref_ms, 95)
-    print(
-        f"rank-bm25 ranking, {len(picked)} queries: p50 {r50:.1f} ms, p95 {r95:.1f} ms; "
-        f"index on the same queries: p50 {percentile(ours_sub, 50):.3f} ms"
-    )
-    print(
-        f"ratio (rank-bm25 p50 / index p50, same queries): "
-        f"{r50 / percentile(ours_sub, 50):,.0f}x; same top 10: {same}/{len(picked)}; "
-        f"max |score difference| over all papers: {worst:.3g}",
-        flush=True,
-    )
-    ratio = r50 / percentile(ours_sub, 50)
-    summary.update(
-        {
-            "rank-bm25 p50 ms": f"{r50:.1f}",
-            "ratio": f"{ratio:,.0f}x ({len(picked)} q)",
-            "same top 10": f"{same}/{len(picked)}",
-            "rank-bm25 MB": f"{ref_bytes / 1e6:.0f}",
+    if reference is not None:
+        slots = np.array([index.slot_of(int(pid)) for pid in ids])
+        for n in sorted(sample):
+            q = tokens[n]
+            want = reference.ids(reference.top10(q))
+            same["paperbot"] += [pid for pid, _ in index.top_k(q, 10)] == want
+            for peer in peers:
+                same[peer.name] += peer.ids(peer.top10(q)) == want
+            worst = max(worst, float(np.abs(index.score_array(q)[slots] - reference.scores(q)).max()))
+        print(
+            f"max |score difference| paperbot vs rank-bm25 over all papers, {len(sample)} queries: {worst:.3g}"
+        )
+
+    ours50 = percentile(ms["paperbot"], 50)
+    ours_sample50 = percentile([ms["paperbot"][n] for n in sorted(sample)], 50)
+    table = []
+    for name in engines:
+        values = ms[name]
+        p50, p95 = percentile(values, 50), percentile(values, 95)
+        ratio = p50 / (ours_sample50 if name in only else ours50)
+        if name == "paperbot":
+            build, rss, held = build_s, ours_rss, index.nbytes()
+        else:
+            build, rss, held = built[name]
+        row = {
+            "papers": f"{size:,}",
+            "engine": name,
+            "queries": str(len(values)),
+            "p50 ms": f"{p50:.3f}",
+            "p95 ms": f"{p95:.3f}",
+            "vs paperbot": "1" if name == "paperbot" else f"{ratio:,.2f}x",
+            "build s": f"{build:.1f}",
+            "memory MB": "-" if held is None else f"{held / 1e6:,.0f}",
+            "RSS growth MB": f"{rss / 1e6:,.0f}",
+            "same top 10 as rank-bm25": f"{same[name]}/{len(sample)}" if reference is not None else "-",
         }
-    )
-    return summary
+        table.append(row)
+        print(
+            f"{name:>10}: p50 {p50:.3f} ms, p95 {p95:.3f} ms over {len(values)} queries "
+            f"({row['vs paperbot']} paperbot's p50 on the same queries), top 10 as rank-bm25's: "
+            f"{row['same top 10 as rank-bm25']}",
+            flush=True,
+        )
+    for peer in peers:
+        del peer
+    return table
 
 
 def main() -> int:
@@ -335,7 +388,8 @@ def main() -> int:
     parser.add_argument("--sizes", default="2610,35712,100000,1000000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rank-bm25-queries-large", type=int, default=40)
-    parser.add_argument("--max-rank-bm25", type=int, default=200_000)
+    parser.add_argument("--max-rank-bm25", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="best of this many calls per query")
     parser.add_argument("--max-traced", type=int, default=100_000, help="trace memory up to this size")
     args = parser.parse_args()
     if not (ICML.exists() and MULTIVENUE.exists()):
@@ -345,13 +399,16 @@ def main() -> int:
     icml = load_rows(ICML)
     multivenue = load_rows(MULTIVENUE)
     synth = Synthesizer(multivenue)
-    table = []
+    table: list[dict[str, str]] = []
     for size in sizes:
         if size <= len(icml):
-            table.append(bench_size(size, icml, None, args))
+            table.extend(bench_size(size, icml, None, args))
         else:
-            table.append(bench_size(size, multivenue, synth, args))
-    print("\nSummary (ranking latency = BM25Index.rank top 10; ratio on the same queries):")
+            table.extend(bench_size(size, multivenue, synth, args))
+    print(
+        "\nSummary (top 10 per query, interleaved; paperbot = BM25Index.top_k; ratio on the same queries; "
+        f"load average now {os.getloadavg()[0]:.1f}):"
+    )
     columns = list(table[0])
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
