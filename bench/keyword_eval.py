@@ -4,15 +4,17 @@
     .venv/bin/python bench/keyword_eval.py --split tune --ablations   # where settings are chosen
 
 A query is a label that authors or a venue put on papers — an author keyword ("graph neural
-networks", "sim-to-real") or an ICLR 2024 virtual-site topic ("Large Language Models") — and the
-papers carrying it are relevant. Keywords that differ only by a plural "s" (per word) or a hyphen
+networks", "sim-to-real") or an ICLR 2024 virtual-site topic ("Large Language Models"; a one-word
+subarea typed with its area, "Inverse" → "inverse reinforcement learning", see ``topic_query``) —
+and the papers carrying it are relevant. Keywords that differ only by a plural "s" (per word) or a hyphen
 are one query; a label needs ≥ ``--min-papers`` papers. The corpus is the whole multivenue file
 (35,712 papers), indexed WITHOUT keywords or topics; each query ranks the papers of the venue its
 label comes from that carry labels of that kind (a venue + year filter, the unlabelled papers of that
 venue excluded), so statistics come from 36k papers and an unlabelled paper is never counted wrong.
 
-Splits, by venue: **tune** = ICLR 2017 keywords (a fixed list of broad areas) and ICLR 2024 topics;
-**held-out** = ICLR 2018 and CoRL 2024/25 keywords (free-form, what researchers type). Settings are
+Splits, by venue: **tune** = ICLR 2017 keywords (a fixed list of broad areas), ICLR 2024 topics and
+CoRL 2024 keywords; **held-out** = ICLR 2018 and CoRL 2025 keywords (free-form, what researchers
+type; the same words often label papers of both CoRL years, but the papers differ). Settings are
 chosen on tune (``--ablations`` runs there only); held-out is read for the reported figures.
 
 Engines, in the same run: rank-bm25's ``BM25Okapi`` on lower-cased words (``\\w+``) of title +
@@ -72,8 +74,9 @@ class Group:
 GROUPS = (
     Group("ICLR 2017 keywords", "tune", "ICLR", 2017, "keywords"),
     Group("ICLR 2024 topics", "tune", "ICLR", 2024, "topic"),
+    Group("CoRL 2024 keywords", "tune", "CoRL", 2024, "keywords"),
     Group("ICLR 2018 keywords", "heldout", "ICLR", 2018, "keywords"),
-    Group("CoRL 2024/25 keywords", "heldout", "CoRL", None, "keywords"),
+    Group("CoRL 2025 keywords", "heldout", "CoRL", 2025, "keywords"),
 )
 
 
@@ -83,10 +86,27 @@ def label_key(label: str) -> str:
     return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
 
 
-def topic_labels(topic: str) -> list[str]:
-    """An ICLR 2024 topic "Area->Subarea" names the subarea; a bare "Area" the whole area."""
-    area, _, sub = topic.partition("->")
-    return [sub.strip()] if sub else [area.strip()]
+#: How a one-word subarea of these areas is typed: "Inverse" → "inverse reinforcement learning".
+_AREA_WORDS = {
+    "Reinforcement Learning": "{sub} reinforcement learning",
+    "Optimization": "{sub} optimization",
+    "Deep Learning": "deep learning {sub}",
+    "Theory": "{sub} theory",
+}
+
+
+def topic_query(topic: str) -> str | None:
+    """The phrase a researcher would type for an ICLR 2024 topic "Area->Subarea": the subarea, with
+    its area where the subarea is one word of an area that it only qualifies ("Online", "Non-Convex"),
+    "theory" after a Theory subarea; None for a bare area and for "Everything Else" / "Other …"."""
+    area, _, sub = (part.strip() for part in topic.partition("->"))
+    if not sub or sub == "Everything Else" or sub.startswith("Other "):
+        return None
+    pattern = _AREA_WORDS.get(area)
+    one_word = " " not in sub
+    if pattern and (one_word or area == "Theory") and "theory" not in sub.lower():
+        return pattern.format(sub=sub)
+    return sub
 
 
 def load_rows() -> list[dict]:  # type: ignore[type-arg]
@@ -108,7 +128,8 @@ def build_queries(rows: Sequence[dict], min_papers: int) -> list[Query]:  # type
         for n in in_venue:
             row = rows[n]
             if group.kind == "topic":
-                labels = topic_labels(row["topic"]) if row.get("topic") else []
+                typed = topic_query(row["topic"]) if row.get("topic") else None
+                labels = [typed] if typed else []
             else:
                 labels = [k.strip() for k in row.get("keywords") or [] if k.strip()]
             if not labels:
@@ -119,15 +140,9 @@ def build_queries(rows: Sequence[dict], min_papers: int) -> list[Query]:  # type
                 if key:
                     by_key[key].add(n)
                     spellings[key][label.lower()] += 1
-        if group.kind == "topic":  # a bare area is relevant to every paper of the area
-            for n in judged:
-                area = rows[n]["topic"].partition("->")[0].strip()
-                key = label_key(area)
-                if key in by_key:
-                    by_key[key].add(n)
         for key, members in sorted(by_key.items()):
             text = min(spellings[key], key=lambda s: (-spellings[key][s], s))
-            if len(members) < min_papers or text.startswith("other "):
+            if len(members) < min_papers:
                 continue
             queries.append(
                 Query(text, group.name, group.venue, group.year, frozenset(members), frozenset(judged))

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from search_peers import Peer, RankBM25, available  # noqa: E402
 
 from bot.services.index import BM25Index  # noqa: E402
-from bot.services.search import TITLE_WEIGHT, SearchEngine  # noqa: E402
+from bot.services.search import SearchEngine, document_tokens  # noqa: E402
 from bot.services.tokenize import tokenize  # noqa: E402
 from storage.models import IndexRow  # noqa: E402
 
@@ -164,7 +164,7 @@ def make_queries(rows: Sequence[IndexRow], n: int, seed: int = 11) -> list[str]:
 
 def doc_tokens(row: IndexRow) -> list[str]:
     """The token list rank-bm25 is given for a paper: what the engine indexes."""
-    return tokenize(row.title) * TITLE_WEIGHT + tokenize(row.abstract)
+    return document_tokens(row.title, row.abstract)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -221,7 +221,10 @@ def corpus_tokens(index: BM25Index) -> tuple[list[list[str]], np.ndarray]:
     """Every paper's token list as the engine indexed it (each term repeated tf times, in the paper's
     first-seen order, the very strings of the index's vocabulary) and the paper ids, in slot order."""
     ids = index.doc_ids
-    corpus = [list(chain.from_iterable(map(repeat, d, d.values()))) for d in map(index.doc_terms, ids)]
+    corpus = [
+        list(chain.from_iterable(map(repeat, d, d.values())))
+        for d in (index.doc_terms(i, phrases=True) for i in ids)
+    ]
     return corpus, np.array(ids, dtype=np.int64)
 
 

@@ -1,6 +1,6 @@
 """The other BM25 engines `search_bench.py` runs beside paperbot's, each behind the same small interface.
 
-Every peer is given the exact token lists paperbot indexes (``tokenize(title) × 2 + tokenize(abstract)``,
+Every peer is given the exact token lists paperbot indexes (``document_tokens(title, abstract)``: the title's terms × 3, the abstract's, the title's phrase terms;
 rebuilt from the index in each paper's first-seen term order, so rank-bm25's statistics are the ones the
 engine reproduces) and the same query tokens. Each is set up as its documentation recommends for speed,
 with rank-bm25's parameters where it has them (k1 1.5, b 0.75):

@@ -52,6 +52,7 @@ from bot.services.index_segments import (
     tf_dtype,
 )
 from bot.services.snapshot import Snapshot, check_range, expect
+from bot.services.tokenize import PHRASE_JOIN
 
 Query: TypeAlias = Sequence[str] | Mapping[str, float]
 """A list of terms (each occurrence adds its BM25 score again, as in rank-bm25) or a mapping
@@ -72,11 +73,31 @@ class _Vocabulary(dict[str, int]):
     def __init__(self, terms: list[str]) -> None:
         super().__init__()
         self.terms = terms
+        self.is_word: BoolArray = np.zeros(0, dtype=bool)  # per term id: not a phrase term
 
     def __missing__(self, term: str) -> int:
         tid = self[term] = len(self.terms)
         self.terms.append(term)
         return tid
+
+    def word_mask(self, ids: IntArray) -> BoolArray:
+        """Which of these term ids are word terms, not phrase terms (the mask grows with the vocabulary)."""
+        known = len(self.is_word)
+        if known < len(self.terms):
+            fresh = np.fromiter((PHRASE_JOIN not in t for t in self.terms[known:]), dtype=bool)
+            self.is_word = np.concatenate([self.is_word, fresh])
+        return self.is_word[ids]
+
+
+def _only_words(
+    indptr: IntArray, ids: IntArray, weights: FloatArray, word_mask: Callable[[IntArray], BoolArray]
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """Documents' ``(indptr, term ids, weights)`` without their phrase terms."""
+    words = word_mask(ids)
+    if words.all():
+        return indptr, ids, weights
+    kept = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(words, dtype=np.int64)])
+    return kept[indptr], ids[words], weights[words]
 
 
 _P = ParamSpec("_P")
@@ -280,11 +301,13 @@ class BM25Index:
         return int(self._dl[self._slot_of[doc_id]])
 
     @_locked
-    def doc_terms(self, doc_id: int) -> dict[str, int]:
-        """Term frequencies of one document (KeyError for an unknown id)."""
+    def doc_terms(self, doc_id: int, *, phrases: bool = False) -> dict[str, int]:
+        """Term frequencies of one document's word terms (KeyError for an unknown id): phrase terms
+        (two words joined by :data:`PHRASE_JOIN`) count in its length but are left out unless asked for."""
         terms, tfs = self._forward(self._slot_of[doc_id])
         names = self._terms
-        return {names[t]: f for t, f in zip(terms.tolist(), tfs.tolist(), strict=True)}
+        pairs = zip(terms.tolist(), tfs.tolist(), strict=True)
+        return {names[t]: f for t, f in pairs if phrases or PHRASE_JOIN not in names[t]}
 
     @_locked
     def term_ids(self, terms: Iterable[str]) -> IntArray:
@@ -304,12 +327,15 @@ class BM25Index:
 
     @_locked
     def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]:
-        """The terms of several documents at once: ``(indptr, term ids, weights)``.
+        """The word terms of several documents at once: ``(indptr, term ids, weights)``.
 
         Document ``n``'s terms are ``ids[indptr[n]:indptr[n + 1]]``; each weight is what the term adds
         to the document's score for a one-term query, ``idf · tf·(k1 + 1) / (tf + k1·(1 − b + b·|d|/avgdl))``
-        (KeyError for an unknown id).
+        (KeyError for an unknown id). Phrase terms are left out, as in :meth:`doc_terms`.
         """
+        return _only_words(*self._doc_weights(doc_ids), self._vocab.word_mask)
+
+    def _doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]:
         slot_of = self._slot_of
         slots = np.array([slot_of[d] for d in doc_ids], dtype=np.int64)
         if len(self._segments) == 1:  # the usual case after a build: one gather, no per-segment masks

@@ -1,9 +1,14 @@
 """Paper search: the BM25 index plus the light metadata filters, autocomplete and snippets need.
 
-Documents are title + abstract, with the title's terms counted :data:`TITLE_WEIGHT` times (on
-BEIR SciFact, training split, nDCG@10 is 0.6959 with the title counted once, 0.7014 twice, 0.7020
-three times and 0.6990 four times: ``bench/scifact_eval.py``).  Scores are rank-bm25's
-``BM25Okapi`` scores on those token lists, exactly (see :mod:`bot.services.index`).
+Documents are title + abstract, with the title's terms counted :data:`TITLE_WEIGHT` times, plus the
+title's phrase terms (adjacent word pairs, :func:`bot.services.tokenize.phrase_terms`) once.  A
+query of at most :data:`PHRASE_MAX_TERMS` terms also asks for its own phrase terms, each with weight
+:data:`PHRASE_WEIGHT`, so a paper whose title says "graph neural networks" ranks above one that
+mentions graphs and neural networks apart.  Scores are rank-bm25's ``BM25Okapi`` scores on those
+token lists, exactly: Σ weight · the score rank-bm25 gives each query token (see
+:mod:`bot.services.index`).  These settings were chosen on the tune split of
+``bench/keyword_eval.py`` (keyword queries) with BEIR SciFact's training split
+(``bench/scifact_eval.py``) kept at or above 0.70; bench/README.md gives the figures.
 
 The engine is safe to call from several threads: every public method holds the index's lock (so
 does every method of the index, for callers that use it directly).
@@ -37,12 +42,25 @@ from bot.services import snapshot, snippets
 from bot.services import tokenize as tokenizer
 from bot.services.index import BM25Index, Query
 from bot.services.snapshot import SnapshotError, check_offsets, check_range, expect
-from bot.services.tokenize import WORD_RE, display_terms, iter_terms, normalize, surface_form, tokenize
+from bot.services.tokenize import (
+    WORD_RE,
+    display_terms,
+    iter_terms,
+    normalize,
+    phrase_spans,
+    phrase_terms,
+    surface_form,
+    tokenize,
+)
 from storage.models import IndexRow
 
 log = logging.getLogger(__name__)
 
-TITLE_WEIGHT: Final = 2
+TITLE_WEIGHT: Final = 3
+PHRASE_WEIGHT: Final = 0.3
+PHRASE_MAX_TERMS: Final = 5  # longer queries (sentences, claims) ask for no phrases
+#: Bump whenever :func:`document_terms` changes (a snapshot of other documents is rebuilt).
+DOCUMENT_VERSION: Final = 2
 MAX_QUERY_CHARS: Final = 300
 _SIMILAR_TERMS: Final = 10  # terms of the source paper listed (and bolded) for /paper similar
 _FILTER_CACHE: Final = 64
@@ -69,6 +87,7 @@ class SearchResults:
     words: tuple[str, ...] = ()  # the same terms as words to show, aligned with ``terms``
     offset: int = 0
     filtered: int | None = None  # papers passing the filters, None without filters
+    phrases: tuple[tuple[str, str], ...] = ()  # adjacent term pairs of the query (give them to snippet())
 
 
 def fold(text: str) -> str:
@@ -81,14 +100,35 @@ def fold(text: str) -> str:
 
 
 def document_terms(title: str, abstract: str) -> Counter[str]:
-    """Term frequencies of a paper: the title's terms :data:`TITLE_WEIGHT` times, the abstract's.
+    """Term frequencies of a paper: the title's terms :data:`TITLE_WEIGHT` times, the abstract's, and
+    the title's phrase terms once.
 
-    The same counts (and first-seen order) as the token list
-    ``tokenize(title) * TITLE_WEIGHT + tokenize(abstract)``, the document rank-bm25 is given in
-    the benchmarks.
+    The same counts (and first-seen order) as the token list :func:`document_tokens`, the
+    document rank-bm25 is given in the benchmarks.
     """
     title_terms = tokenize(title) if title else []
-    return Counter(chain(*([title_terms] * TITLE_WEIGHT), iter_terms(abstract or "")))
+    return Counter(
+        chain(
+            *([title_terms] * TITLE_WEIGHT), iter_terms(abstract or ""), phrase_terms(title) if title else ()
+        )
+    )
+
+
+def document_tokens(title: str, abstract: str) -> list[str]:
+    """The token list of a paper as rank-bm25 would be given it (what :func:`document_terms` counts)."""
+    return tokenize(title) * TITLE_WEIGHT + tokenize(abstract) + phrase_terms(title)
+
+
+def query_weights(query: str) -> dict[str, float]:
+    """The weighted terms a search asks for: each term as often as the query holds it, and, for a
+    query of at most :data:`PHRASE_MAX_TERMS` distinct terms, each phrase term :data:`PHRASE_WEIGHT`."""
+    weights: dict[str, float] = {}
+    for term in tokenize(query):  # with repeats: a repeated word counts again, as in rank-bm25
+        weights[term] = weights.get(term, 0.0) + 1.0
+    if len(weights) <= PHRASE_MAX_TERMS:
+        for phrase in phrase_terms(query):
+            weights[phrase] = weights.get(phrase, 0.0) + PHRASE_WEIGHT
+    return weights
 
 
 def parse_query(query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -216,6 +256,7 @@ class SearchEngine:
             meta = {
                 "format": SNAPSHOT_FORMAT,
                 "tokenizer": tokenizer.TOKENIZER_VERSION,
+                "documents": DOCUMENT_VERSION,
                 "fingerprint": fingerprint,
                 "index": index_meta,
                 "title_segments": [[seg.start, seg.stop] for seg in segments],
@@ -258,6 +299,7 @@ class SearchEngine:
                     return None
                 if (
                     meta.get("tokenizer") != tokenizer.TOKENIZER_VERSION
+                    or meta.get("documents") != DOCUMENT_VERSION
                     or meta.get("fingerprint") != fingerprint
                 ):
                     log.info("search snapshot %s is stale: rebuilding", path)
@@ -461,10 +503,11 @@ class SearchEngine:
         _check_page(limit, offset)
         terms, words = parse_query(query)
         word_of = dict(zip(terms, words, strict=True))
-        tokens = tokenize(query)  # with repeats: a repeated word counts again, as in rank-bm25
+        weights = query_weights(query)
+        pairs = tuple(dict.fromkeys((a, b) for a, b, _, _ in phrase_spans(query) if a != b))
         with self._lock:
             hits, total, filtered = self._ranked_page(
-                tokens,
+                weights,
                 word_of,
                 limit=limit,
                 offset=offset,
@@ -473,7 +516,7 @@ class SearchEngine:
                 year=year,
                 exclude=exclude,
             )
-        return SearchResults(hits, total, terms, words, offset, filtered)
+        return SearchResults(hits, total, terms, words, offset, filtered, pairs)
 
     def similar(
         self,
@@ -571,9 +614,14 @@ class SearchEngine:
             ]
 
     @staticmethod
-    def snippet(abstract: str, terms: Iterable[str], width: int = snippets.DEFAULT_WIDTH) -> str:
+    def snippet(
+        abstract: str,
+        terms: Iterable[str],
+        width: int = snippets.DEFAULT_WIDTH,
+        phrases: Collection[tuple[str, str]] = (),
+    ) -> str:
         """See :func:`bot.services.snippets.snippet`."""
-        return snippets.snippet(abstract, terms, width)
+        return snippets.snippet(abstract, terms, width, phrases)
 
     def title(self, paper_id: int) -> str:
         with self._lock:

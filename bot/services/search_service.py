@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from bot.errors import NotFoundError, QueryError
-from bot.services.search import SearchEngine, SearchResults
+from bot.services import snippets
+from bot.services.search import SearchEngine, SearchHit, SearchResults
 from bot.services.write_behind import WriteBehind
 from storage.models import Paper
 from storage.repositories.papers import PaperRepository
@@ -169,8 +170,10 @@ class SearchService:
         hits = tuple(
             ListedHit(
                 paper=papers[hit.paper_id],
-                snippet=self.engine.snippet(papers[hit.paper_id].abstract, results.terms),
-                matched=hit.matched_terms,
+                snippet=self.engine.snippet(
+                    papers[hit.paper_id].abstract, results.terms, phrases=results.phrases
+                ),
+                matched=_matched(results, hit, papers[hit.paper_id]),
             )
             for hit in results.hits
             if hit.paper_id in papers
@@ -204,3 +207,12 @@ def _no_match_message(query: str, author: str | None, venue: str | None, year: i
             f"No papers match “{query}” with {', '.join(active)}. Try without a filter or with other words."
         )
     return f"No papers match “{query}”. Try other or fewer words."
+
+
+def _matched(results: SearchResults, hit: SearchHit, paper: Paper) -> tuple[str, ...]:
+    """The query's words the paper holds, a phrase of them it holds in its title or abstract as one
+    ("graph neural networks")."""
+    if not results.phrases or len(hit.matched_terms) < 2:
+        return hit.matched_terms
+    found = snippets.phrases_in((paper.title, paper.abstract), results.terms, results.phrases)
+    return snippets.group_phrases(results.terms, results.words, hit.matched_terms, found)

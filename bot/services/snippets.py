@@ -4,8 +4,9 @@ of reasons and titles."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Final
 
 from bot.services.tokenize import WORD_RE, word_terms
@@ -15,6 +16,7 @@ _SPACE_RE: Final = re.compile(r"\s+")
 _MARKDOWN_RE: Final = re.compile(r"([\\*_~`|>\[\]#])")
 _SENTENCE_END_RE: Final = re.compile(r"[.!?]\s+")
 _ELLIPSIS: Final = "…"
+_PHRASE_GAP_RE: Final = re.compile(r"\s+|\s*-\s*")  # what may stand between two words of a phrase
 
 
 def one_line(text: str, limit: int) -> str:
@@ -43,6 +45,48 @@ def _matches(text: str, terms: frozenset[str]) -> list[_Match]:
                 found.append(_Match(word.start(), word.end(), term))
                 break
     return found
+
+
+def _joined(text: str, first: _Match, second: _Match, phrases: Collection[tuple[str, str]]) -> bool:
+    """Whether two matches read as one of the query's phrases: its two terms, in order, with only
+    spaces or a hyphen between."""
+    return (first.term, second.term) in phrases and bool(
+        _PHRASE_GAP_RE.fullmatch(text, first.end, second.start)
+    )
+
+
+def phrases_in(
+    texts: Iterable[str], terms: Iterable[str], phrases: Collection[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """Which of the query's ``phrases`` (pairs of index terms) some text of ``texts`` holds as a phrase."""
+    wanted = frozenset(terms)
+    found: set[tuple[str, str]] = set()
+    if not phrases:
+        return found
+    for raw in texts:
+        text = _SPACE_RE.sub(" ", raw)
+        for first, second in pairwise(_matches(text, wanted)):
+            if _joined(text, first, second, phrases):
+                found.add((first.term, second.term))
+    return found
+
+
+def group_phrases(
+    terms: Sequence[str], words: Sequence[str], matched: Collection[str], found: Collection[tuple[str, str]]
+) -> tuple[str, ...]:
+    """The matched words of a query (``words``, aligned with its ``terms``) with each run of phrase
+    pairs the paper holds (``found``) shown as one phrase: "graph neural networks", not three words."""
+    out: list[str] = []
+    run: list[str] = []
+    for n, (term, word) in enumerate(zip(terms, words, strict=True)):
+        if word not in matched:
+            continue
+        run.append(word)
+        following = terms[n + 1] if n + 1 < len(terms) else None
+        if following is None or (term, following) not in found or words[n + 1] not in matched:
+            out.append(" ".join(run))
+            run = []
+    return tuple(out)
 
 
 def _best_window(matches: list[_Match], width: int) -> tuple[int, int]:
@@ -84,11 +128,18 @@ def _cut_end(text: str, start: int, width: int, at_least: int) -> int:
     return space if space > at_least else max(at_least, end)
 
 
-def snippet(abstract: str, terms: Iterable[str], width: int = DEFAULT_WIDTH) -> str:
+def snippet(
+    abstract: str,
+    terms: Iterable[str],
+    width: int = DEFAULT_WIDTH,
+    phrases: Collection[tuple[str, str]] = (),
+) -> str:
     """About ``width`` characters of ``abstract`` around the most query-dense place.
 
     ``terms`` are index terms (as :func:`bot.services.tokenize.tokenize` makes them); each word of
-    the abstract whose term is among them is put in **bold**.  Other markdown characters are
+    the abstract whose term is among them is put in **bold**, and a phrase of the query (``phrases``:
+    pairs of terms, as :class:`bot.services.search.SearchResults` gives them) in one bold run
+    ("**graph neural networks**").  Other markdown characters are
     escaped, whitespace is collapsed to single spaces, and an ellipsis marks each cut.  The
     visible text is at most ``width`` characters plus the ellipses (the markup adds 4 characters
     per bold word and 1 per escaped character).
@@ -119,10 +170,13 @@ def snippet(abstract: str, terms: Iterable[str], width: int = DEFAULT_WIDTH) -> 
     pieces: list[str] = [_ELLIPSIS] if start > 0 else []
     pos = start
     bold_from = -1  # start of the bold run being built (adjacent matches share one pair of **)
+    previous: _Match | None = None
     for match in matches:
         if match.start < start or match.end > end:
             continue
-        if match.start == pos and bold_from >= 0:
+        joined = previous is not None and previous.end == pos and _joined(text, previous, match, phrases)
+        previous = match
+        if bold_from >= 0 and (match.start == pos or joined):
             pieces[-1] = f"**{escape_markdown(text[bold_from : match.end])}**"
         else:
             pieces.append(escape_markdown(text[pos : match.start]))

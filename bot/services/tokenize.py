@@ -39,7 +39,12 @@ from typing import Final
 import Stemmer
 
 #: Bump whenever the terms produced for some text change.
-TOKENIZER_VERSION: Final = 1
+TOKENIZER_VERSION: Final = 2
+
+#: Joins the two terms of a phrase term ("graph neural"); no word's term holds it.
+PHRASE_JOIN: Final = " "
+#: What ends a phrase between two words (besides a stop word): sentence and clause punctuation.
+_PHRASE_BREAK_RE: Final = re.compile(r"[.,;:()\[\]{}!?\"]")
 
 #: English function words (pronouns, determiners, auxiliaries, prepositions, conjunctions).
 #: Content words that look generic in papers ("model", "show", "result") are kept: BM25's idf
@@ -250,3 +255,34 @@ def display_terms(query: str) -> list[tuple[str, str]]:
                 seen.add(term)
                 pairs.append((shown, term))
     return pairs
+
+
+def phrase_spans(text: str) -> list[tuple[str, str, int, int]]:
+    """Adjacent pairs of index terms in ``text``: ``(first term, second term, start, end)``, the span
+    running from the first word's start to the second's end in ``text`` after NFKC.
+
+    Two terms are adjacent when their words stand next to each other with only spaces or a hyphen
+    between ("graph neural networks" → "graph neural", "neural network"; "KV-cache" → "kv cach"): a
+    stop word, a dropped single letter or punctuation (``. , ; : ( ) [ ] { } ! ? "``) ends a phrase.
+    """
+    text = _straight_apostrophes(unicodedata.normalize("NFKC", text))
+    out: list[tuple[str, str, int, int]] = []
+    previous: str | None = None
+    previous_start = last_end = 0
+    for match in WORD_RE.finditer(text):
+        if previous is not None and _PHRASE_BREAK_RE.search(text, last_end, match.start()):
+            previous = None
+        terms = _str_terms(match.group().casefold())
+        if not terms:
+            previous = None
+        for term in terms:
+            if previous is not None:
+                out.append((previous, term, previous_start, match.end()))
+            previous, previous_start = term, match.start()
+        last_end = match.end()
+    return out
+
+
+def phrase_terms(text: str) -> list[str]:
+    """The phrase terms of ``text`` in order: each adjacent pair of :func:`phrase_spans` as one term."""
+    return [first + PHRASE_JOIN + second for first, second, _, _ in phrase_spans(text)]

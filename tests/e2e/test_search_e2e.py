@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from lab_papers import add_papers
 
 from bot.sandbox import ClientRefused
 from bot.services.ingest.runner import ingest_bytes
@@ -44,6 +45,34 @@ async def test_search_lists_linked_titles_snippets_in_bold_and_matched_terms(e2e
     assert len(_numbered_ids(result)) == 3
     # the first result is the KV-cache quantization paper of the shipped list
     assert "KV" in description.split("**2.")[0] or "kv" in description.split("**2.")[0].lower()
+
+
+async def test_a_matched_phrase_is_shown_as_one_phrase_in_bold_and_in_matched(e2e: E2E) -> None:
+    """A query's words that a paper holds side by side read as the phrase, not as separate words."""
+    await add_papers(
+        e2e,
+        [
+            {
+                "title": "Graph Neural Networks for Crystal Property Prediction",
+                "abstract": "We train graph neural networks on crystal structures and predict band gaps.",
+                "authors": ["Ada Lovelace"],
+                "openreview_id": "GnNcRyStAl",
+            },
+            {
+                "title": "Neural networks over graph kernels",
+                "abstract": "A graph kernel feeds neural networks that predict band gaps.",
+                "authors": ["Ada Lovelace"],
+                "openreview_id": "GrApHkErNl",
+            },
+        ],
+    )
+    result = await e2e.server.run_command("bob", "paper search", query="graph neural networks", limit=2)
+    first, second = result.embed["description"].split("**2.")
+    assert "Crystal Property" in first, "the paper holding the phrase comes first"
+    assert "**graph neural networks**" in first
+    assert "matched: graph neural networks" in first
+    assert "**graph neural networks**" not in second
+    assert "matched: graph, neural networks" in second  # the part of the phrase it holds
 
 
 async def test_paging_edits_the_message_in_place_with_the_next_results(e2e: E2E) -> None:

@@ -6,6 +6,7 @@ import gzip
 import json
 import re
 import threading
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -15,10 +16,13 @@ from shared_data import shared_path
 from bot.errors import NotFoundError, QueryError, UserFacingError
 from bot.services.search import (
     MAX_QUERY_CHARS,
+    PHRASE_WEIGHT,
     TITLE_WEIGHT,
     SearchEngine,
     document_terms,
+    document_tokens,
     fold,
+    query_weights,
 )
 from bot.services.snippets import escape_markdown, snippet
 from bot.services.tokenize import tokenize
@@ -101,20 +105,58 @@ def test_matched_terms_use_the_words_the_user_typed(engine: SearchEngine) -> Non
     assert results.hits[0].matched_terms == ("Quantized", "KV", "Caches")
 
 
-def test_scores_equal_rank_bm25_over_title_weighted_documents(engine: SearchEngine) -> None:
-    corpus = [tokenize(r.title) * TITLE_WEIGHT + tokenize(r.abstract) for r in ROWS]
-    reference = BM25Okapi(corpus)
-    for query in ["kv cache quantization", "attention graph", "diffusion models"]:
-        expected = reference.get_scores(tokenize(query))
+def rank_bm25_scores(reference: BM25Okapi, query: str) -> np.ndarray:
+    """rank-bm25's scores for the weighted tokens a search asks for: Σ weight · get_scores([token])."""
+    return sum(
+        (weight * reference.get_scores([token]) for token, weight in query_weights(query).items()),
+        np.zeros(len(reference.doc_len)),
+    )
+
+
+def test_scores_equal_rank_bm25_over_the_tokens_chosen(engine: SearchEngine) -> None:
+    reference = BM25Okapi([document_tokens(r.title, r.abstract) for r in ROWS])
+    for query in ["kv cache quantization", "attention graph", "diffusion models", "KV cache KV"]:
+        expected = rank_bm25_scores(reference, query)
         results = engine.search(query, limit=10)
+        assert results.hits
         for hit in results.hits:
             assert hit.score == pytest.approx(expected[hit.paper_id - 1], abs=1e-9)
 
 
-def test_document_terms_weight_the_title(engine: SearchEngine) -> None:
+def test_document_terms_weight_the_title_and_hold_its_phrases(engine: SearchEngine) -> None:
     counts = document_terms("KV cache", "The cache is big.")
-    assert counts == {"kv": TITLE_WEIGHT, "cach": TITLE_WEIGHT + 1, "big": 1}
+    assert counts == {"kv": TITLE_WEIGHT, "cach": TITLE_WEIGHT + 1, "big": 1, "kv cach": 1}
+    assert counts == Counter(document_tokens("KV cache", "The cache is big."))
     assert engine.index.doc_terms(6)["quantiz"] == TITLE_WEIGHT + 1
+    assert "kv cach" not in engine.index.doc_terms(1)  # phrases rank, but are not a paper's words
+
+
+def test_a_short_query_asks_for_its_phrases_and_a_long_one_does_not() -> None:
+    assert query_weights("graph neural networks") == {
+        "graph": 1.0,
+        "neural": 1.0,
+        "network": 1.0,
+        "graph neural": PHRASE_WEIGHT,
+        "neural network": PHRASE_WEIGHT,
+    }
+    sentence = "graph neural networks learn molecular properties from atoms and bonds"
+    assert all(" " not in term for term in query_weights(sentence))
+
+
+def test_a_title_holding_the_phrase_ranks_above_one_with_its_words_apart() -> None:
+    same = "We compare graph kernels with neural networks."
+    engine = SearchEngine.build(
+        [
+            IndexRow(1, "Graph kernels and neural networks", same),
+            IndexRow(2, "Graph neural networks for molecules", same),
+            *(
+                IndexRow(n, f"Unrelated paper {n}", "Speculative decoding of language models.")
+                for n in (3, 4, 5)
+            ),
+        ]
+    )
+    assert ids(engine.search("graph neural networks")) == [2, 1]
+    assert ids(engine.search("graph kernels and neural networks learn molecular properties")) == [1, 2]
 
 
 def test_paging_walks_through_all_matches_without_repeats(engine: SearchEngine) -> None:
@@ -326,14 +368,13 @@ def test_on_icml_2024_equals_rank_bm25_and_answers_by_title() -> None:
         for n, r in enumerate(records, 1)
     ]
     engine = SearchEngine.build(rows)
-    corpus = [tokenize(r.title) * TITLE_WEIGHT + tokenize(r.abstract) for r in rows]
-    reference = BM25Okapi(corpus)
+    reference = BM25Okapi([document_tokens(r.title, r.abstract) for r in rows])
     for query in ["kv cache quantization", "speculative decoding", rows[100].title]:
-        expected = reference.get_scores(tokenize(query))
+        expected = rank_bm25_scores(reference, query)
         results = engine.search(query, limit=10)
         order = sorted(range(len(rows)), key=lambda i: (-expected[i], i))[:10]
         assert ids(results) == [i + 1 for i in order]
-        assert [h.score for h in results.hits] == [expected[i] for i in order]
+        assert [h.score for h in results.hits] == pytest.approx([expected[i] for i in order], abs=1e-9)
     # Stop words do not rank papers: a title query finds its own paper first.
     for row in rows[::500]:
         assert ids(engine.search(row.title[:MAX_QUERY_CHARS], limit=1)) == [row.paper_id]
@@ -369,4 +410,16 @@ def test_adding_from_a_worker_thread_while_searching(engine: SearchEngine) -> No
         thread.join()
     assert errors == []
     assert engine.search("caches", year=2025, limit=1).total == 40
-    assert engine.index.doc_terms(139) == {"paper": 2, "39": 2, "cach": 3, "word39": 1, "text": 1}
+    assert engine.index.doc_terms(139) == {"paper": 3, "39": 3, "cach": 4, "word39": 1, "text": 1}
+
+
+def test_snippet_bolds_a_phrase_of_the_query_as_one_run() -> None:
+    abstract = "Graph neural networks are neural models; a graph of networks is not one."
+    terms = ("graph", "neural", "network")
+    phrases = (("graph", "neural"), ("neural", "network"))
+    assert snippet(abstract, terms, phrases=phrases).startswith("**Graph neural networks** are **neural**")
+    assert "a **graph** of **networks**" in snippet(abstract, terms, phrases=phrases)
+    assert snippet(abstract, terms).startswith("**Graph** **neural** **networks**")  # no phrases asked
+    assert "**KV-cache** size" in snippet(
+        "The KV-cache size grows.", ("kv", "cach"), phrases=(("kv", "cach"),)
+    )
