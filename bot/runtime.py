@@ -27,6 +27,7 @@ from bot.services.search_service import SearchService
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from storage.db import Database
+from storage.models import IndexRow
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import IndexPosition, PaperRepository
 from storage.repositories.searches import SearchRepository
@@ -41,6 +42,8 @@ log = logging.getLogger(__name__)
 #: How often the running bot looks for papers another process committed (`Database.data_version`: no
 #: papers are read unless something was committed).
 STORE_POLL_SECONDS = 2.0
+#: Papers added to the search index under one hold of its lock (searches wait for it meanwhile).
+INDEX_BATCH = 1000
 
 
 @dataclass
@@ -115,15 +118,23 @@ class Services:
         Returns how many papers that was.
 
         Follows the store's change sequence, so a paper committed while this runs is picked up next
-        time, whatever its timestamps say. On an error (raised) the index stays where it was, and the
-        next call tries the same changes again.
+        time, whatever its timestamps say. On an error (raised) the position stays where it was, and
+        the next call indexes the same changes again (a paper indexed twice is replaced, not doubled).
+
+        The papers go in `INDEX_BATCH` at a time: each batch holds the index's lock, and a search on
+        the event loop waits for it, so one add of a whole ingest's papers (tens of thousands while
+        `paperbot ingest` runs beside the bot) held every interaction for seconds on a busy machine.
         """
         async with self._refreshing:
             changes = await self.papers.changes_after(self.position.seq)
             if changes.changed:
-                await asyncio.to_thread(self.search.add, changes.changed)
+                await asyncio.to_thread(self._index_in_batches, changes.changed)
             self.position = self.position._replace(seq=changes.seq, papers=len(self.search))
         return len(changes.changed)
+
+    def _index_in_batches(self, rows: list[IndexRow]) -> None:
+        for start in range(0, len(rows), INDEX_BATCH):
+            self.search.add(rows[start : start + INDEX_BATCH])
 
     async def place_papers(self) -> None:
         """Give newly indexed papers their place in the paper space the learned models use; once the

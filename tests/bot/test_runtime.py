@@ -9,8 +9,10 @@ import contextlib
 import json
 from pathlib import Path
 
+import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from bot import runtime
 from bot.runtime import open_services, snapshot_path
 from bot.services.ingest.normalise import Rejected
 from bot.services.ingest.records import parse_jsonl
@@ -89,6 +91,27 @@ async def test_papers_stored_by_another_process_become_searchable_while_running(
         assert await services.save_snapshot()
     async with open_services(settings) as services:  # the refreshed snapshot matches the store
         assert services.search.search("quokka curriculum", limit=3).hits
+
+
+async def test_a_refresh_of_more_papers_than_one_batch_indexes_them_all(
+    store: StoreLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The papers another process stored go into the index a batch at a time (the index's lock is
+    let go between batches, for the searches waiting on it): every one of them, the last odd batch too."""
+    monkeypatch.setattr(runtime, "INDEX_BATCH", 2)
+    words = ["quokka", "wombat", "numbat", "bilby", "dingo"]
+    lines = [
+        {"id": f"x{n}", "title": f"A {word}-guided curriculum", "abstract": f"We study the {word}. " * 6}
+        for n, word in enumerate(words)
+    ]
+    settings = Settings(store=store, state_dir=tmp_path)
+    async with open_services(settings) as services:
+        async with await open_database(settings.store) as other:
+            await ingest_bytes(other, "other.jsonl", "\n".join(map(json.dumps, lines)).encode())
+        assert await services.refresh_changed() == 5
+        for word in words:
+            assert services.search.search(word, limit=1).hits, word
+        assert await services.refresh_changed() == 0
 
 
 def _record(line: dict[str, str]) -> PaperRecord:
