@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import shutil
 import sqlite3
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,21 +21,9 @@ from storage.migrate import available_migrations
 from storage.repositories.state import StateRepository
 from storage.store import open_database
 
+pytestmark = pytest.mark.usefixtures("isolated")
+
 BATCH = 50
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Run the CLI in a clean folder (no stray .env) and restore logging after it reconfigures it."""
-    monkeypatch.chdir(tmp_path)
-    for name in list(os.environ):
-        if name.startswith(("PAPERBOT_", "DISCORD_")):
-            monkeypatch.delenv(name)
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

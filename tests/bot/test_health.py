@@ -3,10 +3,8 @@ health check would — healthy only when it is recent and names no problem; ever
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,20 +13,9 @@ import pytest
 from bot.cli import main
 from bot.health import STALE_AFTER, Beat, judge, make_beat, write_beat
 
+pytestmark = pytest.mark.usefixtures("isolated")
+
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.chdir(tmp_path)
-    for name in list(os.environ):
-        if name.startswith(("PAPERBOT_", "DISCORD_")):
-            monkeypatch.delenv(name)
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def test_a_recent_beat_without_problems_is_healthy_and_says_what_the_process_does(tmp_path: Path) -> None:

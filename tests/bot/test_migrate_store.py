@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,18 +21,7 @@ from storage.db import Database
 from storage.outbox import Outbox
 from storage.store import StoreLocation, open_database
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.chdir(tmp_path)
-    for name in list(os.environ):
-        if name.startswith(("PAPERBOT_", "DISCORD_")):
-            monkeypatch.delenv(name)
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+pytestmark = pytest.mark.usefixtures("isolated")
 
 
 async def migrate(
