@@ -251,8 +251,13 @@ def one_blas_thread() -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_services(settings: Settings, *, load_shipped_corpus: bool = True) -> AsyncIterator[Services]:
-    """Open the store (migrating it), load the shipped corpus into an empty one, build the index."""
+async def open_services(
+    settings: Settings, *, load_shipped_corpus: bool = True, beside_start: bool = True
+) -> AsyncIterator[Services]:
+    """Open the store (migrating it), load the shipped corpus into an empty one, build the index.
+
+    ``beside_start=False`` leaves out what the learned models and ``/paper follow`` need (the paper
+    space, the author directory), for a command that only searches (``paperbot search``)."""
     one_blas_thread()
     db = await open_database(settings.store)
     try:
@@ -265,10 +270,11 @@ async def open_services(settings: Settings, *, load_shipped_corpus: bool = True)
         services = Services(settings=settings, db=db, papers=papers, search=search, position=position)
         # the learned models' paper space: computed beside the start (seconds at 100k papers); the
         # author names for /paper follow too (a second at 100k)
-        beside = [
-            asyncio.create_task(services.place_papers()),
-            asyncio.create_task(services.authors.refresh()),
-        ]
+        beside = (
+            [asyncio.create_task(services.place_papers()), asyncio.create_task(services.authors.refresh())]
+            if beside_start
+            else []
+        )
         try:
             yield services
         finally:

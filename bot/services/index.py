@@ -210,6 +210,9 @@ class BM25Index:
         index._n_live = len(live)
         index._total_len = int(dl[live].sum())
         index._refresh_stats()
+        if index._n_live:  # one vectorised pass, not a refresh per term at its first query
+            for seg in segments:
+                index._refresh_segment(seg)
         return index
 
     # ----------------------------------------------------------------------------- basics
@@ -380,13 +383,17 @@ class BM25Index:
         wanted = [t for t in dict.fromkeys(terms) if self._vocab.get(t) is not None]
         if not wanted or not doc_ids:
             return [[] for _ in doc_ids]
-        if len(doc_ids) * len(wanted) < 2000:  # a few documents: sets beat a vocabulary array
-            ids = [self._vocab[t] for t in wanted]
-            small: list[list[str]] = []
-            for doc_id in doc_ids:
-                present = set(self._forward(self._slot_of[doc_id])[0].tolist())
-                small.append([t for t, i in zip(wanted, ids, strict=True) if i in present])
-            return small
+        if len(doc_ids) * len(wanted) < 2000:  # a few documents: search each term's postings for them
+            slots = np.array([self._slot_of[d] for d in doc_ids], dtype=np.int32)
+            held = np.zeros((len(wanted), len(slots)), dtype=bool)
+            for row, term in zip(held, wanted, strict=True):
+                tid = self._vocab[term]
+                for seg in self._segments:
+                    if tid < seg.n_terms and seg.t_indptr[tid] < seg.t_indptr[tid + 1]:
+                        postings = seg.t_docs[seg.t_indptr[tid] : seg.t_indptr[tid + 1]]
+                        at = np.minimum(np.searchsorted(postings, slots), len(postings) - 1)
+                        row |= postings[at] == slots
+            return [[wanted[i] for i in np.flatnonzero(column).tolist()] for column in held.T]
         position = np.full(len(self._terms), len(wanted), dtype=np.int32)  # term id → rank
         position[[self._vocab[t] for t in wanted]] = np.arange(len(wanted), dtype=np.int32)
         out: list[list[str]] = []

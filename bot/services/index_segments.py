@@ -166,7 +166,7 @@ def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: i
         t_indptr=t_indptr,
         t_docs=t_docs,
         t_tf=t_tf,
-        t_w=np.zeros(n_postings),  # computed per term at its first query (t_ver −1: stale)
+        t_w=np.zeros(n_postings),  # computed by the index once it has the statistics (t_ver −1: stale)
         t_ver=np.full(seg_terms, -1, dtype=np.int64),
         d_indptr=d_indptr,
         d_terms=d_terms,

@@ -303,3 +303,46 @@ def test_ingest_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]
     assert "exit status:" in text
     for code in ("0", "1", "2", "3"):
         assert f"\n  {code}  " in text
+
+
+# --- search ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("ingest_db")
+def test_search_batch_answers_every_line_in_order_with_errors_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text(
+        "\n".join(
+            json.dumps({"id": f"p{n}", "title": title, "abstract": abstract})
+            for n, (title, abstract) in enumerate(
+                [
+                    ("Quantizing the KV cache", "We quantize the key value cache of transformers."),
+                    ("Graph neural networks at scale", "Message passing over very large graphs."),
+                    ("Speculative decoding", "A draft model proposes tokens the large model verifies."),
+                ]
+            )
+        )
+        + "\n"
+    )
+    assert cli(capsys, "ingest", str(papers))[0] == 0
+    batch = tmp_path / "queries.txt"
+    batch.write_text(
+        "kv cache\n\nthe of\ngraph networks\n" + json.dumps({"_id": "q9", "text": "draft model"}) + "\n"
+    )
+    code, out, _ = cli(capsys, "search", "--batch", str(batch), "--json", "--limit", "2")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0
+    assert [(line["query_id"], line["query"]) for line in lines] == [
+        ("1", "kv cache"),
+        ("3", "the of"),
+        ("4", "graph networks"),
+        ("q9", "draft model"),
+    ]
+    assert lines[0]["results"][0]["title"] == "Quantizing the KV cache"
+    assert lines[0]["results"][0]["external_id"] == "p0"
+    assert "very common words" in lines[1]["error"]
+    assert lines[1]["results"] == []
+    assert [r["title"] for r in lines[2]["results"]] == ["Graph neural networks at scale"]
+    assert lines[3]["results"][0]["title"] == "Speculative decoding"
