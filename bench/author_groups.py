@@ -39,6 +39,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench_common import MULTIVENUE, SHARED  # noqa: E402
+
 from bot.services.authors import AuthorDirectory, group_papers  # noqa: E402
 from bot.services.follows import FollowService  # noqa: E402
 from bot.services.ingest.runner import ingest_paths  # noqa: E402
@@ -46,8 +48,7 @@ from bot.services.search import SearchEngine, fold  # noqa: E402
 from storage.repositories.papers import Credits, PaperRepository  # noqa: E402
 from storage.sqlite import SQLiteDatabase  # noqa: E402
 
-PAPERCOPILOT = REPO.parent / "shared" / "data" / "icml2024" / "raw" / "papercopilot_icml2024.json.gz"
-MULTIVENUE = REPO.parent / "shared" / "data" / "multivenue" / "multivenue_corpus.jsonl.gz"
+PAPERCOPILOT = SHARED / "icml2024" / "raw" / "papercopilot_icml2024.json.gz"
 TYPED = (
     "w",
     "wei",

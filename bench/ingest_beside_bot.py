@@ -18,12 +18,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gzip
-import json
 import logging
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,42 +29,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench_common import MULTIVENUE, QUERIES, first_response, last_title, percentile, start_ingest  # noqa: E402
+
 from bot.sandbox import SandboxServer  # noqa: E402
 from bot.sandbox.harness import running_paperbot, sandbox_settings  # noqa: E402
 
-DEFAULT = REPO.parent / "shared" / "data" / "multivenue" / "multivenue_corpus.jsonl.gz"
-QUERIES = (
-    "kv cache quantization",
-    "speculative decoding",
-    "diffusion models for images",
-    "graph neural networks",
-    "reinforcement learning from human feedback",
-    "federated learning privacy",
-)
+SEARCHED = QUERIES[:6]  # the searches bench/README's figures were measured with
 SEARCH_EVERY = 0.25  # seconds between two people's searches while the ingest runs
-
-
-def last_title(path: Path) -> str:
-    """The title of the last record of a JSONL file (gzipped or not): indexed last."""
-    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
-    title = ""
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                title = json.loads(line).get("title") or title
-    return title
-
-
-async def first_response(server: SandboxServer, user: str, query: str) -> float | None:
-    """Seconds from the INTERACTION_CREATE to the bot's first callback (None: it never answered)."""
-    result = await server.run_command(user, "paper search", query=query, check=False, timeout=15)
-    record = result.record
-    return None if record.callback_at is None else record.callback_at - record.created
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 async def measure(paths: list[Path], patience: float) -> None:
@@ -78,24 +46,17 @@ async def measure(paths: list[Path], patience: float) -> None:
             settings = sandbox_settings(server, db_path)
             async with running_paperbot(server, settings) as running:
                 services = running.services
-                env = {**os.environ, "PAPERBOT_DB": str(db_path), "PAPERBOT_LOG_LEVEL": "WARNING"}
-                env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
                 started = time.perf_counter()
-                child = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    "bot",
-                    "ingest",
-                    *map(str, paths),
-                    env=env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
+                child = await start_ingest(
+                    paths,
+                    {"PAPERBOT_DB": str(db_path), "PAPERBOT_LOG_LEVEL": "WARNING"},
+                    stdout=asyncio.subprocess.DEVNULL,
                 )
                 searches: list[asyncio.Task[float | None]] = []
                 while child.returncode is None:
-                    query = QUERIES[len(searches) % len(QUERIES)]
+                    query = SEARCHED[len(searches) % len(SEARCHED)]
                     user = ("bob", "carol")[len(searches) % 2]
-                    searches.append(asyncio.create_task(first_response(server, user, query)))
+                    searches.append(asyncio.create_task(first_response(server, user, query, timeout=15)))
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(asyncio.shield(child.wait()), SEARCH_EVERY)
                 await child.wait()
@@ -133,7 +94,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT])
+    parser.add_argument("paths", nargs="*", type=Path, default=[MULTIVENUE])
     parser.add_argument(
         "--searchable-within", type=float, default=420.0, help="seconds to wait after the ingest ends"
     )

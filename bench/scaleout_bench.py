@@ -38,8 +38,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gzip
-import json
 import os
 import random
 import re
@@ -57,15 +55,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
+from bench_common import MULTIVENUE, QUERIES, SHARED, first_response, last_title, percentile, start_ingest  # noqa: E402
 from bot_process import BotProcess  # noqa: E402
 
 from bot.sandbox import DISCORD_RATES, SandboxServer  # noqa: E402
 from bot.sandbox.emulator.state import SandboxMessage, SandboxUser  # noqa: E402
 from storage.store import StoreLocation, open_database  # noqa: E402
 
-SHARED = REPO.parent / "shared" / "data"
 ICML = SHARED / "icml2024" / "icml2024_papers.jsonl.gz"
-MULTIVENUE = SHARED / "multivenue" / "multivenue_corpus.jsonl.gz"
 TOPICS = (
     "quantization",
     "kv cache",
@@ -78,23 +75,8 @@ TOPICS = (
     "federated learning",
     "optimization",
 )
-QUERIES = (
-    "kv cache quantization",
-    "speculative decoding",
-    "diffusion models for images",
-    "graph neural networks",
-    "reinforcement learning from human feedback",
-    "federated learning privacy",
-    "sparse mixture of experts",
-    "in-context learning theory",
-)
 PAPERS_PER_DIGEST = 3
 SEARCHERS = 8
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 @dataclass
@@ -187,12 +169,6 @@ async def postgres_database(url: str | None) -> AsyncIterator[StoreLocation]:
 # ---- what people do ----------------------------------------------------------------------------
 
 
-async def first_response(server: SandboxServer, user: SandboxUser, query: str) -> float | None:
-    result = await server.run_command(user, "paper search", query=query, check=False, timeout=30)
-    record = result.record
-    return None if record.callback_at is None else record.callback_at - record.created
-
-
 async def burst(server: SandboxServer, searchers: list[SandboxUser], size: int) -> Burst:
     waits = await asyncio.gather(
         *(
@@ -201,15 +177,6 @@ async def burst(server: SandboxServer, searchers: list[SandboxUser], size: int) 
         )
     )
     return Burst(size, [w for w in waits if w is not None])
-
-
-def last_title(path: Path) -> str:
-    title = ""
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                title = json.loads(line).get("title") or title
-    return title
 
 
 # ---- one set-up --------------------------------------------------------------------------------
@@ -377,24 +344,17 @@ async def measure(
 
 
 async def ingest(store: StoreLocation, path: Path, work: Path) -> tuple[float, int]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "DISCORD_"))}
-    env.update(
-        PAPERBOT_DB=store.url or str(store.path),
-        PAPERBOT_STATE_DIR=str(work / "ingest"),
-        PAPERBOT_LOG_LEVEL="WARNING",
-    )
     (work / "ingest").mkdir(exist_ok=True)
     started = time.perf_counter()
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        "ingest",
-        str(path),
+    child = await start_ingest(
+        [path],
+        {
+            "PAPERBOT_DB": store.url or str(store.path),
+            "PAPERBOT_STATE_DIR": str(work / "ingest"),
+            "PAPERBOT_LOG_LEVEL": "WARNING",
+        },
         cwd=work,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await child.communicate()
     wall = time.perf_counter() - started

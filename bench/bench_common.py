@@ -1,0 +1,88 @@
+"""What several benchmarks share: the research data's paths, the searches their people send, a
+percentile, the last title of an input file, a search's first response as Discord measures it, and
+`paperbot ingest` started as a child process. Imported by the scripts beside it (run as
+`python bench/NAME.py`, this folder is first on the path)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.sandbox import SandboxServer
+    from bot.sandbox.emulator.state import SandboxUser
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+MULTIVENUE = SHARED / "multivenue" / "multivenue_corpus.jsonl.gz"
+#: what the benches' people type into `/paper search`
+QUERIES = (
+    "kv cache quantization",
+    "speculative decoding",
+    "diffusion models for images",
+    "graph neural networks",
+    "reinforcement learning from human feedback",
+    "federated learning privacy",
+    "sparse mixture of experts",
+    "in-context learning theory",
+)
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The value below which `share` of the values lie (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def last_title(path: Path) -> str:
+    """The title of the last record of a JSONL file (gzipped or not): the one indexed last."""
+    with path.open("rb") as raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+    opener = gzip.open if gzipped else open
+    title = ""
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                title = json.loads(line).get("title") or title
+    return title
+
+
+async def first_response(
+    server: SandboxServer,
+    user: SandboxUser | str,
+    query: str,
+    *,
+    timeout: float = 30,  # noqa: ASYNC109
+) -> float | None:
+    """Seconds from the INTERACTION_CREATE of a `/paper search` to the bot's first callback (None: it
+    never answered). Discord refuses a first response after 3 s."""
+    result = await server.run_command(user, "paper search", query=query, check=False, timeout=timeout)
+    record = result.record
+    return None if record.callback_at is None else record.callback_at - record.created
+
+
+async def start_ingest(
+    paths: Sequence[Path], settings: dict[str, str], *, cwd: Path | None = None, stdout: int | IO[Any] | None
+) -> asyncio.subprocess.Process:
+    """`python -m bot ingest PATH…` in a child process with these PAPERBOT_ settings (and none of the
+    shell's PAPERBOT_/DISCORD_ variables); its errors are dropped, its output goes to `stdout`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "DISCORD_"))}
+    env.update(settings)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        "ingest",
+        *map(str, paths),
+        cwd=cwd,
+        env=env,
+        stdout=stdout,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
