@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
     from bot.sandbox.emulator.state import SandboxMessage
 
+# Area names are one word each, so every area's titles have the same shape and the same length.
 AREAS = {
-    "multi-agent": "agents cooperative communication teams decentralized coordination emergent game "
+    "multiagent": "agents cooperative communication teams decentralized coordination emergent game "
     "opponents equilibrium nash centralized critics credit assignment swarm population league",
     "offline": "offline dataset logged conservative behavior cloning pessimism distribution shift "
     "batch fixed trajectories support constraint extrapolation importance weighting",
@@ -114,7 +115,7 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
             seen += len(digest)
             areas = await _areas(e2e, digest)
             assert all(a in AREAS for a in areas), f"the broad field brought other fields: {areas}"
-            await _react_all(e2e, "alice", digest, areas, liked="multi-agent")
+            await _react_all(e2e, "alice", digest, areas, liked="multiagent")
             likes = await e2e.db.fetchval(
                 "SELECT COUNT(*) FROM feedback WHERE user_id = ? AND signal = 'like'", (server.alice.id,)
             )
@@ -122,7 +123,7 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
                 break
         narrowed = await _areas(e2e, digest := await _digest(e2e, "alice", seen))
         seen += len(digest)
-        assert narrowed.count("multi-agent") >= 4, narrowed
+        assert narrowed.count("multiagent") >= 4, narrowed
 
         paused = await server.run_command("alice", "paper interests pause")
         assert "paused" in paused.content.lower()
@@ -131,7 +132,7 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
         await server.wait_quiet()
         frozen = await _areas(e2e, digest := await _digest(e2e, "alice", seen))
         seen += len(digest)
-        assert frozen.count("multi-agent") >= 4, f"learning was paused, yet the digest moved: {frozen}"
+        assert frozen.count("multiagent") >= 4, f"learning was paused, yet the digest moved: {frozen}"
 
         await server.run_command("alice", "paper interests pause")  # resume
         areas = frozen
@@ -139,9 +140,9 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
             await _react_all(e2e, "alice", digest, areas, liked="none")
             areas = await _areas(e2e, digest := await _digest(e2e, "alice", seen))
             seen += len(digest)
-            if areas.count("multi-agent") < frozen.count("multi-agent"):
+            if areas.count("multiagent") < frozen.count("multiagent"):
                 break
-        assert areas.count("multi-agent") < frozen.count("multi-agent"), (frozen, areas)
+        assert areas.count("multiagent") < frozen.count("multiagent"), (frozen, areas)
 
 
 def _listed_ids(result: Any) -> list[int]:
@@ -171,15 +172,15 @@ async def test_search_orders_close_matches_by_the_persons_reactions_unless_pause
         for paper_id in _listed_ids(agents):
             await server.click("alice", agents, f"pb:like:{paper_id}")
         await server.eventually(lambda: _stored(e2e, server.alice.id, 3), what="alice's three likes stored")
-        assert set(await _areas_of(e2e, _listed_ids(agents))) == {"multi-agent"}
+        assert set(await _areas_of(e2e, _listed_ids(agents))) == {"multiagent"}
 
         mine = await server.run_command("alice", "paper search", **query)
         assert "close matches ordered for you by your reactions" in mine.embed["footer"]["text"]
         after = await _areas_of(e2e, _listed_ids(mine))
-        wanted = after.count("multi-agent")
+        wanted = after.count("multiagent")
         assert wanted >= 2, after
-        assert after[:wanted] == ["multi-agent"] * wanted, after
-        assert before[:wanted] != ["multi-agent"] * wanted, before
+        assert after[:wanted] == ["multiagent"] * wanted, after
+        assert before[:wanted] != ["multiagent"] * wanted, before
 
         await server.run_command("alice", "paper interests pause")
         paused = await server.run_command("alice", "paper search", **query)
