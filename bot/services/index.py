@@ -663,7 +663,7 @@ class BM25Index:
             return [], 0
         size = -(-n // _ROWS) * _ROWS
         scores = self._accumulate(plan, size)
-        mask = self._allowed_mask(allowed, exclude, n)
+        mask = _allowed_mask(self._slot_of, allowed, exclude, n)
         positive = all(coef > 0 for _, coef, _ in plan)
         if positive:
             # Every matched document scores > 0 and every other one exactly 0.
@@ -702,23 +702,25 @@ class BM25Index:
         order = np.lexsort((ids, -values))[offset : offset + k]
         return list(zip(ids[order].tolist(), values[order].tolist(), strict=True)), total
 
-    def _allowed_mask(
-        self, allowed: BoolArray | Collection[int] | None, exclude: Collection[int], n: int
-    ) -> BoolArray | None:
-        mask: BoolArray | None = None
-        if allowed is not None:
-            if isinstance(allowed, np.ndarray) and allowed.dtype == np.bool_:
-                if len(allowed) != n:
-                    raise ValueError(f"allowed mask has {len(allowed)} slots, index has {n}")
-                mask = allowed.copy()
-            else:
-                mask = np.zeros(n, dtype=bool)
-                slots = [self._slot_of[i] for i in allowed if i in self._slot_of]
-                mask[slots] = True
-        if exclude:
-            slots = [self._slot_of[i] for i in exclude if i in self._slot_of]
-            if slots:
-                if mask is None:
-                    mask = np.ones(n, dtype=bool)
-                mask[slots] = False
-        return mask
+
+def _allowed_mask(
+    slot_of: Mapping[int, int], allowed: BoolArray | Collection[int] | None, exclude: Collection[int], n: int
+) -> BoolArray | None:
+    """A mask over ``n`` slots: the ``allowed`` mask or ids, without the ``exclude`` ids (None: every slot)."""
+    mask: BoolArray | None = None
+    if allowed is not None:
+        if isinstance(allowed, np.ndarray) and allowed.dtype == np.bool_:
+            if len(allowed) != n:
+                raise ValueError(f"allowed mask has {len(allowed)} slots, index has {n}")
+            mask = allowed.copy()
+        else:
+            mask = np.zeros(n, dtype=bool)
+            slots = [slot_of[i] for i in allowed if i in slot_of]
+            mask[slots] = True
+    if exclude:
+        slots = [slot_of[i] for i in exclude if i in slot_of]
+        if slots:
+            if mask is None:
+                mask = np.ones(n, dtype=bool)
+            mask[slots] = False
+    return mask
