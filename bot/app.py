@@ -14,7 +14,7 @@ import yarl
 from discord.ext import commands
 
 from bot.digest_sender import DiscordDigestSender, Sending
-from bot.discord_limits import DIGEST_CONCURRENCY, ChannelSpacer, RequestPacer
+from bot.discord_limits import DIGEST_CONCURRENCY, ChannelSpacer, RequestPacer, global_limit_trace
 from bot.dm_channels import DMChannels
 from bot.exts import discover_extensions
 from bot.exts._groups import make_groups
@@ -75,6 +75,9 @@ class PaperBot(commands.AutoShardedBot):
         intents.dm_reactions = True
         if settings.shard_ids is not None:
             options["shard_ids"] = list(settings.shard_ids)
+        #: the pace of bulk sending under Discord's global limit, held by every global 429 the client gets
+        self.pacer = RequestPacer()
+        options["http_trace"] = global_limit_trace(self.pacer)
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=intents,
@@ -107,7 +110,7 @@ class PaperBot(commands.AutoShardedBot):
         if self._sending is None:
             dm_channels = DMChannels(self, UserRepository(self.services.db))
             self._sending = Sending(
-                dm_channels, RequestPacer(), ChannelSpacer(), self.services.permission_notices
+                dm_channels, self.pacer, ChannelSpacer(), self.services.permission_notices
             )
         return self._sending
 

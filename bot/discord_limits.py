@@ -7,7 +7,12 @@ allows (one reaction per 0.25 s per channel), so a client trusting them collects
 every second reaction — and 10,000 invalid requests in 10 minutes get the bot banned. So:
 
 * :class:`RequestPacer` — a token bucket shared by everything that sends in bulk (digests, feeds),
-  at :data:`BULK_RATE`, a little under the global limit, so interactive answers keep headroom;
+  at :data:`BULK_RATE`, a little under the global limit, so interactive answers keep headroom. When
+  Discord answers a request with a global 429 anyway, the pacer lets nothing through for the wait the
+  answer's ``Retry-After`` names (:func:`global_limit_trace` sees it on the client's HTTP session).
+  discord.py pauses its own requests only for the body's ``retry_after``, often a few milliseconds;
+  after that, the requests it held and those the pacer kept letting through went out together, into
+  the same crowded second;
 * :class:`ChannelSpacer` — at most one reaction per :data:`REACTION_INTERVAL` in each channel;
 * :class:`ChannelWindow` — at most :data:`MESSAGES_PER_WINDOW` messages in any :data:`MESSAGE_WINDOW`
   in each channel, waited for *before* the pacer: a message that passed the pacer and then waited in
@@ -24,7 +29,10 @@ import collections
 import contextlib
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from types import SimpleNamespace
+
+import aiohttp
 
 #: Discord's global limit: requests per second per bot (interaction answers not counted).
 GLOBAL_RATE = 50.0
@@ -57,18 +65,58 @@ class RequestPacer:
         self._monotonic = monotonic
         self._tokens = float(burst)
         self._updated = monotonic()
+        self._held_until = 0.0
         self._lock = asyncio.Lock()
+
+    def hold(self, seconds: float) -> None:
+        """Discord refused a request with its global limit: let nothing through for ``seconds`` (or
+        longer, if an earlier hold lasts longer), then start again from an empty bucket, so the
+        requests discord.py releases when its own wait ends are not joined by a burst."""
+        self._held_until = max(self._held_until, self._monotonic() + max(0.0, seconds))
+        self._tokens = 0.0
+        self._updated = self._held_until
 
     async def wait(self) -> None:
         async with self._lock:
             while True:
                 now = self._monotonic()
+                if now < self._held_until:
+                    await asyncio.sleep(self._held_until - now)
+                    continue
                 self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)
                 self._updated = now
                 if self._tokens >= 1:
                     self._tokens -= 1
                     return
                 await asyncio.sleep((1 - self._tokens) / self.rate)
+
+
+def global_retry_after(status: int, headers: Mapping[str, str]) -> float | None:
+    """The seconds to wait that a global 429 names (None for any other answer): its ``Retry-After``
+    header (whole seconds, sent beside the body's ``retry_after``: Discord's docs, "Exceeding A Rate
+    Limit"), 1 s when the header is missing or unreadable."""
+    if status != 429 or headers.get("X-RateLimit-Global", "").lower() != "true":
+        return None
+    try:
+        return max(0.0, float(headers.get("Retry-After", "1")))
+    except ValueError:
+        return 1.0
+
+
+def global_limit_trace(pacer: RequestPacer) -> aiohttp.TraceConfig:
+    """An aiohttp trace for the discord.py client (``http_trace=``): every global 429 it gets holds
+    the pacer for the wait Discord names."""
+
+    async def on_request_end(
+        session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestEndParams
+    ) -> None:
+        wait = global_retry_after(params.response.status, params.response.headers)
+        if wait is not None:
+            pacer.hold(wait)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_end.append(on_request_end)
+    return trace
 
 
 class ChannelSpacer:

@@ -24,7 +24,7 @@ import discord
 
 from bot.app import point_discord_at
 from bot.digest_sender import DiscordDigestSender, Sending
-from bot.discord_limits import ChannelSpacer, RequestPacer
+from bot.discord_limits import ChannelSpacer, RequestPacer, global_limit_trace
 from bot.dm_channels import DMChannels
 from bot.runtime import open_services
 from bot.services.digests import Digests
@@ -47,13 +47,16 @@ USAGE = 2
 
 
 @contextlib.asynccontextmanager
-async def discord_rest_client(settings: Settings) -> AsyncIterator[discord.Client]:
-    """A discord.py client logged in over REST only (no gateway): enough to open a DM and post in it."""
+async def discord_rest_client(settings: Settings, pacer: RequestPacer) -> AsyncIterator[discord.Client]:
+    """A discord.py client logged in over REST only (no gateway): enough to open a DM and post in it.
+    A global 429 it gets holds `pacer`."""
     token = settings.require_token()
     point_discord_at(settings)
     intents = discord.Intents.none()
     intents.guilds = True  # never connected: only so discord.py does not warn that its cache is off
-    client = discord.Client(intents=intents, allowed_mentions=discord.AllowedMentions.none())
+    client = discord.Client(
+        intents=intents, allowed_mentions=discord.AllowedMentions.none(), http_trace=global_limit_trace(pacer)
+    )
     try:
         await client.login(token)
         yield client
@@ -71,9 +74,10 @@ async def send_digest_now(
         print("paperbot digest: --user must be a Discord user id (a positive number)", file=err)
         return USAGE
     settings.require_token()  # before touching the database: a missing token changes nothing
-    async with open_services(settings) as services, discord_rest_client(settings) as client:
+    pacer = RequestPacer()
+    async with open_services(settings) as services, discord_rest_client(settings, pacer) as client:
         dm_channels = DMChannels(client, UserRepository(services.db))
-        sending = Sending(dm_channels, RequestPacer(), ChannelSpacer(), services.permission_notices)
+        sending = Sending(dm_channels, pacer, ChannelSpacer(), services.permission_notices)
         sender = DiscordDigestSender(client, sending, user_id=user_id)
         try:
             outcome = await services.digests.delivery.deliver_now(user_id, sender)

@@ -1,5 +1,5 @@
-"""The bot's own pacing under Discord's limits: the global pacer, the reaction bucket and the message
-bucket per channel."""
+"""The bot's own pacing under Discord's limits: the global pacer (held by a global 429), the reaction
+bucket and the message bucket per channel."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from bot.discord_limits import (
     ChannelSpacer,
     ChannelWindow,
     RequestPacer,
+    global_retry_after,
 )
 
 
@@ -23,6 +24,31 @@ async def test_request_pacer_limits_the_rate() -> None:
     for _ in range(25):
         await pacer.wait()
     assert time.monotonic() - started >= 20 / 200 * 0.9
+
+
+async def test_a_held_pacer_lets_nothing_through_until_the_hold_ends_then_no_burst() -> None:
+    """After a global 429 the pacer waits out the wait Discord named, a longer earlier hold is not
+    shortened by a shorter later one, and the bucket starts empty (no burst saved up meanwhile)."""
+    pacer = RequestPacer(rate=50.0, burst=5)
+    pacer.hold(0.3)
+    pacer.hold(0.1)
+    started = time.monotonic()
+    await pacer.wait()
+    first = time.monotonic() - started
+    assert first >= 0.3 * 0.95
+    for _ in range(3):
+        await pacer.wait()
+    assert time.monotonic() - started >= first + 3 / 50 * 0.9, "the pacer had saved up a burst while held"
+
+
+def test_only_a_global_429_names_a_wait_for_the_pacer() -> None:
+    """Discord marks the global limit with X-RateLimit-Global (a route's 429 has none) and names the
+    wait in Retry-After."""
+    assert global_retry_after(429, {"X-RateLimit-Global": "true", "Retry-After": "2"}) == 2.0
+    assert global_retry_after(429, {"X-RateLimit-Global": "true"}) == 1.0
+    assert global_retry_after(429, {"X-RateLimit-Global": "true", "Retry-After": "soon"}) == 1.0
+    assert global_retry_after(429, {"Retry-After": "1", "X-RateLimit-Scope": "user"}) is None
+    assert global_retry_after(200, {"X-RateLimit-Global": "true"}) is None
 
 
 def test_bulk_sending_stays_under_the_global_limit_in_any_second() -> None:

@@ -3,7 +3,8 @@
 The bot keeps each limit itself instead of learning it from refusals: a burst of DM opens answered
 40003 turns into a paused queue (never a storm of refused opens) and every digest still arrives; the
 reactions it adds in a channel keep to that channel's bucket (one per 0.25 s) although the headers
-promise more, so no reaction is refused.
+promise more, so no reaction is refused; a global 429 holds all its paced sending for the wait
+Discord named.
 """
 
 from __future__ import annotations
@@ -158,6 +159,34 @@ async def test_the_bots_reactions_keep_to_each_channels_bucket_without_a_429(e2e
     nearest = min(abs(a.at - b.at) for a in puts for b in there)
     assert nearest < 0.2, "the other channel's reactions waited their turn behind the busy channel's"
     assert server.rates.invalid_total == 0
+
+
+async def test_a_global_429_holds_every_paced_send_for_the_wait_discord_named(e2e: E2E, clock: Clock) -> None:
+    """Discord refuses a digest's first message with its global limit: 429, `"global": true`,
+    `Retry-After: 1` (the body's `retry_after` 0.05 s). discord.py sends that message again after
+    0.05 s on its own; the bot's paced sends (the digest's papers) wait until the second Discord
+    named is over, and the digest then arrives whole, each paper once."""
+    server = e2e.server
+    person = server.add_user("reader")
+    sub = await e2e.services.digests.subscriptions.subscribe(
+        person.id, topics="quantization", time="09:00", count=3
+    )
+    e2e.bot.digest_jobs.schedule(sub)
+    server.faults.add("POST /channels/*/messages", "429", retry_after=0.05, is_global=True)
+
+    clock.now = MONDAY_0900
+    await _fire(e2e, person.id)
+    await server.eventually(lambda: len(_papers(server, person)) == 3, timeout=15, what="the three papers")
+    await e2e.bot.digest_jobs.wait_idle()
+
+    posts = server.requests_matching(f"POST /channels/{server.dm_channel(person).id}/messages")
+    refused_at = [r.at for r in posts if r.status == 429]
+    assert len(refused_at) == 1
+    answered = [r for r in posts if r.status == 200]
+    assert len(answered) == 4, "the header once and each of the three papers once"
+    retry, *papers = answered
+    assert retry.at - refused_at[0] < 0.9, "discord.py sent the refused message again after its own 0.05 s"
+    assert min(r.at for r in papers) - refused_at[0] >= 0.95, "a paper went out inside Discord's wait"
 
 
 def _papers(server: SandboxServer, person: object) -> list[object]:
