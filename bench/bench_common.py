@@ -1,16 +1,18 @@
 """What several benchmarks share: the research data's paths, the searches their people send, a
-percentile, the last title of an input file, a search's first response as Discord measures it, and
-`paperbot ingest` started as a child process. Imported by the scripts beside it (run as
+percentile, the last title of an input file, a search's first response as Discord measures it,
+`paperbot ingest` started as a child process, and another commit checked out beside this one. Imported by the scripts beside it (run as
 `python bench/NAME.py`, this folder is first on the path)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import os
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -86,3 +88,18 @@ async def start_ingest(
         stdout=stdout,
         stderr=asyncio.subprocess.DEVNULL,
     )
+
+
+@contextlib.contextmanager
+def commit_checkout(rev: str, where: Path) -> Iterator[Path]:
+    """Commit `rev` checked out under `where` (a temporary `git worktree`, removed after)."""
+    path = where / f"tree-{rev[:12]}"
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)], check=False)

@@ -49,6 +49,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench_common import commit_checkout
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: Topics the shipped corpus answers well, so every digest has its papers.
@@ -336,16 +338,6 @@ def summarise_log(rush: Rush, path: Path, keep: Path | None) -> None:
         rush.logged[f"{parts[2]} {parts[3]} {words}"] += 1
 
 
-def _worktree(rev: str, where: Path) -> Path:
-    path = where / f"tree-{rev[:12]}"
-    subprocess.run(
-        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev],
-        check=True,
-        capture_output=True,
-    )
-    return path
-
-
 def report(rows: list[Rush], args: argparse.Namespace) -> None:
     print(
         f"\n{args.subscribers:,} subscribers due the same minute, {PAPERS_PER_DIGEST} papers each, "
@@ -406,14 +398,9 @@ def main() -> None:
     rows: list[Rush] = []
     with tempfile.TemporaryDirectory(prefix="sendbench-trees-") as trees:
         if args.compare:
-            before = _worktree(args.compare, Path(trees))
-            try:
+            with commit_checkout(args.compare, Path(trees)) as before:
                 rows.append(
                     asyncio.run(measure(before, f"before ({args.compare})", args.subscribers, **runs))
-                )
-            finally:
-                subprocess.run(
-                    ["git", "-C", str(REPO), "worktree", "remove", "--force", str(before)], check=False
                 )
         rows.append(
             asyncio.run(

@@ -55,6 +55,17 @@ class Paper:
     added_at: str
 
 
+class PaperIdentity(NamedTuple):
+    """A paper's title and the ids it is known by elsewhere."""
+
+    id: int
+    title: str
+    external_id: str | None
+    arxiv_id: str | None
+    openreview_id: str | None
+    doi: str | None
+
+
 class IndexRow(NamedTuple):
     """What the search index holds of a paper (the repository reads these; the engine indexes them)."""
 

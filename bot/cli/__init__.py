@@ -10,16 +10,11 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bot.errors import SettingsError, UserFacingError
 from bot.log import setup_logging
 from bot.settings import Settings, load_settings
 from storage.models import IngestSummary
-
-if TYPE_CHECKING:
-    from bot.services.search import SearchResults
-    from storage.models import Paper
 
 log = logging.getLogger(__name__)
 
@@ -188,97 +183,9 @@ async def _fetch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.runtime import open_services
+    from bot.cli.search import run_search
 
-    if (args.query is None) == (args.batch is None):
-        raise UserFacingError("give either a QUERY or --batch FILE")
-    if not 1 <= args.limit <= 1000:
-        raise UserFacingError("--limit must be between 1 and 1000")
-    queries = _read_batch(args.batch) if args.batch else [(None, args.query)]
-    async with open_services(settings, beside_start=False) as services:
-        for start in range(0, len(queries), _BATCH_BLOCK):
-            block = queries[start : start + _BATCH_BLOCK]
-            found: list[SearchResults | UserFacingError] = []
-            for _, text in block:
-                try:
-                    found.append(services.search.search(text, limit=args.limit))
-                except UserFacingError as error:
-                    if args.batch is None:
-                        raise
-                    found.append(error)
-            # One read of the block's papers: a read per query waited on the store's thread each time.
-            papers = await services.papers.get_many(
-                hit.paper_id
-                for results in found
-                if not isinstance(results, UserFacingError)
-                for hit in results.hits
-            )
-            for (query_id, text), results in zip(block, found, strict=True):
-                _print_results(args, query_id, text, results, papers)
-    return 0
-
-
-#: queries of a batch searched before their papers are read at once (bounds what is held)
-_BATCH_BLOCK = 500
-
-
-def _print_results(
-    args: argparse.Namespace,
-    query_id: str | None,
-    text: str,
-    results: SearchResults | UserFacingError,
-    papers: dict[int, Paper],
-) -> None:
-    if isinstance(results, UserFacingError):
-        print(json.dumps({"query_id": query_id, "query": text, "error": str(results), "results": []}))
-        return
-    rows = [
-        {
-            "rank": rank,
-            "id": hit.paper_id,
-            "external_id": papers[hit.paper_id].external_id,
-            "arxiv_id": papers[hit.paper_id].arxiv_id,
-            "openreview_id": papers[hit.paper_id].openreview_id,
-            "doi": papers[hit.paper_id].doi,
-            "score": round(hit.score, 6),
-            "title": papers[hit.paper_id].title,
-        }
-        for rank, hit in enumerate(results.hits, 1)
-    ]
-    if args.batch:
-        print(json.dumps({"query_id": query_id, "query": text, "results": rows}, ensure_ascii=False))
-    elif args.json:
-        for row in rows:
-            print(json.dumps(row, ensure_ascii=False))
-    else:
-        if not rows:
-            print(f"No papers match {text!r}.")
-        for row in rows:
-            print(f"{row['rank']:>3}. [{row['score']:.3f}] {row['title']}  (#{row['id']})")
-
-
-def _read_batch(path: Path) -> list[tuple[str | None, str]]:
-    """One query per line, or JSONL records with `_id` (or `id`) and `text` (or `query`)."""
-    if not path.is_file():
-        raise UserFacingError(f"no such batch file: {path}")
-    queries: list[tuple[str | None, str]] = []
-    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise UserFacingError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-            text = record.get("text") or record.get("query")
-            if not isinstance(text, str):
-                raise UserFacingError(f"{path}:{number}: a JSON query needs a 'text' field")
-            query_id = record.get("_id", record.get("id"))
-            queries.append((None if query_id is None else str(query_id), text))
-        else:
-            queries.append((str(number), line))
-    return queries
+    return await run_search(args, settings)
 
 
 async def _digest(args: argparse.Namespace, settings: Settings) -> int:

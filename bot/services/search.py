@@ -493,12 +493,14 @@ class SearchEngine:
         venue: str | None = None,
         year: int | None = None,
         exclude: Collection[int] = (),
+        matched: bool = True,
     ) -> SearchResults:
         """Papers matching ``query`` (best first), ``limit`` from ``offset``, and how many match.
 
         Filters: ``author`` is a case- and accent-insensitive substring of one author's name,
         ``venue`` a substring of the venue, ``year`` exact.  Filters that match no paper give
-        empty results (``filtered`` = 0).
+        empty results (``filtered`` = 0).  Each hit names the query's words it holds (left empty with
+        ``matched=False``, for a caller that shows no snippet).
         """
         _check_page(limit, offset)
         terms, words = parse_query(query)
@@ -515,6 +517,7 @@ class SearchEngine:
                 venue=venue,
                 year=year,
                 exclude=exclude,
+                matched=matched,
             )
         return SearchResults(hits, total, terms, words, offset, filtered, pairs)
 
@@ -570,13 +573,16 @@ class SearchEngine:
         venue: str | None,
         year: int | None,
         exclude: Collection[int],
+        matched: bool = True,
     ) -> tuple[list[SearchHit], int, int | None]:
         """One page of ``query`` under the filters: the hits (each naming the terms of ``shown`` it
-        holds, as ``shown`` writes them), how many match, and how many papers the filters leave
-        (None without filters). The caller holds the lock."""
+        holds, as ``shown`` writes them, unless not ``matched``), how many match, and how many papers
+        the filters leave (None without filters). The caller holds the lock."""
         mask = self._filter_mask(author, venue, year)
         filtered = None if mask is None else int(np.count_nonzero(mask & self.index.alive))
         ranked, total = self.index.rank(query, limit, offset=offset, allowed=mask, exclude=exclude)
+        if not matched:
+            return [SearchHit(pid, score, ()) for pid, score in ranked], total, filtered
         found = self.index.matched_terms_many([pid for pid, _ in ranked], shown)
         hits = [
             SearchHit(pid, score, tuple(shown[t] for t in matched))

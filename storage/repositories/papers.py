@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from storage.db import Connection, Database, Row, utcnow
-from storage.models import IndexRow, Paper, PaperRecord
+from storage.models import IndexRow, Paper, PaperIdentity, PaperRecord
 from storage.repositories import paper_keys
 
 log = logging.getLogger(__name__)
@@ -344,16 +344,23 @@ class PaperRepository:
         return None if row is None else _paper(row)
 
     async def get_many(self, paper_ids: Iterable[int]) -> dict[int, Paper]:
-        ids = sorted({int(i) for i in paper_ids})
-        found: dict[int, Paper] = {}
-        for chunk in _chunks(ids):
+        return {row[0]: _paper(row) for row in await self._rows_by_id(_PAPER_COLUMNS, paper_ids)}
+
+    async def identities(self, paper_ids: Iterable[int]) -> dict[int, PaperIdentity]:
+        """Title and ids of these papers (no abstract or authors read): what a listing of search
+        results prints of each."""
+        rows = await self._rows_by_id("id, title, external_id, arxiv_id, openreview_id, doi", paper_ids)
+        return {row[0]: PaperIdentity(*row) for row in rows}
+
+    async def _rows_by_id(self, columns: str, paper_ids: Iterable[int]) -> list[Row]:
+        """`columns` of the papers with these ids (one `IN (…)` query per chunk of ids), in id order."""
+        rows: list[Row] = []
+        for chunk in _chunks(sorted({int(i) for i in paper_ids})):
             marks = ",".join("?" * len(chunk))
-            rows = await self._db.fetchall(
-                f"SELECT {_PAPER_COLUMNS} FROM papers WHERE id IN ({marks})", tuple(chunk)
+            rows += await self._db.fetchall(
+                f"SELECT {columns} FROM papers WHERE id IN ({marks})", tuple(chunk)
             )
-            for row in rows:
-                found[row[0]] = _paper(row)
-        return found
+        return rows
 
     async def _first(self, column: str, value: object) -> Paper | None:
         row = await self._db.fetchone(
@@ -419,28 +426,20 @@ class PaperRepository:
     ) -> list[tuple[int, str | None, int | None, str]]:
         """(id, published, year, title) of every paper, or of the given ids: what ranking keeps in
         memory for recency and near-copy checks (no abstracts read)."""
-        select = "SELECT id, published, year, title FROM papers"
+        columns = "id, published, year, title"
         if paper_ids is None:
-            rows = await self._db.fetchall(select)
+            rows = await self._db.fetchall(f"SELECT {columns} FROM papers")
         else:
-            rows = []
-            for chunk in _chunks(sorted({int(i) for i in paper_ids})):
-                marks = ",".join("?" * len(chunk))
-                rows += await self._db.fetchall(f"{select} WHERE id IN ({marks})", tuple(chunk))
+            rows = await self._rows_by_id(columns, paper_ids)
         return [(int(r[0]), r[1], r[2], str(r[3] or "")) for r in rows]
 
     async def credits(self, paper_ids: Iterable[int]) -> dict[int, Credits]:
         """Authors, venue and year of these papers (no abstracts read): what tells apart people who
         share a name."""
         found: dict[int, Credits] = {}
-        for chunk in _chunks(sorted({int(i) for i in paper_ids})):
-            marks = ",".join("?" * len(chunk))
-            rows = await self._db.fetchall(
-                f"SELECT id, authors, venue, year FROM papers WHERE id IN ({marks})", tuple(chunk)
-            )
-            for row in rows:
-                authors = tuple(json.loads(row[1])) if row[1] and row[1] != "[]" else ()
-                found[int(row[0])] = Credits(int(row[0]), authors, row[2], row[3])
+        for row in await self._rows_by_id("id, authors, venue, year", paper_ids):
+            authors = tuple(json.loads(row[1])) if row[1] and row[1] != "[]" else ()
+            found[int(row[0])] = Credits(int(row[0]), authors, row[2], row[3])
         return found
 
     async def title_matches(self, text: str, limit: int = 25) -> list[tuple[int, str]]:

@@ -105,6 +105,14 @@ def test_matched_terms_use_the_words_the_user_typed(engine: SearchEngine) -> Non
     assert results.hits[0].matched_terms == ("Quantized", "KV", "Caches")
 
 
+def test_a_search_without_matched_terms_ranks_the_same_papers(engine: SearchEngine) -> None:
+    full = engine.search("kv cache quantization", limit=5)
+    bare = engine.search("kv cache quantization", limit=5, matched=False)
+    assert [(h.paper_id, h.score) for h in bare.hits] == [(h.paper_id, h.score) for h in full.hits]
+    assert (bare.total, bare.terms, bare.words) == (full.total, full.terms, full.words)
+    assert all(h.matched_terms == () for h in bare.hits)
+
+
 def rank_bm25_scores(reference: BM25Okapi, query: str) -> np.ndarray:
     """rank-bm25's scores for the weighted tokens a search asks for: Σ weight · get_scores([token])."""
     return sum(

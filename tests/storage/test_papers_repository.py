@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from storage.db import Database
-from storage.models import PaperRecord
+from storage.models import PaperIdentity, PaperRecord
 from storage.repositories.papers import PaperRepository, UpsertCounts
 
 ABSTRACT_A = (
@@ -209,6 +209,23 @@ async def test_look_ups_by_id_and_external_id(repo: PaperRepository) -> None:
     assert await repo.get(99) is None
     many = await repo.get_many([2, 1, 99, 1])
     assert sorted(many) == [1, 2]
+
+
+async def test_identities_are_each_papers_title_and_ids(repo: PaperRepository) -> None:
+    await repo.upsert_many(
+        [
+            full(arxiv_id="2401.10774", doi="10.48550/arXiv.2401.10774"),
+            full(abstract=ABSTRACT_B, openreview_id=None, external_id="4983", title="SciFact doc"),
+        ]
+    )
+    found = await repo.identities([2, 99, 1, 2])
+    assert found == {
+        1: PaperIdentity(
+            1, full().title, "PEpbUobfJv", "2401.10774", "PEpbUobfJv", "10.48550/arxiv.2401.10774"
+        ),
+        2: PaperIdentity(2, "SciFact doc", "4983", None, None, None),
+    }
+    assert await repo.identities([]) == {}
 
 
 async def test_index_rows_latest_and_changes_after(db: Database, repo: PaperRepository) -> None:

@@ -1,0 +1,137 @@
+"""`paperbot search QUERY` and `paperbot search --batch FILE`: the corpus searched from the terminal.
+
+A batch is searched a block of queries at a time: the block's queries are ranked, then the papers of
+all their hits are read in one go (only the title and ids the output shows), then the block is
+printed, one JSON line per query. Ranking skips what only the bot's listing uses (which words each
+hit holds, for its snippet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from bot.errors import UserFacingError
+from bot.runtime import open_services
+from bot.services.search import SearchEngine, SearchResults
+from bot.settings import Settings
+from storage.models import PaperIdentity
+
+#: queries of a batch searched before their papers are read at once (bounds what is held)
+BATCH_BLOCK = 500
+
+
+async def run_search(args: argparse.Namespace, settings: Settings) -> int:
+    if (args.query is None) == (args.batch is None):
+        raise UserFacingError("give either a QUERY or --batch FILE")
+    if not 1 <= args.limit <= 1000:
+        raise UserFacingError("--limit must be between 1 and 1000")
+    queries = read_batch(args.batch) if args.batch else [(None, args.query)]
+    async with open_services(settings, beside_start=False) as services:
+        for start in range(0, len(queries), BATCH_BLOCK):
+            block = queries[start : start + BATCH_BLOCK]
+            found = search_block(services.search, [text for _, text in block], args.limit, args.batch is None)
+            # One read of the block's papers: a read per query waited on the store's thread each time.
+            papers = await services.papers.identities(
+                hit.paper_id
+                for results in found
+                if isinstance(results, SearchResults)
+                for hit in results.hits
+            )
+            for (query_id, text), results in zip(block, found, strict=True):
+                _print_results(args, query_id, text, results, papers)
+    return 0
+
+
+def search_block(
+    engine: SearchEngine, texts: list[str], limit: int, raise_errors: bool
+) -> list[SearchResults | UserFacingError]:
+    """Each query's results, or the error that says why it cannot be searched (raised instead with
+    ``raise_errors``)."""
+    found: list[SearchResults | UserFacingError] = []
+    for text in texts:
+        try:
+            found.append(engine.search(text, limit=limit, matched=False))
+        except UserFacingError as error:
+            if raise_errors:
+                raise
+            found.append(error)
+    return found
+
+
+def _print_results(
+    args: argparse.Namespace,
+    query_id: str | None,
+    text: str,
+    results: SearchResults | UserFacingError,
+    papers: dict[int, PaperIdentity],
+) -> None:
+    if args.batch:
+        print(batch_line(query_id, text, results, papers))
+    elif isinstance(results, UserFacingError):
+        raise results
+    elif args.json:
+        for row in _rows(results, papers):
+            print(json.dumps(row, ensure_ascii=False))
+    else:
+        if not results.hits:
+            print(f"No papers match {text!r}.")
+        for row in _rows(results, papers):
+            print(f"{row['rank']:>3}. [{row['score']:.3f}] {row['title']}  (#{row['id']})")
+
+
+def batch_line(
+    query_id: str | None,
+    text: str,
+    results: SearchResults | UserFacingError,
+    papers: dict[int, PaperIdentity],
+) -> str:
+    """A batch query's line of output: its id, its text and its results, or the error in their place."""
+    if isinstance(results, UserFacingError):
+        return json.dumps({"query_id": query_id, "query": text, "error": str(results), "results": []})
+    rows = _rows(results, papers)
+    return json.dumps({"query_id": query_id, "query": text, "results": rows}, ensure_ascii=False)
+
+
+def _rows(results: SearchResults, papers: dict[int, PaperIdentity]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for rank, hit in enumerate(results.hits, 1):
+        paper = papers[hit.paper_id]
+        rows.append(
+            {
+                "rank": rank,
+                "id": hit.paper_id,
+                "external_id": paper.external_id,
+                "arxiv_id": paper.arxiv_id,
+                "openreview_id": paper.openreview_id,
+                "doi": paper.doi,
+                "score": round(hit.score, 6),
+                "title": paper.title,
+            }
+        )
+    return rows
+
+
+def read_batch(path: Path) -> list[tuple[str | None, str]]:
+    """One query per line, or JSONL records with `_id` (or `id`) and `text` (or `query`)."""
+    if not path.is_file():
+        raise UserFacingError(f"no such batch file: {path}")
+    queries: list[tuple[str | None, str]] = []
+    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise UserFacingError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+            text = record.get("text") or record.get("query")
+            if not isinstance(text, str):
+                raise UserFacingError(f"{path}:{number}: a JSON query needs a 'text' field")
+            query_id = record.get("_id", record.get("id"))
+            queries.append((None if query_id is None else str(query_id), text))
+        else:
+            queries.append((str(number), line))
+    return queries
