@@ -2,29 +2,28 @@
 
 ``rank_bm25.BM25Okapi(corpus).get_scores(query)`` loops in Python over every document for every
 query term, and has to be rebuilt to add a document.  :class:`BM25Index` keeps, per term, the
-postings (document slot, term frequency) and rank-bm25's per-posting factor
+postings (document slot, term frequency), so a query only touches the postings of its own terms:
+for each query term, in query order, a compiled loop (:mod:`bot.services.index_kernels`) adds the
+term's idf times rank-bm25's per-posting factor
 
     tf · (k1 + 1) / (tf + k1 · (1 − b + b · |d| / avgdl))
 
-so a query only touches the postings of its own terms: for each query term, in query order, it
-multiplies that term's factors by the term's idf and scatter-adds them into a score array
-(``numpy.add.at``).  Every floating-point operation is the one rank-bm25 performs, in the same
-order, so the scores are not just close but equal (the property test checks 1e-9; in practice
-the difference is 0.0).  The idf follows rank-bm25 too: ``log(N − df + 0.5) − log(df + 0.5)``,
-and every negative idf is replaced by ``epsilon · average_idf``, the average taken over the whole
-vocabulary before the floor is applied.
+into a score array, computing the factor as it goes.  Every floating-point operation is the one
+rank-bm25 performs, in the same order, so the scores are not just close but equal (the property
+test checks 1e-9; in practice the difference is 0.0).  The idf follows rank-bm25 too:
+``log(N − df + 0.5) − log(df + 0.5)``, and every negative idf is replaced by ``epsilon ·
+average_idf``, the average taken over the whole vocabulary before the floor is applied.
 
 Adding documents never re-reads old ones.  New documents form a new *segment* (term-major
 postings plus a document-major copy for :meth:`BM25Index.doc_terms`); small segments are merged
 into bigger ones by a linear-time merge, so a handful of segments exist at any time.  Adding
 changes N and avgdl, hence every idf and every per-posting factor: the idf vector and the
-per-document length factors are recomputed vectorised at once (O(vocabulary + documents)), and
-each term's postings factors are refreshed lazily, the first time a query needs that term.
+per-document length factors are recomputed vectorised at once (O(vocabulary + documents)); the
+factors themselves are never stored.
 
 Re-adding an existing id replaces that document (the old version stops counting at once; its
 postings are dropped at the next merge).  Adding, removing and every query hold the index's
-re-entrant ``lock`` (queries refresh cached factors, too), so papers can be added from a worker
-thread while another thread searches.
+re-entrant ``lock``, so papers can be added from a worker thread while another thread searches.
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from typing import Any, Concatenate, Final, ParamSpec, TypeAlias, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from bot.services import index_kernels as kernels
 from bot.services.index_segments import (
     SEGMENT_ARRAYS,
     Segment,
@@ -63,8 +63,8 @@ FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
 _values: Final = methodcaller("values")
-_ROWS: Final = 128  # the score array is viewed as _ROWS × (slots / _ROWS) for the top-k cut
 _MAX_SEGMENTS: Final = 6
+_ROWS: Final = 128  # a score array is viewed as _ROWS × (slots / _ROWS) for the top-k cut
 
 
 class _Vocabulary(dict[str, int]):
@@ -138,7 +138,6 @@ class BM25Index:
         self._len_factor: FloatArray = np.zeros(0)  # k1 · (1 − b + b · |d| / avgdl) per slot
         self._n_live = 0
         self._total_len = 0
-        self._version = 0
         self._log_half: FloatArray = np.zeros(0)  # math.log(m + 0.5) for m = 0, 1, ...
 
     # ----------------------------------------------------------------------------- snapshots
@@ -210,9 +209,6 @@ class BM25Index:
         index._n_live = len(live)
         index._total_len = int(dl[live].sum())
         index._refresh_stats()
-        if index._n_live:  # one vectorised pass, not a refresh per term at its first query
-            for seg in segments:
-                index._refresh_segment(seg)
         return index
 
     # ----------------------------------------------------------------------------- basics
@@ -470,7 +466,6 @@ class BM25Index:
         self._segments.append(segment)
         self._seg_starts.append(slot0)
         self._refresh_stats()
-        self._refresh_segment(segment)
         self._maybe_merge()
 
     @_locked
@@ -495,7 +490,6 @@ class BM25Index:
 
     def _refresh_stats(self) -> None:
         """Recompute idf and per-document length factors after N or avgdl changed."""
-        self._version += 1
         n = self._n_live
         if n + 1 > len(self._log_half):
             start = len(self._log_half)
@@ -524,16 +518,6 @@ class BM25Index:
             self.average_idf = 0.0
         self._idf = idf
 
-    def _refresh_segment(self, seg: Segment) -> None:
-        tf = seg.t_tf
-        seg.t_w = tf * (self.k1 + 1) / (tf + self._len_factor[seg.t_docs])
-        seg.t_ver = np.full(seg.n_terms, self._version, dtype=np.int64)
-
-    def _refresh_term(self, seg: Segment, tid: int, lo: int, hi: int) -> None:
-        tf = seg.t_tf[lo:hi]
-        seg.t_w[lo:hi] = tf * (self.k1 + 1) / (tf + self._len_factor[seg.t_docs[lo:hi]])
-        seg.t_ver[tid] = self._version
-
     def _maybe_merge(self) -> None:
         segs = self._segments
         while len(segs) >= 2 and (
@@ -555,9 +539,7 @@ class BM25Index:
             self._segments[0] = self._merge(seg, None)
 
     def _merge(self, a: Segment, b: Segment | None) -> Segment:
-        seg = merge(a, b, self._alive)
-        self._refresh_segment(seg)
-        return seg
+        return merge(a, b, self._alive)
 
     # ----------------------------------------------------------------------------- scoring
     def _plan(self, query: Query) -> list[tuple[int, float, float]]:
@@ -579,26 +561,24 @@ class BM25Index:
         return plan
 
     def _accumulate(self, plan: list[tuple[int, float, float]], size: int) -> FloatArray:
+        plan = [p for p in plan if p[1] != 0.0]  # rank-bm25 adds 0.0 for those: no change
+        tids = np.fromiter((tid for tid, _, _ in plan), dtype=np.int64, count=len(plan))
+        coef = np.fromiter((c for _, c, _ in plan), dtype=np.float64, count=len(plan))
+        return self._scatter(tids, coef, size)
+
+    def _scatter(self, tids: IntArray, coef: FloatArray, size: int) -> FloatArray:
+        """Scores of ``size`` slots for terms ``tids`` with coefficients ``coef``, in that (query) order."""
         scores = np.zeros(size)
-        version = self._version
-        buf: FloatArray | None = None
-        for tid, coef, _ in plan:
-            if coef == 0.0:
-                continue  # rank-bm25 adds 0.0 here: no change
-            for seg in self._segments:
-                if tid >= seg.n_terms:
-                    continue
-                lo, hi = int(seg.t_indptr[tid]), int(seg.t_indptr[tid + 1])
-                if lo == hi:
-                    continue
-                if seg.t_ver[tid] != version:
-                    self._refresh_term(seg, tid, lo, hi)
-                n = hi - lo
-                if buf is None or len(buf) < n:
-                    buf = np.empty(max(n, 4096))
-                np.multiply(seg.t_w[lo:hi], coef, out=buf[:n])
-                np.add.at(scores, seg.t_docs[lo:hi], buf[:n])
+        for seg in self._segments:
+            lo, hi = self._ranges(seg, tids)
+            kernels.accumulate(seg.t_docs, seg.t_tf, lo, hi, coef, self.k1 + 1, self._len_factor, scores)
         return scores
+
+    @staticmethod
+    def _ranges(seg: Segment, tids: IntArray) -> tuple[IntArray, IntArray]:
+        """Each term's postings range in ``seg`` (empty for terms it has never seen)."""
+        here = np.minimum(tids, seg.n_terms)
+        return seg.t_indptr[here], seg.t_indptr[np.minimum(here + 1, seg.n_terms)]
 
     def _mark(self, plan: Iterable[tuple[int, float, float]], size: int) -> BoolArray:
         """Which slots contain at least one of the plan's terms."""
@@ -661,45 +641,55 @@ class BM25Index:
         plan = self._plan(query)
         if not plan or n == 0:
             return [], 0
-        size = -(-n // _ROWS) * _ROWS
-        scores = self._accumulate(plan, size)
         mask = _allowed_mask(self._slot_of, allowed, exclude, n)
-        positive = all(coef > 0 for _, coef, _ in plan)
-        if positive:
+        if all(coef > 0 for _, coef, _ in plan):
             # Every matched document scores > 0 and every other one exactly 0.
-            if len(self._dead):
-                scores[self._dead] = 0.0
-            if mask is not None:
-                np.multiply(scores[:n], mask, out=scores[:n])
-            # +0.0 is the only double whose bits are all zero: counting int64 is SIMD-fast.
-            total = int(np.count_nonzero(scores.view(np.int64)))
-            need = offset + k
-            if total == 0 or need == 0:
-                return [], total
-            grid = scores.reshape(_ROWS, -1)
-            if total <= 4 * need or need > grid.shape[1]:
-                cand = np.flatnonzero(scores)
-            else:
-                # Column maxima: the need-th largest is ≤ the need-th largest score, so only
-                # columns reaching it can hold a top-need score (a few columns, not the array).
-                col_max = grid.max(axis=0)
-                cut = len(col_max) - need
-                threshold = np.partition(col_max, cut)[cut]
-                if threshold > 0:
-                    cols = np.flatnonzero(col_max >= threshold)
-                    rows, at = np.nonzero(grid[:, cols] >= threshold)
-                    cand = rows * grid.shape[1] + cols[at]
-                else:
-                    cand = np.flatnonzero(scores)
-        else:
-            matched = self._mark((p for p in plan if p[2] > 0), n) & self._alive
-            if mask is not None:
-                matched &= mask
-            cand = np.flatnonzero(matched)
-            total = len(cand)
+            tids = np.fromiter((tid for tid, _, _ in plan), dtype=np.int64, count=len(plan))
+            coef = np.fromiter((c for _, c, _ in plan), dtype=np.float64, count=len(plan))
+            hits, total = self._top_positive(tids, coef, offset + k, mask)
+            return hits[offset:], total
+        scores = self._accumulate(plan, n)
+        matched = self._mark((p for p in plan if p[2] > 0), n) & self._alive
+        if mask is not None:
+            matched &= mask
+        cand = np.flatnonzero(matched)
         values = scores[cand]
         ids = self._slot_ids[cand]
         order = np.lexsort((ids, -values))[offset : offset + k]
+        return list(zip(ids[order].tolist(), values[order].tolist(), strict=True)), len(cand)
+
+    def _top_positive(
+        self, tids: IntArray, coef: FloatArray, need: int, mask: BoolArray | None
+    ) -> tuple[list[tuple[int, float]], int]:
+        """The best ``need`` (id, score) of a query whose coefficients are all positive (``tids``/``coef``
+        in query order), best first, and the number of matches."""
+        n = self.n_slots
+        scores = self._scatter(tids, coef, -(-n // _ROWS) * _ROWS)
+        if len(self._dead):
+            scores[self._dead] = 0.0
+        if mask is not None:
+            np.multiply(scores[:n], mask, out=scores[:n])
+        # +0.0 is the only double whose bits are all zero: counting int64 is SIMD-fast.
+        total = int(np.count_nonzero(scores.view(np.int64)))
+        if total == 0 or need == 0:
+            return [], total
+        grid = scores.reshape(_ROWS, -1)
+        cand: IntArray | None = None
+        if total > 4 * need and need <= grid.shape[1]:
+            # Column maxima: the need-th largest is ≤ the need-th largest score, so only columns
+            # reaching it can hold a top-need score (a few columns, not the array).
+            col_max = grid.max(axis=0)
+            cut = len(col_max) - need
+            threshold = np.partition(col_max, cut)[cut]
+            if threshold > 0:
+                cols = np.flatnonzero(col_max >= threshold)
+                rows, at = np.nonzero(grid[:, cols] >= threshold)
+                cand = rows * grid.shape[1] + cols[at]
+        if cand is None:
+            cand = np.flatnonzero(scores)
+        values = scores[cand]
+        ids = self._slot_ids[cand]
+        order = np.lexsort((ids, -values))[:need]
         return list(zip(ids[order].tolist(), values[order].tolist(), strict=True)), total
 
 

@@ -1,7 +1,6 @@
 """The segments of :class:`bot.services.index.BM25Index`: the postings of a run of document slots, twice.
 
-Term-major (per term: the slots holding it, their term frequencies and rank-bm25's tf factor) for
-queries; document-major (per document: its terms and frequencies) for ``doc_terms`` and for what a
+Term-major (per term: the slots holding it and their term frequencies) for queries; document-major (per document: its terms and frequencies) for ``doc_terms`` and for what a
 removed document held. New documents form a new segment (:func:`new_segment`); :func:`merge` joins
 two in linear time and drops the postings of dead documents; a snapshot's segments are checked
 before use (:func:`segment_from_snapshot`).
@@ -21,7 +20,7 @@ IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
-#: what a snapshot keeps of each segment (the tf factors are derived again on load)
+#: what a snapshot keeps of each segment
 SEGMENT_ARRAYS: Final = ("t_indptr", "t_docs", "t_tf", "d_indptr", "d_terms", "d_tf")
 
 
@@ -34,8 +33,6 @@ class Segment:
     t_indptr: IntArray  # term id → postings range; terms past the end have none
     t_docs: npt.NDArray[np.int32]  # slot of each posting, ascending within a term
     t_tf: npt.NDArray[np.unsignedinteger]
-    t_w: FloatArray  # rank-bm25's tf factor for the stats version in t_ver
-    t_ver: IntArray  # per term: the stats version its t_w was computed for
     d_indptr: IntArray  # local document → range in d_terms/d_tf
     d_terms: npt.NDArray[np.int32]
     d_tf: npt.NDArray[np.unsignedinteger]
@@ -56,8 +53,6 @@ class Segment:
                 self.t_indptr,
                 self.t_docs,
                 self.t_tf,
-                self.t_w,
-                self.t_ver,
                 self.d_indptr,
                 self.d_terms,
                 self.d_tf,
@@ -66,7 +61,11 @@ class Segment:
 
 
 def tf_dtype(max_tf: int) -> type[np.unsignedinteger]:
-    return np.uint16 if max_tf <= np.iinfo(np.uint16).max else np.uint32
+    """The narrowest unsigned type for term frequencies up to ``max_tf``."""
+    for dtype in (np.uint8, np.uint16):
+        if max_tf <= np.iinfo(dtype).max:
+            return dtype
+    return np.uint32
 
 
 def offsets(counts: npt.NDArray[np.integer]) -> IntArray:
@@ -112,8 +111,6 @@ def new_segment(
         t_indptr=offsets(term_counts),
         t_docs=doc_slots[order],
         t_tf=d_tf[order],
-        t_w=np.zeros(len(order)),
-        t_ver=np.full(n_terms, -1, dtype=np.int64),
         d_indptr=offsets(n_unique),
         d_terms=d_terms,
         d_tf=d_tf,
@@ -148,7 +145,7 @@ def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: i
     t_indptr = snapshot.array(prefix + "t_indptr", (np.int64,))
     t_docs = snapshot.array(prefix + "t_docs", (np.int32,))
     n_postings = len(t_docs)
-    t_tf = snapshot.array(prefix + "t_tf", (np.uint16, np.uint32), length=n_postings)
+    t_tf = snapshot.array(prefix + "t_tf", (np.uint8, np.uint16, np.uint32), length=n_postings)
     d_indptr = snapshot.array(prefix + "d_indptr", (np.int64,), length=n_docs + 1)
     d_terms = snapshot.array(prefix + "d_terms", (np.int32,), length=n_postings)
     d_tf = snapshot.array(prefix + "d_tf", (t_tf.dtype.type,), length=n_postings)
@@ -166,8 +163,6 @@ def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: i
         t_indptr=t_indptr,
         t_docs=t_docs,
         t_tf=t_tf,
-        t_w=np.zeros(n_postings),  # computed by the index once it has the statistics (t_ver −1: stale)
-        t_ver=np.full(seg_terms, -1, dtype=np.int64),
         d_indptr=d_indptr,
         d_terms=d_terms,
         d_tf=d_tf,
@@ -210,7 +205,7 @@ def segments_from_snapshot(
 
 def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
     """One segment with a's then b's documents, without postings of dead documents (``alive``, per
-    slot); its tf factors are left for the index to compute."""
+    slot)."""
     if b is None:
         n_terms = a.n_terms
         t_indptr = a.t_indptr
@@ -247,8 +242,6 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         t_indptr=t_indptr,
         t_docs=docs,
         t_tf=tf,
-        t_w=np.zeros(0),
-        t_ver=np.zeros(0, dtype=np.int64),
         d_indptr=d_indptr,
         d_terms=d_terms,
         d_tf=d_tf,

@@ -178,7 +178,7 @@ def test_many_small_adds_keep_few_segments_and_exact_scores() -> None:
     index = BM25Index()
     for i, doc in enumerate(corpus):
         index.add([i], [doc])
-        if i % 50 == 0:  # queries between adds use lazily refreshed weights
+        if i % 50 == 0:  # queries between adds see the new N and avgdl
             query = list(rng.choice(words, 3))
             assert np.array_equal(index.score_array(query), BM25Okapi(corpus[: i + 1]).get_scores(query))
     assert index.n_segments <= 6
@@ -272,3 +272,19 @@ def test_matched_terms_many_agrees_with_each_document() -> None:
     for doc, found in zip(corpus, many, strict=True):
         assert found == [t for t in dict.fromkeys(query) if t in doc]
     assert index.matched_terms(5, query) == many[5]  # small path
+
+
+def test_term_frequencies_past_one_byte_keep_exact_scores_across_segments() -> None:
+    """Segments store tf in one byte while it fits and in two past 255; merged, the scores stay rank-bm25's."""
+    small = [["a", "b", "c"], ["a", "a", "d"], ["b", "d", "d", "e"]]
+    large = [["a"] * 300 + ["b"], ["c"] * 256 + ["e", "e"], ["a", "d"]]
+    index = BM25Index()
+    index.add([0, 1, 2], small)  # a one-byte segment …
+    index.add([3, 4, 5], large)  # … then a two-byte one, merged with it (the second is not 4× smaller)
+    reference = BM25Okapi(small + large)
+    for query in (["a"], ["c", "e"], ["a", "b", "d", "a"], ["e", "c", "c"]):
+        expected = reference.get_scores(query)
+        np.testing.assert_array_equal(index.score_array(query), expected)
+        ranked = index.top_k(query, 6)
+        assert [doc for doc, _ in ranked] == reference_order(expected, small + large, query)
+        assert [score for _, score in ranked] == [expected[doc] for doc, _ in ranked]
