@@ -43,7 +43,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bot.runtime import build_search_engine  # noqa: E402
+from bot.runtime import build_search_engine, one_blas_thread  # noqa: E402
 from bot.services.digests import Digests  # noqa: E402
 from bot.services.digests.subscriptions import recipient_of  # noqa: E402
 from bot.services.recommender import Recommender  # noqa: E402
@@ -285,6 +285,7 @@ def rss_mb() -> float:
 
 async def measure(db_path: Path) -> int:
     """In this process, as the bot does at start: open the store, build the index; then time the builds."""
+    one_blas_thread()  # as open_services does for the bot
     async with await open_database(db_path) as db:
         started = time.perf_counter()
         papers = PaperRepository(db)
