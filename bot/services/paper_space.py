@@ -27,6 +27,7 @@ DIMS: Final = 100
 OVERSAMPLE: Final = 10
 POWER_STEPS: Final = 3
 ROWS_PER_STEP: Final = 2000
+SKETCH_ROWS: Final = 20_000  # rows of the random start drawn at a time
 REBUILD_GROWTH: Final = 2.0  # recompute the basis once the corpus is this many times larger
 
 IntArray = npt.NDArray[np.int64]
@@ -52,7 +53,8 @@ class IndexedPapers(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class _Basis:
-    loadings: FloatArray  # term id → its ``dims`` loadings (the SVD's right singular vectors)
+    terms: IntArray  # the term ids the papers used, sorted: loadings' rows in this order
+    loadings: FloatArray  # per term of ``terms``, its ``dims`` loadings (the SVD's right singular vectors)
     papers: int  # live papers when it was computed
 
 
@@ -75,12 +77,31 @@ def _t_times(a: sp.csr_matrix, q: npt.NDArray[np.float32]) -> npt.NDArray[np.flo
     return out
 
 
-def randomized_svd_loadings(matrix: sp.csr_matrix, dims: int, *, seed: int = 0) -> FloatArray:
-    """The top ``dims`` right singular vectors of a sparse matrix, as columns (Halko et al. 2011)."""
+def _sketch(rng: np.random.Generator, rows: IntArray, width: int) -> npt.NDArray[np.float32]:
+    """Rows ``rows`` (sorted) of a standard normal matrix with ``rows[-1] + 1`` rows, drawn a stretch at
+    a time: the same numbers as the whole matrix, without holding it."""
+    out = np.empty((len(rows), width), dtype=np.float32)
+    end = int(rows[-1]) + 1 if len(rows) else 0
+    for lo in range(0, end, SKETCH_ROWS):
+        hi = min(lo + SKETCH_ROWS, end)
+        block = rng.standard_normal((hi - lo, width))
+        first, last = np.searchsorted(rows, [lo, hi])
+        out[first:last] = block[rows[first:last] - lo]
+    return out
+
+
+def randomized_svd_loadings(
+    matrix: sp.csr_matrix, dims: int, *, seed: int = 0, terms: IntArray | None = None
+) -> FloatArray:
+    """The top ``dims`` right singular vectors of a sparse matrix, as columns (Halko et al. 2011).
+    ``terms``: the term id of each column, when the columns are a subset of the vocabulary; the
+    random start is then the one the whole vocabulary would have had, so the result does not depend
+    on which unused terms were left out."""
     rng = np.random.default_rng(seed)
     a = sp.csr_matrix(matrix, dtype=np.float32)
     width = min(dims + OVERSAMPLE, min(a.shape))
-    q, _ = np.linalg.qr(_times(a, rng.standard_normal((a.shape[1], width)).astype(np.float32)))
+    rows = terms if terms is not None else np.arange(a.shape[1], dtype=np.int64)
+    q, _ = np.linalg.qr(_times(a, _sketch(rng, rows, width)))
     for _ in range(POWER_STEPS):
         z, _ = np.linalg.qr(_t_times(a, q))
         q, _ = np.linalg.qr(_times(a, z))
@@ -88,18 +109,25 @@ def randomized_svd_loadings(matrix: sp.csr_matrix, dims: int, *, seed: int = 0) 
     return np.ascontiguousarray(vt[:dims].T, dtype=np.float32)
 
 
-def _unit_rows(index: IndexedPapers, doc_ids: Sequence[int], n_terms: int | None) -> sp.csr_matrix:
-    """The documents' BM25 vectors scaled to length 1 (terms past ``n_terms`` left out)."""
+def _unit_rows(
+    index: IndexedPapers, doc_ids: Sequence[int], columns: IntArray | None
+) -> tuple[sp.csr_matrix, IntArray]:
+    """The documents' BM25 vectors scaled to length 1, one column per term of ``columns`` (sorted term
+    ids; others left out) or, when it is None, per term the documents use; and those columns' terms.
+    Only used terms become columns: the vocabulary also holds phrase terms that no paper's vector has,
+    and every empty column would cost the SVD as much as a used one."""
     indptr, terms, weights = index.doc_weights(doc_ids)
-    if n_terms is not None:
-        keep = terms < n_terms
-        weights = np.where(keep, weights, 0.0)
-        terms = np.where(keep, terms, 0)
-    width = n_terms if n_terms is not None else (int(terms.max()) + 1 if len(terms) else 1)
-    matrix = sp.csr_matrix((weights, terms, indptr), shape=(len(doc_ids), width))
+    if columns is None:
+        columns, terms = np.unique(terms, return_inverse=True)
+    else:
+        at = np.minimum(np.searchsorted(columns, terms), max(len(columns) - 1, 0))
+        known = (columns[at] == terms) if len(columns) else np.zeros(len(terms), dtype=bool)
+        weights = np.where(known, weights, 0.0)
+        terms = np.where(known, at, 0)
+    matrix = sp.csr_matrix((weights, terms, indptr), shape=(len(doc_ids), max(len(columns), 1)))
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
     norms[norms == 0] = 1.0
-    return sp.csr_matrix(sp.diags(1.0 / norms) @ matrix)
+    return sp.csr_matrix(sp.diags(1.0 / norms) @ matrix), columns
 
 
 def _unit(vectors: npt.NDArray[np.float32]) -> FloatArray:
@@ -143,13 +171,13 @@ class PaperSpace:
         ids = self.index.slot_ids[alive].tolist()
         if len(ids) < 2:
             return
-        matrix = _unit_rows(self.index, ids, None)
+        matrix, terms = _unit_rows(self.index, ids, None)
         dims = max(1, min(self.dims, len(ids) - 1, matrix.shape[1] - 1))
-        loadings = randomized_svd_loadings(matrix, dims, seed=self.seed)
+        loadings = randomized_svd_loadings(matrix, dims, seed=self.seed, terms=terms)
         coords = np.zeros((slots, self.dims), dtype=np.float32)
         coords[alive, :dims] = _unit(_times(matrix, loadings))
         with self._lock:
-            self._basis = _Basis(np.pad(loadings, ((0, 0), (0, self.dims - dims))), len(ids))
+            self._basis = _Basis(terms, np.pad(loadings, ((0, 0), (0, self.dims - dims))), len(ids))
             self._coords = coords
             self._done = slots
         self.follow()  # papers indexed while it was computing
@@ -172,7 +200,7 @@ class PaperSpace:
             new = done + np.flatnonzero(self.index.alive[done:slots])
             if len(new):
                 ids = self.index.slot_ids[new].tolist()
-                rows = _unit_rows(self.index, ids, len(basis.loadings))
+                rows, _ = _unit_rows(self.index, ids, basis.terms)
                 self._coords[new] = _unit(_times(rows, basis.loadings))
             self._done = slots
 

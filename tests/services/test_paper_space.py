@@ -61,3 +61,22 @@ def test_papers_added_later_are_folded_in_and_a_grown_corpus_is_stale() -> None:
     more_ids, more_docs, _ = _docs(60, 3)
     index.add(more_ids, more_docs)
     assert space.stale
+
+
+def test_leaving_out_unused_terms_changes_no_loading() -> None:
+    """The SVD runs on the terms the papers use (the vocabulary also holds phrase terms no paper
+    vector has); its result is the one the whole vocabulary, empty columns included, gives."""
+    import scipy.sparse as sp
+
+    from bot.services.paper_space import randomized_svd_loadings
+
+    rng = np.random.default_rng(3)
+    used = np.sort(rng.choice(5000, 300, replace=False))
+    dense = rng.random((80, 300)) * (rng.random((80, 300)) < 0.1)
+    compact = sp.csr_matrix(dense)
+    wide = sp.csr_matrix((compact.data, used[compact.indices], compact.indptr), shape=(80, int(used[-1]) + 1))
+    whole = randomized_svd_loadings(wide, 10, seed=5)
+    subset = randomized_svd_loadings(compact, 10, seed=5, terms=used)
+    assert subset.shape == (300, 10)
+    assert np.allclose(np.abs(whole[used]), np.abs(subset), atol=1e-4)  # singular vectors up to sign
+    assert np.allclose(np.delete(whole, used, axis=0), 0.0, atol=1e-6)
