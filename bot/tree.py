@@ -38,6 +38,12 @@ def friendly_message(error: Exception) -> str | None:
     return None
 
 
+def expired(error: Exception) -> bool:
+    """Whether Discord refused an interaction's first response because it came after 3 s (10062)."""
+    original = getattr(error, "original", error)
+    return isinstance(original, discord.NotFound) and original.code == 10062
+
+
 async def reply_ephemeral(interaction: discord.Interaction, message: str) -> None:
     """Send `message` ephemerally whether or not the interaction was already answered."""
     try:
@@ -54,6 +60,17 @@ async def report_error(
 ) -> None:
     """Answer a failed command or component: the friendly line for an error the user can act on; for
     an unexpected one, log ``what`` failed (with where and who) and apologise."""
+    if expired(error):
+        # No first response within Discord's 3 s: any answer now is refused the same way, and a
+        # traceback per late answer would only make a busy bot later still.
+        logger.warning(
+            "%s answered too late: Discord had expired the interaction (10062; guild=%s channel=%s user=%s)",
+            what,
+            interaction.guild_id,
+            interaction.channel_id,
+            interaction.user.id,
+        )
+        return
     message = friendly_message(error)
     if message is None:
         logger.error(

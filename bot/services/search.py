@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.errors import NotFoundError, QueryError
-from bot.services import snapshot, snippets
+from bot.services import snapshot
 from bot.services import tokenize as tokenizer
 from bot.services.index import BM25Index, Query
 from bot.services.snapshot import SnapshotError, check_offsets, check_range, expect
@@ -618,16 +618,6 @@ class SearchEngine:
                     ranked, self.index.matched_terms_many([p for p, _ in ranked], positive), strict=True
                 )
             ]
-
-    @staticmethod
-    def snippet(
-        abstract: str,
-        terms: Iterable[str],
-        width: int = snippets.DEFAULT_WIDTH,
-        phrases: Collection[tuple[str, str]] = (),
-    ) -> str:
-        """See :func:`bot.services.snippets.snippet`."""
-        return snippets.snippet(abstract, terms, width, phrases)
 
     def title(self, paper_id: int) -> str:
         with self._lock:

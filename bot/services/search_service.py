@@ -168,15 +168,7 @@ class SearchService:
                 results, personal = await self._ordered_for(user_id, results, offset, listing.page_size)
         papers = await self.papers.get_many([hit.paper_id for hit in results.hits])
         hits = tuple(
-            ListedHit(
-                paper=papers[hit.paper_id],
-                snippet=self.engine.snippet(
-                    papers[hit.paper_id].abstract, results.terms, phrases=results.phrases
-                ),
-                matched=_matched(results, hit, papers[hit.paper_id]),
-            )
-            for hit in results.hits
-            if hit.paper_id in papers
+            _listed(results, hit, papers[hit.paper_id]) for hit in results.hits if hit.paper_id in papers
         )
         return ListingPage(listing, page, results.total, hits, source_title, personal=personal)
 
@@ -209,10 +201,11 @@ def _no_match_message(query: str, author: str | None, venue: str | None, year: i
     return f"No papers match “{query}”. Try other or fewer words."
 
 
-def _matched(results: SearchResults, hit: SearchHit, paper: Paper) -> tuple[str, ...]:
-    """The query's words the paper holds, a phrase of them it holds in its title or abstract as one
-    ("graph neural networks")."""
-    if not results.phrases or len(hit.matched_terms) < 2:
-        return hit.matched_terms
-    found = snippets.phrases_in((paper.title, paper.abstract), results.terms, results.phrases)
-    return snippets.group_phrases(results.terms, results.words, hit.matched_terms, found)
+def _listed(results: SearchResults, hit: SearchHit, paper: Paper) -> ListedHit:
+    """A hit with its snippet and the query's words the paper holds, a phrase of them it holds in its
+    title or abstract as one ("graph neural networks")."""
+    snippet, found = snippets.snippet_and_phrases(paper.abstract, paper.title, results.terms, results.phrases)
+    matched = hit.matched_terms
+    if results.phrases and len(matched) >= 2:
+        matched = snippets.group_phrases(results.terms, results.words, matched, found)
+    return ListedHit(paper, snippet, matched)

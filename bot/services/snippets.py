@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Final
 
-from bot.services.tokenize import WORD_RE, word_terms
+from bot.services.tokenize import LOWER_ASCII_WORD_RE, WORD_RE, normal_word_terms, word_terms
 
 DEFAULT_WIDTH: Final = 300
 _SPACE_RE: Final = re.compile(r"\s+")
@@ -38,6 +38,31 @@ class _Match:
 
 
 def _matches(text: str, terms: frozenset[str]) -> list[_Match]:
+    """The words of ``text`` one of whose index terms is in ``terms`` (the first such term each)."""
+    if not terms:
+        return []
+    if not text.isascii():
+        return _matches_word_by_word(text, terms)
+    # ASCII: casefolding is lower() and keeps every offset, so the words are found by a regex in C
+    # and only each distinct word's terms are looked up; positions are taken only when a word matched.
+    lowered = text.lower()
+    hits: dict[str, str] = {}
+    for word in set(LOWER_ASCII_WORD_RE.findall(lowered)):
+        for term in normal_word_terms(word):
+            if term in terms:
+                hits[word] = term
+                break
+    if not hits:
+        return []
+    found: list[_Match] = []
+    for match in LOWER_ASCII_WORD_RE.finditer(lowered):
+        hit = hits.get(match.group())
+        if hit is not None:
+            found.append(_Match(match.start(), match.end(), hit))
+    return found
+
+
+def _matches_word_by_word(text: str, terms: frozenset[str]) -> list[_Match]:
     found: list[_Match] = []
     for word in WORD_RE.finditer(text):
         for term in word_terms(word.group()):
@@ -55,20 +80,10 @@ def _joined(text: str, first: _Match, second: _Match, phrases: Collection[tuple[
     )
 
 
-def phrases_in(
-    texts: Iterable[str], terms: Iterable[str], phrases: Collection[tuple[str, str]]
+def _phrases_among(
+    text: str, matches: list[_Match], phrases: Collection[tuple[str, str]]
 ) -> set[tuple[str, str]]:
-    """Which of the query's ``phrases`` (pairs of index terms) some text of ``texts`` holds as a phrase."""
-    wanted = frozenset(terms)
-    found: set[tuple[str, str]] = set()
-    if not phrases:
-        return found
-    for raw in texts:
-        text = _SPACE_RE.sub(" ", raw)
-        for first, second in pairwise(_matches(text, wanted)):
-            if _joined(text, first, second, phrases):
-                found.add((first.term, second.term))
-    return found
+    return {(a.term, b.term) for a, b in pairwise(matches) if _joined(text, a, b, phrases)}
 
 
 def group_phrases(
@@ -145,10 +160,35 @@ def snippet(
     per bold word and 1 per escaped character).
     """
     text = _SPACE_RE.sub(" ", abstract).strip()
+    return _snippet(text, _matches(text, frozenset(terms)), width, phrases)
+
+
+def snippet_and_phrases(
+    abstract: str,
+    title: str,
+    terms: Iterable[str],
+    phrases: Collection[tuple[str, str]],
+    width: int = DEFAULT_WIDTH,
+) -> tuple[str, set[tuple[str, str]]]:
+    """:func:`snippet` of ``abstract``, and which of the query's ``phrases`` (pairs of index terms)
+    the title or the abstract holds as a phrase: what a search hit shows, the abstract's words looked
+    up once for both."""
+    wanted = frozenset(terms)
+    text = _SPACE_RE.sub(" ", abstract).strip()
+    matches = _matches(text, wanted)
+    found: set[tuple[str, str]] = set()
+    if phrases:
+        heading = _SPACE_RE.sub(" ", title)
+        found = _phrases_among(text, matches, phrases) | _phrases_among(
+            heading, _matches(heading, wanted), phrases
+        )
+    return _snippet(text, matches, width, phrases), found
+
+
+def _snippet(text: str, matches: list[_Match], width: int, phrases: Collection[tuple[str, str]]) -> str:
+    """The snippet of ``text`` (whitespace collapsed and stripped) given its matches."""
     if not text:
         return ""
-    wanted = frozenset(terms)
-    matches = _matches(text, wanted) if wanted else []
     if not matches:
         end = _cut_end(text, 0, width, 0)
         return escape_markdown(text[:end]) + (_ELLIPSIS if end < len(text) else "")

@@ -68,12 +68,14 @@ class FakeInteraction:
         self.followup = _Followup(self.sent)
 
 
-def _http_error(status: int = 500, code: int = 0) -> discord.HTTPException:
+def _http_error(
+    status: int = 500, code: int = 0, kind: type[discord.HTTPException] = discord.HTTPException
+) -> discord.HTTPException:
     class _Resp:
         reason = "Internal Server Error"
 
     setattr(_Resp, "status", status)  # noqa: B010 - discord.py reads .status of aiohttp's response
-    return discord.HTTPException(_Resp(), {"message": "boom", "code": code})  # type: ignore[arg-type]
+    return kind(_Resp(), {"message": "boom", "code": code})  # type: ignore[arg-type]
 
 
 def _invoke_error(original: Exception) -> app_commands.CommandInvokeError:
@@ -181,3 +183,19 @@ async def test_when_discord_refuses_the_error_line_it_is_logged_not_raised(
         await reply_ephemeral(interaction, "Nothing new.")  # type: ignore[arg-type]
     assert interaction.sent == []
     assert [record.getMessage() for record in caplog.records] == ["could not tell user 333 about an error"]
+
+
+async def test_an_answer_after_discords_3_seconds_is_logged_in_one_line_and_not_retried(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    interaction = FakeInteraction()
+    late = _invoke_error(_http_error(404, 10062, discord.NotFound))
+    with caplog.at_level(logging.WARNING, logger="bot.tree"):
+        await report_error(interaction, late, "command /paper search")  # type: ignore[arg-type]
+    assert interaction.sent == [], "Discord refuses every answer to an expired interaction"
+    [record] = caplog.records
+    assert record.getMessage().startswith("command /paper search answered too late")
+    assert record.exc_info is None
+    other = FakeInteraction()
+    await report_error(other, _invoke_error(_http_error(404, 10008, discord.NotFound)), "command /x")  # type: ignore[arg-type]
+    assert other.sent == [_Sent(GENERIC_FAILURE, True, "response")], "another 404 is an unexpected error"
