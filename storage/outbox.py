@@ -3,7 +3,10 @@
 The running bot accepts what people do (a reaction, a rating click, a search listing, the note of
 which paper a message it posted shows) into this outbox first: a local file of this process
 (`paperbot.db.pending` beside a SQLite store, `paperbot.pending` in the state folder for PostgreSQL;
-`Settings.local_file`), so adding to it never waits for the store's write lock, and each addition is on disk (synchronous = FULL) before the bot moves on. A background
+`Settings.local_file`), so adding to it never waits for the store's write lock, and each addition is on
+disk (synchronous = FULL) before the bot moves on. Additions that come while one is being written
+(a burst of searches, each keeping its listing) are written together, in one transaction: one sync
+to disk for all of them instead of one each, in turn. A background
 task then applies the entries to the store in order and removes each one once the store has it (see
 `bot.services.write_behind`). A crash or a stop in between loses nothing: the next start applies
 what is left, and every kind of entry is applied idempotently, so one applied twice changes nothing.
@@ -11,6 +14,7 @@ what is left, and every kind of entry is applied idempotently, so one applied tw
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +42,18 @@ class PendingWrite:
     created_at: str
 
 
+_INSERT = "INSERT INTO pending (kind, payload, created_at) VALUES (?, ?, ?)"
+_CHUNK = 500  # ids per DELETE
+
+
 class Outbox:
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
+        #: additions not written yet: (kind, payload as JSON, created_at, what their add awaits)
+        self._waiting: list[tuple[str, str, str, asyncio.Future[int]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()  # one transaction at a time on the connection
 
     @classmethod
     async def open(cls, path: Path) -> Outbox:
@@ -56,28 +68,73 @@ class Outbox:
         return cls(conn, path)
 
     async def close(self) -> None:
+        """Close the file, once what was added has been written."""
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
         await self._conn.close()
 
     async def add(self, kind: str, payload: dict[str, Any]) -> PendingWrite:
         """Keep one write until `remove`; it is on disk when this returns."""
         created = utcnow()
-        async with self._conn.execute(
-            "INSERT INTO pending (kind, payload, created_at) VALUES (?, ?, ?)",
-            (kind, json.dumps(payload, separators=(",", ":")), created),
-        ) as cursor:
-            entry_id = cursor.lastrowid
-        assert entry_id is not None
-        return PendingWrite(entry_id, kind, payload, created)
+        written: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiting.append((kind, json.dumps(payload, separators=(",", ":")), created, written))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_waiting(), name="outbox-writer")
+        return PendingWrite(await written, kind, payload, created)
+
+    async def _write_waiting(self) -> None:
+        """Write what is waiting, all of it in one transaction, until nothing is."""
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            try:
+                async with self._lock:
+                    ids = await self._insert([entry[:3] for entry in batch])
+            except BaseException as error:
+                failed = (
+                    error if isinstance(error, Exception) else RuntimeError("the outbox writer was stopped")
+                )
+                for *_, written in batch:
+                    if not written.done():
+                        written.set_exception(failed)
+                if failed is not error:
+                    raise
+                continue
+            for (*_, written), entry_id in zip(batch, ids, strict=True):
+                if not written.done():  # (its add may have been cancelled)
+                    written.set_result(entry_id)
+
+    async def _insert(self, rows: list[tuple[str, str, str]]) -> list[int]:
+        if len(rows) == 1:
+            async with self._conn.execute(_INSERT, rows[0]) as cursor:
+                assert cursor.lastrowid is not None
+                return [cursor.lastrowid]
+        await self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            ids: list[int] = []
+            for row in rows:
+                async with self._conn.execute(_INSERT, row) as cursor:
+                    assert cursor.lastrowid is not None
+                    ids.append(cursor.lastrowid)
+            await self._conn.execute("COMMIT")
+        except BaseException:
+            await asyncio.shield(self._conn.execute("ROLLBACK"))
+            raise
+        return ids
 
     async def all(self) -> list[PendingWrite]:
         """Every write not yet removed, oldest first."""
-        async with self._conn.execute(
-            "SELECT id, kind, payload, created_at FROM pending ORDER BY id"
-        ) as cursor:
+        async with (
+            self._lock,
+            self._conn.execute("SELECT id, kind, payload, created_at FROM pending ORDER BY id") as cursor,
+        ):
             rows = await cursor.fetchall()
         return [PendingWrite(int(r[0]), str(r[1]), json.loads(r[2]), str(r[3])) for r in rows]
 
     async def remove(self, entry_ids: list[int]) -> None:
-        """The store has these: forget them."""
-        if entry_ids:
-            await self._conn.executemany("DELETE FROM pending WHERE id = ?", [(i,) for i in entry_ids])
+        """The store has these: forget them (one statement, one sync to disk, per 500)."""
+        async with self._lock:
+            for start in range(0, len(entry_ids), _CHUNK):
+                chunk = entry_ids[start : start + _CHUNK]
+                await self._conn.execute(
+                    f"DELETE FROM pending WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                )

@@ -1,0 +1,50 @@
+"""The outbox: every addition is on disk when its add returns, additions made together are written
+together, and removals of many entries remove every one."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from storage.outbox import Outbox
+
+
+async def test_additions_made_at_once_are_all_kept_in_the_order_they_were_made(tmp_path: Path) -> None:
+    outbox = await Outbox.open(tmp_path / "pending")
+    try:
+        first = await outbox.add("listing", {"n": -1})
+        writes = await asyncio.gather(*(outbox.add("listing", {"n": n}) for n in range(50)))
+    finally:
+        await outbox.close()
+    assert [w.id for w in writes] == sorted(w.id for w in writes)
+    assert len({first.id, *(w.id for w in writes)}) == 51
+    again = await Outbox.open(tmp_path / "pending")  # another look at the file
+    try:
+        kept = await again.all()
+    finally:
+        await again.close()
+    assert [w.payload["n"] for w in kept] == list(range(-1, 50))
+    assert [w.id for w in kept] == [first.id, *(w.id for w in writes)]
+
+
+async def test_additions_still_being_written_at_close_are_kept(tmp_path: Path) -> None:
+    outbox = await Outbox.open(tmp_path / "pending")
+    adding = [asyncio.create_task(outbox.add("reaction", {"n": n})) for n in range(20)]
+    await asyncio.sleep(0)  # every add has queued its write
+    await outbox.close()
+    assert len({(await task).id for task in adding}) == 20
+    again = await Outbox.open(tmp_path / "pending")
+    try:
+        assert len(await again.all()) == 20
+    finally:
+        await again.close()
+
+
+async def test_removing_more_entries_than_one_statement_takes_removes_them_all(tmp_path: Path) -> None:
+    outbox = await Outbox.open(tmp_path / "pending")
+    try:
+        writes = await asyncio.gather(*(outbox.add("listing", {"n": n}) for n in range(1200)))
+        await outbox.remove([w.id for w in writes[:1100]])
+        assert [w.payload["n"] for w in await outbox.all()] == list(range(1100, 1200))
+    finally:
+        await outbox.close()
