@@ -14,7 +14,8 @@ of `--burst` `/paper search`es, `--pause` seconds apart, sent by 8 people in #ge
 half 2-3-word phrases from titles, a few typical ones first), each burst taking the next ones.
 
 Per burst: each search's first response (from the INTERACTION_CREATE to the bot's callback; Discord
-refuses one after 3 s) p50 / p95 / max, and how many failed. With `--compare REV`, that commit's bot
+refuses one after 3 s) p50 / p95 / max, how many failed, and the CPU time the bot's process and this
+one (the sandbox: interactions, gateway, REST) used per search meanwhile. With `--compare REV`, that commit's bot
 runs the same bursts on its own copy of the store (a temporary checkout), after this checkout's.
 `--profile FILE` records this checkout's bot with py-spy during the bursts (`pip install py-spy`).
 Figures only: no pass/fail.
@@ -54,6 +55,8 @@ class Burst:
     sent: int
     seconds: float  # from the first search sent to the last one's answer
     waits: list[float] = field(default_factory=list)
+    bot_cpu: float = 0.0  # CPU seconds the bot's process used meanwhile
+    sandbox_cpu: float = 0.0  # and this process (the sandbox Discord)
 
     @property
     def failed(self) -> int:
@@ -61,11 +64,12 @@ class Burst:
 
     def cells(self) -> str:
         if not self.waits:
-            return f"none of {self.sent} answered | | | |"
+            return f"none of {self.sent} answered | | | | | |"
         ms = [w * 1e3 for w in self.waits]
         return (
             f"{statistics.median(ms):.0f} | {percentile(ms, 0.95):.0f} | {max(ms):.0f} | "
-            f"{self.failed} of {self.sent} | {self.seconds:.2f}"
+            f"{self.failed} of {self.sent} | {self.seconds:.2f} | {self.bot_cpu / self.sent * 1e3:.1f} | "
+            f"{self.sandbox_cpu / self.sent * 1e3:.1f}"
         )
 
 
@@ -84,8 +88,15 @@ async def ensure_papers(db: Path, exists: bool) -> None:
         raise SystemExit("paperbot ingest failed")
 
 
-async def burst(server: SandboxServer, queries: list[str], rate: float) -> Burst:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def burst(server: SandboxServer, queries: list[str], rate: float, bot_pid: int) -> Burst:
     users = [f"searcher{n}" for n in range(SEARCHERS)]
+    bot_cpu, sandbox_cpu = cpu_seconds(bot_pid), time.process_time()
     started = time.perf_counter()
     tasks = []
     for n, query in enumerate(queries):
@@ -93,7 +104,9 @@ async def burst(server: SandboxServer, queries: list[str], rate: float) -> Burst
             await asyncio.sleep(max(0.0, started + n / rate - time.perf_counter()))
         tasks.append(asyncio.create_task(first_response(server, users[n % len(users)], query, timeout=30)))
     waits = await asyncio.gather(*tasks)
-    return Burst(len(queries), time.perf_counter() - started, [w for w in waits if w is not None])
+    took = time.perf_counter() - started
+    bot_cpu, sandbox_cpu = cpu_seconds(bot_pid) - bot_cpu, time.process_time() - sandbox_cpu
+    return Burst(len(queries), took, [w for w in waits if w is not None], bot_cpu, sandbox_cpu)
 
 
 async def measure(
@@ -135,7 +148,7 @@ async def measure(
                 await asyncio.sleep(1.0)
             for n in range(args.bursts):
                 part = queries[n * args.burst : (n + 1) * args.burst]
-                bursts.append(await burst(server, part, args.rate))
+                bursts.append(await burst(server, part, args.rate, process.pid))
                 print(f"{label}: burst {n + 1}: {bursts[-1].cells()}", flush=True)
                 await asyncio.sleep(args.pause)
         finally:
@@ -173,8 +186,11 @@ async def run(args: argparse.Namespace, work: Path, db: Path, commit: str) -> No
         f"\n{args.burst} `/paper search`es per burst, {pace}, {SEARCHERS} people; first response "
         "(INTERACTION_CREATE → callback), ms\n"
     )
-    print("| bot | burst | p50 | p95 | max | failed | burst took s | load average |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| bot | burst | p50 | p95 | max | failed | burst took s | bot CPU ms / search | sandbox CPU ms / search "
+        "| load average |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for label, bursts, loads in results:
         for n, one in enumerate(bursts, 1):
             print(f"| {label} | {n} | {one.cells()} | {loads} |")

@@ -6,22 +6,27 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import compress, pairwise
+from operator import attrgetter, not_
 from typing import Final
 
 from bot.services.tokenize import LOWER_ASCII_WORD_RE, WORD_RE, normal_word_terms, word_terms
 
 DEFAULT_WIDTH: Final = 300
-_SPACE_RE: Final = re.compile(r"\s+")
 _MARKDOWN_RE: Final = re.compile(r"([\\*_~`|>\[\]#])")
 _SENTENCE_END_RE: Final = re.compile(r"[.!?]\s+")
 _ELLIPSIS: Final = "…"
 _PHRASE_GAP_RE: Final = re.compile(r"\s+|\s*-\s*")  # what may stand between two words of a phrase
 
 
+def _collapse(text: str) -> str:
+    """``text`` with each run of whitespace one space, none at either end."""
+    return " ".join(text.split())
+
+
 def one_line(text: str, limit: int) -> str:
     """``text`` with its whitespace collapsed, cut to ``limit`` characters (ending in "…") when longer."""
-    line = " ".join(text.split())
+    line = _collapse(text)
     return line if len(line) <= limit else line[: limit - 1].rstrip() + _ELLIPSIS
 
 
@@ -43,23 +48,51 @@ def _matches(text: str, terms: frozenset[str]) -> list[_Match]:
         return []
     if not text.isascii():
         return _matches_word_by_word(text, terms)
-    # ASCII: casefolding is lower() and keeps every offset, so the words are found by a regex in C
-    # and only each distinct word's terms are looked up; positions are taken only when a word matched.
+    # ASCII: casefolding is lower() and keeps every offset, so the words are found by a regex in C,
+    # each distinct word's terms are looked up once (C iterators), and only the few words that
+    # matched are looked for again, with str.find, to place them.
     lowered = text.lower()
-    hits: dict[str, str] = {}
-    for word in set(LOWER_ASCII_WORD_RE.findall(lowered)):
-        for term in normal_word_terms(word):
-            if term in terms:
-                hits[word] = term
-                break
-    if not hits:
-        return []
+    distinct = list(set(LOWER_ASCII_WORD_RE.findall(lowered)))
+    held = compress(distinct, map(not_, map(terms.isdisjoint, map(normal_word_terms, distinct))))
     found: list[_Match] = []
-    for match in LOWER_ASCII_WORD_RE.finditer(lowered):
-        hit = hits.get(match.group())
-        if hit is not None:
-            found.append(_Match(match.start(), match.end(), hit))
+    for word in held:
+        term = next(t for t in normal_word_terms(word) if t in terms)
+        plus = word.endswith("+")
+        at = lowered.find(word)
+        while at >= 0:
+            end = at + len(word)
+            if _word_starts(lowered, at) and _word_ends(lowered, end, plus):
+                found.append(_Match(at, end, term))
+            at = lowered.find(word, at + 1)
+    found.sort(key=attrgetter("start"))
     return found
+
+
+def _word_starts(text: str, at: int) -> bool:
+    """Whether a word of LOWER_ASCII_WORD_RE starts at ``at`` (not inside "model's", "1.5" or "ab")."""
+    if at == 0:
+        return True
+    before = text[at - 1]
+    if before.isalnum():
+        return False
+    joins = before == "'" or (before == "." and text[at].isdigit())
+    return not (joins and at >= 2 and text[at - 2].isalnum())
+
+
+def _word_ends(text: str, end: int, plus: bool) -> bool:
+    """Whether a word of LOWER_ASCII_WORD_RE can end at ``end``: not before "'s", ".5", "+" or a letter,
+    nor, when it ends in "+" (``plus``), before another "+"."""
+    if end == len(text):
+        return True
+    after = text[end]
+    if plus or after == "+":
+        return after != "+"
+    if after.isalnum():
+        return False
+    if after == "'" or after == ".":
+        following = text[end + 1] if end + 1 < len(text) else ""
+        return not (following.isalnum() if after == "'" else following.isdigit())
+    return True
 
 
 def _matches_word_by_word(text: str, terms: frozenset[str]) -> list[_Match]:
@@ -159,7 +192,7 @@ def snippet(
     visible text is at most ``width`` characters plus the ellipses (the markup adds 4 characters
     per bold word and 1 per escaped character).
     """
-    text = _SPACE_RE.sub(" ", abstract).strip()
+    text = _collapse(abstract)
     return _snippet(text, _matches(text, frozenset(terms)), width, phrases)
 
 
@@ -174,11 +207,11 @@ def snippet_and_phrases(
     the title or the abstract holds as a phrase: what a search hit shows, the abstract's words looked
     up once for both."""
     wanted = frozenset(terms)
-    text = _SPACE_RE.sub(" ", abstract).strip()
+    text = _collapse(abstract)
     matches = _matches(text, wanted)
     found: set[tuple[str, str]] = set()
     if phrases:
-        heading = _SPACE_RE.sub(" ", title)
+        heading = _collapse(title)
         found = _phrases_among(text, matches, phrases) | _phrases_among(
             heading, _matches(heading, wanted), phrases
         )
