@@ -42,6 +42,11 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+def load_average() -> str:
+    """The 1-, 5- and 15-minute load averages, for the line beside a timing."""
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def last_title(path: Path) -> str:
     """The title of the last record of a JSONL file (gzipped or not): the one indexed last."""
     with path.open("rb") as raw:

@@ -26,6 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench_common import load_average  # noqa: E402
+
 from bot.services.ingest.runner import ingest_paths  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
 from storage.store import open_database  # noqa: E402
@@ -53,9 +55,7 @@ async def run(paths: list[Path]) -> None:
             print(
                 f"index rows: {len(rows):,} papers read back in {seconds:.2f} s = {len(rows) / seconds:,.0f} rows/s"
             )
-    print(
-        f"load average while running: {', '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} cores)"
-    )
+    print(f"load average while running: {load_average()} ({os.cpu_count()} cores)")
 
 
 def main() -> int:

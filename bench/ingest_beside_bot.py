@@ -29,7 +29,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench_common import MULTIVENUE, QUERIES, first_response, last_title, percentile, start_ingest  # noqa: E402
+from bench_common import (  # noqa: E402
+    MULTIVENUE,
+    QUERIES,
+    first_response,
+    last_title,
+    load_average,
+    percentile,
+    start_ingest,
+)
 
 from bot.sandbox import SandboxServer  # noqa: E402
 from bot.sandbox.harness import running_paperbot, sandbox_settings  # noqa: E402
@@ -87,7 +95,7 @@ async def measure(paths: list[Path], patience: float) -> None:
         )
     else:
         print(f"every paper searchable {searchable:.1f} s after the ingest ended")
-    print(f"load average: {', '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
+    print(f"load average: {load_average()} ({os.cpu_count()} cores)")
 
 
 def main() -> int:

@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench_common import MULTIVENUE, commit_checkout, percentile, start_ingest  # noqa: E402
+from bench_common import MULTIVENUE, commit_checkout, load_average, percentile, start_ingest  # noqa: E402
 from keyword_eval import lower_words  # noqa: E402
 from search_bench import load_rows, make_queries  # noqa: E402
 from search_peers import RankBM25  # noqa: E402
@@ -165,17 +165,13 @@ async def stages(db: Path, queries: Sequence[str], repeat: int, state: Path) -> 
     return {name: statistics.median(values) for name, values in timings.items()}
 
 
-def load() -> str:
-    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
 def measure(args: argparse.Namespace, db: Path, work: Path, checkouts: list[Checkout]) -> None:
     queries = make_queries(load_rows(MULTIVENUE), args.queries)
     whole_file, one_file = work / "queries.txt", work / "first.txt"
     whole_file.write_text("\n".join(queries) + "\n", "utf-8")
     one_file.write_text(queries[0] + "\n", "utf-8")
     rows = asyncio.run(stored_rows(db))
-    print(f"{len(rows):,} papers in {db}; {len(queries)} queries; load average {load()}", flush=True)
+    print(f"{len(rows):,} papers in {db}; {len(queries)} queries; load average {load_average()}", flush=True)
 
     def batch(checkout: Checkout, file: Path, n: int) -> tuple[float, float]:
         return run_batch(db, checkout, file, n, work / "out.jsonl")
@@ -187,9 +183,9 @@ def measure(args: argparse.Namespace, db: Path, work: Path, checkouts: list[Chec
         for checkout in checkouts:
             checkout.one.append(batch(checkout, one_file, 1))
             checkout.whole.append(batch(checkout, whole_file, len(queries)))
-    print(f"load average after the batches: {load()}", flush=True)
+    print(f"load average after the batches: {load_average()}", flush=True)
     ref_wall, ref_cpu, ref_build = rank_bm25_per_query(rows, queries)
-    print(f"rank-bm25 built in {ref_build:.1f} s; load average {load()}")
+    print(f"rank-bm25 built in {ref_build:.1f} s; load average {load_average()}")
 
     extra = len(queries) - 1
     print(
@@ -216,7 +212,7 @@ def measure(args: argparse.Namespace, db: Path, work: Path, checkouts: list[Chec
         )
         for name, value in parts.items():
             print(f"  {name}: {value:.3f}")
-    print(f"\nload average at the end: {load()} ({os.cpu_count()} cores)")
+    print(f"\nload average at the end: {load_average()} ({os.cpu_count()} cores)")
 
 
 def main() -> int:

@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from bench_common import MULTIVENUE, commit_checkout, first_response, percentile, start_ingest  # noqa: E402
+from bench_common import MULTIVENUE, commit_checkout, first_response, load_average, percentile, start_ingest  # noqa: E402
 from bot_process import BotProcess  # noqa: E402
 from search_bench import load_rows, make_queries  # noqa: E402
 
@@ -167,26 +167,22 @@ async def measure(
     return bursts
 
 
-def load() -> str:
-    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
 async def run(args: argparse.Namespace, work: Path, db: Path, commit: str) -> None:
     await ensure_papers(db, args.db is not None and args.db.exists())
     queries = make_queries(load_rows(MULTIVENUE), args.burst * args.bursts)
-    print(f"{await stored_papers(db):,} papers; load average {load()}", flush=True)
+    print(f"{await stored_papers(db):,} papers; load average {load_average()}", flush=True)
     results: list[tuple[str, list[Burst], str]] = []
-    started = load()
+    started = load_average()
     mine = await measure(f"this checkout ({commit})", REPO, db, work, queries, args, args.profile)
-    results.append((f"this checkout ({commit})", mine, f"{started} → {load()}"))
+    results.append((f"this checkout ({commit})", mine, f"{started} → {load_average()}"))
     if args.compare:
         with contextlib.ExitStack() as stack:
             tree = stack.enter_context(commit_checkout(args.compare, work))
             copy = work / "compare.db"
             shutil.copyfile(db, copy)  # its own store: its writes (listings) stay out of ours
-            started = load()
+            started = load_average()
             theirs = await measure(args.compare, tree, copy, work, queries, args, None)
-            results.append((args.compare, theirs, f"{started} → {load()}"))
+            results.append((args.compare, theirs, f"{started} → {load_average()}"))
     pace = "all at once" if args.rate <= 0 else f"{args.rate:g} a second"
     print(
         f"\n{args.burst} `/paper search`es per burst, {pace}, {SEARCHERS} people; first response "
@@ -200,7 +196,7 @@ async def run(args: argparse.Namespace, work: Path, db: Path, commit: str) -> No
     for label, bursts, loads in results:
         for n, one in enumerate(bursts, 1):
             print(f"| {label} | {n} | {one.cells()} | {loads} |")
-    print(f"\nload average at the end: {load()} ({os.cpu_count()} cores)")
+    print(f"\nload average at the end: {load_average()} ({os.cpu_count()} cores)")
 
 
 def main() -> int:
