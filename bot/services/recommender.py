@@ -705,10 +705,10 @@ class Recommender:
         """Search results reordered for the person: the close matches (BM25 within ``SEARCH_CLOSE``
         of the best) by the person's model, best first; the rest keep their place. None — today's
         order — when learning is paused or the person has no reactions."""
-        if len(paper_ids) < 2 or self._index_busy() or await self.profiles.users.learning_paused(user_id):
+        if len(paper_ids) < 2 or self._index_busy() or not await self.feedback.learns_from_reactions(user_id):
             return None
         topics, signals, seen = await self.feedback.learning_inputs(user_id)
-        if not signals:
+        if not signals:  # the reactions were taken back since the read above
             return None
         now = self._clock()
         topic_query, _ = topic_terms(topics, self.params.topic_weight)

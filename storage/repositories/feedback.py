@@ -157,6 +157,17 @@ class FeedbackRepository:
         )
         return {int(r[0]) for r in rows}
 
+    async def learns_from_reactions(self, user_id: int) -> bool:
+        """Whether the person's reactions may order what they see: they gave at least one (a 👍, 👎
+        or 🔖) and have not paused learning. One small read, where :meth:`learning_inputs` reads
+        everything, so that a search by someone without reactions (most people) stops here."""
+        value = await self._db.fetchval(
+            "SELECT CASE WHEN EXISTS (SELECT 1 FROM feedback WHERE user_id = ?) "
+            "AND NOT EXISTS (SELECT 1 FROM users WHERE id = ? AND learning_paused <> 0) THEN 1 ELSE 0 END",
+            (user_id, user_id),
+        )
+        return bool(value)
+
     async def learning_inputs(self, user_id: int) -> tuple[list[str], list[FeedbackRow], set[int]]:
         """What ranking needs of a user, in one read: (topics oldest first, :meth:`signals_for`,
         :meth:`seen_ids`)."""

@@ -313,3 +313,29 @@ async def test_forget_me_deletes_every_row_about_the_user(db: Database, setup) -
     assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 1
     assert await db.fetchval("SELECT COUNT(*) FROM subscriptions WHERE kind = 'channel'") == 1
     assert await db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (USER + 1,)) == 1
+
+
+async def test_search_is_ordered_by_reactions_only_while_learning(setup) -> None:  # type: ignore[no-untyped-def]
+    """A search's close matches come in the order a person's reactions taught (the rest keep their
+    place), never for someone without reactions or while they paused learning, again once resumed."""
+    recommender, feedback, ids = setup
+    hits = recommender.engine.search("quantized key value cache memory", limit=10).hits
+    paper_ids, scores = [h.paper_id for h in hits], [h.score for h in hits]
+    kernels = ids["Quantized attention kernels"]
+    assert paper_ids.index(kernels) == 2
+    assert scores[2] >= 0.7 * scores[0]
+    assert await recommender.personal_order(USER, paper_ids, scores) is None  # no reactions yet
+
+    await feedback.set(USER, kernels, "like")
+    await feedback.set(USER, ids["Low-bit weight quantization of large language models"], "dislike")
+    learned = await recommender.personal_order(USER, paper_ids, scores)
+    assert learned is not None
+    assert learned[0] == kernels
+    assert sorted(learned) == sorted(paper_ids)
+    assert learned[3:] == paper_ids[3:]
+    assert await recommender.personal_order(USER + 1, paper_ids, scores) is None  # someone else
+
+    await recommender.profiles.set_paused(USER, True)
+    assert await recommender.personal_order(USER, paper_ids, scores) is None
+    await recommender.profiles.set_paused(USER, False)
+    assert await recommender.personal_order(USER, paper_ids, scores) == learned
