@@ -10,7 +10,9 @@ term's idf times rank-bm25's per-posting factor
 
 into a score array, computing the factor as it goes.  Every floating-point operation is the one
 rank-bm25 performs, in the same order, so the scores are not just close but equal (the property
-test checks 1e-9; in practice the difference is 0.0).  The idf follows rank-bm25 too:
+test checks 1e-9; in practice the difference is 0.0).  The best k of a query (:meth:`BM25Index.rank`) need not
+score every posting exactly: :mod:`bot.services.index_topk` sums one-byte impacts per posting into
+upper bounds and rescores exactly only the few documents whose bound can reach the k-th score.  The idf follows rank-bm25 too:
 ``log(N − df + 0.5) − log(df + 0.5)``, and every negative idf is replaced by ``epsilon ·
 average_idf``, the average taken over the whole vocabulary before the floor is applied.
 
@@ -42,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.services import index_kernels as kernels
+from bot.services import index_topk as topk
 from bot.services.index_segments import (
     SEGMENT_ARRAYS,
     Segment,
@@ -139,6 +142,7 @@ class BM25Index:
         self._n_live = 0
         self._total_len = 0
         self._log_half: FloatArray = np.zeros(0)  # math.log(m + 0.5) for m = 0, 1, ...
+        self._topk_space = topk.Workspace()
 
     # ----------------------------------------------------------------------------- snapshots
 
@@ -445,7 +449,11 @@ class BM25Index:
         terms_list = self._terms
         term_id = self._vocab.__getitem__  # assigns the next id to a new term
         d_terms = np.fromiter(map(term_id, chain.from_iterable(counts)), dtype=np.int32, count=total)
-        d_tf = tf_all.astype(tf_dtype(int(tf_all.max()) if len(tf_all) else 0))
+        # As wide as the other segments' (one dtype for the compiled top-k's tuples of arrays).
+        widest = np.result_type(
+            tf_dtype(int(tf_all.max()) if len(tf_all) else 0), *(g.d_tf for g in self._segments)
+        )
+        d_tf = tf_all.astype(widest)
         running = offsets(tf_all)
         starts = offsets(n_unique)
         lengths = running[starts[1:]] - running[starts[:-1]]
@@ -465,8 +473,8 @@ class BM25Index:
         self._total_len += int(lengths.sum())
         self._segments.append(segment)
         self._seg_starts.append(slot0)
-        self._refresh_stats()
         self._maybe_merge()
+        self._refresh_stats()
 
     @_locked
     def remove(self, doc_ids: Iterable[int]) -> None:
@@ -517,6 +525,15 @@ class BM25Index:
         else:
             self.average_idf = 0.0
         self._idf = idf
+        self._requantise()
+
+    def _requantise(self) -> None:
+        """Impacts for the segments that have none or whose avgdl has drifted (index_topk)."""
+        avgdl = self.avgdl
+        if avgdl > 0 and topk.bounded(self.k1, self.b):
+            for seg in self._segments:
+                if topk.stale(seg, avgdl):
+                    topk.quantise(seg, self.k1, self._len_factor, avgdl)
 
     def _maybe_merge(self) -> None:
         segs = self._segments
@@ -537,6 +554,7 @@ class BM25Index:
         if self._segments and len(self._dead):
             seg = self._segments[0]
             self._segments[0] = self._merge(seg, None)
+        self._requantise()
 
     def _merge(self, a: Segment, b: Segment | None) -> Segment:
         return merge(a, b, self._alive)
@@ -664,33 +682,45 @@ class BM25Index:
         """The best ``need`` (id, score) of a query whose coefficients are all positive (``tids``/``coef``
         in query order), best first, and the number of matches."""
         n = self.n_slots
+        keep = mask & self._alive if mask is not None else self._alive if len(self._dead) else None
+        if self._segments and self.avgdl > 0 and topk.usable(self._segments):
+            found = topk.top_positive(
+                self._segments, tids, coef, need, k1=self.k1, avgdl=self.avgdl, len_factor=self._len_factor,
+                slot_ids=self._slot_ids, keep=keep, space=self._topk_space,
+            )  # fmt: skip
+            if found is not None:
+                return found[0][:need], found[1]
         scores = self._scatter(tids, coef, -(-n // _ROWS) * _ROWS)
-        if len(self._dead):
-            scores[self._dead] = 0.0
-        if mask is not None:
-            np.multiply(scores[:n], mask, out=scores[:n])
-        # +0.0 is the only double whose bits are all zero: counting int64 is SIMD-fast.
-        total = int(np.count_nonzero(scores.view(np.int64)))
-        if total == 0 or need == 0:
-            return [], total
-        grid = scores.reshape(_ROWS, -1)
-        cand: IntArray | None = None
-        if total > 4 * need and need <= grid.shape[1]:
-            # Column maxima: the need-th largest is ≤ the need-th largest score, so only columns
-            # reaching it can hold a top-need score (a few columns, not the array).
-            col_max = grid.max(axis=0)
-            cut = len(col_max) - need
-            threshold = np.partition(col_max, cut)[cut]
-            if threshold > 0:
-                cols = np.flatnonzero(col_max >= threshold)
-                rows, at = np.nonzero(grid[:, cols] >= threshold)
-                cand = rows * grid.shape[1] + cols[at]
-        if cand is None:
-            cand = np.flatnonzero(scores)
-        values = scores[cand]
-        ids = self._slot_ids[cand]
+        if keep is not None:
+            np.multiply(scores[:n], keep, out=scores[:n])
+        slots, values, total = _top_exact(scores, need)
+        ids = self._slot_ids[slots]
         order = np.lexsort((ids, -values))[:need]
         return list(zip(ids[order].tolist(), values[order].tolist(), strict=True)), total
+
+
+def _top_exact(scores: FloatArray, need: int) -> tuple[IntArray, FloatArray, int]:
+    """Slots holding the best ``need`` of ``scores`` (length a multiple of _ROWS; 0.0 where unmatched)
+    and every slot tied with them, their scores, and the number of positive scores."""
+    # +0.0 is the only double whose bits are all zero: counting int64 is SIMD-fast.
+    total = int(np.count_nonzero(scores.view(np.int64)))
+    if total == 0 or need == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), total
+    grid = scores.reshape(_ROWS, -1)
+    cand: IntArray | None = None
+    if total > 4 * need and need <= grid.shape[1]:
+        # Column maxima: the need-th largest is ≤ the need-th largest score, so only columns
+        # reaching it can hold a top-need score (a few columns, not the array).
+        col_max = grid.max(axis=0)
+        cut = len(col_max) - need
+        threshold = np.partition(col_max, cut)[cut]
+        if threshold > 0:
+            cols = np.flatnonzero(col_max >= threshold)
+            rows, at = np.nonzero(grid[:, cols] >= threshold)
+            cand = rows * grid.shape[1] + cols[at]
+    if cand is None:
+        cand = np.flatnonzero(scores)
+    return cand, scores[cand], total
 
 
 def _allowed_mask(

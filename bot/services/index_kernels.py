@@ -37,3 +37,268 @@ def accumulate(
             d = docs[c]
             f = np.float64(tf[c])
             acc[d] += c_j * (f * k1p / (f + len_factor[d]))
+
+
+# ------------------------------------------------------------------------------- bounded top-k
+# What :mod:`bot.services.index_topk` runs: a one-byte impact per posting (its tf factor quantised),
+# summed in float32 into an upper bound of every document's score; the best bounds picked with a
+# heap; the few documents whose bound can reach the k-th score rescored exactly, as above.
+
+BLOCK = 256  #: score bounds are scanned in blocks of this many slots (fixed: LLVM vectorises them)
+
+
+@_jit
+def quantise(docs: Any, tf: Any, k1p: float, len_factor: Any, inv_step: float, out: Any) -> None:
+    """``out[c]`` = posting ``c``'s tf factor ``tf·(k1 + 1) / (tf + len_factor[doc])`` in steps of
+    ``1 / inv_step``, rounded to the nearest (the factor is below k1 + 1 = 255 steps)."""
+    for c in range(len(docs)):
+        f = np.float64(tf[c])
+        level = int((f * k1p / (f + len_factor[docs[c]])) * inv_step + 0.5)
+        out[c] = 255 if level > 255 else level
+
+
+@_jit
+def _threshold_bits(heap_min: float, gap: float, slack: float) -> Any:
+    """The float32 bits below which a slot's sum, times ``slack``, is under ``heap_min − gap``
+    (rounded down; 0 when that is not positive: every matched slot then passes)."""
+    t = (heap_min - gap) / slack * (1.0 - 1e-6)
+    if t <= 0.0:
+        return np.int32(0)
+    return np.array([np.float32(t)]).view(np.int32)[0]
+
+
+@_jit
+def _sift_down(heap_v: Any, heap_k: Any, n: int) -> None:
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            return
+        if child + 1 < n and heap_v[child + 1] < heap_v[child]:
+            child += 1
+        if heap_v[child] >= heap_v[i]:
+            return
+        heap_v[i], heap_v[child] = heap_v[child], heap_v[i]
+        heap_k[i], heap_k[child] = heap_k[child], heap_k[i]
+        i = child
+
+
+@_jit
+def _sift_up(heap_v: Any, heap_k: Any, i: int) -> None:
+    while i > 0:
+        parent = (i - 1) // 2
+        if heap_v[i] >= heap_v[parent]:
+            return
+        heap_v[i], heap_v[parent] = heap_v[parent], heap_v[i]
+        heap_k[i], heap_k[parent] = heap_k[parent], heap_k[i]
+        i = parent
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)  # fastmath: integer max/count only, no float sums
+def select_bounds(
+    acc: Any, keep: Any, use_keep: bool, slack: float, gap: float, need: int,
+    heap_v: Any, heap_k: Any, cand: Any, cand_bound: Any,
+) -> tuple[int, int, int]:  # fmt: skip
+    """Scan the float32 sums ``acc`` (length a multiple of :data:`BLOCK`; zeroed on the way, for the
+    next query), dropping slots where ``keep`` is False if ``use_keep``. Returns the number of slots
+    with a positive sum, and fills ``cand``/``cand_bound`` with every slot whose bound (sum ×
+    ``slack``) was, when scanned, at least the ``need``-th best bound so far minus ``gap``; the heap
+    (``heap_v`` bounds, ``heap_k`` positions in ``cand``) holds the ``need`` best bounds.
+    Returns ``(matched, heap size, candidates)``."""
+    bits = acc.view(np.int32)  # non-negative floats order as their bits: integer max vectorises
+    matched = 0
+    n_heap = 0
+    n_cand = 0
+    thr = np.int32(0)
+    for block in range(len(acc) // BLOCK):
+        base = block * BLOCK
+        top = np.int32(0)
+        count = np.int32(0)
+        if use_keep:
+            for i in range(BLOCK):
+                u = bits[base + i] if keep[base + i] else np.int32(0)
+                bits[base + i] = u
+                top = max(top, u)
+                count += np.int32(u != 0)
+        else:
+            for i in range(BLOCK):
+                u = bits[base + i]
+                top = max(top, u)
+                count += np.int32(u != 0)
+        matched += int(count)
+        if top > thr:
+            for i in range(BLOCK):
+                if bits[base + i] > thr:
+                    bound = np.float64(acc[base + i]) * slack
+                    cand[n_cand] = base + i
+                    cand_bound[n_cand] = bound
+                    if n_heap < need:
+                        heap_v[n_heap] = bound
+                        heap_k[n_heap] = n_cand
+                        _sift_up(heap_v, heap_k, n_heap)
+                        n_heap += 1
+                        if n_heap == need:
+                            thr = _threshold_bits(heap_v[0], gap, slack)
+                    elif bound > heap_v[0]:
+                        heap_v[0] = bound
+                        heap_k[0] = n_cand
+                        _sift_down(heap_v, heap_k, n_heap)
+                        thr = _threshold_bits(heap_v[0], gap, slack)
+                    n_cand += 1
+        if top > 0:
+            for i in range(BLOCK):
+                bits[base + i] = 0
+    return matched, n_heap, n_cand
+
+
+@_jit
+def _query_terms(tids: Any, coef: Any) -> tuple[Any, Any, Any]:
+    """The distinct term ids of a plan (ascending), each plan entry's index among them, and each
+    distinct term's summed coefficient (a term given twice counts twice)."""
+    order = np.argsort(tids, kind="mergesort")
+    terms = np.empty(len(tids), np.int64)
+    plan_term = np.empty(len(tids), np.int64)
+    weights = np.zeros(len(tids))
+    m = 0
+    for i in order:
+        if m == 0 or terms[m - 1] != tids[i]:
+            terms[m] = tids[i]
+            m += 1
+        plan_term[i] = m - 1
+        weights[m - 1] += coef[i]
+    return terms[:m], plan_term, weights[:m]
+
+
+@_jit
+def _exact_score(
+    d: int, local: int, d_indptr: Any, d_terms: Any, d_tf: Any, seen: Any,
+    terms: Any, plan_term: Any, coef: Any, k1p: float, len_factor: Any, tf_of: Any,
+) -> float:  # fmt: skip
+    """Slot ``d``'s exact score from its own terms (document ``local`` of its segment's document-major
+    postings): rank-bm25's operations in plan order, as :func:`accumulate` performs them."""
+    m = len(terms)
+    tf_of[:m] = 0
+    for c in range(d_indptr[local], d_indptr[local + 1]):
+        t = d_terms[c]
+        low = t & 1023
+        if (seen[low >> 6] >> np.uint64(low & 63)) & np.uint64(1) == 0:
+            continue
+        a, b = 0, m
+        while a < b:
+            mid = (a + b) >> 1
+            if terms[mid] < t:
+                a = mid + 1
+            else:
+                b = mid
+        if a < m and terms[a] == t:
+            tf_of[a] = d_tf[c]
+    score = 0.0
+    length = len_factor[d]
+    for j in range(len(plan_term)):
+        tf = tf_of[plan_term[j]]
+        if tf:
+            f = np.float64(tf)
+            score += coef[j] * (f * k1p / (f + length))
+    return score
+
+
+@_jit
+def _candidate_score(
+    d: int, slot0: Any, d_indptr: Any, d_terms: Any, d_tf: Any, query: Any, k1p: float, len_factor: Any
+) -> float:
+    """:func:`_exact_score` of slot ``d``, in whichever segment holds it."""
+    s = np.searchsorted(slot0, d, side="right") - 1
+    seen, terms, plan_term, coef, tf_of = query
+    return _exact_score(
+        d, d - slot0[s], d_indptr[s], d_terms[s], d_tf[s], seen, terms, plan_term, coef, k1p, len_factor, tf_of
+    )  # fmt: skip
+
+
+@_jit
+def _insert(out_ids: Any, out_scores: Any, n_out: int, pid: int, score: float) -> int:
+    """Put (pid, score) among the best ``len(out_ids)`` so far (``n_out`` of them, by score descending
+    then id), if it belongs there; returns how many there are now."""
+    need = len(out_ids)
+    if n_out == need:
+        last_score, last_id = out_scores[need - 1], out_ids[need - 1]
+        if score < last_score or (score == last_score and pid > last_id):
+            return n_out
+        at = need - 1
+    else:
+        at = n_out
+        n_out += 1
+    while at > 0 and (out_scores[at - 1] < score or (out_scores[at - 1] == score and out_ids[at - 1] > pid)):
+        out_scores[at] = out_scores[at - 1]
+        out_ids[at] = out_ids[at - 1]
+        at -= 1
+    out_scores[at] = score
+    out_ids[at] = pid
+    return n_out
+
+
+@_jit
+def top_bounded(
+    t_indptr: Any, t_docs: Any, impacts: Any, d_indptr: Any, d_terms: Any, d_tf: Any, slot0: Any,
+    tids: Any, coef: Any, step: float, ratio_lo: float, ratio_hi: float, k1p: float, len_factor: Any,
+    slot_ids: Any, acc: Any, keep: Any, use_keep: bool, need: int,
+    cand: Any, cand_bound: Any, exact: Any, out_ids: Any, out_scores: Any,
+) -> tuple[int, int]:  # fmt: skip
+    """The best ``need`` exact scores of a plan whose coefficients are all positive (``tids``/``coef``
+    in plan order), over segments given as tuples of their arrays (``slot0`` ascending): their ids and
+    scores into ``out_ids``/``out_scores``, by score descending then id. Returns ``(matched slots,
+    hits written)``, or ``(-1, 0)`` when float32 cannot hold the bounds (the caller scores exactly).
+    How and why: :mod:`bot.services.index_topk`."""
+    terms, plan_term, weights = _query_terms(tids, coef)
+    m = len(terms)
+    total_weight = weights.sum()
+    top_bound = total_weight * k1p * ratio_hi
+    weight32 = np.empty(m, np.float32)
+    for u in range(m):
+        w = weights[u] * (step * ratio_hi * (1 + 1e-6))
+        if not (w > 1e-30 and w < 1e30):
+            return -1, 0
+        weight32[u] = np.float32(w)
+    if not top_bound < 1e30:
+        return -1, 0
+    u32 = 2.0**-24
+    slack = 1 + (m + 4) * 2 * u32
+    per_term = step * (0.5 * (ratio_hi + ratio_lo) + 255 * (ratio_hi - ratio_lo))
+    gap = total_weight * per_term * (1 + 1e-5) + 8 * (m + 4) * u32 * top_bound
+    # 1. bounds
+    n_segments = len(t_indptr)
+    for s in range(n_segments):
+        seg_terms = len(t_indptr[s]) - 1
+        for u in range(m):
+            t = terms[u]
+            if t < seg_terms:
+                w = weight32[u]
+                half = w * np.float32(0.5)
+                docs, imp = t_docs[s], impacts[s]
+                for c in range(t_indptr[s][t], t_indptr[s][t + 1]):
+                    acc[docs[c]] += w * np.float32(imp[c]) + half
+    # 2. the scan
+    heap_v = np.empty(need)
+    heap_k = np.empty(need, np.int64)
+    found = select_bounds(acc, keep, use_keep, slack, gap, need, heap_v, heap_k, cand, cand_bound)
+    matched, n_heap, n_cand = found
+    # 3. exact scores: the heap's, then every candidate whose bound reaches the least of them
+    seen = np.zeros(16, np.uint64)  # a 1024-bit filter of the query's terms
+    for u in range(m):
+        low = terms[u] & 1023
+        seen[low >> 6] |= np.uint64(1) << np.uint64(low & 63)
+    query = (seen, terms, plan_term, coef, np.zeros(m, np.int64))
+    exact[:n_cand] = -1.0
+    theta = np.inf
+    for h in range(n_heap):
+        k = heap_k[h]
+        exact[k] = _candidate_score(cand[k], slot0, d_indptr, d_terms, d_tf, query, k1p, len_factor)
+        theta = min(theta, exact[k])
+    if n_heap < need:
+        theta = -1.0
+    n_out = 0
+    for k in range(n_cand):
+        if exact[k] < 0.0 and cand_bound[k] >= theta:
+            exact[k] = _candidate_score(cand[k], slot0, d_indptr, d_terms, d_tf, query, k1p, len_factor)
+        if exact[k] >= 0.0:
+            n_out = _insert(out_ids, out_scores, n_out, slot_ids[cand[k]], exact[k])
+    return matched, n_out

@@ -1,6 +1,7 @@
 """The segments of :class:`bot.services.index.BM25Index`: the postings of a run of document slots, twice.
 
-Term-major (per term: the slots holding it and their term frequencies) for queries; document-major (per document: its terms and frequencies) for ``doc_terms`` and for what a
+Term-major (per term: the slots holding it, their term frequencies and their one-byte impacts, which
+:mod:`bot.services.index_topk` computes and snapshots leave out) for queries; document-major (per document: its terms and frequencies) for ``doc_terms`` and for what a
 removed document held. New documents form a new segment (:func:`new_segment`); :func:`merge` joins
 two in linear time and drops the postings of dead documents; a snapshot's segments are checked
 before use (:func:`segment_from_snapshot`).
@@ -36,6 +37,8 @@ class Segment:
     d_indptr: IntArray  # local document → range in d_terms/d_tf
     d_terms: npt.NDArray[np.int32]
     d_tf: npt.NDArray[np.unsignedinteger]
+    impacts: npt.NDArray[np.uint8] | None = None  # per posting: its tf factor in one byte (index_topk)
+    impact_avgdl: float = 0.0  # the average length the impacts were computed for
 
     @property
     def n_terms(self) -> int:
@@ -57,7 +60,7 @@ class Segment:
                 self.d_terms,
                 self.d_tf,
             )
-        )
+        ) + (0 if self.impacts is None else self.impacts.nbytes)
 
 
 def tf_dtype(max_tf: int) -> type[np.unsignedinteger]:
