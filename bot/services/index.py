@@ -347,7 +347,7 @@ class BM25Index:
             lo, lengths = seg.d_indptr[local], seg.d_indptr[local + 1] - seg.d_indptr[local]
             indptr = offsets(lengths)
             at = np.arange(int(indptr[-1]), dtype=np.int64) + np.repeat(lo - indptr[:-1], lengths)
-            ids = seg.d_terms[at].astype(np.int64)
+            ids = seg.doc_terms(local).astype(np.int64)
             tf = seg.d_tf[at].astype(np.float64)
             norm = np.repeat(self._len_factor[slots], lengths)
             return indptr, ids, self._idf[ids] * (tf * (self.k1 + 1) / (tf + norm))
@@ -367,9 +367,9 @@ class BM25Index:
         tf = np.empty(total, dtype=np.float64)
         posting_seg = np.repeat(seg_of, lengths)
         for k in np.unique(seg_of).tolist():
-            mine = posting_seg == k
-            ids[mine] = self._segments[k].d_terms[at[mine]]
-            tf[mine] = self._segments[k].d_tf[at[mine]]
+            mine, seg = posting_seg == k, self._segments[k]
+            ids[mine] = seg.doc_terms(slots[seg_of == k] - seg.slot0)
+            tf[mine] = seg.d_tf[at[mine]]
         norm = np.repeat(self._len_factor[slots], lengths)
         return indptr, ids, self._idf[ids] * (tf * (self.k1 + 1) / (tf + norm))
 
@@ -408,7 +408,7 @@ class BM25Index:
         seg = self._segments[bisect.bisect_right(self._seg_starts, slot) - 1]
         local = slot - seg.slot0
         lo, hi = int(seg.d_indptr[local]), int(seg.d_indptr[local + 1])
-        return seg.d_terms[lo:hi], seg.d_tf[lo:hi]
+        return seg.doc_terms(np.array([local], dtype=np.int64)), seg.d_tf[lo:hi]
 
     # ----------------------------------------------------------------------------- adding
     def add(self, doc_ids: Sequence[int], docs: Sequence[Sequence[str]]) -> None:

@@ -171,27 +171,35 @@ def _query_terms(tids: Any, coef: Any) -> tuple[Any, Any, Any]:
 
 @_jit
 def _exact_score(
-    d: int, local: int, d_indptr: Any, d_terms: Any, d_tf: Any, seen: Any,
+    d: int, local: int, d_indptr: Any, d_code: Any, d_byteptr: Any, d_tf: Any,
     terms: Any, plan_term: Any, coef: Any, k1p: float, len_factor: Any, tf_of: Any,
 ) -> float:  # fmt: skip
     """Slot ``d``'s exact score from its own terms (document ``local`` of its segment's document-major
-    postings): rank-bm25's operations in plan order, as :func:`accumulate` performs them."""
+    postings, ids ascending as the query's ``terms`` are): rank-bm25's operations in plan order, as
+    :func:`accumulate` performs them."""
     m = len(terms)
     tf_of[:m] = 0
-    for c in range(d_indptr[local], d_indptr[local + 1]):
-        t = d_terms[c]
-        low = t & 1023
-        if (seen[low >> 6] >> np.uint64(low & 63)) & np.uint64(1) == 0:
+    u = 0
+    c = d_indptr[local]
+    term = 0
+    value = 0
+    shift = 0
+    for i in range(d_byteptr[local], d_byteptr[local + 1]):
+        byte = d_code[i]
+        value |= (int(byte) & 127) << shift
+        if byte & 128:
+            shift += 7
             continue
-        a, b = 0, m
-        while a < b:
-            mid = (a + b) >> 1
-            if terms[mid] < t:
-                a = mid + 1
-            else:
-                b = mid
-        if a < m and terms[a] == t:
-            tf_of[a] = d_tf[c]
+        term += value
+        value = 0
+        shift = 0
+        while u < m and terms[u] < term:
+            u += 1
+        if u == m:
+            break
+        if terms[u] == term:
+            tf_of[u] = d_tf[c]
+        c += 1
     score = 0.0
     length = len_factor[d]
     for j in range(len(plan_term)):
@@ -203,14 +211,13 @@ def _exact_score(
 
 
 @_jit
-def _candidate_score(
-    d: int, slot0: Any, d_indptr: Any, d_terms: Any, d_tf: Any, query: Any, k1p: float, len_factor: Any
-) -> float:
+def _candidate_score(d: int, slot0: Any, segments: Any, query: Any, k1p: float, len_factor: Any) -> float:
     """:func:`_exact_score` of slot ``d``, in whichever segment holds it."""
     s = np.searchsorted(slot0, d, side="right") - 1
-    seen, terms, plan_term, coef, tf_of = query
+    d_indptr, d_code, d_byteptr, d_tf = segments
+    terms, plan_term, coef, tf_of = query
     return _exact_score(
-        d, d - slot0[s], d_indptr[s], d_terms[s], d_tf[s], seen, terms, plan_term, coef, k1p, len_factor, tf_of
+        d, d - slot0[s], d_indptr[s], d_code[s], d_byteptr[s], d_tf[s], terms, plan_term, coef, k1p, len_factor, tf_of
     )  # fmt: skip
 
 
@@ -238,7 +245,7 @@ def _insert(out_ids: Any, out_scores: Any, n_out: int, pid: int, score: float) -
 
 @_jit
 def top_bounded(
-    t_indptr: Any, t_docs: Any, impacts: Any, d_indptr: Any, d_terms: Any, d_tf: Any, slot0: Any,
+    t_indptr: Any, t_docs: Any, impacts: Any, d_indptr: Any, d_code: Any, d_byteptr: Any, d_tf: Any, slot0: Any,
     tids: Any, coef: Any, step: float, ratio_lo: float, ratio_hi: float, k1p: float, len_factor: Any,
     slot_ids: Any, acc: Any, keep: Any, use_keep: bool, need: int,
     cand: Any, cand_bound: Any, exact: Any, out_ids: Any, out_scores: Any,
@@ -282,23 +289,20 @@ def top_bounded(
     found = select_bounds(acc, keep, use_keep, slack, gap, need, heap_v, heap_k, cand, cand_bound)
     matched, n_heap, n_cand = found
     # 3. exact scores: the heap's, then every candidate whose bound reaches the least of them
-    seen = np.zeros(16, np.uint64)  # a 1024-bit filter of the query's terms
-    for u in range(m):
-        low = terms[u] & 1023
-        seen[low >> 6] |= np.uint64(1) << np.uint64(low & 63)
-    query = (seen, terms, plan_term, coef, np.zeros(m, np.int64))
+    query = (terms, plan_term, coef, np.zeros(m, np.int64))
+    segments = (d_indptr, d_code, d_byteptr, d_tf)
     exact[:n_cand] = -1.0
     theta = np.inf
     for h in range(n_heap):
         k = heap_k[h]
-        exact[k] = _candidate_score(cand[k], slot0, d_indptr, d_terms, d_tf, query, k1p, len_factor)
+        exact[k] = _candidate_score(cand[k], slot0, segments, query, k1p, len_factor)
         theta = min(theta, exact[k])
     if n_heap < need:
         theta = -1.0
     n_out = 0
     for k in range(n_cand):
         if exact[k] < 0.0 and cand_bound[k] >= theta:
-            exact[k] = _candidate_score(cand[k], slot0, d_indptr, d_terms, d_tf, query, k1p, len_factor)
+            exact[k] = _candidate_score(cand[k], slot0, segments, query, k1p, len_factor)
         if exact[k] >= 0.0:
             n_out = _insert(out_ids, out_scores, n_out, slot_ids[cand[k]], exact[k])
     return matched, n_out

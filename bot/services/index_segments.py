@@ -15,6 +15,7 @@ from typing import Final, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from bot.services import index_doc_terms as doc_codes
 from bot.services.snapshot import Snapshot, SnapshotError, check_offsets, check_range, expect
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -22,7 +23,7 @@ FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
 #: what a snapshot keeps of each segment
-SEGMENT_ARRAYS: Final = ("t_indptr", "t_docs", "t_tf", "d_indptr", "d_terms", "d_tf")
+SEGMENT_ARRAYS: Final = ("t_indptr", "t_docs", "t_tf", "d_indptr", "d_code", "d_byteptr", "d_tf")
 
 
 @dataclass(slots=True)
@@ -34,8 +35,9 @@ class Segment:
     t_indptr: IntArray  # term id → postings range; terms past the end have none
     t_docs: npt.NDArray[np.int32]  # slot of each posting, ascending within a term
     t_tf: npt.NDArray[np.unsignedinteger]
-    d_indptr: IntArray  # local document → range in d_terms/d_tf
-    d_terms: npt.NDArray[np.int32]
+    d_indptr: IntArray  # local document → range in d_tf (its terms, ascending)
+    d_code: npt.NDArray[np.uint8]  # its term ids (index_doc_terms)
+    d_byteptr: IntArray  # local document → range in d_code
     d_tf: npt.NDArray[np.unsignedinteger]
     impacts: npt.NDArray[np.uint8] | None = None  # per posting: its tf factor in one byte (index_topk)
     impact_avgdl: float = 0.0  # the average length the impacts were computed for
@@ -48,6 +50,11 @@ class Segment:
     def n_postings(self) -> int:
         return len(self.t_docs)
 
+    def doc_terms(self, local: IntArray) -> npt.NDArray[np.int32]:
+        """The term ids of local documents ``local``, one after the other (``d_tf``'s order)."""
+        terms: npt.NDArray[np.int32] = doc_codes.decode(self.d_code, self.d_byteptr, self.d_indptr, local)
+        return terms
+
     @property
     def nbytes(self) -> int:
         return sum(
@@ -57,7 +64,8 @@ class Segment:
                 self.t_docs,
                 self.t_tf,
                 self.d_indptr,
-                self.d_terms,
+                self.d_code,
+                self.d_byteptr,
                 self.d_tf,
             )
         ) + (0 if self.impacts is None else self.impacts.nbytes)
@@ -107,16 +115,23 @@ def new_segment(
     n_new = len(n_unique)
     term_counts = np.bincount(d_terms, minlength=n_terms)
     order = stable_argsort(d_terms, n_terms)
-    doc_slots = np.repeat(np.arange(slot0, slot0 + n_new, dtype=np.int32), n_unique)
+    local = np.repeat(np.arange(n_new, dtype=np.int32), n_unique)[order]  # term-major
+    t_tf = d_tf[order]
+    # Term-major postings stably sorted by document: each document's terms, ascending.
+    by_doc = stable_argsort(local, n_new)
+    sorted_terms = np.repeat(np.arange(n_terms, dtype=np.int32), term_counts)[by_doc]
+    d_indptr = offsets(n_unique)
+    code, byteptr = doc_codes.encode(d_indptr, sorted_terms)
     segment = Segment(
         slot0=slot0,
         n_docs=n_new,
         t_indptr=offsets(term_counts),
-        t_docs=doc_slots[order],
-        t_tf=d_tf[order],
-        d_indptr=offsets(n_unique),
-        d_terms=d_terms,
-        d_tf=d_tf,
+        t_docs=local + np.int32(slot0),
+        t_tf=t_tf,
+        d_indptr=d_indptr,
+        d_code=code,
+        d_byteptr=byteptr,
+        d_tf=t_tf[by_doc],
     )
     return segment, term_counts
 
@@ -127,10 +142,10 @@ def live_postings(seg: Segment, alive: BoolArray, mine: BoolArray, n_terms: int)
     by_term = np.zeros(n_terms, dtype=np.int64)
     if mine.all():  # nothing removed or replaced here (the usual case): every posting counts
         by_term[: seg.n_terms] = np.diff(seg.t_indptr)
-        return by_term, np.bincount(seg.d_terms, minlength=n_terms)
+        return by_term, doc_codes.count_terms(seg.d_code, seg.d_byteptr, mine, n_terms)
     running = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(alive[seg.t_docs], dtype=np.int32)])
     by_term[: seg.n_terms] = running[seg.t_indptr[1:]] - running[seg.t_indptr[:-1]]
-    return by_term, np.bincount(seg.d_terms[np.repeat(mine, np.diff(seg.d_indptr))], minlength=n_terms)
+    return by_term, doc_codes.count_terms(seg.d_code, seg.d_byteptr, mine, n_terms)
 
 
 def doc_lengths(seg: Segment) -> IntArray:
@@ -150,14 +165,19 @@ def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: i
     n_postings = len(t_docs)
     t_tf = snapshot.array(prefix + "t_tf", (np.uint8, np.uint16, np.uint32), length=n_postings)
     d_indptr = snapshot.array(prefix + "d_indptr", (np.int64,), length=n_docs + 1)
-    d_terms = snapshot.array(prefix + "d_terms", (np.int32,), length=n_postings)
+    d_code = snapshot.array(prefix + "d_code", (np.uint8,))
+    d_byteptr = snapshot.array(prefix + "d_byteptr", (np.int64,), length=n_docs + 1)
     d_tf = snapshot.array(prefix + "d_tf", (t_tf.dtype.type,), length=n_postings)
     seg_terms = len(t_indptr) - 1
     expect(seg_terms <= n_terms, prefix + "t_indptr: more terms than the vocabulary")
     check_offsets(prefix + "t_indptr", t_indptr, n_postings)
     check_offsets(prefix + "d_indptr", d_indptr, n_postings)
     check_range(prefix + "t_docs", t_docs, slot0, slot0 + n_docs)
-    check_range(prefix + "d_terms", d_terms, 0, seg_terms)
+    check_offsets(prefix + "d_byteptr", d_byteptr, len(d_code))
+    expect(
+        doc_codes.well_formed(d_code, d_byteptr, d_indptr, seg_terms),
+        prefix + "d_code: not each document's ascending term ids",
+    )
     check_range(prefix + "t_tf", t_tf, 1, 1 << 32)
     check_range(prefix + "d_tf", d_tf, 1, 1 << 32)
     return Segment(
@@ -167,7 +187,8 @@ def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: i
         t_docs=t_docs,
         t_tf=t_tf,
         d_indptr=d_indptr,
-        d_terms=d_terms,
+        d_code=d_code,
+        d_byteptr=d_byteptr,
         d_tf=d_tf,
     )
 
@@ -213,7 +234,7 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         n_terms = a.n_terms
         t_indptr = a.t_indptr
         docs, tf = a.t_docs, a.t_tf
-        d_indptr, d_terms, d_tf = a.d_indptr, a.d_terms, a.d_tf
+        d_indptr, d_code, d_byteptr, d_tf = a.d_indptr, a.d_code, a.d_byteptr, a.d_tf
         n_docs = a.n_docs
     else:
         n_terms = max(a.n_terms, b.n_terms)
@@ -227,7 +248,8 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         tf = np.empty(total, dtype=np.result_type(a.t_tf, b.t_tf))
         tf[pos_a], tf[pos_b] = a.t_tf, b.t_tf
         d_indptr = np.concatenate([a.d_indptr, b.d_indptr[1:] + a.d_indptr[-1]])
-        d_terms = np.concatenate([a.d_terms, b.d_terms])
+        d_code = np.concatenate([a.d_code, b.d_code])
+        d_byteptr = np.concatenate([a.d_byteptr, b.d_byteptr[1:] + a.d_byteptr[-1]])
         d_tf = np.concatenate([a.d_tf, b.d_tf]).astype(tf.dtype, copy=False)
         n_docs = a.n_docs + b.n_docs
     keep = alive[docs]
@@ -235,10 +257,11 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         term_of = np.repeat(np.arange(n_terms), np.diff(t_indptr))
         t_indptr = offsets(np.bincount(term_of[keep], minlength=n_terms))
         docs, tf = docs[keep], tf[keep]
-        local_of = np.repeat(np.arange(n_docs), np.diff(d_indptr))
-        keep_d = alive[a.slot0 + local_of]
-        d_indptr = offsets(np.bincount(local_of[keep_d], minlength=n_docs))
-        d_terms, d_tf = d_terms[keep_d], d_tf[keep_d]
+        live = alive[a.slot0 : a.slot0 + n_docs]  # dead documents keep their slot, with nothing in it
+        counts, sizes = np.diff(d_indptr), np.diff(d_byteptr)
+        d_tf = d_tf[np.repeat(live, counts)]
+        d_code = d_code[np.repeat(live, sizes)]
+        d_indptr, d_byteptr = offsets(np.where(live, counts, 0)), offsets(np.where(live, sizes, 0))
     seg = Segment(
         slot0=a.slot0,
         n_docs=n_docs,
@@ -246,7 +269,8 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         t_docs=docs,
         t_tf=tf,
         d_indptr=d_indptr,
-        d_terms=d_terms,
+        d_code=d_code,
+        d_byteptr=d_byteptr,
         d_tf=d_tf,
     )
     return seg

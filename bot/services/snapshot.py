@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, Final
 import numpy as np
 import numpy.typing as npt
 
-FORMAT: Final = 2  # format 1 was a pickle
+FORMAT: Final = 3  # format 1 was a pickle; 2 kept each document's term ids as int32
 _SUFFIX: Final = ".npy"
 
 
