@@ -390,7 +390,7 @@ class BM25Index:
                 tid = self._vocab[term]
                 for seg in self._segments:
                     if tid < seg.n_terms and seg.t_indptr[tid] < seg.t_indptr[tid + 1]:
-                        postings = seg.t_docs[seg.t_indptr[tid] : seg.t_indptr[tid + 1]]
+                        postings = seg.postings(tid)
                         at = np.minimum(np.searchsorted(postings, slots), len(postings) - 1)
                         row |= postings[at] == slots
             return [[wanted[i] for i in np.flatnonzero(column).tolist()] for column in held.T]
@@ -588,15 +588,18 @@ class BM25Index:
         """Scores of ``size`` slots for terms ``tids`` with coefficients ``coef``, in that (query) order."""
         scores = np.zeros(size)
         for seg in self._segments:
-            lo, hi = self._ranges(seg, tids)
-            kernels.accumulate(seg.t_docs, seg.t_tf, lo, hi, coef, self.k1 + 1, self._len_factor, scores)
+            kernels.accumulate(
+                seg.term_codes,
+                seg.t_indptr,
+                seg.slot0,
+                seg.t_tf,
+                tids,
+                coef,
+                self.k1 + 1,
+                self._len_factor,
+                scores,
+            )
         return scores
-
-    @staticmethod
-    def _ranges(seg: Segment, tids: IntArray) -> tuple[IntArray, IntArray]:
-        """Each term's postings range in ``seg`` (empty for terms it has never seen)."""
-        here = np.minimum(tids, seg.n_terms)
-        return seg.t_indptr[here], seg.t_indptr[np.minimum(here + 1, seg.n_terms)]
 
     def _mark(self, plan: Iterable[tuple[int, float, float]], size: int) -> BoolArray:
         """Which slots contain at least one of the plan's terms."""
@@ -604,8 +607,7 @@ class BM25Index:
         for tid, _, _ in plan:
             for seg in self._segments:
                 if tid < seg.n_terms:
-                    lo, hi = int(seg.t_indptr[tid]), int(seg.t_indptr[tid + 1])
-                    mask[seg.t_docs[lo:hi]] = True
+                    mask[seg.postings(tid)] = True
         return mask
 
     @_locked

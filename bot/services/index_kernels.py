@@ -17,6 +17,8 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
+from bot.services.index_term_docs import term_docs
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -27,16 +29,45 @@ def _jit(fn: _F) -> _F:
 
 @_jit
 def accumulate(
-    docs: Any, tf: Any, lo: Any, hi: Any, coef: Any, k1p: float, len_factor: Any, acc: Any
+    codes: Any,
+    t_indptr: Any,
+    slot0: int,
+    tf: Any,
+    tids: Any,
+    coef: Any,
+    k1p: float,
+    len_factor: Any,
+    acc: Any,
 ) -> None:
-    """Per query term in query order (postings ``lo[j]:hi[j]``, coefficient ``coef[j]``), add
+    """Per query term in query order (term ``tids[j]`` of a segment whose postings' slots are ``codes``
+    (:mod:`bot.services.index_term_docs`) and tfs ``tf``; coefficient ``coef[j]``), add
     ``coef · tf·(k1 + 1) / (tf + len_factor)`` into ``acc``: rank-bm25's operations in its order."""
-    for j in range(len(lo)):
+    code8, code16, code32, where = codes
+    n_terms = len(t_indptr) - 1
+    docs = np.empty(_longest(t_indptr, tids), np.int32)
+    for j in range(len(tids)):
+        t = tids[j]
+        if t >= n_terms:
+            continue
+        lo = t_indptr[t]
+        count = t_indptr[t + 1] - lo
+        term_docs(code8, code16, code32, where, count, t, slot0, docs)
         c_j = coef[j]
-        for c in range(lo[j], hi[j]):
-            d = docs[c]
-            f = np.float64(tf[c])
+        for i in range(count):
+            d = docs[i]
+            f = np.float64(tf[lo + i])
             acc[d] += c_j * (f * k1p / (f + len_factor[d]))
+
+
+@_jit
+def _longest(t_indptr: Any, tids: Any) -> int:
+    """The most postings any of the terms ``tids`` has in a segment (0 for terms it has not)."""
+    n_terms = len(t_indptr) - 1
+    longest = 0
+    for t in tids:
+        if t < n_terms:
+            longest = max(longest, t_indptr[t + 1] - t_indptr[t])
+    return longest
 
 
 # ------------------------------------------------------------------------------- bounded top-k
@@ -48,13 +79,21 @@ BLOCK = 256  #: score bounds are scanned in blocks of this many slots (fixed: LL
 
 
 @_jit
-def quantise(docs: Any, tf: Any, k1p: float, len_factor: Any, inv_step: float, out: Any) -> None:
-    """``out[c]`` = posting ``c``'s tf factor ``tf·(k1 + 1) / (tf + len_factor[doc])`` in steps of
+def quantise(
+    codes: Any, t_indptr: Any, slot0: int, tf: Any, k1p: float, len_factor: Any, inv_step: float, out: Any
+) -> None:
+    """``out[c]`` = posting ``c``'s tf factor ``tf·(k1 + 1) / (tf + len_factor[slot])`` in steps of
     ``1 / inv_step``, rounded to the nearest (the factor is below k1 + 1 = 255 steps)."""
-    for c in range(len(docs)):
-        f = np.float64(tf[c])
-        level = int((f * k1p / (f + len_factor[docs[c]])) * inv_step + 0.5)
-        out[c] = 255 if level > 255 else level
+    code8, code16, code32, where = codes
+    docs = np.empty(_longest(t_indptr, np.arange(len(t_indptr) - 1)), np.int32)
+    for t in range(len(t_indptr) - 1):
+        lo = t_indptr[t]
+        count = t_indptr[t + 1] - lo
+        term_docs(code8, code16, code32, where, count, t, slot0, docs)
+        for i in range(count):
+            f = np.float64(tf[lo + i])
+            level = int((f * k1p / (f + len_factor[docs[i]])) * inv_step + 0.5)
+            out[lo + i] = 255 if level > 255 else level
 
 
 @_jit
@@ -245,7 +284,7 @@ def _insert(out_ids: Any, out_scores: Any, n_out: int, pid: int, score: float) -
 
 @_jit
 def top_bounded(
-    t_indptr: Any, t_docs: Any, impacts: Any, d_indptr: Any, d_code: Any, d_byteptr: Any, d_tf: Any, slot0: Any,
+    t_indptr: Any, t_codes: Any, impacts: Any, d_indptr: Any, d_code: Any, d_byteptr: Any, d_tf: Any, slot0: Any,
     tids: Any, coef: Any, step: float, ratio_lo: float, ratio_hi: float, k1p: float, len_factor: Any,
     slot_ids: Any, acc: Any, keep: Any, use_keep: bool, need: int,
     cand: Any, cand_bound: Any, exact: Any, out_ids: Any, out_scores: Any,
@@ -273,16 +312,24 @@ def top_bounded(
     gap = total_weight * per_term * (1 + 1e-5) + 8 * (m + 4) * u32 * top_bound
     # 1. bounds
     n_segments = len(t_indptr)
+    longest = 0
+    for s in range(n_segments):
+        longest = max(longest, _longest(t_indptr[s], terms))
+    docs = np.empty(longest, np.int32)
     for s in range(n_segments):
         seg_terms = len(t_indptr[s]) - 1
+        code8, code16, code32, where = t_codes[s]
+        imp = impacts[s]
         for u in range(m):
             t = terms[u]
             if t < seg_terms:
                 w = weight32[u]
                 half = w * np.float32(0.5)
-                docs, imp = t_docs[s], impacts[s]
-                for c in range(t_indptr[s][t], t_indptr[s][t + 1]):
-                    acc[docs[c]] += w * np.float32(imp[c]) + half
+                lo = t_indptr[s][t]
+                count = t_indptr[s][t + 1] - lo
+                term_docs(code8, code16, code32, where, count, t, slot0[s], docs)
+                for i in range(count):
+                    acc[docs[i]] += w * np.float32(imp[lo + i]) + half
     # 2. the scan
     heap_v = np.empty(need)
     heap_k = np.empty(need, np.int64)

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.services import index_doc_terms as doc_codes
+from bot.services import index_term_docs as term_codes
 from bot.services.snapshot import Snapshot, SnapshotError, check_offsets, check_range, expect
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -23,7 +24,9 @@ FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
 #: what a snapshot keeps of each segment
-SEGMENT_ARRAYS: Final = ("t_indptr", "t_docs", "t_tf", "d_indptr", "d_code", "d_byteptr", "d_tf")
+SEGMENT_ARRAYS: Final = (
+    "t_indptr", "t_code8", "t_code16", "t_code32", "t_where", "t_tf", "d_indptr", "d_code", "d_byteptr", "d_tf",
+)  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -33,7 +36,10 @@ class Segment:
     slot0: int
     n_docs: int
     t_indptr: IntArray  # term id → postings range; terms past the end have none
-    t_docs: npt.NDArray[np.int32]  # slot of each posting, ascending within a term
+    t_code8: npt.NDArray[np.uint8]  # the slots of each term's postings, ascending (index_term_docs)
+    t_code16: npt.NDArray[np.uint16]
+    t_code32: npt.NDArray[np.int32]
+    t_where: IntArray  # term id → its codes' width and offset
     t_tf: npt.NDArray[np.unsignedinteger]
     d_indptr: IntArray  # local document → range in d_tf (its terms, ascending)
     d_code: npt.NDArray[np.uint8]  # its term ids (index_doc_terms)
@@ -48,7 +54,26 @@ class Segment:
 
     @property
     def n_postings(self) -> int:
-        return len(self.t_docs)
+        return int(self.t_indptr[-1])
+
+    @property
+    def term_codes(
+        self,
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint16], npt.NDArray[np.int32], IntArray]:
+        """What the compiled loops decode a term's slots from (:func:`index_term_docs.term_docs`)."""
+        return self.t_code8, self.t_code16, self.t_code32, self.t_where
+
+    def postings(self, term: int) -> npt.NDArray[np.int32]:
+        """The slots holding ``term`` (a term id below :attr:`n_terms`), ascending."""
+        count = int(self.t_indptr[term + 1] - self.t_indptr[term])
+        out = np.empty(count, dtype=np.int32)
+        term_codes.term_docs(*self.term_codes, count, term, self.slot0, out)
+        return out
+
+    def all_postings(self) -> npt.NDArray[np.int32]:
+        """Every posting's slot, term after term."""
+        docs: npt.NDArray[np.int32] = term_codes.decode_all(*self.term_codes, self.t_indptr, self.slot0)
+        return docs
 
     def doc_terms(self, local: IntArray) -> npt.NDArray[np.int32]:
         """The term ids of local documents ``local``, one after the other (``d_tf``'s order)."""
@@ -61,7 +86,10 @@ class Segment:
             a.nbytes
             for a in (
                 self.t_indptr,
-                self.t_docs,
+                self.t_code8,
+                self.t_code16,
+                self.t_code32,
+                self.t_where,
                 self.t_tf,
                 self.d_indptr,
                 self.d_code,
@@ -122,11 +150,12 @@ def new_segment(
     sorted_terms = np.repeat(np.arange(n_terms, dtype=np.int32), term_counts)[by_doc]
     d_indptr = offsets(n_unique)
     code, byteptr = doc_codes.encode(d_indptr, sorted_terms)
+    t_indptr = offsets(term_counts)
     segment = Segment(
-        slot0=slot0,
-        n_docs=n_new,
-        t_indptr=offsets(term_counts),
-        t_docs=local + np.int32(slot0),
+        slot0,
+        n_new,
+        t_indptr,
+        *term_codes.encode(t_indptr, local + np.int32(slot0), slot0),
         t_tf=t_tf,
         d_indptr=d_indptr,
         d_code=code,
@@ -143,7 +172,9 @@ def live_postings(seg: Segment, alive: BoolArray, mine: BoolArray, n_terms: int)
     if mine.all():  # nothing removed or replaced here (the usual case): every posting counts
         by_term[: seg.n_terms] = np.diff(seg.t_indptr)
         return by_term, doc_codes.count_terms(seg.d_code, seg.d_byteptr, mine, n_terms)
-    running = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(alive[seg.t_docs], dtype=np.int32)])
+    running = np.concatenate(
+        [np.zeros(1, dtype=np.int32), np.cumsum(alive[seg.all_postings()], dtype=np.int32)]
+    )
     by_term[: seg.n_terms] = running[seg.t_indptr[1:]] - running[seg.t_indptr[:-1]]
     return by_term, doc_codes.count_terms(seg.d_code, seg.d_byteptr, mine, n_terms)
 
@@ -161,8 +192,11 @@ def doc_lengths(seg: Segment) -> IntArray:
 
 def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: int, n_terms: int) -> Segment:
     t_indptr = snapshot.array(prefix + "t_indptr", (np.int64,))
-    t_docs = snapshot.array(prefix + "t_docs", (np.int32,))
-    n_postings = len(t_docs)
+    t_code8 = snapshot.array(prefix + "t_code8", (np.uint8,))
+    t_code16 = snapshot.array(prefix + "t_code16", (np.uint16,))
+    t_code32 = snapshot.array(prefix + "t_code32", (np.int32,))
+    t_where = snapshot.array(prefix + "t_where", (np.int64,), length=len(t_indptr) - 1)
+    n_postings = int(t_indptr[-1]) if len(t_indptr) else -1
     t_tf = snapshot.array(prefix + "t_tf", (np.uint8, np.uint16, np.uint32), length=n_postings)
     d_indptr = snapshot.array(prefix + "d_indptr", (np.int64,), length=n_docs + 1)
     d_code = snapshot.array(prefix + "d_code", (np.uint8,))
@@ -172,7 +206,10 @@ def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: i
     expect(seg_terms <= n_terms, prefix + "t_indptr: more terms than the vocabulary")
     check_offsets(prefix + "t_indptr", t_indptr, n_postings)
     check_offsets(prefix + "d_indptr", d_indptr, n_postings)
-    check_range(prefix + "t_docs", t_docs, slot0, slot0 + n_docs)
+    expect(
+        term_codes.well_formed(t_code8, t_code16, t_code32, t_where, t_indptr, slot0, n_docs),
+        prefix + "t_where: not each term's ascending slots in this segment",
+    )
     check_offsets(prefix + "d_byteptr", d_byteptr, len(d_code))
     expect(
         doc_codes.well_formed(d_code, d_byteptr, d_indptr, seg_terms),
@@ -184,7 +221,10 @@ def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: i
         slot0=slot0,
         n_docs=n_docs,
         t_indptr=t_indptr,
-        t_docs=t_docs,
+        t_code8=t_code8,
+        t_code16=t_code16,
+        t_code32=t_code32,
+        t_where=t_where,
         t_tf=t_tf,
         d_indptr=d_indptr,
         d_code=d_code,
@@ -233,7 +273,7 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
     if b is None:
         n_terms = a.n_terms
         t_indptr = a.t_indptr
-        docs, tf = a.t_docs, a.t_tf
+        docs, tf = a.all_postings(), a.t_tf
         d_indptr, d_code, d_byteptr, d_tf = a.d_indptr, a.d_code, a.d_byteptr, a.d_tf
         n_docs = a.n_docs
     else:
@@ -244,7 +284,7 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         pos_a = np.arange(a.n_postings, dtype=np.int64) + np.repeat(bp[:-1], np.diff(ap))
         pos_b = np.arange(b.n_postings, dtype=np.int64) + np.repeat(ap[1:], np.diff(bp))
         docs = np.empty(total, dtype=np.int32)
-        docs[pos_a], docs[pos_b] = a.t_docs, b.t_docs
+        docs[pos_a], docs[pos_b] = a.all_postings(), b.all_postings()
         tf = np.empty(total, dtype=np.result_type(a.t_tf, b.t_tf))
         tf[pos_a], tf[pos_b] = a.t_tf, b.t_tf
         d_indptr = np.concatenate([a.d_indptr, b.d_indptr[1:] + a.d_indptr[-1]])
@@ -263,10 +303,10 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         d_code = d_code[np.repeat(live, sizes)]
         d_indptr, d_byteptr = offsets(np.where(live, counts, 0)), offsets(np.where(live, sizes, 0))
     seg = Segment(
-        slot0=a.slot0,
-        n_docs=n_docs,
-        t_indptr=t_indptr,
-        t_docs=docs,
+        a.slot0,
+        n_docs,
+        t_indptr,
+        *term_codes.encode(t_indptr, docs, a.slot0),
         t_tf=tf,
         d_indptr=d_indptr,
         d_code=d_code,

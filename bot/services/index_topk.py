@@ -61,7 +61,9 @@ def quantise(seg: Segment, k1: float, len_factor: FloatArray, avgdl: float) -> N
     impacts = seg.impacts if seg.impacts is not None and len(seg.impacts) == seg.n_postings else None
     if impacts is None:
         impacts = np.empty(seg.n_postings, dtype=np.uint8)
-    kernels.quantise(seg.t_docs, seg.t_tf, k1 + 1, len_factor, 1 / impact_step(k1), impacts)
+    kernels.quantise(
+        seg.term_codes, seg.t_indptr, seg.slot0, seg.t_tf, k1 + 1, len_factor, 1 / impact_step(k1), impacts
+    )
     seg.impacts = impacts
     seg.impact_avgdl = avgdl
 
@@ -128,7 +130,7 @@ def top_positive(
     out_scores = np.empty(need)
     matched, n_out = kernels.top_bounded(
         tuple(seg.t_indptr for seg in segments),
-        tuple(seg.t_docs for seg in segments),
+        tuple(seg.term_codes for seg in segments),
         tuple(seg.impacts for seg in segments),
         tuple(seg.d_indptr for seg in segments),
         tuple(seg.d_code for seg in segments),

@@ -221,7 +221,7 @@ CORRUPTIONS: dict[str, Callable[[Path], None]] = {
     "float array": lambda p: replace_members(p, {"index.dl": npy(np.ones(6))}),
     "missing array": lambda p: rewrite(p, lambda meta, arrays: arrays.pop("index.alive")),
     "header promises 10^12 items": lambda p: replace_members(p, {"index.dl": huge_header()}),
-    "posting out of range": set_item("index.seg0.t_docs", 0, 10**6),
+    "posting out of range": set_item("index.seg0.t_code8", -1, 255),
     "a document's term bytes run on": set_item("index.seg0.d_code", 0, 255),
     "term id past the vocabulary": set_item("index.seg0.d_code", -1, 127),
     "offsets decrease": set_item("index.seg0.t_indptr", 1, 10**6),
