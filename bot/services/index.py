@@ -54,6 +54,7 @@ from bot.services.index_segments import (
     segments_from_snapshot,
     tf_dtype,
 )
+from bot.services.index_slots import SlotMap
 from bot.services.snapshot import Snapshot, check_range, expect
 from bot.services.tokenize import PHRASE_JOIN
 
@@ -133,7 +134,7 @@ class BM25Index:
         self.average_idf = 0.0
         self._segments: list[Segment] = []
         self._seg_starts: list[int] = []
-        self._slot_of: dict[int, int] = {}
+        self._slot_of = SlotMap()
         self._slot_ids: IntArray = np.zeros(0, dtype=np.int64)
         self._dl: IntArray = np.zeros(0, dtype=np.int64)
         self._alive: BoolArray = np.zeros(0, dtype=bool)
@@ -195,8 +196,9 @@ class BM25Index:
         alive = snapshot.array("index.alive", (np.bool_,), length=n_slots)
         check_range("index.dl", dl, 0, 1 << 40)
         live = np.flatnonzero(alive)
-        slot_of = dict(zip(slot_ids[live].tolist(), live.tolist(), strict=True))
-        expect(len(slot_of) == len(live), "index: a document in two slots")
+        expect(len(np.unique(slot_ids[live])) == len(live), "index: a document in two slots")
+        slot_of = SlotMap()
+        slot_of.assign(slot_ids[live].tolist(), live.tolist())
         segments, df = segments_from_snapshot(
             snapshot, meta.get("segments"), alive=alive, dl=dl, n_terms=n_terms
         )
@@ -280,10 +282,9 @@ class BM25Index:
                 self._log_half,
             )
         )
-        # dict entry ≈ 3 words + key str object (~49 + len) + list slot; slot_of similar.
+        # dict entry ≈ 3 words + key str object (~49 + len) + list slot.
         vocab = sum(49 + len(t) + 8 * 4 for t in self._terms)
-        slots = len(self._slot_of) * (8 * 3 + 28 + 28)
-        return arrays + vocab + slots
+        return arrays + vocab + self._slot_of.nbytes
 
     @_locked
     def df(self, term: str) -> int:
@@ -464,8 +465,7 @@ class BM25Index:
         segment, term_counts = new_segment(slot0, n_unique, d_terms, d_tf, n_terms)
         self._df = np.concatenate([self._df, np.zeros(n_terms - len(self._df), np.int64)])
         self._df += term_counts
-        for n, doc_id in enumerate(ids):
-            self._slot_of[doc_id] = slot0 + n
+        self._slot_of.assign(ids, range(slot0, slot0 + n_new))
         self._slot_ids = np.concatenate([self._slot_ids, np.array(ids, dtype=np.int64)])
         self._dl = np.concatenate([self._dl, lengths])
         self._alive = np.concatenate([self._alive, np.ones(n_new, dtype=bool)])

@@ -288,3 +288,30 @@ def test_term_frequencies_past_one_byte_keep_exact_scores_across_segments() -> N
         ranked = index.top_k(query, 6)
         assert [doc for doc, _ in ranked] == reference_order(expected, small + large, query)
         assert [score for _, score in ranked] == [expected[doc] for doc, _ in ranked]
+
+
+def test_ids_of_any_size_find_their_documents_as_the_table_grows_or_turns_into_a_dict() -> None:
+    index = BM25Index()
+    index.add([1, 2, 3], [["a", "b"], ["b"], ["c"]])
+    index.add([5000], [["a"]])  # past the table: it grows
+    assert index.slot_of(5000) == 3
+    assert 4999 not in index
+    index.add([-7, 10**15], [["a", "c"], ["d"]])  # a negative and a huge id: a dict from now on
+    index.remove([2])
+    index.add([3], [["a", "a"]])  # replaced: moves to a new slot
+    corpus = {1: ["a", "b"], 5000: ["a"], -7: ["a", "c"], 10**15: ["d"], 3: ["a", "a"]}
+    assert set(index.doc_ids) == set(corpus)
+    assert len(index) == 5
+    assert 2 not in index
+    assert "1" not in index
+    assert index.doc_terms(10**15) == {"d": 1}
+    assert index.doc_terms(-7) == {"a": 1, "c": 1}
+    reference = BM25Okapi(list(corpus.values())).get_scores(["a"])
+    expected = sorted(
+        ((i, s) for i, s in zip(corpus, reference, strict=True) if "a" in corpus[i]),
+        key=lambda p: (-p[1], p[0]),
+    )
+    assert index.top_k(["a"], 10) == [(i, float(s)) for i, s in expected]
+    assert [d for d, _ in index.top_k(["a"], 10, exclude={-7, 3})] == [
+        i for i, _ in expected if i not in (-7, 3)
+    ]
