@@ -18,7 +18,9 @@ average_idf``, the average taken over the whole vocabulary before the floor is a
 
 Adding documents never re-reads old ones.  New documents form a new *segment* (term-major
 postings plus a document-major copy for :meth:`BM25Index.doc_terms`); small segments are merged
-into bigger ones by a linear-time merge, so a handful of segments exist at any time.  Adding
+into bigger ones by a linear-time merge, so a handful of segments exist at any time.  A merge runs
+without the lock (:mod:`bot.services.segment_merges`): searches go on meanwhile over the segments it
+reads, and the merged segment takes their place in one step.  Adding
 changes N and avgdl, hence every idf and every per-posting factor: the idf vector and the
 per-document length factors are recomputed vectorised at once (O(vocabulary + documents)); the
 factors themselves are never stored.
@@ -37,7 +39,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import chain
-from operator import methodcaller
+from operator import attrgetter, methodcaller
 from typing import Any, Concatenate, Final, ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
@@ -55,6 +57,7 @@ from bot.services.index_segments import (
     tf_dtype,
 )
 from bot.services.index_slots import SlotMap
+from bot.services.segment_merges import MergeJob, due_pair, replace_pair, run_merges, run_merges_waiting
 from bot.services.snapshot import Snapshot, check_range, expect
 from bot.services.tokenize import PHRASE_JOIN
 
@@ -67,6 +70,7 @@ FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
 _values: Final = methodcaller("values")
+_postings: Final = attrgetter("n_postings")
 _MAX_SEGMENTS: Final = 6
 _ROWS: Final = 128  # a score array is viewed as _ROWS × (slots / _ROWS) for the top-k cut
 
@@ -124,6 +128,7 @@ class BM25Index:
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
         self.lock = threading.RLock()
+        self._merging = threading.Lock()  # one merge at a time; searches never take it
         self.k1 = k1
         self.b = b
         self.epsilon = epsilon
@@ -422,13 +427,21 @@ class BM25Index:
             raise TypeError("docs must be sequences of terms, not strings")
         self.add_counts(doc_ids, [Counter(d) for d in docs])
 
-    @_locked
-    def add_counts(self, doc_ids: Sequence[int], counts: Sequence[Mapping[str, int]]) -> None:
+    def add_counts(
+        self, doc_ids: Sequence[int], counts: Sequence[Mapping[str, int]], *, merge: bool = True
+    ) -> None:
         """Like :meth:`add`, with each document given as term → frequency.
 
         The document's length is the sum of its frequencies; the first-seen order of the terms
         (mapping order) matters only in the last bits of the idf average, as in rank-bm25.
+        ``merge=False``: the caller, holding :attr:`lock` around more, calls :meth:`merge_segments` after.
         """
+        self._add_counts(doc_ids, counts)
+        if merge:
+            self.merge_segments()
+
+    @_locked
+    def _add_counts(self, doc_ids: Sequence[int], counts: Sequence[Mapping[str, int]]) -> None:
         if len(doc_ids) != len(counts):
             raise ValueError(f"{len(doc_ids)} ids but {len(counts)} documents")
         if not doc_ids:
@@ -473,7 +486,6 @@ class BM25Index:
         self._total_len += int(lengths.sum())
         self._segments.append(segment)
         self._seg_starts.append(slot0)
-        self._maybe_merge()
         self._refresh_stats()
 
     @_locked
@@ -535,29 +547,39 @@ class BM25Index:
                 if topk.stale(seg, avgdl):
                     topk.quantise(seg, self.k1, self._len_factor, avgdl)
 
-    def _maybe_merge(self) -> None:
-        segs = self._segments
-        while len(segs) >= 2 and (
-            segs[-2].n_postings <= 4 * segs[-1].n_postings or len(segs) > _MAX_SEGMENTS
-        ):
-            merged = self._merge(segs[-2], segs[-1])
-            segs[-2:] = [merged]
-            self._seg_starts[-2:] = [merged.slot0]
+    def merge_segments(self) -> None:
+        """Merge the last segments while the newest hold too much of the postings or there are too
+        many, without holding :attr:`lock` while merging (a thread merging already does it instead)."""
+        run_merges(self.lock, self._merging, self._due_merge, self._install)
 
-    @_locked
     def optimize(self) -> None:
-        """Merge all segments into one (and drop postings of replaced/removed documents)."""
-        while len(self._segments) >= 2:
-            merged = self._merge(self._segments[-2], self._segments[-1])
-            self._segments[-2:] = [merged]
-            self._seg_starts[-2:] = [merged.slot0]
-        if self._segments and len(self._dead):
-            seg = self._segments[0]
-            self._segments[0] = self._merge(seg, None)
-        self._requantise()
+        """Merge all segments into one (and drop postings of replaced/removed documents); waits for a
+        merge in progress, so never call it holding :attr:`lock`."""
 
-    def _merge(self, a: Segment, b: Segment | None) -> Segment:
-        return merge(a, b, self._alive)
+        def next_job() -> MergeJob[Segment] | None:
+            segs = self._segments
+            if len(segs) >= 2:
+                return self._merge_job(segs[-2], segs[-1])
+            if segs and len(self._dead) and not self._alive[segs[0].all_postings()].all():
+                return self._merge_job(segs[0], None)
+            return None
+
+        run_merges_waiting(self.lock, self._merging, next_job, self._install)
+
+    def _due_merge(self) -> MergeJob[Segment] | None:
+        pair = due_pair(self._segments, _postings, _MAX_SEGMENTS)
+        return None if pair is None else self._merge_job(*pair)
+
+    def _merge_job(self, a: Segment, b: Segment | None) -> MergeJob[Segment]:
+        """``a`` merged with ``b`` without the lock (:func:`_merge_job`), impacts for the length factors of now."""
+        avgdl = self.avgdl
+        impacts = avgdl > 0 and topk.bounded(self.k1, self.b)
+        quantise = functools.partial(topk.quantise, k1=self.k1, len_factor=self._len_factor, avgdl=avgdl)
+        return _merge_job(a, b, self._alive.copy(), quantise if impacts else None)
+
+    def _install(self, job: MergeJob[Segment], merged: Segment) -> None:
+        self._seg_starts[replace_pair(self._segments, job, merged)] = [merged.slot0]
+        self._requantise()  # the merged segment's impacts again if avgdl moved too far meanwhile
 
     # ----------------------------------------------------------------------------- scoring
     def _plan(self, query: Query) -> list[tuple[int, float, float]]:
@@ -699,6 +721,22 @@ class BM25Index:
         ids = self._slot_ids[slots]
         order = np.lexsort((ids, -values))[:need]
         return list(zip(ids[order].tolist(), values[order].tolist(), strict=True)), total
+
+
+def _merge_job(
+    a: Segment, b: Segment | None, alive: BoolArray, quantise: Callable[[Segment], None] | None
+) -> MergeJob[Segment]:
+    """The merge of ``a`` and ``b`` as it can run without the lock: over a copy of which slots are alive
+    (a slot never comes back to life, so postings it drops stay dropped; documents removed during the
+    merge keep theirs until the next one, masked meanwhile as any removed document's)."""
+
+    def build() -> Segment:
+        merged = merge(a, b, alive)
+        if quantise is not None:
+            quantise(merged)
+        return merged
+
+    return MergeJob(a, b, build)
 
 
 def _top_exact(scores: FloatArray, need: int) -> tuple[IntArray, FloatArray, int]:

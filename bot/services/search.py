@@ -26,6 +26,7 @@ import bisect
 import gc
 import logging
 import re
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -41,6 +42,7 @@ from bot.errors import NotFoundError, QueryError
 from bot.services import snapshot
 from bot.services import tokenize as tokenizer
 from bot.services.index import BM25Index, Query
+from bot.services.segment_merges import MergeJob, due_pair, replace_pair, run_merges
 from bot.services.snapshot import SnapshotError, check_offsets, check_range, expect
 from bot.services.tokenize import (
     WORD_RE,
@@ -189,6 +191,10 @@ def _title_words(title: str) -> list[str]:
     return list(dict.fromkeys(WORD_RE.findall(normalize(title))))
 
 
+def _title_count(segment: _TitleSegment) -> int:
+    return segment.stop - segment.start
+
+
 def _build_title_segment(titles: Sequence[str], start: int, stop: int) -> _TitleSegment:
     word_lists = [_title_words(t) for t in titles[start:stop]]
     ids: dict[str, int] = {}
@@ -232,6 +238,7 @@ class SearchEngine:
         self._venues = np.zeros(0, dtype=np.int32)
         self._title_len = np.zeros(0, dtype=np.int32)
         self._title_segments: list[_TitleSegment] = []
+        self._merging_titles = threading.Lock()  # one title merge at a time; searches never take it
         self._external: dict[str, int] = {}
         self._external_sorted: list[str] | None = None  # the keys of _external, sorted when asked
         self._filter_cache: dict[tuple[str, str], npt.NDArray[np.bool_]] = {}
@@ -404,7 +411,7 @@ class SearchEngine:
                 gc.enable()
         with self._lock:
             first_slot = self.index.n_slots
-            self.index.add_counts(ids, counts)
+            self.index.add_counts(ids, counts, merge=False)
             meta = self._meta
             for pid, title, _, authors, venue, year, external in latest.values():
                 meta.titles.append(title)
@@ -418,7 +425,12 @@ class SearchEngine:
             self._venues = np.array(meta.venue_codes, dtype=np.int32)
             self._title_len = np.array([len(t) for t in meta.titles], dtype=np.int32)
             self._filter_cache.clear()
-            self._add_title_segment(first_slot, self.index.n_slots)
+            self._title_segments.append(
+                _build_title_segment(self._meta.titles, first_slot, self.index.n_slots)
+            )
+        # Merges run without the lock, so searches go on meanwhile (bot.services.segment_merges).
+        self.index.merge_segments()
+        run_merges(self._lock, self._merging_titles, self._due_title_merge, self._install_titles)
 
     def remove(self, paper_ids: Iterable[int]) -> None:
         """Take papers out of the index (unknown ids are ignored)."""
@@ -436,15 +448,16 @@ class SearchEngine:
             self._venue_folded.append(fold(venue))
         return code
 
-    def _add_title_segment(self, start: int, stop: int) -> None:
-        titles = self._meta.titles
-        segs = self._title_segments
-        segs.append(_build_title_segment(titles, start, stop))
-        while len(segs) >= 2 and (
-            segs[-2].stop - segs[-2].start <= 4 * (segs[-1].stop - segs[-1].start) or len(segs) > 6
-        ):
-            merged = _build_title_segment(titles, segs[-2].start, segs[-1].stop)
-            segs[-2:] = [merged]
+    def _due_title_merge(self) -> MergeJob[_TitleSegment] | None:
+        pair = due_pair(self._title_segments, _title_count, 6)
+        if pair is None:
+            return None
+        titles, start, stop = self._meta.titles, pair[0].start, pair[1].stop
+        # Titles are only ever appended: the slots start..stop are there for good.
+        return MergeJob(*pair, lambda: _build_title_segment(titles, start, stop))
+
+    def _install_titles(self, job: MergeJob[_TitleSegment], merged: _TitleSegment) -> None:
+        replace_pair(self._title_segments, job, merged)
 
     # --------------------------------------------------------------------------- filters
     def _filter_mask(
