@@ -97,6 +97,30 @@ def quantise(
 
 
 @_jit
+def _add_bounds(codes: Any, t_indptr: Any, impacts: Any, slot0: int, t: int, w: Any, acc: Any) -> None:
+    """Add ``w · (impact + ½)`` for each posting of term ``t`` into ``acc``, decoding its slots as it goes
+    (:func:`bot.services.index_term_docs.term_docs`, unrolled per width: no buffer in between)."""
+    code8, code16, code32, where = codes
+    half = w * np.float32(0.5)
+    lo = t_indptr[t]
+    count = t_indptr[t + 1] - lo
+    width = where[t] & 3
+    at = where[t] >> 2
+    d = slot0
+    if width == 0:
+        for i in range(count):
+            d += code8[at + i]
+            acc[d] += w * np.float32(impacts[lo + i]) + half
+    elif width == 1:
+        for i in range(count):
+            d += code16[at + i]
+            acc[d] += w * np.float32(impacts[lo + i]) + half
+    else:
+        for i in range(count):
+            acc[code32[at + i]] += w * np.float32(impacts[lo + i]) + half
+
+
+@_jit
 def _threshold_bits(heap_min: float, gap: float, slack: float) -> Any:
     """The float32 bits below which a slot's sum, times ``slack``, is under ``heap_min − gap``
     (rounded down; 0 when that is not positive: every matched slot then passes)."""
@@ -134,22 +158,12 @@ def _sift_up(heap_v: Any, heap_k: Any, i: int) -> None:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)  # fastmath: integer max/count only, no float sums
-def select_bounds(
-    acc: Any, keep: Any, use_keep: bool, slack: float, gap: float, need: int,
-    heap_v: Any, heap_k: Any, cand: Any, cand_bound: Any,
-) -> tuple[int, int, int]:  # fmt: skip
-    """Scan the float32 sums ``acc`` (length a multiple of :data:`BLOCK`; zeroed on the way, for the
-    next query), dropping slots where ``keep`` is False if ``use_keep``. Returns the number of slots
-    with a positive sum, and fills ``cand``/``cand_bound`` with every slot whose bound (sum ×
-    ``slack``) was, when scanned, at least the ``need``-th best bound so far minus ``gap``; the heap
-    (``heap_v`` bounds, ``heap_k`` positions in ``cand``) holds the ``need`` best bounds.
-    Returns ``(matched, heap size, candidates)``."""
+def _block_tops(acc: Any, keep: Any, use_keep: bool, tops: Any) -> int:
+    """Per block of :data:`BLOCK` slots, the largest float32 sum's bits into ``tops`` (dropping slots
+    where ``keep`` is False if ``use_keep``); returns the number of positive sums."""
     bits = acc.view(np.int32)  # non-negative floats order as their bits: integer max vectorises
     matched = 0
-    n_heap = 0
-    n_cand = 0
-    thr = np.int32(0)
-    for block in range(len(acc) // BLOCK):
+    for block in range(len(tops)):
         base = block * BLOCK
         top = np.int32(0)
         count = np.int32(0)
@@ -164,27 +178,58 @@ def select_bounds(
                 u = bits[base + i]
                 top = max(top, u)
                 count += np.int32(u != 0)
+        tops[block] = top
         matched += int(count)
-        if top > thr:
-            for i in range(BLOCK):
-                if bits[base + i] > thr:
-                    bound = np.float64(acc[base + i]) * slack
-                    cand[n_cand] = base + i
-                    cand_bound[n_cand] = bound
-                    if n_heap < need:
-                        heap_v[n_heap] = bound
-                        heap_k[n_heap] = n_cand
-                        _sift_up(heap_v, heap_k, n_heap)
-                        n_heap += 1
-                        if n_heap == need:
-                            thr = _threshold_bits(heap_v[0], gap, slack)
-                    elif bound > heap_v[0]:
-                        heap_v[0] = bound
-                        heap_k[0] = n_cand
-                        _sift_down(heap_v, heap_k, n_heap)
-                        thr = _threshold_bits(heap_v[0], gap, slack)
-                    n_cand += 1
-        if top > 0:
+    return matched
+
+
+@_jit
+def select_bounds(
+    acc: Any, keep: Any, use_keep: bool, slack: float, gap: float, need: int,
+    heap_v: Any, heap_k: Any, cand: Any, cand_bound: Any,
+) -> tuple[int, int, int]:  # fmt: skip
+    """Scan the float32 sums ``acc`` (length a multiple of :data:`BLOCK`; zeroed on the way, for the
+    next query), dropping slots where ``keep`` is False if ``use_keep``. Counts the slots with a positive
+    sum, and fills ``cand``/``cand_bound`` with every slot whose bound (sum × ``slack``) was, when
+    scanned, at least the ``need``-th best bound so far minus ``gap``; the heap (``heap_v`` bounds,
+    ``heap_k`` positions in ``cand``) holds the ``need`` best bounds. Blocks are looked into only if
+    their largest sum can pass: the ``need``-th largest of the blocks' largest sums is itself at most
+    the ``need``-th best, so it gives a first threshold. Returns ``(matched, heap size, candidates)``."""
+    bits = acc.view(np.int32)
+    tops = np.empty(len(acc) // BLOCK, np.int32)
+    matched = _block_tops(acc, keep, use_keep, tops)
+    thr = np.int32(0)
+    if need <= len(tops):
+        kth = np.partition(tops, len(tops) - need)[len(tops) - need]
+        if kth > 0:
+            thr = _threshold_bits(np.float64(np.array([kth]).view(np.float32)[0]) * slack, gap, slack)
+    n_heap = 0
+    n_cand = 0
+    for block in range(len(tops)):
+        if tops[block] <= thr:
+            continue
+        base = block * BLOCK
+        for i in range(BLOCK):
+            if bits[base + i] > thr:
+                bound = np.float64(acc[base + i]) * slack
+                cand[n_cand] = base + i
+                cand_bound[n_cand] = bound
+                if n_heap < need:
+                    heap_v[n_heap] = bound
+                    heap_k[n_heap] = n_cand
+                    _sift_up(heap_v, heap_k, n_heap)
+                    n_heap += 1
+                    if n_heap == need:
+                        thr = max(thr, _threshold_bits(heap_v[0], gap, slack))
+                elif bound > heap_v[0]:
+                    heap_v[0] = bound
+                    heap_k[0] = n_cand
+                    _sift_down(heap_v, heap_k, n_heap)
+                    thr = max(thr, _threshold_bits(heap_v[0], gap, slack))
+                n_cand += 1
+    for block in range(len(tops)):
+        if tops[block] > 0:
+            base = block * BLOCK
             for i in range(BLOCK):
                 bits[base + i] = 0
     return matched, n_heap, n_cand
@@ -311,25 +356,11 @@ def top_bounded(
     per_term = step * (0.5 * (ratio_hi + ratio_lo) + 255 * (ratio_hi - ratio_lo))
     gap = total_weight * per_term * (1 + 1e-5) + 8 * (m + 4) * u32 * top_bound
     # 1. bounds
-    n_segments = len(t_indptr)
-    longest = 0
-    for s in range(n_segments):
-        longest = max(longest, _longest(t_indptr[s], terms))
-    docs = np.empty(longest, np.int32)
-    for s in range(n_segments):
+    for s in range(len(t_indptr)):
         seg_terms = len(t_indptr[s]) - 1
-        code8, code16, code32, where = t_codes[s]
-        imp = impacts[s]
         for u in range(m):
-            t = terms[u]
-            if t < seg_terms:
-                w = weight32[u]
-                half = w * np.float32(0.5)
-                lo = t_indptr[s][t]
-                count = t_indptr[s][t + 1] - lo
-                term_docs(code8, code16, code32, where, count, t, slot0[s], docs)
-                for i in range(count):
-                    acc[docs[i]] += w * np.float32(imp[lo + i]) + half
+            if terms[u] < seg_terms:
+                _add_bounds(t_codes[s], t_indptr[s], impacts[s], slot0[s], terms[u], weight32[u], acc)
     # 2. the scan
     heap_v = np.empty(need)
     heap_k = np.empty(need, np.int64)
