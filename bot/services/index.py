@@ -45,6 +45,7 @@ from typing import Any, Concatenate, Final, ParamSpec, TypeAlias, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from bot.services import index_doc_terms as doc_codes
 from bot.services import index_kernels as kernels
 from bot.services import index_topk as topk
 from bot.services.index_segments import (
@@ -385,30 +386,26 @@ class BM25Index:
 
     @_locked
     def matched_terms_many(self, doc_ids: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
-        """:meth:`matched_terms` for many documents at once (vectorised per document)."""
+        """:meth:`matched_terms` for many documents at once (one compiled walk of each one's terms)."""
         wanted = [t for t in dict.fromkeys(terms) if self._vocab.get(t) is not None]
         if not wanted or not doc_ids:
             return [[] for _ in doc_ids]
-        if len(doc_ids) * len(wanted) < 2000:  # a few documents: search each term's postings for them
-            slots = np.array([self._slot_of[d] for d in doc_ids], dtype=np.int32)
-            held = np.zeros((len(wanted), len(slots)), dtype=bool)
-            for row, term in zip(held, wanted, strict=True):
-                tid = self._vocab[term]
-                for seg in self._segments:
-                    if tid < seg.n_terms and seg.t_indptr[tid] < seg.t_indptr[tid + 1]:
-                        postings = seg.postings(tid)
-                        at = np.minimum(np.searchsorted(postings, slots), len(postings) - 1)
-                        row |= postings[at] == slots
-            return [[wanted[i] for i in np.flatnonzero(column).tolist()] for column in held.T]
-        position = np.full(len(self._terms), len(wanted), dtype=np.int32)  # term id → rank
-        position[[self._vocab[t] for t in wanted]] = np.arange(len(wanted), dtype=np.int32)
-        out: list[list[str]] = []
-        for doc_id in doc_ids:
-            doc, _ = self._forward(self._slot_of[doc_id])
-            found = position[doc]
-            found = np.sort(found[found < len(wanted)])
-            out.append([wanted[i] for i in found.tolist()])
-        return out
+        slots = np.array([self._slot_of[d] for d in doc_ids], dtype=np.int64)
+        ids = np.array([self._vocab[t] for t in wanted], dtype=np.int64)
+        order = np.argsort(ids)
+        held = np.zeros((len(slots), len(wanted)), dtype=bool)
+        rows = np.arange(len(slots))
+        for seg in self._segments:
+            mine = (
+                rows
+                if len(self._segments) == 1
+                else rows[(slots >= seg.slot0) & (slots < seg.slot0 + seg.n_docs)]
+            )
+            if len(mine):
+                doc_codes.holds(
+                    seg.d_code, seg.d_byteptr, slots[mine] - seg.slot0, ids[order], order, held, mine
+                )
+        return [[term for term, h in zip(wanted, row, strict=True) if h] for row in held.tolist()]
 
     def _forward(self, slot: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.unsignedinteger]]:
         seg = self._segments[bisect.bisect_right(self._seg_starts, slot) - 1]

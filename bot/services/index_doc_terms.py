@@ -150,3 +150,31 @@ def well_formed(code: Any, byteptr: Any, indptr: Any, n_terms: int) -> bool:
         if shift != 0 or count != indptr[d + 1] - indptr[d]:
             return False
     return True
+
+
+@_jit
+def holds(code: Any, byteptr: Any, docs: Any, wanted: Any, column: Any, held: Any, rows: Any) -> None:
+    """``held[rows[i], column[j]] = True`` where local document ``docs[i]`` holds term ``wanted[j]``
+    (``wanted`` ascending)."""
+    m = len(wanted)
+    for i in range(len(docs)):
+        d = docs[i]
+        j = 0
+        term = 0
+        value = 0
+        shift = 0
+        for c in range(byteptr[d], byteptr[d + 1]):
+            byte = code[c]
+            value |= (int(byte) & 127) << shift
+            if byte & 128:
+                shift += 7
+                continue
+            term += value
+            value = 0
+            shift = 0
+            while j < m and wanted[j] < term:
+                j += 1
+            if j == m:
+                break
+            if wanted[j] == term:
+                held[rows[i], column[j]] = True
