@@ -174,34 +174,16 @@ def percentile(values: Sequence[float], q: float) -> float:
 def build_engine(
     size: int, base: list[IndexRow], synth: Synthesizer | None
 ) -> tuple[SearchEngine, list[IndexRow] | None, float]:
-    """The engine over ``size`` papers, the rows (None at sizes too big to keep) and the time
-    spent in SearchEngine.build/add only (generating synthetic text is not counted)."""
-    if size <= len(base):
-        rows = base[:size]
-        started = time.perf_counter()
-        return SearchEngine.build(rows), rows, time.perf_counter() - started
-    assert synth is not None
-    chunk = 100_000
-    keep = size <= 200_000
-    rows: list[IndexRow] = list(base) if keep else []
-    first = list(base) + list(synth.rows(len(base) + 1, min(chunk, size) - len(base)))
-    if keep:
-        rows = list(first)
+    """The engine over ``size`` papers, built in one call as the bot builds it at start, the rows (None at
+    sizes too big to keep) and the time spent in SearchEngine.build only (generating synthetic text
+    is not counted)."""
+    rows = base[:size]
+    if size > len(base):
+        assert synth is not None
+        rows = list(base) + list(synth.rows(len(base) + 1, size - len(base)))
     started = time.perf_counter()
-    engine = SearchEngine.build(first)
-    spent = time.perf_counter() - started
-    next_id = len(first) + 1
-    del first
-    while len(engine) < size:
-        count = min(chunk, size - len(engine))
-        batch = list(synth.rows(next_id, count))
-        next_id += count
-        started = time.perf_counter()
-        engine.add(batch)
-        spent += time.perf_counter() - started
-        if keep:
-            rows.extend(batch)
-    return engine, (rows if keep else None), spent
+    engine = SearchEngine.build(rows)
+    return engine, (rows if size <= 200_000 else None), time.perf_counter() - started
 
 
 def traced_bytes(make) -> int:  # type: ignore[no-untyped-def]

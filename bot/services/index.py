@@ -48,6 +48,7 @@ import numpy.typing as npt
 from bot.services import index_doc_terms as doc_codes
 from bot.services import index_kernels as kernels
 from bot.services import index_topk as topk
+from bot.services.bulk_kernels import document_lengths
 from bot.services.index_segments import (
     SEGMENT_ARRAYS,
     Segment,
@@ -107,6 +108,63 @@ def _only_words(
         return indptr, ids, weights
     kept = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(words, dtype=np.int64)])
     return kept[indptr], ids[words], weights[words]
+
+
+def _counts_as_postings(
+    doc_ids: Sequence[int], counts: Sequence[Mapping[str, int]]
+) -> tuple[list[int], IntArray, npt.NDArray[np.int32], npt.NDArray[np.unsignedinteger], list[str]]:
+    """Documents given as term → frequency as :meth:`BM25Index.add_postings` takes them; of a repeated
+    id, the last document."""
+    if len(doc_ids) != len(counts):
+        raise ValueError(f"{len(doc_ids)} ids but {len(counts)} documents")
+    ids = [int(i) for i in doc_ids]
+    if len(set(ids)) != len(ids):  # keep the last document of a repeated id
+        last = {doc_id: n for n, doc_id in enumerate(ids)}
+        keep = sorted(last.values())
+        ids = [ids[n] for n in keep]
+        counts = [counts[n] for n in keep]
+    n_unique = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
+    total = int(n_unique.sum())
+    # C-level iterators end to end: no Python code runs per posting.
+    tf_all = np.fromiter(chain.from_iterable(map(_values, counts)), dtype=np.int64, count=total)
+    if tf_all.min(initial=1) <= 0:
+        raise ValueError("term frequencies must be positive")  # before changing anything
+    local = _Vocabulary([])  # the terms numbered in order of appearance
+    term_ids = np.fromiter(map(local.__getitem__, chain.from_iterable(counts)), dtype=np.int32, count=total)
+    return ids, n_unique, term_ids, tf_all.astype(tf_dtype(int(tf_all.max(initial=0)))), local.terms
+
+
+def _check_postings(
+    ids: list[int],
+    n_unique: IntArray,
+    term_ids: npt.NDArray[np.int32],
+    tf: npt.NDArray[np.unsignedinteger],
+    terms: Sequence[str],
+) -> None:
+    """ValueError unless documents ``ids`` (distinct) hold exactly these postings, frequencies positive."""
+    if len(ids) != len(n_unique) or len(set(ids)) != len(ids):
+        raise ValueError("one distinct document id per document, please")
+    if (
+        int(n_unique.sum()) != len(term_ids)
+        or len(tf) != len(term_ids)
+        or len(terms) <= term_ids.max(initial=-1)
+    ):
+        raise ValueError("postings do not match their documents")
+    if tf.min(initial=1) == 0:
+        raise ValueError("term frequencies must be positive")
+
+
+def _vocabulary_ids(
+    vocab: _Vocabulary, terms: Sequence[str], term_ids: npt.NDArray[np.int32]
+) -> npt.NDArray[np.int32]:
+    """``term_ids`` (numbered in order of appearance, named by ``terms``) as ids of ``vocab``, which
+    gives a new term the next id."""
+    first_new = len(vocab.terms)
+    vocab_ids = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int32, count=len(terms))
+    if not np.array_equal(vocab_ids, np.arange(first_new, first_new + len(terms), dtype=np.int32)):
+        return vocab_ids[term_ids]
+    # Every term is new (a build): numbered in their order of appearance, as the vocabulary does.
+    return term_ids + np.int32(first_new) if first_new else term_ids
 
 
 _P = ParamSpec("_P")
@@ -433,46 +491,46 @@ class BM25Index:
         (mapping order) matters only in the last bits of the idf average, as in rank-bm25.
         ``merge=False``: the caller, holding :attr:`lock` around more, calls :meth:`merge_segments` after.
         """
-        self._add_counts(doc_ids, counts)
+        self.add_postings(*_counts_as_postings(doc_ids, counts), merge=merge)
+
+    def add_postings(
+        self,
+        doc_ids: Sequence[int],
+        n_unique: IntArray,
+        term_ids: npt.NDArray[np.int32],
+        tf: npt.NDArray[np.unsignedinteger],
+        terms: Sequence[str],
+        *,
+        merge: bool = True,
+    ) -> None:
+        """Like :meth:`add_counts`, the documents as arrays (:class:`bot.services.bulk_terms.DocumentPostings`):
+        document ``n`` holds the next ``n_unique[n]`` of ``term_ids`` (numbered ``0 ..`` in order of first
+        appearance, named by ``terms``), frequencies ``tf``. Distinct ids; one present is replaced."""
+        self._add_postings(doc_ids, n_unique, term_ids, tf, terms)
         if merge:
             self.merge_segments()
 
     @_locked
-    def _add_counts(self, doc_ids: Sequence[int], counts: Sequence[Mapping[str, int]]) -> None:
-        if len(doc_ids) != len(counts):
-            raise ValueError(f"{len(doc_ids)} ids but {len(counts)} documents")
-        if not doc_ids:
-            return
+    def _add_postings(
+        self,
+        doc_ids: Sequence[int],
+        n_unique: IntArray,
+        term_ids: npt.NDArray[np.int32],
+        tf: npt.NDArray[np.unsignedinteger],
+        terms: Sequence[str],
+    ) -> None:
         ids = [int(i) for i in doc_ids]
-        if len(set(ids)) != len(ids):  # keep the last document of a repeated id
-            last = {doc_id: n for n, doc_id in enumerate(ids)}
-            keep = sorted(last.values())
-            ids = [ids[n] for n in keep]
-            counts = [counts[n] for n in keep]
-        n_unique = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
-        total = int(n_unique.sum())
-        # C-level iterators end to end: no Python code runs per posting.
-        tf_all = np.fromiter(chain.from_iterable(map(_values, counts)), dtype=np.int64, count=total)
-        if len(tf_all) and tf_all.min() <= 0:
-            raise ValueError("term frequencies must be positive")  # before changing anything
-
+        n_unique = np.asarray(n_unique, dtype=np.int64)
+        _check_postings(ids, n_unique, term_ids, tf, terms)
+        if not ids:
+            return
+        term_ids = _vocabulary_ids(self._vocab, terms, term_ids)
         self._kill([self._slot_of[i] for i in ids if i in self._slot_of])
-        terms_list = self._terms
-        term_id = self._vocab.__getitem__  # assigns the next id to a new term
-        d_terms = np.fromiter(map(term_id, chain.from_iterable(counts)), dtype=np.int32, count=total)
         # As wide as the other segments' (one dtype for the compiled top-k's tuples of arrays).
-        widest = np.result_type(
-            tf_dtype(int(tf_all.max()) if len(tf_all) else 0), *(g.d_tf for g in self._segments)
-        )
-        d_tf = tf_all.astype(widest)
-        running = offsets(tf_all)
-        starts = offsets(n_unique)
-        lengths = running[starts[1:]] - running[starts[:-1]]
-
-        n_new = len(ids)
-        slot0 = self.n_slots
-        n_terms = len(terms_list)
-        segment, term_counts = new_segment(slot0, n_unique, d_terms, d_tf, n_terms)
+        d_tf = tf.astype(np.result_type(tf, *(g.d_tf for g in self._segments)), copy=False)
+        lengths = document_lengths(n_unique, d_tf)
+        n_new, slot0, n_terms = len(ids), self.n_slots, len(self._terms)
+        segment, term_counts = new_segment(slot0, n_unique, term_ids, d_tf, n_terms)
         self._df = np.concatenate([self._df, np.zeros(n_terms - len(self._df), np.int64)])
         self._df += term_counts
         self._slot_of.assign(ids, range(slot0, slot0 + n_new))

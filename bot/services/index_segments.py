@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from bot.services import index_doc_terms as doc_codes
 from bot.services import index_term_docs as term_codes
+from bot.services.bulk_kernels import postings_by_document, postings_by_term
 from bot.services.snapshot import Snapshot, SnapshotError, check_offsets, check_range, expect
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -114,16 +115,6 @@ def offsets(counts: npt.NDArray[np.integer]) -> IntArray:
     return out
 
 
-def stable_argsort(keys: npt.NDArray[np.int32], n_keys: int) -> IntArray:
-    """Stable argsort of non-negative int32 keys: one or two 16-bit radix passes (linear time)."""
-    low = (keys & 0xFFFF).astype(np.uint16)
-    order = np.argsort(low, kind="stable")  # numpy radix-sorts 16-bit keys
-    if n_keys > 0x10000:
-        high = (keys >> 16).astype(np.uint16)
-        order = order[np.argsort(high[order], kind="stable")]
-    return order.astype(np.int64, copy=False)
-
-
 def pad_offsets(indptr: IntArray, n_terms: int) -> IntArray:
     """``indptr`` extended with empty ranges up to ``n_terms`` terms."""
     if len(indptr) - 1 >= n_terms:
@@ -142,15 +133,16 @@ def new_segment(
     ``n_unique`` distinct terms: their ids and frequencies), and per term how many of them hold it."""
     n_new = len(n_unique)
     term_counts = np.bincount(d_terms, minlength=n_terms)
-    order = stable_argsort(d_terms, n_terms)
-    local = np.repeat(np.arange(n_new, dtype=np.int32), n_unique)[order]  # term-major
-    t_tf = d_tf[order]
-    # Term-major postings stably sorted by document: each document's terms, ascending.
-    by_doc = stable_argsort(local, n_new)
-    sorted_terms = np.repeat(np.arange(n_terms, dtype=np.int32), term_counts)[by_doc]
-    d_indptr = offsets(n_unique)
-    code, byteptr = doc_codes.encode(d_indptr, sorted_terms)
     t_indptr = offsets(term_counts)
+    local = np.empty(len(d_terms), dtype=np.int32)  # term-major: each posting's document
+    t_tf = np.empty_like(d_tf)
+    postings_by_term(d_terms, d_tf, n_unique, t_indptr, local, t_tf)
+    # The term-major postings by document: each document's terms, ascending.
+    d_indptr = offsets(n_unique)
+    sorted_terms = np.empty(len(d_terms), dtype=np.int32)
+    sorted_tf = np.empty_like(d_tf)
+    postings_by_document(t_indptr, local, t_tf, d_indptr, sorted_terms, sorted_tf)
+    code, byteptr = doc_codes.encode(d_indptr, sorted_terms)
     segment = Segment(
         slot0,
         n_new,
@@ -160,7 +152,7 @@ def new_segment(
         d_indptr=d_indptr,
         d_code=code,
         d_byteptr=byteptr,
-        d_tf=t_tf[by_doc],
+        d_tf=sorted_tf,
     )
     return segment, term_counts
 

@@ -41,6 +41,7 @@ import numpy.typing as npt
 from bot.errors import NotFoundError, QueryError
 from bot.services import snapshot
 from bot.services import tokenize as tokenizer
+from bot.services.bulk_terms import document_postings, title_words
 from bot.services.index import BM25Index, Query
 from bot.services.segment_merges import MergeJob, due_pair, replace_pair, run_merges
 from bot.services.snapshot import SnapshotError, check_offsets, check_range, expect
@@ -99,6 +100,14 @@ def fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text)
     stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
     return " ".join(stripped.casefold().split())
+
+
+class _FoldedNames(dict[str, str]):
+    """name → :func:`fold` of it, folded on first use."""
+
+    def __missing__(self, name: str) -> str:
+        folded = self[name] = fold(name)
+        return folded
 
 
 def document_terms(title: str, abstract: str) -> Counter[str]:
@@ -187,27 +196,20 @@ class _TitleSegment:
     slots: npt.NDArray[np.int32]
 
 
-def _title_words(title: str) -> list[str]:
-    return list(dict.fromkeys(WORD_RE.findall(normalize(title))))
-
-
 def _title_count(segment: _TitleSegment) -> int:
     return segment.stop - segment.start
 
 
 def _build_title_segment(titles: Sequence[str], start: int, stop: int) -> _TitleSegment:
-    word_lists = [_title_words(t) for t in titles[start:stop]]
-    ids: dict[str, int] = {}
-    word_id = ids.setdefault
-    flat = np.fromiter((word_id(w, len(ids)) for w in chain.from_iterable(word_lists)), dtype=np.int64)
-    words = sorted(ids)
+    names, ptr, flat = title_words(titles[start:stop])
+    words = sorted(names)
     rank = np.empty(len(words), dtype=np.int64)
-    rank[np.fromiter(map(ids.__getitem__, words), dtype=np.int64, count=len(words))] = np.arange(len(words))
-    keys = rank[flat]
-    slots_of = np.repeat(
-        np.arange(start, stop, dtype=np.int32),
-        np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)),
+    word_id = {w: n for n, w in enumerate(names)}
+    rank[np.fromiter(map(word_id.__getitem__, words), dtype=np.int64, count=len(words))] = np.arange(
+        len(words)
     )
+    keys = rank[flat]
+    slots_of = np.repeat(np.arange(start, stop, dtype=np.int32), np.diff(ptr))
     order = np.argsort(keys, kind="stable")
     indptr = np.zeros(len(words) + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys, minlength=len(words)), out=indptr[1:])
@@ -400,22 +402,28 @@ class SearchEngine:
         if not latest:
             return
         ids = list(latest)
-        # Millions of short-lived containers: the cyclic GC would rescan the heap many times
-        # over (about 20% of a 100k-paper build) and can find no cycles here.
+        # Many short-lived objects (the pieces of text first seen, the rows' fields): the cyclic GC
+        # would rescan the heap many times over and can find no cycles here.
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            counts = [document_terms(f[1], f[2]) for f in latest.values()]
+            papers = list(latest.values())
+            postings = document_postings(
+                [f[1] for f in papers], [f[2] for f in papers], title_weight=TITLE_WEIGHT
+            )
         finally:
             if gc_was_enabled:
                 gc.enable()
         with self._lock:
             first_slot = self.index.n_slots
-            self.index.add_counts(ids, counts, merge=False)
+            self.index.add_postings(
+                ids, postings.n_unique, postings.term_ids, postings.tf, postings.terms, merge=False
+            )
             meta = self._meta
+            folded = _FoldedNames().__getitem__  # a name is on many papers: fold it once
             for pid, title, _, authors, venue, year, external in latest.values():
                 meta.titles.append(title)
-                meta.authors.append("\n".join(fold(a) for a in authors))
+                meta.authors.append("\n".join(map(folded, authors)))
                 meta.venue_codes.append(self._venue(venue))
                 meta.years.append(int(year) if year else 0)
                 for ext in external:

@@ -1,0 +1,341 @@
+"""The compiled loops of :mod:`bot.services.bulk_terms` (numba): tokenising many papers at once.
+
+Python tokenises a paper in ~0.1 ms (each raw piece of text a bytes object, a dict look-up, a Counter);
+at a million papers that is minutes. These loops do the per-piece and per-posting work over whole
+batches of translated text instead: :func:`find_pieces` cuts the text at spaces and gives each distinct
+piece an id through an open-addressing hash table (the piece's bytes kept once), so Python only looks at
+a piece the first time it is seen; :func:`title_pairs` joins the pieces' adjacent word terms into phrase
+pairs; :func:`count_documents` counts each paper's terms in first-seen order; :func:`postings_by_term`
+turns document-major postings into term-major ones by a counting sort (stable, linear), and
+:func:`postings_by_document` back, each document's terms ascending.
+
+numba compiles them once per machine (``cache=True``); they release the GIL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_SPACE = 32
+
+
+def _jit(fn: _F) -> _F:
+    """Compiled by numba (machine code cached on disk, the GIL released), same signature."""
+    return cast(_F, numba.njit(cache=True, nogil=True)(fn))
+
+
+@_jit
+def piece_hash(blob: Any, lo: int, hi: int) -> Any:
+    """FNV-1a of ``blob[lo:hi]`` (never 0, so 0 can mean an empty slot)."""
+    h = _FNV_OFFSET
+    for i in range(lo, hi):
+        h = (h ^ np.uint64(blob[i])) * _FNV_PRIME
+    return h | np.uint64(1)
+
+
+@_jit
+def rehash(hashes: Any, n_pieces: int, size: int) -> Any:
+    """A table of ``size`` slots (a power of two) holding pieces ``0 .. n_pieces - 1``."""
+    table = np.full(size, -1, dtype=np.int32)
+    mask = np.uint64(size - 1)
+    for pid in range(n_pieces):
+        slot = hashes[pid] & mask
+        while table[slot] != -1:
+            slot = (slot + np.uint64(1)) & mask
+        table[slot] = pid
+    return table
+
+
+@_jit
+def find_pieces(
+    blob: Any,
+    bounds: Any,
+    first_doc: int,
+    table: Any,
+    hashes: Any,
+    keys: Any,
+    key_ptr: Any,
+    state: Any,
+    out: Any,
+    out_ptr: Any,
+) -> int:
+    """The id of every piece (run of bytes other than space) of documents ``first_doc ..``, document
+    ``d`` being ``blob[bounds[d]:bounds[d + 1]]``; new pieces get the next ids, their bytes appended to
+    ``keys`` (piece ``p`` is ``keys[key_ptr[p]:key_ptr[p + 1]]``).
+
+    ``state`` holds [pieces, key bytes, pieces written to ``out``]; ``out_ptr[d + 1]`` ends document
+    ``d``'s ids. Returns the document where it stopped because the table would be over half full or
+    ``hashes``/``keys`` would overflow (the caller grows them and calls again from there), or the
+    number of documents when done.
+    """
+    n_docs = len(bounds) - 1
+    mask = np.uint64(len(table) - 1)
+    n_pieces, n_key, k = state[0], state[1], state[2]
+    for d in range(first_doc, n_docs):
+        lo, hi = bounds[d], bounds[d + 1]
+        if 2 * (n_pieces + (hi - lo)) > len(table) or n_pieces + (hi - lo) > len(hashes) - 1:
+            state[0], state[1], state[2] = n_pieces, n_key, k
+            return d
+        if n_key + (hi - lo) > len(keys):
+            state[0], state[1], state[2] = n_pieces, n_key, k
+            return d
+        i = lo
+        while i < hi:
+            while i < hi and blob[i] == _SPACE:
+                i += 1
+            if i == hi:
+                break
+            j = i
+            while j < hi and blob[j] != _SPACE:
+                j += 1
+            h = piece_hash(blob, i, j)
+            length = j - i
+            slot = h & mask
+            found = -1
+            while table[slot] != -1:
+                pid = table[slot]
+                if hashes[pid] == h and key_ptr[pid + 1] - key_ptr[pid] == length:
+                    start = key_ptr[pid]
+                    same = True
+                    for m in range(length):
+                        if keys[start + m] != blob[i + m]:
+                            same = False
+                            break
+                    if same:
+                        found = pid
+                        break
+                slot = (slot + np.uint64(1)) & mask
+            if found == -1:
+                found = n_pieces
+                table[slot] = found
+                hashes[found] = h
+                for m in range(length):
+                    keys[n_key + m] = blob[i + m]
+                n_key += length
+                key_ptr[found + 1] = n_key
+                n_pieces += 1
+            out[k] = found
+            k += 1
+            i = j
+        out_ptr[d + 1] = k
+    state[0], state[1], state[2] = n_pieces, n_key, k
+    return n_docs
+
+
+@_jit
+def title_pairs(
+    ids: Any,
+    ptr: Any,
+    use: Any,
+    first: Any,
+    last: Any,
+    flags: Any,
+    pair_ptr: Any,
+    pairs: Any,
+    out: Any,
+    out_ptr: Any,
+) -> None:
+    """Adjacent word-term pairs of each title whose ``use`` is set (its pieces ``ids[ptr[d]:ptr[d + 1]]``),
+    as ``first << 32 | second`` keys, in order; ``out_ptr[d + 1]`` ends title ``d``'s.
+
+    Per piece: ``first`` is its first word's term (−1 for a word without one, −2 for a piece without
+    words), ``last`` its last word's, ``flags`` bit 0 a phrase break before its first word (for a piece
+    without words: anywhere in it) and bit 1 one after its last word, and ``pairs[pair_ptr[p]:
+    pair_ptr[p + 1]]`` the pairs inside it (as :func:`bot.services.tokenize.phrase_spans` finds them).
+    """
+    k = 0
+    for d in range(len(ptr) - 1):
+        if use[d]:
+            previous = -1
+            for c in range(ptr[d], ptr[d + 1]):
+                p = ids[c]
+                head = first[p]
+                if head == -2:
+                    if flags[p] & 1:
+                        previous = -1
+                    continue
+                if previous >= 0 and head >= 0 and not flags[p] & 1:
+                    out[k] = (np.int64(previous) << 32) | np.int64(head)
+                    k += 1
+                for q in range(pair_ptr[p], pair_ptr[p + 1]):
+                    out[k] = pairs[q]
+                    k += 1
+                previous = -1 if flags[p] & 2 else last[p]
+        out_ptr[d + 1] = k
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _count(term: Any, weight: int, marker: int, k: int, last: Any, out_terms: Any, out_tf: Any) -> int:
+    """Count one occurrence (``weight`` times) of ``term`` in the current document; the next free posting."""
+    seen = last[term]
+    if seen >> 32 == marker:
+        out_tf[seen & 0xFFFFFFFF] += weight
+        return k
+    last[term] = (np.int64(marker) << 32) | k
+    out_terms[k] = term
+    out_tf[k] = weight
+    return k + 1
+
+
+@_jit
+def terms_in(ids: Any, term_ptr: Any) -> int:
+    """How many terms the pieces ``ids`` hold together."""
+    total = 0
+    for p in ids:
+        total += term_ptr[p + 1] - term_ptr[p]
+    return total
+
+
+@_jit
+def count_documents(
+    title_ids: Any,
+    title_ptr: Any,
+    abstract_ids: Any,
+    abstract_ptr: Any,
+    term_ptr: Any,
+    terms: Any,
+    phrases: Any,
+    phrase_ptr: Any,
+    title_weight: int,
+    first_marker: int,
+    last: Any,
+    out_terms: Any,
+    out_tf: Any,
+    n_unique: Any,
+) -> int:
+    """Each document's distinct terms in first-seen order and their frequencies: its title's terms
+    ``title_weight`` times, then its abstract's, then its phrase terms ``phrases[phrase_ptr[d]:
+    phrase_ptr[d + 1]]`` (a piece's terms are ``terms[term_ptr[p]:term_ptr[p + 1]]``). Returns the
+    number of postings written (at most 2**32 per call).
+
+    ``last`` is scratch per term id: ``marker << 32 | posting`` of the document that saw it last (its
+    marker ``first_marker + d``, so a later call needs no reset; −1 at first) and where its count is."""
+    k = 0
+    for d in range(len(title_ptr) - 1):
+        start = k
+        marker = first_marker + d
+        for c in range(title_ptr[d], title_ptr[d + 1]):
+            p = title_ids[c]
+            for at in range(term_ptr[p], term_ptr[p + 1]):
+                k = _count(terms[at], title_weight, marker, k, last, out_terms, out_tf)
+        for c in range(abstract_ptr[d], abstract_ptr[d + 1]):
+            p = abstract_ids[c]
+            for at in range(term_ptr[p], term_ptr[p + 1]):
+                k = _count(terms[at], 1, marker, k, last, out_terms, out_tf)
+        for c in range(phrase_ptr[d], phrase_ptr[d + 1]):
+            k = _count(phrases[c], 1, marker, k, last, out_terms, out_tf)
+        n_unique[d] = k - start
+    return k
+
+
+@_jit
+def pair_numbers(keys: Any, table: Any, state: Any, out: Any) -> None:
+    """Number each distinct ``keys`` value (≥ 0) in order of first appearance, from call to call: ``out``
+    gets each key's number. ``table`` (open addressing: ``key, number`` per slot, −1 when empty; the
+    caller keeps it at most half full) holds them and ``state[0]`` counts them."""
+    mask = np.uint64(len(table) - 1)
+    n = state[0]
+    for c in range(len(keys)):
+        key = keys[c]
+        slot = ((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask
+        while True:
+            held = table[slot, 0]
+            if held == key:
+                out[c] = table[slot, 1]
+                break
+            if held == -1:
+                table[slot, 0] = key
+                table[slot, 1] = n
+                out[c] = n
+                n += 1
+                break
+            slot = (slot + np.uint64(1)) & mask
+    state[0] = n
+
+
+@_jit
+def document_lengths(n_unique: Any, tf: Any) -> Any:
+    """Each document's length: the sum of its ``n_unique[d]`` frequencies, documents one after another."""
+    lengths = np.zeros(len(n_unique), dtype=np.int64)
+    c = 0
+    for d in range(len(n_unique)):
+        total = 0
+        for _ in range(n_unique[d]):
+            total += tf[c]
+            c += 1
+        lengths[d] = total
+    return lengths
+
+
+@_jit
+def first_seen(ids: Any, local_of: Any, state: Any) -> None:
+    """Number ids by their first appearance: ``local_of[i]`` (−1 until seen) becomes the count of distinct
+    ids seen before ``i`` (``state[0]``, carried from call to call); ``ids`` are replaced by those numbers."""
+    n_local = state[0]
+    for c in range(len(ids)):
+        i = ids[c]
+        local = local_of[i]
+        if local == -1:
+            local = local_of[i] = n_local
+            n_local += 1
+        ids[c] = local
+    state[0] = n_local
+
+
+@_jit
+def postings_by_term(d_terms: Any, d_tf: Any, n_unique: Any, t_indptr: Any, t_docs: Any, t_tf: Any) -> None:
+    """Term-major postings from document-major ones: a counting sort by term (``t_indptr`` holds each
+    term's range), documents (numbered from 0) ascending within a term."""
+    fill = t_indptr[:-1].copy()
+    c = 0
+    for d in range(len(n_unique)):
+        for _ in range(n_unique[d]):
+            term = d_terms[c]
+            at = fill[term]
+            t_docs[at] = d
+            t_tf[at] = d_tf[c]
+            fill[term] = at + 1
+            c += 1
+
+
+@_jit
+def postings_by_document(
+    t_indptr: Any, t_docs: Any, t_tf: Any, d_indptr: Any, d_terms: Any, d_tf: Any
+) -> None:
+    """Document-major postings from term-major ones (documents numbered from 0): a counting sort by
+    document (``d_indptr`` holds each one's range), terms ascending within a document."""
+    fill = d_indptr[:-1].copy()
+    for term in range(len(t_indptr) - 1):
+        for c in range(t_indptr[term], t_indptr[term + 1]):
+            d = t_docs[c]
+            at = fill[d]
+            d_terms[at] = term
+            d_tf[at] = t_tf[c]
+            fill[d] = at + 1
+
+
+@_jit
+def distinct_per_document(
+    ids: Any, ptr: Any, words_ptr: Any, words: Any, seen: Any, out: Any, out_ptr: Any
+) -> None:
+    """Each document's distinct words (pieces → words: ``words[words_ptr[p]:words_ptr[p + 1]]``), in
+    first-seen order; ``seen`` is scratch per word id (−1 initially)."""
+    k = 0
+    for d in range(len(ptr) - 1):
+        for c in range(ptr[d], ptr[d + 1]):
+            p = ids[c]
+            for at in range(words_ptr[p], words_ptr[p + 1]):
+                w = words[at]
+                if seen[w] != d:
+                    seen[w] = d
+                    out[k] = w
+                    k += 1
+        out_ptr[d + 1] = k
