@@ -17,6 +17,7 @@ from bot.services.authors import AuthorDirectory
 from bot.services.digests import Digests
 from bot.services.feedback import FeedbackService
 from bot.services.follows import FollowService
+from bot.services.index import warm_up
 from bot.services.ingest.runner import ensure_shipped_corpus
 from bot.services.permission_notices import PermissionNotices
 from bot.services.privacy import PrivacyService
@@ -240,6 +241,18 @@ async def build_search_engine(
     return engine, position
 
 
+async def warm_up_search(search: SearchEngine) -> None:
+    """What the first search would wait for, in a worker thread beside the start: numba preparing the
+    compiled scoring loops (:func:`bot.services.index.warm_up`)."""
+    started = time.perf_counter()
+    try:
+        await asyncio.to_thread(warm_up, search.index)
+    except Exception:
+        log.exception("could not prepare the compiled scoring loops ahead of the first search")
+        return
+    log.info("scoring loops ready in %.2fs", time.perf_counter() - started)
+
+
 def one_blas_thread() -> None:
     """Keep numpy's BLAS (OpenBLAS) to one thread for the rest of the process. The bot's matrices are
     small (a person's model fit on the event loop) or computed in a thread beside the event loop (the
@@ -268,10 +281,15 @@ async def open_services(
         papers = PaperRepository(db)
         search, position = await build_search_engine(papers, snapshot_path(settings))
         services = Services(settings=settings, db=db, papers=papers, search=search, position=position)
-        # the learned models' paper space: computed beside the start (seconds at 100k papers); the
-        # author names for /paper follow too (a second at 100k)
+        # the compiled scoring loops made ready for the first search; the learned models' paper space:
+        # computed beside the start (seconds at 100k papers); the author names for /paper follow too (a
+        # second at 100k)
         beside = (
-            [asyncio.create_task(services.place_papers()), asyncio.create_task(services.authors.refresh())]
+            [
+                asyncio.create_task(warm_up_search(search)),
+                asyncio.create_task(services.place_papers()),
+                asyncio.create_task(services.authors.refresh()),
+            ]
             if beside_start
             else []
         )

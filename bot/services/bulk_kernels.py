@@ -14,22 +14,16 @@ numba compiles them once per machine (``cache=True``); they release the GIL.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any
 
-import numba
 import numpy as np
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+from bot.services.compiled import jit as _jit
+from bot.services.compiled import jit_inline as _jit_inline
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _SPACE = 32
-
-
-def _jit(fn: _F) -> _F:
-    """Compiled by numba (machine code cached on disk, the GIL released), same signature."""
-    return cast(_F, numba.njit(cache=True, nogil=True)(fn))
 
 
 @_jit
@@ -172,7 +166,7 @@ def title_pairs(
         out_ptr[d + 1] = k
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit_inline
 def _count(term: Any, weight: int, marker: int, k: int, last: Any, out_terms: Any, out_tf: Any) -> int:
     """Count one occurrence (``weight`` times) of ``term`` in the current document; the next free posting."""
     seen = last[term]

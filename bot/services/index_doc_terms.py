@@ -11,17 +11,11 @@ per term and check a snapshot's bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any
 
-import numba
 import numpy as np
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _jit(fn: _F) -> _F:
-    return cast(_F, numba.njit(cache=True, nogil=True)(fn))
+from bot.services.compiled import jit as _jit
 
 
 @_jit

@@ -5,26 +5,19 @@
 order, so the scores are rank-bm25's exactly, without keeping a float64 factor per posting (8 bytes
 each, refreshed whenever N or avgdl changed) as the numpy version had to for its speed.
 
-numba compiles it once per machine (``cache=True`` keeps the machine code beside this file, or in the
-user's cache folder when that is not writable); it releases the GIL.
+numba compiles it once per machine and keeps the machine code on disk (:mod:`bot.services.compiled`);
+it releases the GIL. :func:`bot.services.index.warm_up` prepares the loops at start.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any
 
-import numba
 import numpy as np
 
+from bot.services.compiled import jit as _jit
+from bot.services.compiled import jit_fastmath as _jit_fastmath
 from bot.services.index_term_docs import term_docs
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _jit(fn: _F) -> _F:
-    """Compiled by numba (machine code cached on disk, the GIL released), same signature."""
-    return cast(_F, numba.njit(cache=True, nogil=True)(fn))
 
 
 @_jit
@@ -157,7 +150,7 @@ def _sift_up(heap_v: Any, heap_k: Any, i: int) -> None:
         i = parent
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)  # fastmath: integer max/count only, no float sums
+@_jit_fastmath  # integer max/count only, no float sums
 def _block_tops(acc: Any, keep: Any, use_keep: bool, tops: Any) -> int:
     """Per block of :data:`BLOCK` slots, the largest float32 sum's bits into ``tops`` (dropping slots
     where ``keep`` is False if ``use_keep``); returns the number of positive sums."""

@@ -14,17 +14,11 @@ posting on the multivenue corpus where an int32 took 4.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any
 
-import numba
 import numpy as np
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _jit(fn: _F) -> _F:
-    return cast(_F, numba.njit(cache=True, nogil=True)(fn))
+from bot.services.compiled import jit as _jit
 
 
 @_jit
