@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -241,12 +242,13 @@ async def build_search_engine(
     return engine, position
 
 
-async def warm_up_search(search: SearchEngine) -> None:
+async def warm_up_search(search: SearchEngine, stop: threading.Event) -> None:
     """What the first search would wait for, in a worker thread beside the start: numba preparing the
-    compiled scoring loops (:func:`bot.services.index.warm_up`)."""
+    compiled scoring loops (:func:`bot.services.index.warm_up`; where numba has no cache for them yet,
+    compiling them takes a minute or more: ``stop`` ends it early, for a bot stopping meanwhile)."""
     started = time.perf_counter()
     try:
-        await asyncio.to_thread(warm_up, search.index)
+        await asyncio.to_thread(warm_up, search.index, stop)
     except Exception:
         log.exception("could not prepare the compiled scoring loops ahead of the first search")
         return
@@ -284,9 +286,10 @@ async def open_services(
         # the compiled scoring loops made ready for the first search; the learned models' paper space:
         # computed beside the start (seconds at 100k papers); the author names for /paper follow too (a
         # second at 100k)
+        warming_stop = threading.Event()
         beside = (
             [
-                asyncio.create_task(warm_up_search(search)),
+                asyncio.create_task(warm_up_search(search, warming_stop)),
                 asyncio.create_task(services.place_papers()),
                 asyncio.create_task(services.authors.refresh()),
             ]
@@ -297,6 +300,7 @@ async def open_services(
             yield services
         finally:
             await services.writes.stop()  # if the bot did not (a failed start)
+            warming_stop.set()
             await asyncio.gather(*beside, return_exceptions=True)
     finally:
         await db.close()

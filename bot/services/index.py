@@ -778,17 +778,19 @@ class BM25Index:
         return list(zip(ids[order].tolist(), values[order].tolist(), strict=True)), total
 
 
-def warm_up(index: BM25Index) -> None:
+def warm_up(index: BM25Index, stop: threading.Event | None = None) -> None:
     """Prepare the compiled loops a search takes (the bounded best k; every slot's score, as similar
     papers and the recommender ask) for the arrays ``index`` holds and for every number of segments it
     may come to hold, so that numba does it now (its code generator set up, the machine code loaded
     from its disk cache or compiled: 0.4 to 1 s and more in a fresh process, and again for each new
     number of segments) instead of during a search, which holds the lock. On small twins of the
-    index: ``index`` itself is not locked meanwhile."""
+    index: ``index`` itself is not locked meanwhile. Ends early, between two twins, once ``stop`` is set."""
     with index.lock:
         widest = int(np.iinfo(index._segments[0].t_tf.dtype).max) if index._segments else 1
         now = max(1, len(index._segments))
     for n_segments in dict.fromkeys([now, *range(1, _MAX_SEGMENTS + 2)]):  # the layout of now first
+        if stop is not None and stop.is_set():
+            return
         twin = BM25Index(k1=index.k1, b=index.b, epsilon=index.epsilon)
         twin.add_counts([0, 1, 2, 3], [{"q": widest}, {"r": 1}, {"s": 1}, {"t": 1}], merge=False)
         for n in range(1, n_segments):
