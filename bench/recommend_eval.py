@@ -285,6 +285,38 @@ class Product:
         return self.next_user
 
 
+def perturbed(split: Split, run: int) -> Split:
+    """Run 0 is the split itself; run k ≥ 1 leaves out a random tenth of each person's area (from what
+    is relevant and what can be picked): the same people, slightly different. One different pick on
+    day 1 changes every later day, so a single run cannot tell apart two settings a few hundredths
+    apart; the mean over such runs can (``--runs``)."""
+    if run == 0:
+        return split
+    rng = np.random.default_rng(run)
+    people = []
+    for person in split.people:
+        area = sorted(person.relevant)
+        left_out = frozenset(rng.choice(area, size=max(1, len(area) // 10), replace=False).tolist())
+        people.append(
+            dataclasses.replace(person, relevant=person.relevant - left_out, judged=person.judged - left_out)
+        )
+    return Split(split.name, tuple(people))
+
+
+async def simulate_runs(
+    split: Split, start: str, picker: Callable[[Split], Any], runs: int
+) -> tuple[np.ndarray, list[Any]]:
+    """precision@5 per person and day, the mean over ``runs`` perturbed runs (:func:`perturbed`),
+    and each run's picker (``picker(split)`` makes a fresh one per run)."""
+    results, pickers = [], []
+    for run in range(runs):
+        each = perturbed(split, run)
+        pick = picker(each)
+        results.append(await simulate(each, start, pick))
+        pickers.append(pick)
+    return np.mean(results, axis=0), pickers
+
+
 async def simulate(split: Split, start: str, pick: Callable[..., Any]) -> np.ndarray:
     """precision@5 per person (rows) and day (columns); ``pick(person, phrase, liked, disliked, shown)``."""
     result = np.zeros((len(split.people), DAYS))
@@ -502,11 +534,12 @@ def reported(result: np.ndarray) -> float:
     return float(result[:, REPORTED_DAYS].mean())
 
 
-def table(split: Split, start: str, results: dict[str, np.ndarray]) -> str:
+def table(split: Split, start: str, results: dict[str, np.ndarray], runs: int = 1) -> str:
     header = f"| method | {' | '.join(f'day {d + 1}' for d in range(DAYS))} | days 4–6 (95 % CI) |"
     lines = [
         f"### {split.name} split, {'own name' if start == 'name' else 'broader field'} typed "
-        f"({len(split.people)} people, precision@{PER_DAY})",
+        f"({len(split.people)} people, precision@{PER_DAY}"
+        + (f", each the mean of {runs} runs)" if runs > 1 else ")"),
         "",
         header,
         "|" + "---|" * (DAYS + 2),
@@ -542,16 +575,16 @@ async def run(args: argparse.Namespace) -> int:
         )
         try:
             if args.grid:
-                await grid(product, split, rows, args.methods)
+                await grid(product, split, rows, args.methods, args.runs)
             else:
-                await report(product, split, rows, args.methods)
+                await report(product, split, rows, args.methods, args.runs)
         finally:
             await product.db.close()
     print(f"({time.perf_counter() - started:.0f} s)")
     return 0
 
 
-async def grid(product: Product, split: Split, rows, methods: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
+async def grid(product: Product, split: Split, rows, methods: Sequence[str], runs: int) -> None:  # type: ignore[no-untyped-def]
     """Each method's grid on the tune split; the best mean of both starts (days 4–6) is kept."""
     chosen = json.loads(SETTINGS.read_text()) if SETTINGS.exists() else dict(DEFAULT_SETTINGS)
     for method in methods:
@@ -561,9 +594,13 @@ async def grid(product: Product, split: Split, rows, methods: Sequence[str]) -> 
         for settings in GRIDS[method]:
             scores = {}
             for start in ("name", "broad"):
-                scores[start] = reported(
-                    await simulate(split, start, picker_for(method, settings, product, split, rows))
+                result, _ = await simulate_runs(
+                    split,
+                    start,
+                    lambda each, m=method, s=settings: picker_for(m, s, product, each, rows),
+                    runs,
                 )
+                scores[start] = reported(result)
             value = (scores["name"] + scores["broad"]) / 2
             print(
                 f"{method:10s} {json.dumps(settings):55s} name {scores['name']:.3f} broad {scores['broad']:.3f} "
@@ -578,7 +615,7 @@ async def grid(product: Product, split: Split, rows, methods: Sequence[str]) -> 
         SETTINGS.write_text(json.dumps(chosen, indent=2) + "\n")
 
 
-async def report(product: Product, split: Split, rows, methods: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
+async def report(product: Product, split: Split, rows, methods: Sequence[str], runs: int) -> None:  # type: ignore[no-untyped-def]
     settings = json.loads(SETTINGS.read_text()) if SETTINGS.exists() else dict(DEFAULT_SETTINGS)
     labels = {
         "paperbot": "paperbot (reactions)",
@@ -595,11 +632,14 @@ async def report(product: Product, split: Split, rows, methods: Sequence[str]) -
                 # the tuning chose arxiv-sanity-lite's own settings: the same run
                 results[labels[method] + " (= its settings)"] = results[labels["svm_asl"]]
                 continue
-            pick = picker_for(method, settings.get(method, {}), product, split, rows)
-            results[labels[method]] = await simulate(split, start, pick)
+            chosen = settings.get(method, {})
+            results[labels[method]], pickers = await simulate_runs(
+                split, start, lambda each, m=method, s=chosen: picker_for(m, s, product, each, rows), runs
+            )
             if method == "paperbot":
-                searches.append((start, *(await search_top5(product, split, pick))))
-        print(table(split, start, results) + "\n", flush=True)
+                orders = [await search_top5(product, split, pick) for pick in pickers]
+                searches.append((start, *(np.mean(side, axis=0) for side in zip(*orders, strict=True))))
+        print(table(split, start, results, runs) + "\n", flush=True)
     if searches:
         print("### A search for the typed phrase after the 6 days: share of the person's area in the top 5\n")
         print("| typed | today's order | ordered by their model | gain (95 % CI) |\n|---|---|---|---|")
@@ -619,6 +659,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--methods",
         default="paperbot,no feedback,svm_asl,svm_tuned,rocchio",
         help="comma-separated: paperbot, no feedback, svm_asl, svm_tuned, rocchio",
+    )
+    parser.add_argument(
+        "--runs", type=int, default=1, help="perturbed runs per person, averaged (run 0 = the split itself)"
     )
     args = parser.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",")]
