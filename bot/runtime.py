@@ -14,6 +14,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from bot.services import bulk_terms
 from bot.services.authors import AuthorDirectory
 from bot.services.digests import Digests
 from bot.services.feedback import FeedbackService
@@ -244,11 +245,14 @@ async def build_search_engine(
 
 async def warm_up_search(search: SearchEngine, stop: threading.Event) -> None:
     """What the first search would wait for, in a worker thread beside the start: numba preparing the
-    compiled scoring loops (:func:`bot.services.index.warm_up`; where numba has no cache for them yet,
+    compiled scoring loops (:func:`bot.services.index.warm_up`), then those of adding papers
+    (:func:`bot.services.bulk_terms.warm_up`: loading them holds the GIL, so the first ingest after a
+    snapshot load would hold up the event loop meanwhile; where numba has no cache for them yet,
     compiling them takes a minute or more: ``stop`` ends it early, for a bot stopping meanwhile)."""
     started = time.perf_counter()
     try:
         await asyncio.to_thread(warm_up, search.index, stop)
+        await asyncio.to_thread(bulk_terms.warm_up)  # the loops of the first add after a snapshot load
     except Exception:
         log.exception("could not prepare the compiled scoring loops ahead of the first search")
         return

@@ -441,3 +441,11 @@ def title_words(titles: Sequence[str]) -> tuple[list[str], IntArray, Int32Array]
     seen = np.full(len(table.words), -1, dtype=np.int64)
     kernels.distinct_per_document(pieces, ptr, word_ptr, piece_words, seen, out, out_ptr)
     return table.words, out_ptr, out[: out_ptr[-1]]
+
+
+def warm_up() -> None:
+    """Prepare the compiled loops of adding papers (numba loading them from its disk cache, or compiling
+    them: 0.4 s and more in a fresh process, holding the GIL meanwhile) now, on a few words, rather than
+    during the first add after a start that loaded the index from its snapshot."""
+    document_postings(["Graph (neural) nets: naïve"], ["An abstract, v3.5 of c++."], title_weight=3)
+    title_words(["Graph (neural) nets"])
