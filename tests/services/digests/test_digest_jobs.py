@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 
@@ -268,13 +269,20 @@ async def test_deliveries_are_bounded_by_the_semaphore(service: Digests) -> None
     """Thousands due at once queue up: never more than `concurrency` digests in flight."""
     in_flight = 0
     peak = 0
+    three_in_flight = asyncio.Event()
 
     class Slow(FakeSender):
         async def send_paper(self, paper, reason, *, nonce):  # type: ignore[no-untyped-def]
             nonlocal in_flight, peak
             in_flight += 1
             peak = max(peak, in_flight)
-            await asyncio.sleep(0.05)  # long enough that three deliveries overlap even on a loaded machine
+            if in_flight >= 3:
+                three_in_flight.set()
+            # the first deliveries hold their slot until three are in flight (however slow the store
+            # is on a loaded machine), so a fourth would be seen if the bound let it in
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(three_in_flight.wait(), timeout=5)
+            await asyncio.sleep(0.01)
             in_flight -= 1
             return await super().send_paper(paper, reason, nonce=nonce)
 
