@@ -243,20 +243,33 @@ async def build_search_engine(
     return engine, position
 
 
-async def warm_up_search(search: SearchEngine, stop: threading.Event) -> None:
-    """What the first search would wait for, in a worker thread beside the start: numba preparing the
-    compiled scoring loops (:func:`bot.services.index.warm_up`), then those of adding papers
-    (:func:`bot.services.bulk_terms.warm_up`: loading them holds the GIL, so the first ingest after a
-    snapshot load would hold up the event loop meanwhile; where numba has no cache for them yet,
-    compiling them takes a minute or more: ``stop`` ends it early, for a bot stopping meanwhile)."""
+async def warm_up_adding() -> None:
+    """Beside the start: numba loading the compiled loops of adding papers
+    (:func:`bot.services.bulk_terms.warm_up`), which holds the GIL, so that the first ingest after a
+    snapshot load does not hold up the event loop meanwhile."""
+    try:
+        await asyncio.to_thread(bulk_terms.warm_up)
+    except Exception:
+        log.exception("could not prepare the compiled loops of adding papers")
+
+
+async def ready_for_first_search(search: SearchEngine, stop: threading.Event) -> None:
+    """Before the bot serves anyone: the compiled scoring loops, for every number of segments the index
+    may hold. Loaded from numba's disk cache this takes well under a second; on the first start after
+    an install they are compiled (a minute or more on 2 cores), which beside the start would hold the
+    GIL against the first searches and make them miss Discord's 3 s."""
     started = time.perf_counter()
     try:
         await asyncio.to_thread(warm_up, search.index, stop)
-        await asyncio.to_thread(bulk_terms.warm_up)  # the loops of the first add after a snapshot load
+    except asyncio.CancelledError:
+        stop.set()  # a bot stopped meanwhile: the thread ends after the twin in progress
+        raise
     except Exception:
         log.exception("could not prepare the compiled scoring loops ahead of the first search")
         return
-    log.info("scoring loops ready in %.2fs", time.perf_counter() - started)
+    took = time.perf_counter() - started
+    if took > 2:
+        log.info("compiled the search loops in %.0fs (once after an install; later starts load them)", took)
 
 
 def one_blas_thread() -> None:
@@ -291,9 +304,10 @@ async def open_services(
         # computed beside the start (seconds at 100k papers); the author names for /paper follow too (a
         # second at 100k)
         warming_stop = threading.Event()
+        await ready_for_first_search(search, warming_stop)
         beside = (
             [
-                asyncio.create_task(warm_up_search(search, warming_stop)),
+                asyncio.create_task(warm_up_adding()),
                 asyncio.create_task(services.place_papers()),
                 asyncio.create_task(services.authors.refresh()),
             ]
