@@ -253,12 +253,13 @@ async def warm_up_adding() -> None:
         log.exception("could not prepare the compiled loops of adding papers")
 
 
-async def ready_for_first_search(search: SearchEngine, stop: threading.Event) -> None:
+async def ready_for_first_search(search: SearchEngine) -> None:
     """Before the bot serves anyone: the compiled scoring loops, for every number of segments the index
     may hold. Loaded from numba's disk cache this takes well under a second; on the first start after
     an install they are compiled (a minute or more on 2 cores), which beside the start would hold the
     GIL against the first searches and make them miss Discord's 3 s."""
     started = time.perf_counter()
+    stop = threading.Event()
     try:
         await asyncio.to_thread(warm_up, search.index, stop)
     except asyncio.CancelledError:
@@ -300,11 +301,9 @@ async def open_services(
         papers = PaperRepository(db)
         search, position = await build_search_engine(papers, snapshot_path(settings))
         services = Services(settings=settings, db=db, papers=papers, search=search, position=position)
-        # the compiled scoring loops made ready for the first search; the learned models' paper space:
-        # computed beside the start (seconds at 100k papers); the author names for /paper follow too (a
-        # second at 100k)
-        warming_stop = threading.Event()
-        await ready_for_first_search(search, warming_stop)
+        await ready_for_first_search(search)
+        # beside the start: the loops of adding papers; the learned models' paper space (seconds at
+        # 100k papers); the author names for /paper follow (a second at 100k)
         beside = (
             [
                 asyncio.create_task(warm_up_adding()),
@@ -318,7 +317,6 @@ async def open_services(
             yield services
         finally:
             await services.writes.stop()  # if the bot did not (a failed start)
-            warming_stop.set()
             await asyncio.gather(*beside, return_exceptions=True)
     finally:
         await db.close()
