@@ -1,24 +1,29 @@
 """A model of what one person wants, learned from their reactions (👍 🔖 for, 👎 against).
 
-Per person, a logistic regression over each paper's place in the field (its LSA coordinates,
-:mod:`bot.services.paper_space`) and how well it matches the person's typed topics (BM25, scaled to
-0–1 by the best match). Before any reaction the model *is* the topics: the topic weight starts at
-``prior_weight`` and the coordinate weights at zero. Each reaction is a training example; papers
-shown and left without a reaction are weak negatives; a fixed sample of the corpus is a weak
-background negative, so the model learns what sets the liked papers apart from papers in general,
-not what all papers share. L2 pulls the coordinate weights to zero and the topic weight back to its
-start, so the topics count less as reactions accumulate, never suddenly. Older reactions count less
-(half-life). Two Rocchio terms are added to what the regression learned: the rated papers' centroid
-in the same coordinates, and their words' centroid (:class:`WordCentroid`, for the rare words of a
-narrow sub-area that a hundred coordinates blur).
+Per person, a logistic regression over three views of every paper:
 
-Picks are chosen with some exploration (:func:`choose`); until the person has liked something, it is
-strong, keeps away from what they disliked and stays inside the typed field, so a broad phrase shows
-several corners of the field and the first 👍 says which one is wanted.
+* its **words**: the paper's BM25 vector scaled to length 1 (as arxiv-sanity's SVM reads TF-IDF), one
+  weight per word of the papers the person rated — two papers of one narrow sub-area share its rare
+  words;
+* its **place in the field**: its LSA coordinates (:mod:`bot.services.paper_space`), so that a paper
+  about the same things in other words is lifted too;
+* how well it matches the person's typed **topics** (BM25, scaled to 0–1 by the best match).
 
-Fitting is a few Newton steps on ~dims+2 unknowns (milliseconds); scoring every paper is one
-matrix-vector product. The settings are chosen on the tuning split of ``bench/recommend_eval.py``
-(``--grid``) and reported on its held-out test split.
+Each reaction is a training example (older ones count less: half-life); papers shown and left
+without a reaction are weak negatives; a fixed sample of the corpus is a weak background negative,
+so the model learns what sets the liked papers apart from papers in general, as the SVM that
+arxiv-sanity trains against every other paper does. L2 pulls every weight towards its start.
+
+Before the first 👍 the topics lead: their weight is held near ``prior_weight``, the 👎 teach which
+corners of the typed field are not wanted, and the picks explore (:func:`choose`), so a broad phrase
+shows several corners and the first 👍 says which one is wanted. From the first 👍 on the
+topics' weight is learned like every other, from zero: a broad phrase stops pulling the picks back
+to whatever its words match best. (Holding it at a prior after that lost on the tuning split of
+``bench/recommend_eval.py``, where every setting here was chosen; see bench/README.md.)
+
+Fitting is L-BFGS over the words of the rated papers plus ~dims+2 weights (milliseconds); scoring
+every paper's place and topic match is one matrix-vector product, and the words are added to the
+best of those (:meth:`PersonModel.word_scores`).
 """
 
 from __future__ import annotations
@@ -29,205 +34,176 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
+from scipy.optimize import minimize
 
 FloatArray = npt.NDArray[np.float64]
-NEWTON_STEPS: Final = 30
+IntArray = npt.NDArray[np.int64]
+Coords = npt.NDArray[np.float32]
+#: papers as :meth:`bot.services.index.BM25Index.doc_weights` gives them: (indptr, term ids, weights)
+DocWeights = tuple[IntArray, IntArray, FloatArray]
+
+MAX_ITERATIONS: Final = 200
+HELD: Final = 100.0  # the L2 pull on a weight held at its start
 
 
 @dataclass(frozen=True, slots=True)
 class LearningParams:
-    """How the per-person model learns; chosen on the tuning split (see the module docstring)."""
+    """How the per-person model learns and picks; chosen on the tuning split (module docstring)."""
 
-    scale: float = 10.0  # coordinates are multiplied by this (sets the L2 pull's strength relative to them)
-    l2: float = 3.0  # pull of each coordinate weight towards zero
-    prior_weight: float = 10.0  # the topics' weight before any reaction (score = weight · topic match)
-    prior_l2: float = 1.0  # how firmly the topics' weight stays at its start as reactions accumulate
-    dislike_weight: float = 2.0  # a 👎 as an example, against a 👍's 1
+    word_l2: float = 1.0  # pull of each word's weight towards zero
+    coord_l2: float = 1.0  # the same for each LSA coordinate's
+    topic_l2: float = 1.0  # the same for the topics' weight, once something is liked (it starts at 0)
+    prior_weight: float = 10.0  # the topics' weight while nothing is liked yet (score = weight · match)
+    prior_l2: float = 1.0  # how firmly it stays there
+    dislike_weight: float = 1.0  # a 👎 as an example, against a 👍's 1
     ignored_weight: float = 0.05  # a paper shown and left without a reaction
     background: int = 300  # papers sampled from the corpus as background negatives
     background_weight: float = 10.0  # their total weight (a smaller corpus's whole sample weighs less)
     half_life_days: float = 180.0  # a reaction this old counts half
-    centroid: float = 5.0  # the rated papers' centroid (liked minus disliked) added, in standard deviations
-    centroid_dislike: float = 0.5  # how much of the disliked papers' mean it subtracts
-    words: float = 0.3  # the rated papers' words (liked minus disliked, BM25) added, in standard deviations
-    words_dislike: float = 0.5  # how much of the disliked papers' words it subtracts
-    word_terms: int = 100  # the strongest words of that centroid kept for scoring
-    exploration: float = 0.3  # later picks give up this much score per unit of cosine to earlier ones
+    pool: int = 1000  # papers best by place and topics that the words are scored on
+    exploration: float = 0.0  # later picks give up this much score per unit of cosine to earlier ones
     exploration_unliked: float = 10.0  # the same while the person has liked nothing yet
-    candidates_unliked: int = 2000  # the same while nothing is liked (a broad start explores widely)
-    avoid_disliked: bool = True  # whether the exploration also keeps away from disliked papers
-    unliked_match: float = 0.6  # while nothing is liked, picks match the topics this share of the best match
     candidates: int = 200  # best-scored papers the picks are chosen from
+    candidates_unliked: int = 2000  # the same while nothing is liked (a broad start explores widely)
+    unliked_match: float = 0.6  # while nothing is liked, picks match the topics this share of the best match
 
 
 DEFAULT_LEARNING: Final = LearningParams()
 
 
-@dataclass(frozen=True, slots=True)
-class PersonModel:
-    """score(paper) = coords · weights + topic_weight · topic match + bias (a logit)."""
-
-    weights: FloatArray  # one per coordinate (already multiplied by ``scale``)
-    topic_weight: float
-    bias: float
-
-    def scores(self, coords: npt.NDArray[np.float32], topic_match: FloatArray) -> FloatArray:
-        return (
-            np.asarray(coords @ self.weights.astype(np.float32), dtype=np.float64)
-            + self.topic_weight * topic_match
-        )
-
-    def plus(self, direction: FloatArray) -> PersonModel:
-        return PersonModel(self.weights + direction, self.topic_weight, self.bias)
-
-
-def centroid_direction(
-    liked: npt.NDArray[np.float32], disliked: npt.NDArray[np.float32], spread: float, params: LearningParams
-) -> FloatArray:
-    """Rocchio in the paper space: the sum of the liked papers' coordinates minus ``centroid_dislike``
-    × the disliked ones', over how many were rated — so likes and dislikes of one corner cancel — in
-    units of ``centroid`` standard deviations of a unit direction's scores (``spread``)."""
-    rated = len(liked) + len(disliked)
-    dims = liked.shape[1]
-    if not params.centroid or not rated or spread <= 0:
-        return np.zeros(dims)
-    direction = np.asarray(liked, dtype=np.float64).sum(axis=0)
-    direction -= params.centroid_dislike * np.asarray(disliked, dtype=np.float64).sum(axis=0)
-    return np.asarray(params.centroid * direction / (rated * spread), dtype=np.float64)
-
-
-def _rows_and_lengths(
-    indptr: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
-) -> tuple[npt.NDArray[np.int64], FloatArray]:
-    """For weights laid out as :meth:`BM25Index.doc_weights` gives them: each weight's document, and
-    each document's vector length (1 for an empty one)."""
+def unit_rows(papers: DocWeights, columns: IntArray) -> sp.csr_matrix:
+    """The papers' BM25 vectors scaled to length 1 (over all their words), keeping only the words in
+    ``columns`` (sorted term ids), one column each."""
+    indptr, terms, weights = papers
     counts = np.diff(indptr)
     row = np.repeat(np.arange(len(counts)), counts)
     lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
     lengths[lengths == 0] = 1.0
-    return row, lengths
-
-
-def unit_cosines(
-    indptr: npt.NDArray[np.int64],
-    terms: npt.NDArray[np.int64],
-    weights: npt.NDArray[np.float64],
-    table: FloatArray,
-) -> FloatArray:
-    """Each document's cosine to a vector of term weights: its BM25 weights (as
-    :meth:`BM25Index.doc_weights` gives them), scaled to length 1, dotted with ``table`` (by term id,
-    at least as long as the largest id)."""
-    row, lengths = _rows_and_lengths(indptr, weights)
-    products = np.bincount(row, weights=weights * table[terms], minlength=len(lengths))
-    return np.asarray(products / lengths, dtype=np.float64)
-
-
-@dataclass(frozen=True, slots=True)
-class WordCentroid:
-    """Rocchio over words: the rated papers' unit-length BM25 vectors, liked minus ``words_dislike``
-    × disliked, over how many were rated, cut to its ``word_terms`` strongest terms. Two papers of
-    one narrow sub-area share its rare words, which a hundred coordinates blur; this keeps them.
-    A paper's score is its cosine to the centroid times ``scale`` (``words`` over the cosines'
-    spread on the background sample)."""
-
-    terms: npt.NDArray[np.int64]  # sorted term ids
-    values: FloatArray  # their weights
-    scale: float
-
-    @classmethod
-    def of(
-        cls,
-        rated: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]],
-        liked: npt.NDArray[np.bool_],
-        params: LearningParams,
-    ) -> WordCentroid:
-        indptr, terms, weights = rated
-        row, lengths = _rows_and_lengths(indptr, weights)
-        sign = np.where(liked, 1.0, -params.words_dislike)
-        unique, where = np.unique(terms, return_inverse=True)
-        values = np.bincount(where, weights=weights * (sign / lengths)[row], minlength=len(unique)) / max(
-            1, len(lengths)
-        )
-        keep = np.flatnonzero(values)
-        if len(keep) > params.word_terms:
-            keep = np.sort(
-                keep[np.argpartition(-np.abs(values[keep]), params.word_terms)[: params.word_terms]]
-            )
-        return cls(unique[keep].astype(np.int64), np.asarray(values[keep], dtype=np.float64), 1.0)
-
-    def scaled(self, background: FloatArray, params: LearningParams) -> WordCentroid:
-        """The same centroid, its scale set from the cosines of the background sample."""
-        spread = float(np.std(background)) if len(background) > 1 else 0.0
-        return WordCentroid(self.terms, self.values, params.words / spread if spread > 0 else 0.0)
-
-    def cosines(
-        self, papers: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]
-    ) -> FloatArray:
-        """:func:`unit_cosines` of the papers (``doc_weights``) to this centroid, times ``scale``."""
-        _, terms, _ = papers
-        table = np.zeros(int(max(terms.max(initial=0), self.terms.max(initial=0))) + 1)
-        table[self.terms] = self.values
-        return self.scale * unit_cosines(*papers, table)
+    at = np.searchsorted(columns, terms)
+    known = at < len(columns)
+    known[known] = columns[at[known]] == terms[known]
+    return sp.csr_matrix(
+        ((weights / lengths[row])[known], (row[known], at[known])), shape=(len(counts), len(columns))
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Examples:
-    """Training rows: coordinates, topic match, label (1 = wanted) and weight of each."""
+    """Training rows: each paper's words (:func:`unit_rows` over ``terms``), coordinates and topic
+    match, its label (1 = wanted) and its weight. The first ``rated`` rows are the papers the person
+    reacted to (the rest: papers shown and ignored, and the background)."""
 
-    coords: npt.NDArray[np.float32]
+    words: sp.csr_matrix
+    terms: IntArray  # the term id of each column of ``words``
+    coords: Coords
     topic_match: FloatArray
     labels: FloatArray
     weights: FloatArray
+    rated: int
 
 
-def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING) -> PersonModel:
-    """The L2-regularised logistic regression of the module docstring (Newton's method)."""
-    dims = examples.coords.shape[1]
-    features = np.hstack(
-        [
-            examples.coords.astype(np.float64) * params.scale,
-            examples.topic_match[:, None],
-            np.ones((len(examples.labels), 1)),
+@dataclass(frozen=True, slots=True)
+class PersonModel:
+    """logit(paper) = Σ word weights · its unit BM25 vector + coords · coord weights
+    + topic weight · topic match + bias."""
+
+    terms: IntArray  # sorted term ids with a weight
+    term_weights: FloatArray
+    coord_weights: FloatArray
+    topic_weight: float
+    bias: float
+
+    def place_scores(self, coords: Coords, topic_match: FloatArray) -> FloatArray:
+        """The coordinates' and the topics' part of the logit (cheap: every paper at once)."""
+        return (
+            np.asarray(coords @ self.coord_weights.astype(np.float32), dtype=np.float64)
+            + self.topic_weight * topic_match
+        )
+
+    def word_scores(self, papers: DocWeights) -> FloatArray:
+        """The words' part of the logit for these papers."""
+        indptr, terms, weights = papers
+        counts = np.diff(indptr)
+        row = np.repeat(np.arange(len(counts)), counts)
+        lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
+        lengths[lengths == 0] = 1.0
+        at = np.minimum(np.searchsorted(self.terms, terms), max(len(self.terms) - 1, 0))
+        values = self.term_weights[at] if len(self.terms) else np.zeros(len(terms))
+        values = np.where(self.terms[at] == terms, values, 0.0) if len(self.terms) else values
+        return np.asarray(
+            np.bincount(row, weights=weights * values, minlength=len(counts)) / lengths, dtype=np.float64
+        )
+
+    def strongest_words(self, n: int, *, positive: bool) -> list[tuple[int, float]]:
+        """(term id, weight) of the ``n`` words that count most for (or against) a paper."""
+        sign = 1.0 if positive else -1.0
+        order = np.argsort(-sign * self.term_weights, kind="stable")[:n]
+        return [
+            (int(self.terms[k]), float(self.term_weights[k]))
+            for k in order
+            if sign * self.term_weights[k] > 0
         ]
+
+
+def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING, *, liked: bool) -> PersonModel:
+    """The L2-regularised logistic regression of the module docstring (L-BFGS). ``liked``: whether
+    any example is wanted; until one is, the topics' weight is held near ``prior_weight``."""
+    n_words, dims = len(examples.terms), examples.coords.shape[1]
+    rows = len(examples.labels)
+    features = sp.hstack(
+        [
+            examples.words,
+            sp.csr_matrix(examples.coords.astype(np.float64)),
+            sp.csr_matrix(examples.topic_match[:, None]),
+            sp.csr_matrix(np.ones((rows, 1))),
+        ],
+        format="csr",
     )
-    start = np.zeros(dims + 2)
-    start[dims] = params.prior_weight
-    pull = np.full(dims + 2, float(params.l2))
-    pull[dims] = params.prior_l2
-    pull[dims + 1] = 1e-2  # the bias is almost free; this keeps the Hessian invertible
-    y, sw = examples.labels, examples.weights
+    transposed = features.T.tocsr()
+    start = np.zeros(n_words + dims + 2)
+    pull = np.concatenate([np.full(n_words, params.word_l2), np.full(dims, params.coord_l2), [0.0, 1e-3]])
+    if liked:
+        pull[-2] = params.topic_l2
+    else:
+        start[-2], pull[-2] = params.prior_weight, params.prior_l2
+        # With nothing wanted, a free bias would explain every 👎 by itself (all papers unwanted).
+        # Held where the prior puts the disliked papers at even odds, the 👎 lower their own words
+        # and corner instead.
+        disliked = examples.topic_match[: examples.rated]
+        if len(disliked):
+            start[-1], pull[-1] = -params.prior_weight * float(disliked.mean()), HELD
+    sign = 2.0 * examples.labels - 1.0
+    weights = examples.weights
 
-    def loss(w: FloatArray) -> float:
-        z = features @ w
-        # Σ weight · log(1 + e^-z) for wanted papers, log(1 + e^z) for the others; plus the L2 pull
-        data = np.logaddexp(0.0, np.where(y > 0, -z, z))
-        return float(sw @ data + 0.5 * pull @ (w - start) ** 2)
+    def loss_and_gradient(w: FloatArray) -> tuple[float, FloatArray]:
+        margin = sign * (features @ w)
+        # Σ weight · log(1 + e^-margin), plus the L2 pull
+        loss = float(weights @ np.logaddexp(0.0, -margin) + 0.5 * pull @ (w - start) ** 2)
+        slope = -sign * weights / (1.0 + np.exp(np.clip(margin, -50.0, 50.0)))
+        return loss, np.asarray(transposed @ slope + pull * (w - start), dtype=np.float64)
 
-    w = start.copy()
-    current = loss(w)
-    for _ in range(NEWTON_STEPS):
-        p = 1.0 / (1.0 + np.exp(-np.clip(features @ w, -30.0, 30.0)))
-        gradient = features.T @ (sw * (p - y)) + pull * (w - start)
-        hessian = (features * (sw * p * (1.0 - p))[:, None]).T @ features + np.diag(pull)
-        step = np.linalg.solve(hessian, gradient)
-        # backtracking: Newton's full step overshoots where the logistic is saturated
-        t, slope = 1.0, float(gradient @ step)
-        while t > 1e-4 and loss(w - t * step) > current - 1e-4 * t * slope:
-            t /= 2
-        w = w - t * step
-        previous, current = current, loss(w)
-        if previous - current < 1e-8 * max(1.0, abs(current)):
-            break
-    return PersonModel(w[:dims] * params.scale, float(w[dims]), float(w[dims + 1]))
+    solved = minimize(
+        loss_and_gradient, start, jac=True, method="L-BFGS-B", options={"maxiter": MAX_ITERATIONS}
+    )
+    w = np.asarray(solved.x, dtype=np.float64)
+    keep = np.flatnonzero(w[:n_words])
+    return PersonModel(
+        terms=examples.terms[keep],
+        term_weights=w[:n_words][keep],
+        coord_weights=w[n_words : n_words + dims],
+        topic_weight=float(w[-2]),
+        bias=float(w[-1]),
+    )
 
 
 def choose(
     scores: FloatArray,
-    coords: npt.NDArray[np.float32],
+    coords: Coords,
     candidates: Sequence[int],
     count: int,
     exploration: float,
-    avoid: npt.NDArray[np.float32] | None = None,
+    avoid: Coords | None = None,
 ) -> list[int]:
     """Pick ``count`` of the candidates (best score first), each later pick giving up
     ``exploration`` × its cosine to the closest earlier pick (or paper in ``avoid``, e.g. those

@@ -29,17 +29,9 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.learner import (
-    DEFAULT_LEARNING,
-    Examples,
-    LearningParams,
-    PersonModel,
-    WordCentroid,
-    centroid_direction,
-    choose,
-    fit,
-)
+from bot.services.learner import DEFAULT_LEARNING, LearningParams, choose
 from bot.services.paper_space import PaperSpace
+from bot.services.person_models import PersonModels
 from bot.services.profile import (
     DEFAULT_PARAMS,
     Profile,
@@ -47,10 +39,8 @@ from bot.services.profile import (
     RankingParams,
     Source,
     VectorCache,
-    decay,
     topic_terms,
 )
-from bot.services.tokenize import surface_form
 from storage.db import Database
 from storage.models import Paper
 from storage.repositories.feedback import FeedbackRepository, FeedbackRow
@@ -63,10 +53,7 @@ REASON_TITLE_CHARS: Final = 60
 MIN_SOURCE_SIMILARITY: Final = 0.05  # below this (decayed cosine) a liked paper is not named as the reason
 DUPLICATE_TERMS: Final = 12  # distinctive terms compared by the near-copy guard
 MIN_LIKE_COSINE: Final = 0.05  # a liked paper closer than this (in the paper space) is named as the reason
-SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on first use (well under 1 s)
 SEARCH_CLOSE: Final = 0.7  # search results scoring this share of the best are reordered by the person's model
-MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
-WORD_POOL: Final = 400  # best-scored papers the words' centroid is added to before the candidates are cut
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -280,29 +267,6 @@ class _Pool:
         return frozenset(terms.tolist())
 
 
-def learned_words(
-    space: PaperSpace, index: TermIndex, model: PersonModel, n: int
-) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
-    """The words the model leans towards and away from most, with their weights, strongest first."""
-    direction = space.term_direction(model.weights)
-    if not len(direction):
-        return (), ()
-    common = index.doc_freqs(np.arange(len(direction), dtype=np.int64)) >= MIN_WORD_PAPERS
-    direction = np.where(common, direction, 0.0)
-    order = np.argsort(-direction, kind="stable")
-
-    def words(slots: Iterable[int]) -> tuple[tuple[str, float], ...]:
-        found = []
-        for tid in slots:
-            value = float(direction[tid])
-            if value == 0.0:
-                break
-            found.append((surface_form(index.term_name(int(tid))), round(value, 2)))
-        return tuple(found)
-
-    return words(order[:n].tolist()), words(order[::-1][:n].tolist())
-
-
 def best_of(candidates: IntArray, scores: FloatArray, k: int) -> IntArray:
     """The ``k`` candidates with the best scores (all of them if there are no more), in no order."""
     if len(candidates) <= k:
@@ -336,6 +300,7 @@ class Recommender:
         self.params = params
         self.learning = learning
         self.space = space or PaperSpace(index)
+        self.models = PersonModels(index, self.space, learning)
         self.feedback = FeedbackRepository(db)
         self.papers = PaperRepository(db)
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -521,95 +486,6 @@ class Recommender:
             picks.append(Recommendation(paper_id, round(value, 4), reason))
         return picks
 
-    # -- the learned model ------------------------------------------------------------------------
-
-    def model_of(
-        self,
-        topic_query: Mapping[str, float],
-        signals: Sequence[FeedbackRow],
-        seen: Collection[int],
-        *,
-        now: datetime,
-    ) -> tuple[PersonModel, FloatArray, WordCentroid | None] | None:
-        """The person's model fitted to their reactions, every slot's match to the typed topics (0–1)
-        and the rated papers' words (scored on a pool only: :meth:`_word_scores`).
-
-        None when none of the rated papers is in the index (nothing to learn from), or while the paper
-        space of a large corpus is still being computed (then the topic ranking stands in).
-        """
-        learning = self.learning
-        space = self.space
-        if not space.ready:
-            if len(self.index) > SYNC_SPACE_PAPERS:
-                return None  # the runtime is computing it in a thread (seconds after a start)
-            space.rebuild()  # a small corpus, on first use: milliseconds
-        coords = (
-            space.coords
-        )  # papers not placed yet (the runtime does, once ingest is quiet) are not candidates
-        n = len(coords)
-        topic_match = np.zeros(n)
-        if topic_query:
-            raw = self.index.score_array(dict(topic_query))[:n]
-            best = float(raw.max()) if len(raw) else 0.0
-            if best > 0:
-                topic_match = raw / best
-        labels: dict[int, tuple[float, float]] = {}  # slot → (label, weight)
-        kinds: dict[int, set[str]] = {}
-        times: dict[int, str] = {}
-        for row in signals:
-            kinds.setdefault(row.paper_id, set()).add(row.signal)
-            times[row.paper_id] = max(times.get(row.paper_id, row.created_at), row.created_at)
-        for paper_id, signal_kinds in kinds.items():
-            slot = self._slot(paper_id, n)
-            if slot is None:
-                continue
-            age = decay(times[paper_id], now, learning.half_life_days)
-            if "like" in signal_kinds or ("save" in signal_kinds and "dislike" not in signal_kinds):
-                labels[slot] = (1.0, age)
-            else:
-                labels[slot] = (0.0, age * learning.dislike_weight)
-        if not labels:
-            return None
-        seen_only: set[int] = set()
-        for paper_id in seen:
-            if paper_id not in kinds and (slot := self._slot(paper_id, n)) is not None:
-                labels[slot] = (0.0, learning.ignored_weight)
-                seen_only.add(slot)
-        background_slots = self.space.background(learning.background)
-        background = [int(s) for s in background_slots if int(s) not in labels]
-        each = learning.background_weight / learning.background
-        slots = np.array([*labels, *background], dtype=np.int64)
-        values = [*labels.values(), *((0.0, each) for _ in background)]
-        examples = Examples(
-            coords=coords[slots],
-            topic_match=topic_match[slots],
-            labels=np.array([v[0] for v in values]),
-            weights=np.array([v[1] for v in values]),
-        )
-        model = fit(examples, learning)
-        rated = [(slot, label > 0) for slot, (label, _) in labels.items() if slot not in seen_only]
-        if learning.centroid:
-            liked = coords[[slot for slot, wanted in rated if wanted]]
-            disliked = coords[[slot for slot, wanted in rated if not wanted]]
-            model = model.plus(
-                centroid_direction(liked, disliked, self.space.spread(learning.background), learning)
-            )
-        words = None
-        if learning.words and any(wanted for _, wanted in rated):
-            rated_ids = [int(self.index.slot_ids[slot]) for slot, _ in rated]
-            centroid = WordCentroid.of(
-                self.index.doc_weights(rated_ids),
-                np.array([wanted for _, wanted in rated]),
-                learning,
-            )
-            words = centroid.scaled(self._word_scores(centroid, background_slots), learning)
-        return model, topic_match, words
-
-    def _word_scores(self, words: WordCentroid, slots: IntArray) -> FloatArray:
-        """The papers' cosines to the words' centroid, times its scale."""
-        ids = self.index.slot_ids[slots].tolist()
-        return words.cosines(self.index.doc_weights(ids))
-
     async def rank_learned(
         self,
         profile: Profile,
@@ -621,15 +497,15 @@ class Recommender:
         now: datetime,
     ) -> list[Recommendation]:
         """Rank unseen papers by the person's model over the whole corpus (no database writes)."""
-        fitted = self.model_of(profile.topic_terms, signals, seen, now=now)
+        fitted = self.models.fit(profile.topic_terms, signals, seen, now=now)
         if fitted is None:
             return (
                 await self.rank(profile, count=count, exclude=exclude, now=now) if not profile.empty else []
             )
-        model, topic_match, words = fitted
+        learning = self.learning
         coords = self.space.coords
         n = len(coords)
-        scores = model.scores(coords, topic_match)
+        scores = fitted.model.place_scores(coords, fitted.topic_match)
         open_ = self.index.alive[:n].copy()
         if exclude:
             open_ &= ~np.isin(
@@ -638,25 +514,24 @@ class Recommender:
         candidates = np.flatnonzero(open_)
         if not len(candidates):
             return []
-        liked_any = any(s.signal != "dislike" for s in signals)
-        size = self.learning.candidates if liked_any else self.learning.candidates_unliked
-        if not liked_any and profile.topic_terms and self.learning.unliked_match:
+        size = learning.candidates if fitted.liked else learning.candidates_unliked
+        if not fitted.liked and profile.topic_terms and learning.unliked_match:
             # exploring a broad field stays inside it: the typed topics bound where it looks
-            within = candidates[topic_match[candidates] >= self.learning.unliked_match]
+            within = candidates[fitted.topic_match[candidates] >= learning.unliked_match]
             candidates = within if len(within) else candidates
-        if words is not None:  # the words' centroid, on the best of the model's own scores
-            candidates = best_of(candidates, scores, max(size, WORD_POOL))
-            scores[candidates] += self._word_scores(words, candidates)
+        # the words, on the papers best by their place and topic match
+        candidates = best_of(candidates, scores, max(size, learning.pool))
+        scores[candidates] += self.models.word_scores(fitted.model, candidates)
         candidates = best_of(candidates, scores, size)
         await self._sync_dates()
         ids = self.index.slot_ids[candidates]
-        # newer papers first among equals: the recency factor (0.85–1) as a nudge on the logit
-        scores[candidates] += np.log(self._recency(ids, now.astimezone(UTC).date().toordinal()))
-        exploration = self.learning.exploration if liked_any else self.learning.exploration_unliked
-        avoid = None
-        if self.learning.avoid_disliked:
-            disliked = {s.paper_id for s in signals if s.signal == "dislike"}
-            avoid = coords[[slot for paper_id in disliked if (slot := self._slot(paper_id, n)) is not None]]
+        # newer papers first among near-equals: the recency factor's log (0 to −0.16) as a nudge, in
+        # units of the candidates' spread (a model of one 👍 tells its candidates apart by hundredths)
+        spread = float(np.std(scores[candidates])) if len(candidates) > 1 else 0.0
+        scores[candidates] += spread * np.log(self._recency(ids, now.astimezone(UTC).date().toordinal()))
+        exploration = learning.exploration if fitted.liked else learning.exploration_unliked
+        disliked = {s.paper_id for s in signals if s.signal == "dislike"}
+        avoid = coords[[slot for paper_id in disliked if (slot := self.models.slot(paper_id, n)) is not None]]
         order = choose(scores, coords, candidates.tolist(), 2 * count, exploration, avoid)
 
         pool = self._pool([int(self.index.slot_ids[s]) for s in order])
@@ -678,7 +553,9 @@ class Recommender:
 
         # Reasons: the topic words a pick matches, and the liked paper it lies closest to.
         liked = [s for s in profile.sources if s.signal != "dislike"]
-        liked_slots = [(source, at) for source in liked if (at := self._slot(source.paper_id, n)) is not None]
+        liked_slots = [
+            (source, at) for source in liked if (at := self.models.slot(source.paper_id, n)) is not None
+        ]
         closest: list[Source | None] = []
         for slot, _ in picked:
             if not liked_slots:
@@ -717,22 +594,18 @@ class Recommender:
         if not self.index.lock.acquire(blocking=False):
             return None
         try:
-            fitted = self.model_of(topic_query, signals, seen, now=now)
+            fitted = self.models.fit(topic_query, signals, seen, now=now)
         finally:
             self.index.lock.release()
         if fitted is None:
             return None
-        model, topic_match, words = fitted
         n = len(self.space.coords)
-        slots = [self._slot(paper_id, n) for paper_id in paper_ids]
+        slots = [self.models.slot(paper_id, n) for paper_id in paper_ids]
         best = max(scores)
         close = [i for i, score in enumerate(scores) if score >= SEARCH_CLOSE * best and slots[i] is not None]
         if len(close) < 2:
             return None
-        at = np.array([slots[i] for i in close], dtype=np.int64)
-        taste = model.scores(self.space.coords[at], topic_match[at])
-        if words is not None:
-            taste += self._word_scores(words, at)
+        taste = self.models.scores(fitted, np.array([slots[i] for i in close], dtype=np.int64))
         reordered = [close[k] for k in np.lexsort((np.arange(len(close)), -taste)).tolist()]
         order = list(range(len(paper_ids)))
         for place, index in zip(sorted(close), reordered, strict=True):
@@ -746,10 +619,10 @@ class Recommender:
         topics, signals, seen = await self.feedback.learning_inputs(user_id)
         if not signals:
             return (), ()
-        fitted = self.model_of(topic_terms(topics, self.params.topic_weight)[0], signals, seen, now=now)
+        fitted = self.models.fit(topic_terms(topics, self.params.topic_weight)[0], signals, seen, now=now)
         if fitted is None:
             return (), ()
-        liked, disliked = learned_words(self.space, self.index, fitted[0], n)
+        liked, disliked = self.models.words(fitted.model, n)
         return liked, disliked[: max(1, n // 2)]
 
     def _index_busy(self) -> bool:
@@ -758,14 +631,6 @@ class Recommender:
             return True
         self.index.lock.release()
         return False
-
-    def _slot(self, paper_id: int, n: int) -> int | None:
-        """The paper's slot if the space has coordinates for it."""
-        try:
-            slot = self.index.slot_of(paper_id)
-        except KeyError:
-            return None
-        return slot if slot < n else None
 
     def _pool(self, paper_ids: list[int]) -> _Pool:
         indptr, terms, weights = self.index.doc_weights(paper_ids)

@@ -1,75 +1,120 @@
-"""The per-person model: fitting, the centroids, choosing picks (bot.services.learner)."""
+"""The per-person model: its features, fitting, scoring, its words; choosing picks (bot.services.learner)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bot.services.learner import (
-    Examples,
-    LearningParams,
-    WordCentroid,
-    centroid_direction,
-    choose,
-    fit,
-)
+from bot.services.learner import Examples, LearningParams, PersonModel, choose, fit, unit_rows
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _examples(coords: np.ndarray, labels: list[float], topic: float = 0.0) -> Examples:
-    n = len(labels)
-    return Examples(coords[:n], np.full(n, topic), np.array(labels), np.ones(n))
+def _papers(rows: list[dict[int, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, term ids, weights) for papers given as term id → BM25 weight."""
+    indptr = np.cumsum([0, *(len(r) for r in rows)]).astype(np.int64)
+    terms = np.array([t for r in rows for t in r], dtype=np.int64)
+    weights = np.array([w for r in rows for w in r.values()], dtype=np.float64)
+    return indptr, terms, weights
 
 
-def test_no_reactions_leave_the_topics_in_charge() -> None:
-    """With only background examples, the coordinate weights stay near zero and the topic weight
-    near its start: the ranking is the topics' own."""
+def _examples(
+    papers: list[dict[int, float]],
+    labels: list[float],
+    *,
+    coords: np.ndarray | None = None,
+    topic: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    rated: int | None = None,
+) -> Examples:
+    n = len(papers)
+    columns = np.unique([t for p in papers for t in p]).astype(np.int64)
+    return Examples(
+        words=unit_rows(_papers(papers), columns),
+        terms=columns,
+        coords=coords if coords is not None else np.zeros((n, 4), dtype=np.float32),
+        topic_match=topic if topic is not None else np.zeros(n),
+        labels=np.array(labels),
+        weights=weights if weights is not None else np.ones(n),
+        rated=n if rated is None else rated,
+    )
+
+
+def test_unit_rows_scale_each_paper_by_all_its_words_and_keep_the_asked_ones() -> None:
+    """A paper's row is its BM25 vector over its whole length (3-4-5: 0.6 and 0.8), with only the
+    words asked for as columns; a paper of none of them is an empty row."""
+    rows = unit_rows(
+        _papers([{1: 3.0, 2: 4.0}, {2: 1.0, 9: 1.0}, {7: 2.0}]), np.array([2, 9], dtype=np.int64)
+    )
+    assert rows.shape == (3, 2)
+    assert rows.toarray() == pytest.approx(np.array([[0.8, 0.0], [2**-0.5, 2**-0.5], [0.0, 0.0]]))
+
+
+def test_before_a_like_the_topics_lead_and_after_one_they_are_learned() -> None:
+    """With only background examples the topics' weight stays near its prior while nothing is
+    liked; once the liked paper matches the topics no better than the background, it falls to ~0."""
     rng = np.random.default_rng(0)
-    coords = _unit(rng.standard_normal((300, 8)))
-    model = fit(Examples(coords, np.zeros(300), np.zeros(300), np.full(300, 10 / 300)))
-    assert np.abs(model.weights).max() < 0.5
-    assert abs(model.topic_weight - LearningParams().prior_weight) < 0.5
+    papers = [{int(t): 1.0 for t in rng.choice(50, 6, replace=False)} for _ in range(60)]
+    topic = rng.random(60)
+    unliked = fit(
+        _examples(papers, [0.0] * 60, topic=topic, weights=np.full(60, 10 / 60), rated=0), liked=False
+    )
+    assert unliked.topic_weight == pytest.approx(LearningParams().prior_weight, abs=0.5)
+    topic[0] = 0.5
+    liked = fit(
+        _examples(papers, [1.0] + [0.0] * 59, topic=topic, weights=np.r_[1.0, np.full(59, 10 / 59)]),
+        liked=True,
+    )
+    assert abs(liked.topic_weight) < 1.0
+
+
+def test_liked_papers_words_lift_unseen_papers_that_share_them() -> None:
+    """Liked papers share word 3, disliked ones word 5: an unseen paper with word 3 scores above a
+    paper with neither, which scores above one with word 5; word 3 is the strongest word for, 5
+    the strongest against."""
+    papers = [{3: 2.0, 1: 0.5}, {3: 1.5, 2: 0.5}, {5: 2.0, 1: 0.5}, {5: 1.0, 2: 0.5}]
+    model = fit(_examples(papers, [1.0, 1.0, 0.0, 0.0]), liked=True)
+    unseen = model.word_scores(_papers([{3: 1.0, 7: 1.0}, {7: 1.0}, {5: 1.0, 7: 1.0}]))
+    assert unseen[0] > unseen[1] > unseen[2]
+    assert unseen[1] == 0.0
+    assert model.strongest_words(1, positive=True)[0][0] == 3
+    assert model.strongest_words(1, positive=False)[0][0] == 5
 
 
 def test_likes_of_one_corner_lift_that_corner_over_the_rest() -> None:
-    """Liked papers near one axis, disliked ones near another: unseen papers near the liked axis
-    score above those near the disliked one."""
+    """Liked papers near one axis of the paper space, disliked ones near another (no words in
+    common): unseen papers near the liked axis score above those near the disliked one."""
     rng = np.random.default_rng(1)
     axis_a, axis_b = np.eye(8)[0], np.eye(8)[1]
-    liked = _unit(axis_a + 0.3 * rng.standard_normal((6, 8)))
-    disliked = _unit(axis_b + 0.3 * rng.standard_normal((6, 8)))
-    coords = np.vstack([liked, disliked])
-    model = fit(_examples(coords, [1.0] * 6 + [0.0] * 6))
+    coords = np.vstack(
+        [_unit(axis_a + 0.3 * rng.standard_normal((6, 8))), _unit(axis_b + 0.3 * rng.standard_normal((6, 8)))]
+    )
+    papers = [{100 + k: 1.0} for k in range(12)]
+    model = fit(_examples(papers, [1.0] * 6 + [0.0] * 6, coords=coords), liked=True)
     unseen_a = _unit(axis_a + 0.3 * rng.standard_normal((20, 8)))
     unseen_b = _unit(axis_b + 0.3 * rng.standard_normal((20, 8)))
     zeros = np.zeros(20)
-    assert model.scores(unseen_a, zeros).min() > model.scores(unseen_b, zeros).max()
+    assert model.place_scores(unseen_a, zeros).min() > model.place_scores(unseen_b, zeros).max()
 
 
 def test_saturated_starts_do_not_blow_up() -> None:
-    """Every example matching the topics fully (logits saturated at the start) and all disliked:
-    the fit converges to finite, modest weights instead of overshooting (Newton without a line
-    search went to a bias of 500)."""
+    """Every example matching the topics fully (logits saturated at the prior) and most disliked:
+    the fit converges to finite, modest weights."""
     rng = np.random.default_rng(2)
     coords = _unit(rng.standard_normal((40, 5)))
-    model = fit(_examples(coords, [1.0] * 5 + [0.0] * 35, topic=1.0))
-    assert np.isfinite(model.weights).all()
+    papers = [{int(t): 1.0 for t in rng.choice(20, 4, replace=False)} for _ in range(40)]
+    model = fit(_examples(papers, [0.0] * 40, coords=coords, topic=np.ones(40)), liked=False)
+    assert np.isfinite(model.coord_weights).all()
+    assert np.isfinite(model.term_weights).all()
     assert abs(model.bias) < 50
-    assert np.abs(model.weights).max() < 50
+    assert np.abs(model.coord_weights).max() < 50
 
 
-def test_likes_and_dislikes_of_one_corner_cancel_in_the_centroid() -> None:
-    """The centroid points at liked papers, and shrinks to nothing when as many of the same corner
-    are disliked (with ``centroid_dislike`` 1)."""
-    params = LearningParams(centroid=5.0, centroid_dislike=1.0)
-    corner = _unit(np.eye(4)[:1] + np.zeros((3, 4)))
-    towards = centroid_direction(corner, corner[:0], 0.1, params)
-    assert towards[0] > 0
-    assert np.allclose(towards[1:], 0)
-    assert np.allclose(centroid_direction(corner, corner, 0.1, params), 0)
+def test_a_model_without_words_scores_every_paper_zero_for_its_words() -> None:
+    model = PersonModel(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(4), 1.0, 0.0)
+    assert model.word_scores(_papers([{1: 1.0}, {}])).tolist() == [0.0, 0.0]
 
 
 def test_choose_gives_up_score_for_variety_only_when_asked() -> None:
@@ -89,34 +134,3 @@ def test_choose_keeps_away_from_disliked_papers_when_given_them() -> None:
     disliked = _unit(np.array([[1.0, 0.02]]))
     assert choose(scores, coords, [0, 1], 1, 0.5) == [0]
     assert choose(scores, coords, [0, 1], 1, 0.5, disliked) == [1]
-
-
-def _weights(rows: list[dict[int, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(indptr, term ids, weights) for papers given as term id → BM25 weight."""
-    indptr = np.cumsum([0, *(len(r) for r in rows)]).astype(np.int64)
-    terms = np.array([t for r in rows for t in r], dtype=np.int64)
-    weights = np.array([w for r in rows for w in r.values()], dtype=np.float64)
-    return indptr, terms, weights
-
-
-def test_the_words_centroid_rewards_the_liked_papers_rare_words_and_cuts_to_its_strongest() -> None:
-    """Liked papers share term 3, a disliked one has term 5: an unseen paper with term 3 scores
-    above one with term 5, a paper with neither scores 0, and only ``word_terms`` terms are kept."""
-    params = LearningParams(word_terms=2, words_dislike=1.0)
-    rated = _weights([{3: 2.0, 1: 0.1}, {3: 1.5, 2: 0.2}, {5: 2.0}])
-    words = WordCentroid.of(rated, np.array([True, True, False]), params)
-    weight = dict(zip(words.terms.tolist(), words.values.tolist(), strict=True))
-    assert len(weight) == 2
-    assert weight[3] > 0 > weight[5]
-    unseen = words.cosines(_weights([{3: 1.0, 7: 1.0}, {5: 1.0, 7: 1.0}, {7: 1.0}]))
-    assert unseen[0] > 0 == unseen[2] > unseen[1]
-
-
-def test_the_words_centroid_is_scaled_to_its_spread_on_the_background() -> None:
-    """Its scale is ``words`` over the background cosines' standard deviation (0 when they do not vary)."""
-    params = LearningParams(words=0.5)
-    words = WordCentroid(np.arange(3), np.ones(3), 1.0)
-    assert words.scaled(np.array([0.0, 0.2, 0.4, 0.6]), params).scale == pytest.approx(
-        0.5 / np.std([0.0, 0.2, 0.4, 0.6])
-    )
-    assert words.scaled(np.zeros(5), params).scale == 0.0

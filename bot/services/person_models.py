@@ -1,0 +1,174 @@
+"""Each person's model (:mod:`bot.services.learner`) fitted over the search index and the paper space:
+the training examples their reactions make, what the model says of papers, and its words."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from bot.services.learner import DEFAULT_LEARNING, Examples, LearningParams, PersonModel, fit, unit_rows
+from bot.services.paper_space import PaperSpace
+from bot.services.profile import decay
+from bot.services.tokenize import surface_form
+from storage.repositories.feedback import FeedbackRow
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+WeightedWords = tuple[tuple[str, float], ...]
+
+SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on first use (well under 1 s)
+MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
+
+
+class IndexedPapers(Protocol):
+    """What the models read of the search index (``bot.services.index.BM25Index``)."""
+
+    lock: threading.RLock
+
+    @property
+    def slot_ids(self) -> IntArray: ...
+
+    def __len__(self) -> int: ...
+
+    def slot_of(self, doc_id: int) -> int: ...
+
+    def score_array(self, query: Mapping[str, float]) -> FloatArray: ...
+
+    def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]: ...
+
+    def doc_freqs(self, term_ids: IntArray) -> IntArray: ...
+
+    def term_name(self, term_id: int) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """A person's model, every placed paper's match to their typed topics (0–1, by slot), and
+    whether they have liked anything yet (until then the picks explore)."""
+
+    model: PersonModel
+    topic_match: FloatArray
+    liked: bool
+
+
+class PersonModels:
+    """Fits people's models and scores papers with them; holds no state about anyone."""
+
+    def __init__(
+        self, index: IndexedPapers, space: PaperSpace, params: LearningParams = DEFAULT_LEARNING
+    ) -> None:
+        self.index = index
+        self.space = space
+        self.params = params
+
+    def slot(self, paper_id: int, n: int) -> int | None:
+        """The paper's slot if the space has coordinates for it."""
+        try:
+            slot = self.index.slot_of(paper_id)
+        except KeyError:
+            return None
+        return slot if slot < n else None
+
+    def fit(
+        self,
+        topic_query: Mapping[str, float],
+        signals: Sequence[FeedbackRow],
+        seen: Collection[int],
+        *,
+        now: datetime,
+    ) -> Fitted | None:
+        """The person's model fitted to their reactions. None when none of the rated papers is in
+        the index (nothing to learn from), or while the paper space of a large corpus is still being
+        computed (then the topic ranking stands in)."""
+        params, space = self.params, self.space
+        if not space.ready:
+            if len(self.index) > SYNC_SPACE_PAPERS:
+                return None  # the runtime is computing it in a thread (seconds after a start)
+            space.rebuild()  # a small corpus, on first use: milliseconds
+        coords = space.coords  # papers not placed yet (the runtime does, once ingest is quiet) have none
+        n = len(coords)
+        topic_match = np.zeros(n)
+        if topic_query:
+            raw = self.index.score_array(dict(topic_query))[:n]
+            best = float(raw.max()) if len(raw) else 0.0
+            if best > 0:
+                topic_match = raw / best
+
+        rated = self._rated(signals, n, now)
+        if not rated:
+            return None
+        labels = dict(rated)
+        for paper_id in seen:
+            slot = self.slot(paper_id, n)
+            if slot is not None and slot not in labels:
+                labels[slot] = (0.0, params.ignored_weight)
+        background = [int(s) for s in space.background(params.background) if int(s) not in labels]
+        each = params.background_weight / params.background
+        slots = np.array([*labels, *background], dtype=np.int64)
+        values = [*labels.values(), *((0.0, each) for _ in background)]
+
+        papers = self.index.doc_weights(self.index.slot_ids[slots].tolist())
+        indptr, terms, _ = papers
+        # the words of the rated papers are the model's words (a word no rated paper has would only
+        # be pushed down a little by the background; leaving it out keeps the fit small)
+        columns = np.unique(terms[: indptr[len(rated)]])
+        liked = any(label > 0 for label, _ in rated.values())
+        examples = Examples(
+            words=unit_rows(papers, columns),
+            terms=columns,
+            coords=coords[slots],
+            topic_match=topic_match[slots],
+            labels=np.array([v[0] for v in values]),
+            weights=np.array([v[1] for v in values]),
+            rated=len(rated),
+        )
+        return Fitted(fit(examples, params, liked=liked), topic_match, liked)
+
+    def _rated(self, signals: Sequence[FeedbackRow], n: int, now: datetime) -> dict[int, tuple[float, float]]:
+        """slot → (label, weight) of each rated paper the space has placed: wanted (👍, or 🔖 without
+        👎) or not, counting less with age."""
+        kinds: dict[int, set[str]] = {}
+        times: dict[int, str] = {}
+        for row in signals:
+            kinds.setdefault(row.paper_id, set()).add(row.signal)
+            times[row.paper_id] = max(times.get(row.paper_id, row.created_at), row.created_at)
+        rated: dict[int, tuple[float, float]] = {}
+        for paper_id, signal_kinds in kinds.items():
+            slot = self.slot(paper_id, n)
+            if slot is None:
+                continue
+            age = decay(times[paper_id], now, self.params.half_life_days)
+            if "like" in signal_kinds or ("save" in signal_kinds and "dislike" not in signal_kinds):
+                rated[slot] = (1.0, age)
+            else:
+                rated[slot] = (0.0, age * self.params.dislike_weight)
+        return rated
+
+    def word_scores(self, model: PersonModel, slots: IntArray) -> FloatArray:
+        """The words' part of the model's logit for the papers in these slots."""
+        return model.word_scores(self.index.doc_weights(self.index.slot_ids[slots].tolist()))
+
+    def scores(self, fitted: Fitted, slots: IntArray) -> FloatArray:
+        """The model's whole logit for the papers in these slots (placed ones)."""
+        place = fitted.model.place_scores(self.space.coords[slots], fitted.topic_match[slots])
+        return place + self.word_scores(fitted.model, slots)
+
+    def words(self, model: PersonModel, n: int) -> tuple[WeightedWords, WeightedWords]:
+        """The words the model counts most for and against a paper, with their weights, strongest
+        first (words of at least ``MIN_WORD_PAPERS`` papers: a name or a typo of one paper says little)."""
+        common = self.index.doc_freqs(model.terms) >= MIN_WORD_PAPERS
+
+        def named(pairs: Iterable[tuple[int, float]]) -> WeightedWords:
+            return tuple((surface_form(self.index.term_name(t)), round(w, 2)) for t, w in pairs)
+
+        kept = PersonModel(model.terms[common], model.term_weights[common], model.coord_weights, 0.0, 0.0)
+        return (
+            named(kept.strongest_words(n, positive=True)),
+            named(kept.strongest_words(n, positive=False)),
+        )
