@@ -34,6 +34,7 @@ from bot.services.paper_space import PaperSpace
 from bot.services.person_models import PersonModels
 from bot.services.profile import (
     DEFAULT_PARAMS,
+    PaperVector,
     Profile,
     ProfileService,
     RankingParams,
@@ -43,7 +44,7 @@ from bot.services.profile import (
 )
 from storage.db import Database
 from storage.models import Paper
-from storage.repositories.feedback import FeedbackRepository, FeedbackRow
+from storage.repositories.feedback import FeedbackRepository, FeedbackRow, Signal
 from storage.repositories.papers import PaperRepository
 
 log = logging.getLogger(__name__)
@@ -267,6 +268,22 @@ class _Pool:
         return frozenset(terms.tolist())
 
 
+NO_VECTOR: Final = PaperVector({}, {})
+
+
+def wanted(signals: Sequence[FeedbackRow]) -> list[tuple[int, Signal]]:
+    """(paper id, "like" or "save") of each paper the person wants: liked, or saved and not disliked
+    (a paper liked and saved counts once, as a like)."""
+    kinds: dict[int, set[Signal]] = {}
+    for row in signals:
+        kinds.setdefault(row.paper_id, set()).add(row.signal)
+    return [
+        (paper_id, "like" if "like" in signal_kinds else "save")
+        for paper_id, signal_kinds in kinds.items()
+        if "like" in signal_kinds or ("save" in signal_kinds and "dislike" not in signal_kinds)
+    ]
+
+
 def best_of(candidates: IntArray, scores: FloatArray, k: int) -> IntArray:
     """The ``k`` candidates with the best scores (all of them if there are no more), in no order."""
     if len(candidates) <= k:
@@ -343,12 +360,18 @@ class Recommender:
             profile = await self.profiles.from_rows((), (), extra_topics=topics, now=now)
             seen: set[int] = set()
         else:
-            # One read for topics, reactions and what the user has seen.
+            # One read for topics, reactions and what the user has seen. With reactions, the learned
+            # model ranks and needs only the topics of the profile (its learned terms are Rocchio's).
             own_topics, signals, seen = await self.feedback.learning_inputs(user_id)
-            profile = await self.profiles.from_rows(own_topics, signals, extra_topics=topics, now=now)
+            profile = await self.profiles.from_rows(
+                own_topics, () if signals else signals, extra_topics=topics, now=now
+            )
         skip = seen | set(exclude) if exclude else seen
         if user_id is not None and signals:
             picks = await self.rank_learned(profile, signals, seen, count=count, exclude=skip, now=now)
+            if picks is None:  # nothing to learn from yet: the profile of topics and reactions
+                profile = await self.profiles.from_rows(own_topics, signals, extra_topics=topics, now=now)
+                picks = [] if profile.empty else await self.rank(profile, count=count, exclude=skip, now=now)
         elif profile.empty:
             return []
         else:
@@ -495,13 +518,12 @@ class Recommender:
         count: int,
         exclude: Collection[int],
         now: datetime,
-    ) -> list[Recommendation]:
-        """Rank unseen papers by the person's model over the whole corpus (no database writes)."""
+    ) -> list[Recommendation] | None:
+        """Rank unseen papers by the person's model over the whole corpus (no database writes); None
+        when there is no model to rank with (:meth:`PersonModels.fit`)."""
         fitted = self.models.fit(profile.topic_terms, signals, seen, now=now)
         if fitted is None:
-            return (
-                await self.rank(profile, count=count, exclude=exclude, now=now) if not profile.empty else []
-            )
+            return None
         learning = self.learning
         coords = self.space.coords
         n = len(coords)
@@ -552,7 +574,7 @@ class Recommender:
                 break
 
         # Reasons: the topic words a pick matches, and the liked paper it lies closest to.
-        liked = [s for s in profile.sources if s.signal != "dislike"]
+        liked = [Source(paper_id, signal, 1.0, NO_VECTOR) for paper_id, signal in wanted(signals)]
         liked_slots = [
             (source, at) for source in liked if (at := self.models.slot(source.paper_id, n)) is not None
         ]

@@ -1,0 +1,111 @@
+"""A person's model over a real index and paper space: examples from reactions, scores, words."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from bot.services.index import BM25Index
+from bot.services.paper_space import PaperSpace
+from bot.services.person_models import PersonModels
+from storage.repositories.feedback import FeedbackRow
+
+NOW = datetime(2026, 3, 1, 9, tzinfo=UTC)
+TOPICS = {
+    "graphs": "graph nodes edges message passing molecules neighbours spectral",
+    "vision": "image pixels convolution segmentation detection video frames",
+    "speech": "audio speech spectrogram speaker phonemes recognition acoustic",
+}
+
+
+@pytest.fixture
+def models() -> PersonModels:
+    """30 papers of each topic, each of a dozen of its words plus common ones; paper 0 alone says
+    'zyzzyva'."""
+    rng = np.random.default_rng(3)
+    index = BM25Index()
+    ids, docs = [], []
+    for t, words in enumerate(TOPICS.values()):
+        for k in range(30):
+            ids.append(100 * t + k)
+            docs.append([*rng.choice(words.split(), 12).tolist(), "learning", "model"])
+    docs[0].append("zyzzyva")
+    index.add(ids, docs)
+    return PersonModels(index, PaperSpace(index, dims=8))
+
+
+def _row(paper_id: int, signal: str, when: datetime = NOW) -> FeedbackRow:
+    return FeedbackRow(paper_id, signal, when.isoformat())  # type: ignore[arg-type]
+
+
+def _by_topic(models: PersonModels, signals: list[FeedbackRow], seen: set[int] = frozenset()) -> list[float]:  # type: ignore[assignment]
+    """The model's mean score of each topic's papers that were not rated."""
+    fitted = models.fit({}, signals, seen, now=NOW)
+    assert fitted is not None
+    rated = {r.paper_id for r in signals}
+    means = []
+    for t in range(len(TOPICS)):
+        slots = np.array([models.index.slot_of(100 * t + k) for k in range(30) if 100 * t + k not in rated])
+        means.append(float(models.scores(fitted, slots).mean()))
+    return means
+
+
+def test_likes_lift_their_topic_and_dislikes_lower_theirs(models: PersonModels) -> None:
+    graphs, vision, speech = _by_topic(models, [_row(1, "like"), _row(2, "like"), _row(101, "dislike")])
+    assert graphs > speech > vision
+
+
+def test_the_words_shown_are_the_liked_and_disliked_papers_words_said_by_more_than_one_paper(
+    models: PersonModels,
+) -> None:
+    fitted = models.fit({}, [_row(0, "like"), _row(101, "dislike")], set(), now=NOW)
+    assert fitted is not None
+    liked, disliked = models.words(fitted.model, 5)
+    assert {w for w, _ in liked} <= set(TOPICS["graphs"].split())
+    assert {w for w, _ in disliked} <= set(TOPICS["vision"].split()) | {"learning", "model"}
+    assert all(weight > 0 for _, weight in liked)
+    assert all(weight < 0 for _, weight in disliked)
+    assert "zyzzyva" not in {w for w, _ in liked}  # one paper's word says little
+
+
+def test_a_save_counts_as_wanted_unless_the_paper_was_also_disliked(models: PersonModels) -> None:
+    saved = _by_topic(models, [_row(201, "save")])
+    assert saved[2] > max(saved[:2])
+    fitted = models.fit({}, [_row(201, "save"), _row(201, "dislike")], set(), now=NOW)
+    assert fitted is not None
+    assert not fitted.liked
+
+
+def test_older_reactions_count_less(models: PersonModels) -> None:
+    """A graph paper liked two years ago and a speech paper liked today: speech leads."""
+    long_ago = datetime(2024, 3, 1, 9, tzinfo=UTC)
+    graphs, _, speech = _by_topic(models, [_row(1, "like", long_ago), _row(201, "like")])
+    assert speech > graphs
+
+
+def test_papers_shown_and_ignored_count_a_little_against_their_topic(models: PersonModels) -> None:
+    liked = [_row(1, "like")]
+    plain = _by_topic(models, liked)
+    ignored = _by_topic(models, liked, seen={*range(100, 120)})
+    assert ignored[1] < plain[1]
+    assert ignored[0] > ignored[1]  # a little: the liked topic still leads
+
+
+def test_no_model_without_a_rated_paper_in_the_index(models: PersonModels) -> None:
+    assert models.fit({}, [_row(999, "like")], set(), now=NOW) is None
+
+
+def test_typed_topics_lead_until_something_is_liked(models: PersonModels) -> None:
+    """Typing "speech" with one 👎 on a graph paper: speech papers lead; with a 👍 on a vision paper
+    they no longer must (the topics' weight is learned from then on)."""
+    query = {"speech": 1.0}
+    fitted = models.fit(query, [_row(1, "dislike")], set(), now=NOW)
+    assert fitted is not None
+    assert not fitted.liked
+    assert fitted.model.topic_weight > 5
+    fitted = models.fit(query, [_row(1, "dislike"), _row(101, "like")], set(), now=NOW)
+    assert fitted is not None
+    assert fitted.liked
+    assert fitted.model.topic_weight < 1
