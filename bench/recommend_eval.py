@@ -481,15 +481,16 @@ DEFAULT_SETTINGS: dict[str, dict[str, Any]] = {
     "rocchio": {"beta": 0.75, "gamma": 0.15},
 }
 GRIDS: dict[str, list[dict[str, Any]]] = {
-    "paperbot": [  # around the defaults of LearningParams (chosen by an earlier, wider look on this split)
+    "paperbot": [  # around the defaults of LearningParams (chosen by a wider look on this split)
         {},
-        {"l2": 1.0},
-        {"l2": 10.0},
-        {"words": 0.0},
-        {"words": 0.5},
-        {"exploration_unliked": 0.3, "candidates_unliked": 200, "avoid_disliked": False},
-        {"dislike_weight": 1.0},
-        {"centroid": 10.0},
+        {"word_l2": 0.3},
+        {"word_l2": 3.0},
+        {"coord_l2": 0.3},
+        {"background_weight": 3.0},
+        {"background_weight": 30.0},
+        {"dislike_weight": 2.0},
+        {"exploration": 0.3},
+        {"exploration_unliked": 3.0},
     ],
     "svm_tuned": [
         {"C": 0.003, "min_df": 5, "max_df": 0.1},
