@@ -20,7 +20,7 @@ import numpy.typing as npt
 from bot.services import index_doc_terms as doc_codes
 from bot.services import index_term_docs as term_codes
 from bot.services import index_tf as tf_codes
-from bot.services.bulk_kernels import postings_by_document, postings_by_term
+from bot.services.bulk_kernels import count_by_term, postings_by_document, postings_by_term
 from bot.services.snapshot import Snapshot, SnapshotError, check_offsets, expect
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -144,7 +144,7 @@ def new_segment(
     ``n_unique`` distinct terms: their ids and frequencies, of any unsigned type), and per term how many
     of them hold it."""
     n_new = len(n_unique)
-    term_counts = np.bincount(d_terms, minlength=n_terms)
+    term_counts = count_by_term(d_terms, n_terms)
     t_indptr = offsets(term_counts)
     local = np.empty(len(d_terms), dtype=np.int32)  # term-major: each posting's document
     t_tf = np.empty_like(d_tf)
@@ -155,11 +155,12 @@ def new_segment(
     sorted_tf = np.empty_like(d_tf)
     postings_by_document(t_indptr, local, t_tf, d_indptr, sorted_terms, sorted_tf)
     code, byteptr = doc_codes.encode(d_indptr, sorted_terms)
+    local += np.int32(slot0)  # each posting's slot, in place (its document's number is used no more)
     segment = Segment(
         slot0,
         n_new,
         t_indptr,
-        *term_codes.encode(t_indptr, local + np.int32(slot0), slot0),
+        *term_codes.encode(t_indptr, local, slot0),
         *tf_codes.pack(t_tf, TERM_TF_BITS),
         d_indptr,
         code,
