@@ -81,7 +81,7 @@ class Segment:
 
     @property
     def doc_tfs(self) -> tf_codes.Packed:
-        """Each document-major posting's tf (:func:`index_tf.tf_at`)."""
+        """Each document-major posting's tf (:func:`index_tf.half_tf_at`)."""
         return self.d_tf, self.d_big_at, self.d_big_tf
 
     def doc_tf(self, at: IntArray) -> IntArray:

@@ -136,7 +136,7 @@ def well_formed(tfs: Packed, n: int, bits: Bits) -> bool:
     each of their frequencies needs more than ``bits`` bits, and a last half byte past them is 0 (a
     snapshot's, before use)."""
     packed, big_at, big_tf = tfs
-    if len(packed) != (n if bits == 8 else (n + 1) // 2) or len(big_at) != len(big_tf):
+    if n < 0 or len(packed) != (n if bits == 8 else (n + 1) // 2) or len(big_at) != len(big_tf):
         return False
     if bits == 4 and n % 2 and packed[-1] >> 4:
         return False

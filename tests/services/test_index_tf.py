@@ -99,6 +99,7 @@ CORRUPT: dict[str, tuple[Change, int]] = {
     "a large one that fits its code": (lambda p, at, tf: (p, at, np.array([400, 3], dtype=np.uint32)), 5),
     "fewer codes than postings": (lambda p, at, tf: (p[:-1], at, tf), 5),
     "more postings than codes": (lambda p, at, tf: (p, at, tf), 6 + 6),
+    "a segment without postings' bounds (n = -1)": (lambda p, at, tf: (p[:0], at[:0], tf[:0]), -1),
 }
 
 
