@@ -285,6 +285,16 @@ def first_seen(ids: Any, local_of: Any, state: Any) -> None:
 
 
 @_jit
+def count_by_term(d_terms: Any, n_terms: int) -> Any:
+    """How many postings each of ``n_terms`` terms has (ids below ``n_terms``): ``np.bincount`` without
+    the int64 copy it makes of int32 ids first (587 MB and 1.7 s of a 30 s build at a million papers)."""
+    counts = np.zeros(n_terms, np.int64)
+    for term in d_terms:
+        counts[term] += 1
+    return counts
+
+
+@_jit
 def postings_by_term(d_terms: Any, d_tf: Any, n_unique: Any, t_indptr: Any, t_docs: Any, t_tf: Any) -> None:
     """Term-major postings from document-major ones: a counting sort by term (``t_indptr`` holds each
     term's range), documents (numbered from 0) ascending within a term."""

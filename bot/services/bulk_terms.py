@@ -420,11 +420,12 @@ def document_postings(
     prov_of_local[local_of[seen_ids]] = seen_ids
     names = table.terms
     max_tf = max((int(part.max()) for part in tf_parts if len(part)), default=0)
+    # The narrowest type every tf fits: casting to it below loses nothing.
     tf_type = np.uint8 if max_tf <= 0xFF else np.uint16 if max_tf <= 0xFFFF else np.uint32
     return DocumentPostings(
         n_unique=np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64),
         term_ids=np.concatenate(term_parts) if term_parts else np.zeros(0, dtype=np.int32),
-        tf=np.concatenate([part.astype(tf_type) for part in tf_parts]) if tf_parts else np.zeros(0, tf_type),
+        tf=np.concatenate(tf_parts, dtype=tf_type, casting="unsafe") if tf_parts else np.zeros(0, tf_type),
         terms=[names[p] for p in prov_of_local.tolist()],
     )
 

@@ -413,7 +413,7 @@ class BM25Index:
             indptr = offsets(lengths)
             at = np.arange(int(indptr[-1]), dtype=np.int64) + np.repeat(lo - indptr[:-1], lengths)
             ids = seg.doc_terms(local).astype(np.int64)
-            tf = seg.d_tf[at].astype(np.float64)
+            tf = seg.doc_tf(at).astype(np.float64)
             norm = np.repeat(self._len_factor[slots], lengths)
             return indptr, ids, self._idf[ids] * (tf * (self.k1 + 1) / (tf + norm))
         # Gather every document's forward range at once, segment by segment (no loop per document).
@@ -434,7 +434,7 @@ class BM25Index:
         for k in np.unique(seg_of).tolist():
             mine, seg = posting_seg == k, self._segments[k]
             ids[mine] = seg.doc_terms(slots[seg_of == k] - seg.slot0)
-            tf[mine] = seg.d_tf[at[mine]]
+            tf[mine] = seg.doc_tf(at[mine])
         norm = np.repeat(self._len_factor[slots], lengths)
         return indptr, ids, self._idf[ids] * (tf * (self.k1 + 1) / (tf + norm))
 
@@ -465,11 +465,12 @@ class BM25Index:
                 )
         return [[term for term, h in zip(wanted, row, strict=True) if h] for row in held.tolist()]
 
-    def _forward(self, slot: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.unsignedinteger]]:
+    def _forward(self, slot: int) -> tuple[npt.NDArray[np.int32], IntArray]:
+        """The term ids (ascending) and frequencies of the document in ``slot``."""
         seg = self._segments[bisect.bisect_right(self._seg_starts, slot) - 1]
         local = slot - seg.slot0
         lo, hi = int(seg.d_indptr[local]), int(seg.d_indptr[local + 1])
-        return seg.doc_terms(np.array([local], dtype=np.int64)), seg.d_tf[lo:hi]
+        return seg.doc_terms(np.array([local], dtype=np.int64)), seg.doc_tf(np.arange(lo, hi))
 
     # ----------------------------------------------------------------------------- adding
     def add(self, doc_ids: Sequence[int], docs: Sequence[Sequence[str]]) -> None:
@@ -526,11 +527,9 @@ class BM25Index:
             return
         term_ids = _vocabulary_ids(self._vocab, terms, term_ids)
         self._kill([self._slot_of[i] for i in ids if i in self._slot_of])
-        # As wide as the other segments' (one dtype for the compiled top-k's tuples of arrays).
-        d_tf = tf.astype(np.result_type(tf, *(g.d_tf for g in self._segments)), copy=False)
-        lengths = document_lengths(n_unique, d_tf)
+        lengths = document_lengths(n_unique, tf)
         n_new, slot0, n_terms = len(ids), self.n_slots, len(self._terms)
-        segment, term_counts = new_segment(slot0, n_unique, term_ids, d_tf, n_terms)
+        segment, term_counts = new_segment(slot0, n_unique, term_ids, tf, n_terms)
         self._df = np.concatenate([self._df, np.zeros(n_terms - len(self._df), np.int64)])
         self._df += term_counts
         self._slot_of.assign(ids, range(slot0, slot0 + n_new))
@@ -669,7 +668,7 @@ class BM25Index:
                 seg.term_codes,
                 seg.t_indptr,
                 seg.slot0,
-                seg.t_tf,
+                seg.tfs,
                 tids,
                 coef,
                 self.k1 + 1,
@@ -786,13 +785,12 @@ def warm_up(index: BM25Index, stop: threading.Event | None = None) -> None:
     number of segments) instead of during a search, which holds the lock. On small twins of the
     index: ``index`` itself is not locked meanwhile. Ends early, between two twins, once ``stop`` is set."""
     with index.lock:
-        widest = int(np.iinfo(index._segments[0].t_tf.dtype).max) if index._segments else 1
         now = max(1, len(index._segments))
     for n_segments in dict.fromkeys([now, *range(1, _MAX_SEGMENTS + 2)]):  # the layout of now first
         if stop is not None and stop.is_set():
             return
         twin = BM25Index(k1=index.k1, b=index.b, epsilon=index.epsilon)
-        twin.add_counts([0, 1, 2, 3], [{"q": widest}, {"r": 1}, {"s": 1}, {"t": 1}], merge=False)
+        twin.add_counts([0, 1, 2, 3], [{"q": 2}, {"r": 1}, {"s": 1}, {"t": 1}], merge=False)
         for n in range(1, n_segments):
             twin.add_counts([3 + n], [{f"u{n}": 1}], merge=False)
         twin.rank(["q"], 10)

@@ -18,6 +18,7 @@ import numpy as np
 from bot.services.compiled import jit as _jit
 from bot.services.compiled import jit_fastmath as _jit_fastmath
 from bot.services.index_term_docs import term_docs
+from bot.services.index_tf import half_tf_at, tf_at
 
 
 @_jit
@@ -25,7 +26,7 @@ def accumulate(
     codes: Any,
     t_indptr: Any,
     slot0: int,
-    tf: Any,
+    tfs: Any,
     tids: Any,
     coef: Any,
     k1p: float,
@@ -33,9 +34,11 @@ def accumulate(
     acc: Any,
 ) -> None:
     """Per query term in query order (term ``tids[j]`` of a segment whose postings' slots are ``codes``
-    (:mod:`bot.services.index_term_docs`) and tfs ``tf``; coefficient ``coef[j]``), add
+    (:mod:`bot.services.index_term_docs`) and tfs ``tfs`` (:mod:`bot.services.index_tf`); coefficient
+    ``coef[j]``), add
     ``coef · tf·(k1 + 1) / (tf + len_factor)`` into ``acc``: rank-bm25's operations in its order."""
     code8, code16, code32, where = codes
+    packed, big_at, big_tf = tfs
     n_terms = len(t_indptr) - 1
     docs = np.empty(_longest(t_indptr, tids), np.int32)
     for j in range(len(tids)):
@@ -48,7 +51,7 @@ def accumulate(
         c_j = coef[j]
         for i in range(count):
             d = docs[i]
-            f = np.float64(tf[lo + i])
+            f = np.float64(tf_at(packed, big_at, big_tf, lo + i))
             acc[d] += c_j * (f * k1p / (f + len_factor[d]))
 
 
@@ -73,18 +76,19 @@ BLOCK = 256  #: score bounds are scanned in blocks of this many slots (fixed: LL
 
 @_jit
 def quantise(
-    codes: Any, t_indptr: Any, slot0: int, tf: Any, k1p: float, len_factor: Any, inv_step: float, out: Any
+    codes: Any, t_indptr: Any, slot0: int, tfs: Any, k1p: float, len_factor: Any, inv_step: float, out: Any
 ) -> None:
     """``out[c]`` = posting ``c``'s tf factor ``tf·(k1 + 1) / (tf + len_factor[slot])`` in steps of
     ``1 / inv_step``, rounded to the nearest (the factor is below k1 + 1 = 255 steps)."""
     code8, code16, code32, where = codes
+    packed, big_at, big_tf = tfs
     docs = np.empty(_longest(t_indptr, np.arange(len(t_indptr) - 1)), np.int32)
     for t in range(len(t_indptr) - 1):
         lo = t_indptr[t]
         count = t_indptr[t + 1] - lo
         term_docs(code8, code16, code32, where, count, t, slot0, docs)
         for i in range(count):
-            f = np.float64(tf[lo + i])
+            f = np.float64(tf_at(packed, big_at, big_tf, lo + i))
             level = int((f * k1p / (f + len_factor[docs[i]])) * inv_step + 0.5)
             out[lo + i] = 255 if level > 255 else level
 
@@ -248,13 +252,14 @@ def _query_terms(tids: Any, coef: Any) -> tuple[Any, Any, Any]:
 
 @_jit
 def _exact_score(
-    d: int, local: int, d_indptr: Any, d_code: Any, d_byteptr: Any, d_tf: Any,
+    d: int, local: int, d_indptr: Any, d_code: Any, d_byteptr: Any, d_tfs: Any,
     terms: Any, plan_term: Any, coef: Any, k1p: float, len_factor: Any, tf_of: Any,
 ) -> float:  # fmt: skip
     """Slot ``d``'s exact score from its own terms (document ``local`` of its segment's document-major
     postings, ids ascending as the query's ``terms`` are): rank-bm25's operations in plan order, as
     :func:`accumulate` performs them."""
     m = len(terms)
+    packed, big_at, big_tf = d_tfs
     tf_of[:m] = 0
     u = 0
     c = d_indptr[local]
@@ -275,7 +280,7 @@ def _exact_score(
         if u == m:
             break
         if terms[u] == term:
-            tf_of[u] = d_tf[c]
+            tf_of[u] = half_tf_at(packed, big_at, big_tf, c)
         c += 1
     score = 0.0
     length = len_factor[d]
@@ -291,10 +296,10 @@ def _exact_score(
 def _candidate_score(d: int, slot0: Any, segments: Any, query: Any, k1p: float, len_factor: Any) -> float:
     """:func:`_exact_score` of slot ``d``, in whichever segment holds it."""
     s = np.searchsorted(slot0, d, side="right") - 1
-    d_indptr, d_code, d_byteptr, d_tf = segments
+    d_indptr, d_code, d_byteptr, d_tfs = segments
     terms, plan_term, coef, tf_of = query
     return _exact_score(
-        d, d - slot0[s], d_indptr[s], d_code[s], d_byteptr[s], d_tf[s], terms, plan_term, coef, k1p, len_factor, tf_of
+        d, d - slot0[s], d_indptr[s], d_code[s], d_byteptr[s], d_tfs[s], terms, plan_term, coef, k1p, len_factor, tf_of
     )  # fmt: skip
 
 
@@ -322,7 +327,7 @@ def _insert(out_ids: Any, out_scores: Any, n_out: int, pid: int, score: float) -
 
 @_jit
 def top_bounded(
-    t_indptr: Any, t_codes: Any, impacts: Any, d_indptr: Any, d_code: Any, d_byteptr: Any, d_tf: Any, slot0: Any,
+    t_indptr: Any, t_codes: Any, impacts: Any, d_indptr: Any, d_code: Any, d_byteptr: Any, d_tfs: Any, slot0: Any,
     tids: Any, coef: Any, step: float, ratio_lo: float, ratio_hi: float, k1p: float, len_factor: Any,
     slot_ids: Any, acc: Any, keep: Any, use_keep: bool, need: int,
     cand: Any, cand_bound: Any, exact: Any, out_ids: Any, out_scores: Any,
@@ -361,7 +366,7 @@ def top_bounded(
     matched, n_heap, n_cand = found
     # 3. exact scores: the heap's, then every candidate whose bound reaches the least of them
     query = (terms, plan_term, coef, np.zeros(m, np.int64))
-    segments = (d_indptr, d_code, d_byteptr, d_tf)
+    segments = (d_indptr, d_code, d_byteptr, d_tfs)
     exact[:n_cand] = -1.0
     theta = np.inf
     for h in range(n_heap):

@@ -1,10 +1,12 @@
 """The segments of :class:`bot.services.index.BM25Index`: the postings of a run of document slots, twice.
 
-Term-major (per term: the slots holding it, their term frequencies and their one-byte impacts, which
-:mod:`bot.services.index_topk` computes and snapshots leave out) for queries; document-major (per document: its terms and frequencies) for ``doc_terms`` and for what a
-removed document held. New documents form a new segment (:func:`new_segment`); :func:`merge` joins
-two in linear time and drops the postings of dead documents; a snapshot's segments are checked
-before use (:func:`segment_from_snapshot`).
+Term-major for queries: per term, the slots holding it (:mod:`bot.services.index_term_docs`), their term
+frequencies (:mod:`bot.services.index_tf`) and their one-byte impacts, which :mod:`bot.services.index_topk`
+computes and snapshots leave out. Document-major (per document: its term ids,
+:mod:`bot.services.index_doc_terms`, and their frequencies) for ``doc_terms``, the exact rescoring of
+the top k and what a removed document held. New documents form a new segment (:func:`new_segment`);
+:func:`merge` joins two in linear time and drops the postings of dead documents; a snapshot's segments
+are checked before use (:func:`segment_from_snapshot`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import numpy.typing as npt
 
 from bot.services import index_doc_terms as doc_codes
 from bot.services import index_term_docs as term_codes
-from bot.services.bulk_kernels import postings_by_document, postings_by_term
-from bot.services.snapshot import Snapshot, SnapshotError, check_offsets, check_range, expect
+from bot.services import index_tf as tf_codes
+from bot.services.bulk_kernels import count_by_term, postings_by_document, postings_by_term
+from bot.services.snapshot import Snapshot, SnapshotError, check_offsets, expect
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
@@ -26,8 +29,11 @@ BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
 #: what a snapshot keeps of each segment
 SEGMENT_ARRAYS: Final = (
-    "t_indptr", "t_code8", "t_code16", "t_code32", "t_where", "t_tf", "d_indptr", "d_code", "d_byteptr", "d_tf",
+    "t_indptr", "t_code8", "t_code16", "t_code32", "t_where", "t_tf", "t_big_at", "t_big_tf",
+    "d_indptr", "d_code", "d_byteptr", "d_tf", "d_big_at", "d_big_tf",
 )  # fmt: skip
+TERM_TF_BITS: Final = 8  #: term-major tfs: a byte a posting (index_tf)
+DOC_TF_BITS: Final = 4  #: document-major tfs: two postings to a byte
 
 
 @dataclass(slots=True)
@@ -41,11 +47,15 @@ class Segment:
     t_code16: npt.NDArray[np.uint16]
     t_code32: npt.NDArray[np.int32]
     t_where: IntArray  # term id → its codes' width and offset
-    t_tf: npt.NDArray[np.unsignedinteger]
-    d_indptr: IntArray  # local document → range in d_tf (its terms, ascending)
-    d_code: npt.NDArray[np.uint8]  # its term ids (index_doc_terms)
+    t_tf: npt.NDArray[np.uint8]  # each posting's tf, 0 past 255 (index_tf) …
+    t_big_at: IntArray  # … those postings …
+    t_big_tf: npt.NDArray[np.uint32]  # … and their tf
+    d_indptr: IntArray  # local document → its range of postings (its terms, ascending)
+    d_code: npt.NDArray[np.uint8]  # their term ids (index_doc_terms)
     d_byteptr: IntArray  # local document → range in d_code
-    d_tf: npt.NDArray[np.unsignedinteger]
+    d_tf: npt.NDArray[np.uint8]  # their tfs, two to a byte, 0 past 15 …
+    d_big_at: IntArray  # … those postings …
+    d_big_tf: npt.NDArray[np.uint32]  # … and their tf
     impacts: npt.NDArray[np.uint8] | None = None  # per posting: its tf factor in one byte (index_topk)
     impact_avgdl: float = 0.0  # the average length the impacts were computed for
 
@@ -64,6 +74,20 @@ class Segment:
         """What the compiled loops decode a term's slots from (:func:`index_term_docs.term_docs`)."""
         return self.t_code8, self.t_code16, self.t_code32, self.t_where
 
+    @property
+    def tfs(self) -> tf_codes.Packed:
+        """Each term-major posting's tf (:func:`index_tf.tf_at`)."""
+        return self.t_tf, self.t_big_at, self.t_big_tf
+
+    @property
+    def doc_tfs(self) -> tf_codes.Packed:
+        """Each document-major posting's tf (:func:`index_tf.half_tf_at`)."""
+        return self.d_tf, self.d_big_at, self.d_big_tf
+
+    def doc_tf(self, at: IntArray) -> IntArray:
+        """The tfs of document-major postings ``at``."""
+        return tf_codes.values(self.doc_tfs, at, DOC_TF_BITS)
+
     def postings(self, term: int) -> npt.NDArray[np.int32]:
         """The slots holding ``term`` (a term id below :attr:`n_terms`), ascending."""
         count = int(self.t_indptr[term + 1] - self.t_indptr[term])
@@ -77,27 +101,14 @@ class Segment:
         return docs
 
     def doc_terms(self, local: IntArray) -> npt.NDArray[np.int32]:
-        """The term ids of local documents ``local``, one after the other (``d_tf``'s order)."""
+        """The term ids of local documents ``local``, one after the other (their postings' order)."""
         terms: npt.NDArray[np.int32] = doc_codes.decode(self.d_code, self.d_byteptr, self.d_indptr, local)
         return terms
 
     @property
     def nbytes(self) -> int:
-        return sum(
-            a.nbytes
-            for a in (
-                self.t_indptr,
-                self.t_code8,
-                self.t_code16,
-                self.t_code32,
-                self.t_where,
-                self.t_tf,
-                self.d_indptr,
-                self.d_code,
-                self.d_byteptr,
-                self.d_tf,
-            )
-        ) + (0 if self.impacts is None else self.impacts.nbytes)
+        arrays: int = sum(getattr(self, name).nbytes for name in SEGMENT_ARRAYS)
+        return arrays + (0 if self.impacts is None else self.impacts.nbytes)
 
 
 def tf_dtype(max_tf: int) -> type[np.unsignedinteger]:
@@ -130,9 +141,10 @@ def new_segment(
     n_terms: int,
 ) -> tuple[Segment, IntArray]:
     """A segment for new documents in slots ``slot0 ..`` given document-major (each document's
-    ``n_unique`` distinct terms: their ids and frequencies), and per term how many of them hold it."""
+    ``n_unique`` distinct terms: their ids and frequencies, of any unsigned type), and per term how many
+    of them hold it."""
     n_new = len(n_unique)
-    term_counts = np.bincount(d_terms, minlength=n_terms)
+    term_counts = count_by_term(d_terms, n_terms)
     t_indptr = offsets(term_counts)
     local = np.empty(len(d_terms), dtype=np.int32)  # term-major: each posting's document
     t_tf = np.empty_like(d_tf)
@@ -143,16 +155,17 @@ def new_segment(
     sorted_tf = np.empty_like(d_tf)
     postings_by_document(t_indptr, local, t_tf, d_indptr, sorted_terms, sorted_tf)
     code, byteptr = doc_codes.encode(d_indptr, sorted_terms)
+    local += np.int32(slot0)  # each posting's slot, in place (its document's number is used no more)
     segment = Segment(
         slot0,
         n_new,
         t_indptr,
-        *term_codes.encode(t_indptr, local + np.int32(slot0), slot0),
-        t_tf=t_tf,
-        d_indptr=d_indptr,
-        d_code=code,
-        d_byteptr=byteptr,
-        d_tf=sorted_tf,
+        *term_codes.encode(t_indptr, local, slot0),
+        *tf_codes.pack(t_tf, TERM_TF_BITS),
+        d_indptr,
+        code,
+        byteptr,
+        *tf_codes.pack(sorted_tf, DOC_TF_BITS),
     )
     return segment, term_counts
 
@@ -173,12 +186,7 @@ def live_postings(seg: Segment, alive: BoolArray, mine: BoolArray, n_terms: int)
 
 def doc_lengths(seg: Segment) -> IntArray:
     """Each document's length (the sum of its term frequencies), from the document-major postings."""
-    starts, sizes = seg.d_indptr[:-1], np.diff(seg.d_indptr)
-    if not len(starts):
-        return np.zeros(0, dtype=np.int64)
-    padded = np.concatenate([seg.d_tf, np.zeros(1, dtype=seg.d_tf.dtype)])  # an empty last document
-    lengths: IntArray = np.add.reduceat(padded, starts, dtype=np.int64)
-    lengths[sizes == 0] = 0
+    lengths: IntArray = tf_codes.half_range_sums(*seg.doc_tfs, seg.d_indptr)
     return lengths
 
 
@@ -189,11 +197,11 @@ def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: i
     t_code32 = snapshot.array(prefix + "t_code32", (np.int32,))
     t_where = snapshot.array(prefix + "t_where", (np.int64,), length=len(t_indptr) - 1)
     n_postings = int(t_indptr[-1]) if len(t_indptr) else -1
-    t_tf = snapshot.array(prefix + "t_tf", (np.uint8, np.uint16, np.uint32), length=n_postings)
+    t_tfs = _tfs_from_snapshot(snapshot, prefix + "t_", n_postings, TERM_TF_BITS)
     d_indptr = snapshot.array(prefix + "d_indptr", (np.int64,), length=n_docs + 1)
     d_code = snapshot.array(prefix + "d_code", (np.uint8,))
     d_byteptr = snapshot.array(prefix + "d_byteptr", (np.int64,), length=n_docs + 1)
-    d_tf = snapshot.array(prefix + "d_tf", (t_tf.dtype.type,), length=n_postings)
+    d_tfs = _tfs_from_snapshot(snapshot, prefix + "d_", n_postings, DOC_TF_BITS)
     seg_terms = len(t_indptr) - 1
     expect(seg_terms <= n_terms, prefix + "t_indptr: more terms than the vocabulary")
     check_offsets(prefix + "t_indptr", t_indptr, n_postings)
@@ -207,22 +215,32 @@ def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: i
         doc_codes.well_formed(d_code, d_byteptr, d_indptr, seg_terms),
         prefix + "d_code: not each document's ascending term ids",
     )
-    check_range(prefix + "t_tf", t_tf, 1, 1 << 32)
-    check_range(prefix + "d_tf", d_tf, 1, 1 << 32)
     return Segment(
-        slot0=slot0,
-        n_docs=n_docs,
-        t_indptr=t_indptr,
-        t_code8=t_code8,
-        t_code16=t_code16,
-        t_code32=t_code32,
-        t_where=t_where,
-        t_tf=t_tf,
-        d_indptr=d_indptr,
-        d_code=d_code,
-        d_byteptr=d_byteptr,
-        d_tf=d_tf,
+        slot0,
+        n_docs,
+        t_indptr,
+        t_code8,
+        t_code16,
+        t_code32,
+        t_where,
+        *t_tfs,
+        d_indptr,
+        d_code,
+        d_byteptr,
+        *d_tfs,
     )
+
+
+def _tfs_from_snapshot(
+    snapshot: Snapshot, prefix: str, n_postings: int, bits: tf_codes.Bits
+) -> tf_codes.Packed:
+    """A segment's ``t_`` or ``d_`` frequencies, checked to be ``n_postings`` of them."""
+    packed = snapshot.array(prefix + "tf", (np.uint8,))
+    big_at = snapshot.array(prefix + "big_at", (np.int64,))
+    big_tf = snapshot.array(prefix + "big_tf", (np.uint32,), length=len(big_at))
+    tfs = (packed, big_at, big_tf)
+    expect(tf_codes.well_formed(tfs, n_postings, bits), prefix + "tf: not one frequency a posting")
+    return tfs
 
 
 def segments_from_snapshot(
@@ -259,14 +277,22 @@ def segments_from_snapshot(
     return segments, df
 
 
+def _codes(seg: Segment) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+    """A segment's term-major and document-major tf codes, a byte each (:func:`index_tf.unpack`)."""
+    n = seg.n_postings
+    return tf_codes.unpack(seg.t_tf, n, TERM_TF_BITS), tf_codes.unpack(seg.d_tf, n, DOC_TF_BITS)
+
+
 def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
     """One segment with a's then b's documents, without postings of dead documents (``alive``, per
     slot)."""
     if b is None:
         n_terms = a.n_terms
         t_indptr = a.t_indptr
-        docs, tf = a.all_postings(), a.t_tf
-        d_indptr, d_code, d_byteptr, d_tf = a.d_indptr, a.d_code, a.d_byteptr, a.d_tf
+        docs = a.all_postings()
+        t_tf, d_tf = _codes(a)
+        t_big, d_big = (a.t_big_at, a.t_big_tf), (a.d_big_at, a.d_big_tf)
+        d_indptr, d_code, d_byteptr = a.d_indptr, a.d_code, a.d_byteptr
         n_docs = a.n_docs
     else:
         n_terms = max(a.n_terms, b.n_terms)
@@ -277,32 +303,39 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         pos_b = np.arange(b.n_postings, dtype=np.int64) + np.repeat(ap[1:], np.diff(bp))
         docs = np.empty(total, dtype=np.int32)
         docs[pos_a], docs[pos_b] = a.all_postings(), b.all_postings()
-        tf = np.empty(total, dtype=np.result_type(a.t_tf, b.t_tf))
-        tf[pos_a], tf[pos_b] = a.t_tf, b.t_tf
+        (a_t_tf, a_d_tf), (b_t_tf, b_d_tf) = _codes(a), _codes(b)
+        t_tf = np.empty(total, dtype=np.uint8)
+        t_tf[pos_a], t_tf[pos_b] = a_t_tf, b_t_tf
+        t_big = tf_codes.gathered([(pos_a[a.t_big_at], a.t_big_tf), (pos_b[b.t_big_at], b.t_big_tf)])
         d_indptr = np.concatenate([a.d_indptr, b.d_indptr[1:] + a.d_indptr[-1]])
         d_code = np.concatenate([a.d_code, b.d_code])
         d_byteptr = np.concatenate([a.d_byteptr, b.d_byteptr[1:] + a.d_byteptr[-1]])
-        d_tf = np.concatenate([a.d_tf, b.d_tf]).astype(tf.dtype, copy=False)
+        d_tf = np.concatenate([a_d_tf, b_d_tf])
+        d_big = tf_codes.gathered([(a.d_big_at, a.d_big_tf), (b.d_big_at + a.n_postings, b.d_big_tf)])
         n_docs = a.n_docs + b.n_docs
     keep = alive[docs]
     if not keep.all():
         term_of = np.repeat(np.arange(n_terms), np.diff(t_indptr))
         t_indptr = offsets(np.bincount(term_of[keep], minlength=n_terms))
-        docs, tf = docs[keep], tf[keep]
+        t_big = tf_codes.kept(*t_big, keep)
+        docs, t_tf = docs[keep], t_tf[keep]
         live = alive[a.slot0 : a.slot0 + n_docs]  # dead documents keep their slot, with nothing in it
         counts, sizes = np.diff(d_indptr), np.diff(d_byteptr)
-        d_tf = d_tf[np.repeat(live, counts)]
+        d_keep = np.repeat(live, counts)
+        d_big = tf_codes.kept(*d_big, d_keep)
+        d_tf = d_tf[d_keep]
         d_code = d_code[np.repeat(live, sizes)]
         d_indptr, d_byteptr = offsets(np.where(live, counts, 0)), offsets(np.where(live, sizes, 0))
-    seg = Segment(
+    return Segment(
         a.slot0,
         n_docs,
         t_indptr,
         *term_codes.encode(t_indptr, docs, a.slot0),
-        t_tf=tf,
-        d_indptr=d_indptr,
-        d_code=d_code,
-        d_byteptr=d_byteptr,
-        d_tf=d_tf,
+        tf_codes.pack_codes(t_tf, TERM_TF_BITS),
+        *t_big,
+        d_indptr,
+        d_code,
+        d_byteptr,
+        tf_codes.pack_codes(d_tf, DOC_TF_BITS),
+        *d_big,
     )
-    return seg

@@ -62,7 +62,7 @@ def quantise(seg: Segment, k1: float, len_factor: FloatArray, avgdl: float) -> N
     if impacts is None:
         impacts = np.empty(seg.n_postings, dtype=np.uint8)
     kernels.quantise(
-        seg.term_codes, seg.t_indptr, seg.slot0, seg.t_tf, k1 + 1, len_factor, 1 / impact_step(k1), impacts
+        seg.term_codes, seg.t_indptr, seg.slot0, seg.tfs, k1 + 1, len_factor, 1 / impact_step(k1), impacts
     )
     seg.impacts = impacts
     seg.impact_avgdl = avgdl
@@ -97,9 +97,8 @@ class Workspace:
 
 
 def usable(segments: Sequence[Segment]) -> bool:
-    """Whether every segment has impacts and they share their arrays' dtypes (the compiled loop takes
-    each kind of array as one tuple)."""
-    return all(seg.impacts is not None for seg in segments) and len({seg.d_tf.dtype for seg in segments}) <= 1
+    """Whether every segment has impacts."""
+    return all(seg.impacts is not None for seg in segments)
 
 
 def top_positive(
@@ -135,7 +134,7 @@ def top_positive(
         tuple(seg.d_indptr for seg in segments),
         tuple(seg.d_code for seg in segments),
         tuple(seg.d_byteptr for seg in segments),
-        tuple(seg.d_tf for seg in segments),
+        tuple(seg.doc_tfs for seg in segments),
         np.array([seg.slot0 for seg in segments], dtype=np.int64),
         tids, coef, impact_step(k1), min(min(ratios), 1.0), max(max(ratios), 1.0), k1 + 1, len_factor,
         slot_ids, space.acc, space.keep, use_keep, need,

@@ -29,7 +29,9 @@ from typing import Any, BinaryIO, Final
 import numpy as np
 import numpy.typing as npt
 
-FORMAT: Final = 3  # format 1 was a pickle; 2 kept each document's term ids as int32
+FORMAT: Final = (
+    4  # 1 a pickle, 2 documents' term ids as int32, 3 a byte or more a tf (widened for all past 255)
+)
 _SUFFIX: Final = ".npy"
 
 

@@ -275,12 +275,13 @@ def test_matched_terms_many_agrees_with_each_document() -> None:
 
 
 def test_term_frequencies_past_one_byte_keep_exact_scores_across_segments() -> None:
-    """Segments store tf in one byte while it fits and in two past 255; merged, the scores stay rank-bm25's."""
+    """A segment keeps each posting's tf in four bits and those past 15 beside (index_tf); merged, the
+    scores stay rank-bm25's."""
     small = [["a", "b", "c"], ["a", "a", "d"], ["b", "d", "d", "e"]]
     large = [["a"] * 300 + ["b"], ["c"] * 256 + ["e", "e"], ["a", "d"]]
     index = BM25Index()
-    index.add([0, 1, 2], small)  # a one-byte segment …
-    index.add([3, 4, 5], large)  # … then a two-byte one, merged with it (the second is not 4× smaller)
+    index.add([0, 1, 2], small)  # a segment of small tfs …
+    index.add([3, 4, 5], large)  # … then one of large ones, merged with it (the second is not 4× smaller)
     reference = BM25Okapi(small + large)
     for query in (["a"], ["c", "e"], ["a", "b", "d", "a"], ["e", "c", "c"]):
         expected = reference.get_scores(query)

@@ -225,6 +225,8 @@ CORRUPTIONS: dict[str, Callable[[Path], None]] = {
     "a document's term bytes run on": set_item("index.seg0.d_code", 0, 255),
     "term id past the vocabulary": set_item("index.seg0.d_code", -1, 127),
     "offsets decrease": set_item("index.seg0.t_indptr", 1, 10**6),
+    "a tf of 0 with none beside it": set_item("index.seg0.t_tf", 0, 0),
+    "tfs that disagree with the lengths": set_item("index.seg0.d_tf", 0, 0x22),
     "postings disagree": set_item("index.seg0.d_code", 0, 1),
     "length disagrees with the terms": set_item("index.dl", 0, 999),
     "title slot out of range": set_item("engine.title0.slots", 0, 77),
