@@ -218,18 +218,3 @@ class PaperSpace:
             chosen = np.sort(rng.choice(alive, min(size, len(alive)), replace=False)) if len(alive) else alive
             self._sample = (key, chosen.astype(np.int64))
         return self._sample[1]
-
-    def spread(self, size: int) -> float:
-        """Standard deviation of a random unit direction's scores over the background sample (the
-        mean variance per coordinate)."""
-        sample = self.coords[self.background(size)]
-        if len(sample) < 2:
-            return 0.0
-        return float(np.sqrt(np.mean(np.var(sample.astype(np.float64), axis=0))))
-
-    def term_direction(self, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """What a direction in the space means in words: each term's share of it (by term id)."""
-        basis = self._basis
-        if basis is None:
-            return np.zeros(0)
-        return np.asarray(basis.loadings.astype(np.float64) @ weights, dtype=np.float64)

@@ -16,7 +16,7 @@ from bot.services.learner import DEFAULT_LEARNING, Examples, LearningParams, Per
 from bot.services.paper_space import PaperSpace
 from bot.services.profile import decay
 from bot.services.tokenize import surface_form
-from storage.repositories.feedback import FeedbackRow
+from storage.repositories.feedback import FeedbackRow, Signal
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -24,6 +24,19 @@ WeightedWords = tuple[tuple[str, float], ...]
 
 SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on first use (well under 1 s)
 MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
+
+
+def wanted(signals: Sequence[FeedbackRow]) -> list[tuple[int, Signal]]:
+    """(paper id, "like" or "save") of each paper the person wants: liked, or saved and not disliked
+    (a paper liked and saved counts once, as a like)."""
+    kinds: dict[int, set[Signal]] = {}
+    for row in signals:
+        kinds.setdefault(row.paper_id, set()).add(row.signal)
+    return [
+        (paper_id, "like" if "like" in signal_kinds else "save")
+        for paper_id, signal_kinds in kinds.items()
+        if "like" in signal_kinds or ("save" in signal_kinds and "dislike" not in signal_kinds)
+    ]
 
 
 class IndexedPapers(Protocol):
@@ -131,23 +144,19 @@ class PersonModels:
         return Fitted(fit(examples, params, liked=liked), topic_match, liked)
 
     def _rated(self, signals: Sequence[FeedbackRow], n: int, now: datetime) -> dict[int, tuple[float, float]]:
-        """slot → (label, weight) of each rated paper the space has placed: wanted (👍, or 🔖 without
-        👎) or not, counting less with age."""
-        kinds: dict[int, set[str]] = {}
+        """slot → (label, weight) of each rated paper the space has placed: wanted (:func:`wanted`) or
+        not, counting less with age."""
         times: dict[int, str] = {}
         for row in signals:
-            kinds.setdefault(row.paper_id, set()).add(row.signal)
             times[row.paper_id] = max(times.get(row.paper_id, row.created_at), row.created_at)
+        liked = {paper_id for paper_id, _ in wanted(signals)}
         rated: dict[int, tuple[float, float]] = {}
-        for paper_id, signal_kinds in kinds.items():
+        for paper_id, when in times.items():
             slot = self.slot(paper_id, n)
             if slot is None:
                 continue
-            age = decay(times[paper_id], now, self.params.half_life_days)
-            if "like" in signal_kinds or ("save" in signal_kinds and "dislike" not in signal_kinds):
-                rated[slot] = (1.0, age)
-            else:
-                rated[slot] = (0.0, age * self.params.dislike_weight)
+            age = decay(when, now, self.params.half_life_days)
+            rated[slot] = (1.0, age) if paper_id in liked else (0.0, age * self.params.dislike_weight)
         return rated
 
     def word_scores(self, model: PersonModel, slots: IntArray) -> FloatArray:

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from bot.services.learner import DEFAULT_LEARNING, LearningParams, choose
 from bot.services.paper_space import PaperSpace
-from bot.services.person_models import PersonModels
+from bot.services.person_models import PersonModels, wanted
 from bot.services.profile import (
     DEFAULT_PARAMS,
     PaperVector,
@@ -44,7 +44,7 @@ from bot.services.profile import (
 )
 from storage.db import Database
 from storage.models import Paper
-from storage.repositories.feedback import FeedbackRepository, FeedbackRow, Signal
+from storage.repositories.feedback import FeedbackRepository, FeedbackRow
 from storage.repositories.papers import PaperRepository
 
 log = logging.getLogger(__name__)
@@ -269,19 +269,6 @@ class _Pool:
 
 
 NO_VECTOR: Final = PaperVector({}, {})
-
-
-def wanted(signals: Sequence[FeedbackRow]) -> list[tuple[int, Signal]]:
-    """(paper id, "like" or "save") of each paper the person wants: liked, or saved and not disliked
-    (a paper liked and saved counts once, as a like)."""
-    kinds: dict[int, set[Signal]] = {}
-    for row in signals:
-        kinds.setdefault(row.paper_id, set()).add(row.signal)
-    return [
-        (paper_id, "like" if "like" in signal_kinds else "save")
-        for paper_id, signal_kinds in kinds.items()
-        if "like" in signal_kinds or ("save" in signal_kinds and "dislike" not in signal_kinds)
-    ]
 
 
 def best_of(candidates: IntArray, scores: FloatArray, k: int) -> IntArray:
