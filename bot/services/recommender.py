@@ -1,9 +1,10 @@
 """Personal recommendations, and search results ordered for a person.
 
 For a person with reactions, :meth:`Recommender.recommend` fits their model
-(:mod:`bot.services.learner`) over every paper's place in the field
-(:mod:`bot.services.paper_space`) and the BM25 match of their typed topics, scores every paper with
-it, takes the best unseen ones, nudges newer papers up, picks with a little exploration, skips
+(:mod:`bot.services.learner`, :mod:`bot.services.person_models`) over every paper's words, its place
+in the field (:mod:`bot.services.paper_space`) and the BM25 match of their typed topics, scores every
+paper with it, takes the best unseen ones, nudges newer papers up, picks (exploring until the first
+👍, :func:`bot.services.learner.choose`), skips
 near-copies of a paper already picked (overlap of their distinctive terms, or the same title), and
 explains each pick: "matched: <topic words it has> · like: <the liked paper it lies closest to>".
 
