@@ -170,8 +170,10 @@ class PersonModels:
 
     def words(self, model: PersonModel, n: int) -> tuple[WeightedWords, WeightedWords]:
         """The words the model counts most for and against a paper, with their weights, strongest
-        first (words of at least ``MIN_WORD_PAPERS`` papers: a name or a typo of one paper says little)."""
+        first (words of at least ``MIN_WORD_PAPERS`` papers: a name or a typo of one paper says little;
+        no numbers)."""
         common = self.index.doc_freqs(model.terms) >= MIN_WORD_PAPERS
+        common &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
 
         def named(pairs: Iterable[tuple[int, float]]) -> WeightedWords:
             return tuple((surface_form(self.index.term_name(t)), round(w, 2)) for t, w in pairs)

@@ -101,7 +101,8 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
     start_paperbot: Any, tmp_path: Path
 ) -> None:
     """Typing "reinforcement learning" and 👍ing multi-agent papers (👎 the rest) makes the next digest
-    mostly multi-agent; while learning is paused, 👎 on all of it changes nothing; once resumed, 👎s
+    mostly multi-agent, and `/paper interests show` lists multi-agent words as learned (none of them
+    against); while learning is paused, 👎 on all of it changes nothing; once resumed, 👎s
     move the digests away from multi-agent papers within three digests."""
     db_path = tmp_path / "library.db"
     async with await open_database(db_path) as db:
@@ -124,6 +125,9 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
         narrowed = await _areas(e2e, digest := await _digest(e2e, "alice", seen))
         seen += len(digest)
         assert narrowed.count("multiagent") >= 4, narrowed
+        learned, against = await _learned_words(e2e, "alice")
+        assert len(set(learned[:4]) & set(AREAS["multiagent"].split())) >= 3, learned
+        assert not set(against) & set(AREAS["multiagent"].split()), against
 
         paused = await server.run_command("alice", "paper interests pause")
         assert "paused" in paused.content.lower()
@@ -143,6 +147,15 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
             if areas.count("multiagent") < frozen.count("multiagent"):
                 break
         assert areas.count("multiagent") < frozen.count("multiagent"), (frozen, areas)
+
+
+async def _learned_words(e2e: E2E, user: str) -> tuple[list[str], list[str]]:
+    """The words `/paper interests show` lists as learned for and against, strongest first."""
+    shown = await e2e.server.run_command(user, "paper interests show")
+    fields = {f["name"]: f["value"] for f in shown.embeds[0]["fields"]}
+    learned = next(v for name, v in fields.items() if name.startswith("Learned"))
+    against = next((v for name, v in fields.items() if name.startswith("Steering away")), "")
+    return re.findall(r"`([^`]+)` \+", learned), re.findall(r"`([^`]+)` -", against)
 
 
 def _listed_ids(result: Any) -> list[int]:

@@ -24,15 +24,15 @@ TOPICS = {
 
 @pytest.fixture
 def models() -> PersonModels:
-    """30 papers of each topic, each of a dozen of its words plus common ones; paper 0 alone says
-    'zyzzyva'."""
+    """30 papers of each topic, each of a dozen of its words plus common ones and its number in the
+    topic (as a title may have); paper 0 alone says 'zyzzyva'."""
     rng = np.random.default_rng(3)
     index = BM25Index()
     ids, docs = [], []
     for t, words in enumerate(TOPICS.values()):
         for k in range(30):
             ids.append(100 * t + k)
-            docs.append([*rng.choice(words.split(), 12).tolist(), "learning", "model"])
+            docs.append([*rng.choice(words.split(), 12).tolist(), "learning", "model", str(k)])
     docs[0].append("zyzzyva")
     index.add(ids, docs)
     return PersonModels(index, PaperSpace(index, dims=8))
@@ -75,6 +75,7 @@ def test_the_words_shown_are_the_liked_and_disliked_papers_words_said_by_more_th
     assert all(weight > 0 for _, weight in liked)
     assert all(weight < 0 for _, weight in disliked)
     assert "zyzzyva" not in {w for w, _ in liked}  # one paper's word says little
+    assert not any(w.isdigit() for w, _ in liked + disliked)  # nor does a number
 
 
 def test_a_save_counts_as_wanted_unless_the_paper_was_also_disliked(models: PersonModels) -> None:
