@@ -481,16 +481,14 @@ DEFAULT_SETTINGS: dict[str, dict[str, Any]] = {
     "rocchio": {"beta": 0.75, "gamma": 0.15},
 }
 GRIDS: dict[str, list[dict[str, Any]]] = {
-    "paperbot": [  # around the defaults of LearningParams (chosen by a wider look on this split)
-        {},
-        {"word_l2": 0.3},
-        {"word_l2": 3.0},
+    "paperbot": [  # around the defaults of LearningParams; a first round (--runs 2) chose coord_l2 0.3
         {"coord_l2": 0.3},
-        {"background_weight": 3.0},
-        {"background_weight": 30.0},
-        {"dislike_weight": 2.0},
-        {"exploration": 0.3},
-        {"exploration_unliked": 3.0},
+        {"coord_l2": 0.1},
+        {"coord_l2": 1.0},
+        {"coord_l2": 0.3, "word_l2": 0.3},
+        {"coord_l2": 0.3, "word_l2": 3.0},
+        {"coord_l2": 0.3, "exploration": 0.3},
+        {"coord_l2": 0.3, "dislike_weight": 2.0},
     ],
     "svm_tuned": [
         {"C": 0.003, "min_df": 5, "max_df": 0.1},

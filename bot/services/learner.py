@@ -51,7 +51,7 @@ class LearningParams:
     """How the per-person model learns and picks; chosen on the tuning split (module docstring)."""
 
     word_l2: float = 1.0  # pull of each word's weight towards zero
-    coord_l2: float = 1.0  # the same for each LSA coordinate's
+    coord_l2: float = 0.3  # the same for each LSA coordinate's
     topic_l2: float = 1.0  # the same for the topics' weight, once something is liked (it starts at 0)
     prior_weight: float = 10.0  # the topics' weight while nothing is liked yet (score = weight · match)
     prior_l2: float = 1.0  # how firmly it stays there
