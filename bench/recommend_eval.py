@@ -491,12 +491,16 @@ GRIDS: dict[str, list[dict[str, Any]]] = {
         {"coord_l2": 0.3, "dislike_weight": 2.0},
     ],
     "svm_tuned": [
+        {"C": 0.001, "min_df": 5, "max_df": 0.1},
         {"C": 0.003, "min_df": 5, "max_df": 0.1},
         {"C": 0.01, "min_df": 5, "max_df": 0.1},
         {"C": 0.03, "min_df": 5, "max_df": 0.1},
         {"C": 0.1, "min_df": 5, "max_df": 0.1},
+        {"C": 1.0, "min_df": 5, "max_df": 0.1},
         {"C": 0.01, "min_df": 2, "max_df": 0.1},
         {"C": 0.01, "min_df": 5, "max_df": 0.3},
+        {"C": 0.01, "min_df": 5, "max_df": 0.05},
+        {"C": 0.003, "min_df": 2, "max_df": 0.3},
     ],
     "rocchio": [
         {"beta": 0.75, "gamma": 0.15},
