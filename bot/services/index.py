@@ -404,8 +404,7 @@ class BM25Index:
         return _only_words(*self._doc_weights(doc_ids), self._vocab.word_mask)
 
     def _doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]:
-        slot_of = self._slot_of
-        slots = np.array([slot_of[d] for d in doc_ids], dtype=np.int64)
+        slots = self._slot_of.slots_array(np.asarray(doc_ids, dtype=np.int64))
         if len(self._segments) == 1:  # the usual case after a build: one gather, no per-segment masks
             seg = self._segments[0]
             local = slots - seg.slot0

@@ -82,6 +82,19 @@ class SlotMap(Mapping[int, int]):
             self._count -= 1
         return slot
 
+    def slots_array(self, doc_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The slot of each id, at once (KeyError for the first id not present)."""
+        table = self._table
+        if table is None:
+            return np.array([self._dict[int(i)] for i in doc_ids], dtype=np.int64)
+        inside = (doc_ids >= 0) & (doc_ids < len(table))
+        found = np.full(len(doc_ids), -1, dtype=np.int64)
+        found[inside] = table[doc_ids[inside]]
+        missing = np.flatnonzero(found < 0)
+        if len(missing):
+            raise KeyError(int(doc_ids[missing[0]]))
+        return found
+
     def slots(self, doc_ids: Iterable[int]) -> list[int]:
         """The slots of those of ``doc_ids`` that are present."""
         return [self[i] for i in doc_ids if i in self]

@@ -60,7 +60,7 @@ class LearningParams:
     background: int = 300  # papers sampled from the corpus as background negatives
     background_weight: float = 10.0  # their total weight (a smaller corpus's whole sample weighs less)
     half_life_days: float = 180.0  # a reaction this old counts half
-    pool: int = 1000  # papers best by place and topics that the words are scored on
+    pool: int = 500  # papers best by place and topics that the words are scored on
     exploration: float = 0.0  # later picks give up this much score per unit of cosine to earlier ones
     exploration_unliked: float = 10.0  # the same while the person has liked nothing yet
     candidates: int = 200  # best-scored papers the picks are chosen from

@@ -11,6 +11,7 @@ from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
 
 from bot.services.learner import DEFAULT_LEARNING, Examples, LearningParams, PersonModel, fit, unit_rows
 from bot.services.paper_space import PaperSpace
@@ -39,6 +40,14 @@ def wanted(signals: Sequence[FeedbackRow]) -> list[tuple[int, Signal]]:
     ]
 
 
+def _columns(rows: sp.csr_matrix, columns: IntArray) -> sp.csr_matrix:
+    """These columns of ``rows`` (term ids past its last column are columns of zeros)."""
+    top = int(columns.max(initial=-1)) + 1
+    if top > rows.shape[1]:
+        rows = sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=(rows.shape[0], top))
+    return rows[:, columns]
+
+
 class IndexedPapers(Protocol):
     """What the models read of the search index (``bot.services.index.BM25Index``)."""
 
@@ -46,6 +55,9 @@ class IndexedPapers(Protocol):
 
     @property
     def slot_ids(self) -> IntArray: ...
+
+    @property
+    def n_slots(self) -> int: ...
 
     def __len__(self) -> int: ...
 
@@ -79,6 +91,7 @@ class PersonModels:
         self.index = index
         self.space = space
         self.params = params
+        self._background_rows: tuple[tuple[int, int, int], IntArray, sp.csr_matrix] | None = None
 
     def slot(self, paper_id: int, n: int) -> int | None:
         """The paper's slot if the space has coordinates for it."""
@@ -121,19 +134,20 @@ class PersonModels:
             slot = self.slot(paper_id, n)
             if slot is not None and slot not in labels:
                 labels[slot] = (0.0, params.ignored_weight)
-        background = [int(s) for s in space.background(params.background) if int(s) not in labels]
+        background, background_words = self._background()
         each = params.background_weight / params.background
         slots = np.array([*labels, *background], dtype=np.int64)
-        values = [*labels.values(), *((0.0, each) for _ in background)]
+        # a paper of the sample that the person rated or was shown counts as that, not twice
+        values = [*labels.values(), *((0.0, 0.0 if int(s) in labels else each) for s in background)]
 
-        papers = self.index.doc_weights(self.index.slot_ids[slots].tolist())
+        papers = self.index.doc_weights(self.index.slot_ids[np.array(list(labels), dtype=np.int64)].tolist())
         indptr, terms, _ = papers
         # the words of the rated papers are the model's words (a word no rated paper has would only
         # be pushed down a little by the background; leaving it out keeps the fit small)
         columns = np.unique(terms[: indptr[len(rated)]])
         liked = any(label > 0 for label, _ in rated.values())
         examples = Examples(
-            words=unit_rows(papers, columns),
+            words=sp.vstack([unit_rows(papers, columns), _columns(background_words, columns)], format="csr"),
             terms=columns,
             coords=coords[slots],
             topic_match=topic_match[slots],
@@ -142,6 +156,18 @@ class PersonModels:
             rated=len(rated),
         )
         return Fitted(fit(examples, params, liked=liked), topic_match, liked)
+
+    def _background(self) -> tuple[IntArray, sp.csr_matrix]:
+        """The background sample's slots and their unit BM25 rows over every term id, kept until the
+        space or the index moves (every person's fit reads them)."""
+        slots = self.space.background(self.params.background)
+        key = (self.space.placed, self.index.n_slots, len(self.index))
+        if self._background_rows is None or self._background_rows[0] != key:
+            papers = self.index.doc_weights(self.index.slot_ids[slots].tolist())
+            terms = papers[1]
+            columns = np.arange(int(terms.max(initial=-1)) + 1, dtype=np.int64)
+            self._background_rows = (key, slots, unit_rows(papers, columns))
+        return self._background_rows[1], self._background_rows[2]
 
     def _rated(self, signals: Sequence[FeedbackRow], n: int, now: datetime) -> dict[int, tuple[float, float]]:
         """slot → (label, weight) of each rated paper the space has placed: wanted (:func:`wanted`) or

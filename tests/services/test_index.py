@@ -316,3 +316,17 @@ def test_ids_of_any_size_find_their_documents_as_the_table_grows_or_turns_into_a
     assert [d for d, _ in index.top_k(["a"], 10, exclude={-7, 3})] == [
         i for i, _ in expected if i not in (-7, 3)
     ]
+
+
+@pytest.mark.parametrize("ids", [[1, 2, 3, 5000], [1, 2, -7, 10**15]], ids=["table", "dict"])
+def test_doc_weights_of_many_ids_at_once_and_an_unknown_id_named(ids: list[int]) -> None:
+    """The slots of many ids are looked up at once, from the table or the dict; an id that is not
+    indexed (absent, or past the table) is a KeyError naming it, as one at a time."""
+    index = BM25Index()
+    index.add(ids, [["a", "b"], ["b"], ["c", "a"], ["a"]])
+    indptr, terms, _ = index.doc_weights([ids[3], ids[0]])
+    assert [index.term_name(t) for t in terms[indptr[0] : indptr[1]]] == ["a"]
+    assert sorted(index.term_name(t) for t in terms[indptr[1] : indptr[2]]) == ["a", "b"]
+    for missing in (4, 10**6):
+        with pytest.raises(KeyError, match=str(missing)):
+            index.doc_weights([ids[0], missing])
