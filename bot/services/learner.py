@@ -74,16 +74,23 @@ DEFAULT_LEARNING: Final = LearningParams()
 def unit_rows(papers: DocWeights, columns: IntArray) -> sp.csr_matrix:
     """The papers' BM25 vectors scaled to length 1 (over all their words), keeping only the words in
     ``columns`` (sorted term ids), one column each."""
-    indptr, terms, weights = papers
+    _, terms, weights = papers
+    row, lengths = _rows_and_lengths(papers)
+    at = _lookup(columns, np.arange(len(columns)), terms, missing=-1)
+    known = at >= 0
+    return sp.csr_matrix(
+        ((weights / lengths[row])[known], (row[known], at[known])), shape=(len(lengths), len(columns))
+    )
+
+
+def _rows_and_lengths(papers: DocWeights) -> tuple[IntArray, FloatArray]:
+    """Each weight's paper, and each paper's vector length (1 for an empty one)."""
+    indptr, _, weights = papers
     counts = np.diff(indptr)
     row = np.repeat(np.arange(len(counts)), counts)
     lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
     lengths[lengths == 0] = 1.0
-    at = _lookup(columns, np.arange(len(columns)), terms, missing=-1)
-    known = at >= 0
-    return sp.csr_matrix(
-        ((weights / lengths[row])[known], (row[known], at[known])), shape=(len(counts), len(columns))
-    )
+    return row, lengths
 
 
 def _lookup(
@@ -133,14 +140,11 @@ class PersonModel:
 
     def word_scores(self, papers: DocWeights) -> FloatArray:
         """The words' part of the logit for these papers."""
-        indptr, terms, weights = papers
-        counts = np.diff(indptr)
-        row = np.repeat(np.arange(len(counts)), counts)
-        lengths = np.sqrt(np.bincount(row, weights=weights**2, minlength=len(counts)))
-        lengths[lengths == 0] = 1.0
+        _, terms, weights = papers
+        row, lengths = _rows_and_lengths(papers)
         values = _lookup(self.terms, self.term_weights, terms, missing=0.0)
         return np.asarray(
-            np.bincount(row, weights=weights * values, minlength=len(counts)) / lengths, dtype=np.float64
+            np.bincount(row, weights=weights * values, minlength=len(lengths)) / lengths, dtype=np.float64
         )
 
     def strongest_words(self, n: int, *, positive: bool) -> list[tuple[int, float]]:
