@@ -75,7 +75,7 @@ def unit_rows(papers: DocWeights, columns: IntArray) -> sp.csr_matrix:
     """The papers' BM25 vectors scaled to length 1 (over all their words), keeping only the words in
     ``columns`` (sorted term ids), one column each."""
     _, terms, weights = papers
-    row, lengths = _rows_and_lengths(papers)
+    row, lengths = rows_and_lengths(papers)
     at = _lookup(columns, np.arange(len(columns)), terms, missing=-1)
     known = at >= 0
     return sp.csr_matrix(
@@ -83,7 +83,7 @@ def unit_rows(papers: DocWeights, columns: IntArray) -> sp.csr_matrix:
     )
 
 
-def _rows_and_lengths(papers: DocWeights) -> tuple[IntArray, FloatArray]:
+def rows_and_lengths(papers: DocWeights) -> tuple[IntArray, FloatArray]:
     """Each weight's paper, and each paper's vector length (1 for an empty one)."""
     indptr, _, weights = papers
     counts = np.diff(indptr)
@@ -141,7 +141,7 @@ class PersonModel:
     def word_scores(self, papers: DocWeights) -> FloatArray:
         """The words' part of the logit for these papers."""
         _, terms, weights = papers
-        row, lengths = _rows_and_lengths(papers)
+        row, lengths = rows_and_lengths(papers)
         values = _lookup(self.terms, self.term_weights, terms, missing=0.0)
         return np.asarray(
             np.bincount(row, weights=weights * values, minlength=len(lengths)) / lengths, dtype=np.float64

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -30,9 +29,9 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.learner import DEFAULT_LEARNING, LearningParams, choose
+from bot.services.learner import DEFAULT_LEARNING, LearningParams, choose, rows_and_lengths
 from bot.services.paper_space import PaperSpace
-from bot.services.person_models import PersonModels, wanted
+from bot.services.person_models import IndexedPapers, PersonModels, wanted
 from bot.services.profile import (
     DEFAULT_PARAMS,
     PaperVector,
@@ -85,23 +84,18 @@ class RecommendationEngine(Protocol):
     def title(self, paper_id: int) -> str: ...
 
 
-class TermIndex(Protocol):
-    """Per-term and per-paper statistics of the BM25 index (``bot.services.index.BM25Index``)."""
+class TermIndex(IndexedPapers, Protocol):
+    """Per-term and per-paper statistics of the BM25 index (``bot.services.index.BM25Index``): what
+    the person models read, and more."""
 
     k1: float
     b: float
-    lock: threading.RLock
 
     @property
     def avgdl(self) -> float: ...
 
     @property
-    def n_slots(self) -> int: ...
-
-    @property
-    def slot_ids(self) -> IntArray: ...
-
-    def __len__(self) -> int: ...
+    def alive(self) -> npt.NDArray[np.bool_]: ...
 
     def __contains__(self, doc_id: object) -> bool: ...
 
@@ -113,20 +107,7 @@ class TermIndex(Protocol):
 
     def term_ids(self, terms: Iterable[str]) -> IntArray: ...
 
-    def doc_freqs(self, term_ids: IntArray) -> IntArray: ...
-
-    def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]: ...
-
-    @property
-    def alive(self) -> npt.NDArray[np.bool_]: ...
-
-    def slot_of(self, doc_id: int) -> int: ...
-
-    def score_array(self, query: Mapping[str, float]) -> FloatArray: ...
-
     def matched_terms(self, doc_id: int, terms: Iterable[str]) -> list[str]: ...
-
-    def term_name(self, term_id: int) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,9 +332,7 @@ class Recommender:
             # One read for topics, reactions and what the user has seen. With reactions, the learned
             # model ranks and needs only the topics of the profile (its learned terms are Rocchio's).
             own_topics, signals, seen = await self.feedback.learning_inputs(user_id)
-            profile = await self.profiles.from_rows(
-                own_topics, () if signals else signals, extra_topics=topics, now=now
-            )
+            profile = await self.profiles.from_rows(own_topics, (), extra_topics=topics, now=now)
         skip = seen | set(exclude) if exclude else seen
         if user_id is not None and signals:
             picks = await self.rank_learned(profile, signals, seen, count=count, exclude=skip, now=now)
@@ -643,10 +622,9 @@ class Recommender:
         return False
 
     def _pool(self, paper_ids: list[int]) -> _Pool:
-        indptr, terms, weights = self.index.doc_weights(paper_ids)
-        row = np.repeat(np.arange(len(paper_ids), dtype=np.int64), np.diff(indptr))
-        norms = np.sqrt(np.bincount(row, weights=weights * weights, minlength=len(paper_ids)))
-        norms[norms == 0] = 1.0
+        papers = self.index.doc_weights(paper_ids)
+        indptr, terms, weights = papers
+        row, norms = rows_and_lengths(papers)
         return _Pool(paper_ids, indptr, row, terms, weights, weights / norms[row])
 
     def _strongest(self, sources: list[Source]) -> list[Source]:
