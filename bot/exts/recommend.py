@@ -17,11 +17,13 @@ from bot.exts._groups import Subcommands
 from bot.services.export import FORMATS
 from bot.services.privacy import BACKUP_RETENTION_DAYS
 from bot.services.snippets import escape_markdown
+from bot.services.topic_breadth import breadth
 from bot.ui.paper_views import paper_autocomplete
 from bot.ui.profile_views import (
     NO_SAVED_PAPERS,
     ExportButton,
     ForgetMeView,
+    breadth_note,
     export_answer,
     export_view,
     interests_embed,
@@ -120,6 +122,9 @@ async def interests_add(
         lines.append(
             f"Added “{shown}”. `/paper recommend` now uses it." if added else f"You already follow “{shown}”."
         )
+        broad = breadth(services.search, stored) if added else None
+        if broad is not None:
+            lines.append(breadth_note(broad))
     if seed is not None:
         press = await services.feedback.plan_seed(
             user_id=user_id, paper_id=seed.id, pending=services.writes.pending_ratings(user_id, seed.id)

@@ -15,6 +15,7 @@ from bot.services.export import FORMATS, export
 from bot.services.privacy import BACKUP_RETENTION_DAYS
 from bot.services.profile import ProfileSummary
 from bot.services.snippets import escape_markdown
+from bot.services.topic_breadth import Breadth
 from bot.ui.embeds import (
     DESCRIPTION_LIMIT,
     FIELD_VALUE_LIMIT,
@@ -248,3 +249,13 @@ class ForgetMeView(discord.ui.View):
     ) -> None:
         self._finish()
         await interaction.response.edit_message(content="Cancelled: nothing was deleted.", view=self)
+
+
+def breadth_note(breadth: Breadth) -> str:
+    """The line that tells someone the topic they added is broad, with narrower topics inside it."""
+    share = f"{breadth.matches:,} of {breadth.papers:,} papers here have its words"
+    learn = "👍 and 👎 your picks: paperbot learns which part of it you want."
+    if not breadth.narrower:
+        return f"That topic is broad ({share}). Add a narrower one, or {learn}"
+    named = ", ".join(f"“{escape_markdown(n)}”" for n in breadth.narrower)
+    return f"That topic is broad ({share}). Narrower topics in it: {named}. Add the one you mean, or {learn}"

@@ -1,0 +1,73 @@
+"""A broad topic is recognised and offered narrower topics, as its papers' titles write them."""
+
+from __future__ import annotations
+
+from bot.services.search import SearchEngine
+from bot.services.topic_breadth import breadth
+from storage.models import IndexRow
+
+NOUNS = [
+    "robots",
+    "games",
+    "traffic",
+    "markets",
+    "drones",
+    "kitchens",
+    "warehouses",
+    "satellites",
+    "vehicles",
+    "factories",
+    "hospitals",
+    "farms",
+    "ships",
+    "elevators",
+    "turbines",
+    "grids",
+    "trains",
+    "bridges",
+    "rovers",
+    "batteries",
+]
+RL_AREAS = {"Offline": "with", "Multi-agent": "for", "Model-based": "in"}
+
+
+def library() -> list[IndexRow]:
+    """60 reinforcement-learning papers (three sub-areas named in their titles) among 200."""
+    rows = []
+    for area, joint in RL_AREAS.items():
+        for noun in NOUNS:
+            rows.append(
+                IndexRow(
+                    len(rows) + 1,
+                    f"{area} reinforcement learning {joint} {noun}",
+                    f"We study reinforcement learning of policies that act on {noun}.",
+                )
+            )
+    for field in ("Object detection with", "Image segmentation for"):
+        for n in range(70):
+            noun = NOUNS[n % len(NOUNS)]
+            rows.append(IndexRow(len(rows) + 1, f"{field} {noun} {n}", f"We study images of {noun}."))
+    return rows
+
+
+def test_a_broad_topic_gets_its_sub_areas_as_the_titles_write_them() -> None:
+    found = breadth(SearchEngine.build(library()), "reinforcement learning")
+    assert found is not None
+    assert (found.matches, found.papers) == (60, 200)
+    assert set(found.narrower) == {
+        "offline reinforcement learning",
+        "multi-agent reinforcement learning",
+        "model-based reinforcement learning",
+    }
+
+
+def test_a_narrow_topic_a_small_share_and_an_unknown_one_are_not_broad() -> None:
+    engine = SearchEngine.build(library())
+    assert breadth(engine, "offline reinforcement learning") is None  # 20 papers: too few to be broad
+    assert breadth(engine, "quantum chemistry") is None
+    assert breadth(engine, "the of") is None  # no words the index keeps
+
+
+def test_a_broad_topic_in_a_small_library_is_not_flagged() -> None:
+    small = SearchEngine.build(library()[:40] + library()[60:80])  # 40 of 60 papers: under 50
+    assert breadth(small, "reinforcement learning") is None
