@@ -7,7 +7,7 @@ in ``bot.digest_sender``; the option types and descriptions in ``bot.ui.digests`
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import discord
 from discord import app_commands
@@ -16,12 +16,16 @@ from discord.ext import commands
 from bot.digest_sender import DiscordDigestSender
 from bot.exts._groups import Subcommands
 from bot.services.digests.delivery import DeliveryOutcome, RecipientUnreachableError
+from bot.services.topic_breadth import breadth
 from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
+from bot.ui.profile_views import breadth_note
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
 
 log = logging.getLogger(__name__)
+
+MAX_BREADTH_NOTES: Final = 3  # notes on broad topics in one answer (each ~250 characters)
 
 paper = Subcommands("paper")
 
@@ -74,6 +78,9 @@ async def subscribe_command(
     if sub.timezone == "UTC" and timezone is None and had is None:
         text += "\nTimes are in UTC: add `timezone:` (e.g. Europe/Berlin) to get it at your local time."
     text += "\nIt comes by DM. `/paper digest` sends one now; `/paper unsubscribe` stops it."
+    if topics is not None:  # broad topics just given: say so, with narrower ones
+        broad = [(t, b) for t in sub.topics if (b := breadth(bot.services.search, t)) is not None]
+        text += "".join("\n" + breadth_note(topic, found) for topic, found in broad[:MAX_BREADTH_NOTES])
     await interaction.response.send_message(text, ephemeral=True)
 
 

@@ -251,11 +251,11 @@ class ForgetMeView(discord.ui.View):
         await interaction.response.edit_message(content="Cancelled: nothing was deleted.", view=self)
 
 
-def breadth_note(breadth: Breadth) -> str:
-    """The line that tells someone the topic they added is broad, with narrower topics inside it."""
-    share = f"{breadth.matches:,} of {breadth.papers:,} papers here have its words"
-    learn = "👍 and 👎 your picks: paperbot learns which part of it you want."
+def breadth_note(topic: str, breadth: Breadth) -> str:
+    """The line that tells someone a topic they gave is broad, with narrower topics inside it."""
+    said = f"“{escape_markdown(topic)}” is broad: {breadth.matches:,} of {breadth.papers:,} papers here have its words."
+    learn = "👍 and 👎 the picks: paperbot learns which part of it you want."
     if not breadth.narrower:
-        return f"That topic is broad ({share}). Add a narrower one, or {learn}"
+        return f"{said} Add a narrower topic, or {learn}"
     named = ", ".join(f"“{escape_markdown(n)}”" for n in breadth.narrower)
-    return f"That topic is broad ({share}). Narrower topics in it: {named}. Add the one you mean, or {learn}"
+    return f"{said} Narrower topics in it: {named}. Add the one you mean, or {learn}"

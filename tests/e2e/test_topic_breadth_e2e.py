@@ -16,7 +16,9 @@ async def test_adding_a_broad_topic_offers_narrower_ones_and_a_narrow_topic_is_j
 ) -> None:
     """ "reinforcement learning" in a library where 60 of 200 papers have its words: the answer adds
     it, says it is broad (with the counts) and names its three sub-areas; "offline reinforcement
-    learning" is added with no such note; adding the broad topic again says only that it is followed."""
+    learning" is added with no such note; adding the broad topic again says only that it is followed.
+    A digest subscribed with two broad topics gets the note for each (one with no narrower topics in
+    its titles says to add a narrower one)."""
     db_path = tmp_path / "library.db"
     papers = [
         {"id": f"p{row.paper_id}", "title": row.title, "abstract": row.abstract, "authors": ["A. Author"]}
@@ -29,7 +31,7 @@ async def test_adding_a_broad_topic_offers_narrower_ones_and_a_narrow_topic_is_j
         broad = await server.run_command("alice", "paper interests add", topic="reinforcement learning")
         assert broad.ephemeral
         assert "Added “reinforcement learning”" in broad.content
-        assert "That topic is broad (60 of 200 papers here have its words)" in broad.content
+        assert "“reinforcement learning” is broad: 60 of 200 papers here have its words." in broad.content
         for narrower in ("offline", "multi-agent", "model-based"):
             assert f"“{narrower} reinforcement learning”" in broad.content, broad.content
 
@@ -45,3 +47,14 @@ async def test_adding_a_broad_topic_offers_narrower_ones_and_a_narrow_topic_is_j
             "reinforcement learning",
             "offline reinforcement learning",
         ]
+
+        digest = await server.run_command(
+            "bob", "paper subscribe", topics="image segmentation, reinforcement learning"
+        )
+        assert digest.content.startswith("✅ Subscribed"), digest.content
+        assert "“reinforcement learning” is broad: 60 of 200 papers here have its words." in digest.content
+        assert "“offline reinforcement learning”" in digest.content
+        assert (
+            "“image segmentation” is broad: 70 of 200 papers here have its words. Add a narrower topic"
+            in (digest.content)
+        )
