@@ -116,33 +116,32 @@ def _as_written(engine: TitledIndex, ids: Sequence[int], phrases: Sequence[str])
     """Each phrase as the titles most often write it ("multi agent" → "multi-agent"), in lower case
     but for acronyms, with the word most titles put before or after it when most do ("deep
     reinforcement" → "deep reinforcement learning"); one that repeats an earlier one is left out."""
-    forms: dict[str, Counter[str]] = {p: Counter() for p in phrases}
+    written: dict[str, Counter[str]] = {p: Counter() for p in phrases}
+    before: dict[str, Counter[str]] = {p: Counter() for p in phrases}  # "multi-", "deep "
+    after: dict[str, Counter[str]] = {p: Counter() for p in phrases}  # " learning"
     for paper_id in ids:
         title = unicodedata.normalize("NFKC", engine.title(paper_id))
         spans = phrase_spans(title)
         for at, (first, second, start, end) in enumerate(spans):
             phrase = first + PHRASE_JOIN + second
-            if phrase not in forms:
+            if phrase not in written:
                 continue
-            forms[phrase][_lower(title[start:end])] += 1
-            # the neighbouring pairs that share a word with this one (three adjacent words)
-            if at and spans[at - 1][1] == first and spans[at - 1][3] > start:
-                forms[phrase]["<" + _lower(title[spans[at - 1][2] : start])] += 1
-            if at + 1 < len(spans) and spans[at + 1][0] == second and spans[at + 1][2] < end:
-                forms[phrase][">" + _lower(title[end : spans[at + 1][3]])] += 1
+            written[phrase][_lower(title[start:end])] += 1
+            if at and spans[at - 1][3] > start:  # three adjacent words: the pair before shares the first
+                before[phrase][_lower(title[spans[at - 1][2] : start])] += 1
+            if at + 1 < len(spans) and spans[at + 1][2] < end:
+                after[phrase][_lower(title[end : spans[at + 1][3]])] += 1
     shown: list[str] = []
     for phrase in phrases:
-        counted = forms[phrase]
-        plain = {f: c for f, c in counted.items() if f[0] not in "<>"}
-        if not plain:
+        if not written[phrase]:
             continue
-        total = sum(plain.values())
-        form = min(plain, key=lambda f: (-plain[f], f))
-        for side in "<>":
-            count, word = max(((c, f[1:]) for f, c in counted.items() if f[0] == side), default=(0, ""))
-            if count > total / 2:
-                form = word + form if side == "<" else form + word
-        if not any(form in other or other in form for other in shown):
+        times = sum(written[phrase].values())
+        form = min(written[phrase], key=lambda f: (-written[phrase][f], f))
+        for word, count in before[phrase].most_common(1):
+            form = word + form if count > times / 2 else form
+        for word, count in after[phrase].most_common(1):
+            form = form + word if count > times / 2 else form
+        if not any(f" {form} " in f" {other} " or f" {other} " in f" {form} " for other in shown):
             shown.append(form)
     return shown
 

@@ -71,3 +71,16 @@ def test_a_narrow_topic_a_small_share_and_an_unknown_one_are_not_broad() -> None
 def test_a_broad_topic_in_a_small_library_is_not_flagged() -> None:
     small = SearchEngine.build(library()[:40] + library()[60:80])  # 40 of 60 papers: under 50
     assert breadth(small, "reinforcement learning") is None
+
+
+def test_a_narrower_topic_keeps_the_acronyms_its_titles_write_in_capitals() -> None:
+    rows = [
+        IndexRow(n + 1, f"Explaining GNN predictions {noun}", f"We study graph learning on {noun}.")
+        for n, noun in enumerate(NOUNS * 3)
+    ]
+    rows += [
+        IndexRow(len(rows) + n + 1, f"Sorting {noun} {n}", "We sort lists.") for n, noun in enumerate(NOUNS)
+    ]
+    found = breadth(SearchEngine.build(rows), "graph learning")
+    assert found is not None
+    assert "explaining GNN predictions" in found.narrower, found.narrower
