@@ -11,6 +11,7 @@ among the papers with the topic's words, shown as the titles write them.
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -30,6 +31,8 @@ SAMPLE: Final = 2000  # matching papers whose titles are read for phrases
 MIN_PHRASE_SHARE: Final = 0.02  # a narrower topic is in at least this share of the sample's titles
 MIN_PHRASE_PAPERS: Final = 3
 NARROWER: Final = 5
+_HYPHENED_BEFORE: Final = re.compile(r"\b\w+-$")
+_HYPHENED_AFTER: Final = re.compile(r"-\w+\b")
 
 
 class BreadthIndex(Protocol):
@@ -126,6 +129,9 @@ def _as_written(engine: TitledIndex, ids: Sequence[int], phrases: Sequence[str])
             phrase = first + PHRASE_JOIN + second
             if phrase not in written:
                 continue
+            # a word hyphened to the phrase is part of how it is written ("in-context learning")
+            start -= len(m.group()) if (m := _HYPHENED_BEFORE.search(title, 0, start)) else 0
+            end += len(m.group()) if (m := _HYPHENED_AFTER.match(title, end)) else 0
             written[phrase][_lower(title[start:end])] += 1
             if at and spans[at - 1][3] > start:  # three adjacent words: the pair before shares the first
                 before[phrase][_lower(title[spans[at - 1][2] : start])] += 1

@@ -84,3 +84,17 @@ def test_a_narrower_topic_keeps_the_acronyms_its_titles_write_in_capitals() -> N
     found = breadth(SearchEngine.build(rows), "graph learning")
     assert found is not None
     assert "explaining GNN predictions" in found.narrower, found.narrower
+
+
+def test_a_word_hyphened_to_a_narrower_topic_is_shown_with_it() -> None:
+    """ "in" is a stop word, yet "In-context learning" is offered as written, not as "context learning"."""
+    rows = [
+        IndexRow(n + 1, f"In-context learning for {noun}", f"We study language models on {noun}.")
+        for n, noun in enumerate(NOUNS * 3)
+    ]
+    rows += [
+        IndexRow(len(rows) + n + 1, f"Sorting {noun} {n}", "We sort lists.") for n, noun in enumerate(NOUNS)
+    ]
+    found = breadth(SearchEngine.build(rows), "language models")
+    assert found is not None
+    assert found.narrower == ("in-context learning",), found.narrower
