@@ -23,11 +23,13 @@ from bot.ui.profile_views import (
     NO_SAVED_PAPERS,
     ExportButton,
     ForgetMeView,
+    NarrowTopicButton,
     breadth_note,
     export_answer,
     export_view,
     interests_embed,
     listed,
+    narrower_view,
     picks_embed,
     rating_view,
     saved_embed,
@@ -116,6 +118,7 @@ async def interests_add(
     user_id = interaction.user.id
     seed = await services.search_service.resolve_paper(paper) if paper is not None else None
     lines = []
+    view = None
     if topic is not None:
         stored, added = await services.profiles.add_topic(user_id, topic)
         shown = escape_markdown(stored)
@@ -124,7 +127,8 @@ async def interests_add(
         )
         broad = breadth(services.search, stored) if added else None
         if broad is not None:
-            lines.append(breadth_note(stored, broad))
+            view = narrower_view(stored, broad)
+            lines.append(breadth_note(stored, broad, buttons=view is not None))
     if seed is not None:
         press = await services.feedback.plan_seed(
             user_id=user_id, paper_id=seed.id, pending=services.writes.pending_ratings(user_id, seed.id)
@@ -134,7 +138,10 @@ async def interests_add(
                 user_id=user_id, paper_id=seed.id, signal="like", added=True, guild_id=interaction.guild_id
             )
         lines.append(press.note)
-    await interaction.response.send_message("\n".join(lines), ephemeral=True)
+    if view is None:
+        await interaction.response.send_message("\n".join(lines), ephemeral=True)
+    else:  # the narrower topics of a broad one, as buttons
+        await interaction.response.send_message("\n".join(lines), view=view, ephemeral=True)
 
 
 async def _topic_autocomplete(
@@ -217,4 +224,4 @@ async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
 async def setup(bot: commands.Bot) -> None:
     paper_group.add_to(bot)
     interests_group.add_to(bot)
-    bot.add_dynamic_items(ExportButton)
+    bot.add_dynamic_items(ExportButton, NarrowTopicButton)

@@ -80,7 +80,9 @@ async def subscribe_command(
     text += "\nIt comes by DM. `/paper digest` sends one now; `/paper unsubscribe` stops it."
     if topics is not None:  # broad topics just given: say so, with narrower ones
         broad = [(t, b) for t in sub.topics if (b := breadth(bot.services.search, t)) is not None]
-        text += "".join("\n" + breadth_note(topic, found) for topic, found in broad[:MAX_BREADTH_NOTES])
+        text += "".join(
+            "\n" + breadth_note(t, found, buttons=False) for t, found in broad[:MAX_BREADTH_NOTES]
+        )
     await interaction.response.send_message(text, ephemeral=True)
 
 

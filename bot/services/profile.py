@@ -514,6 +514,19 @@ class ProfileService:
         added = await self.users.add_topic(user_id, cleaned)
         return cleaned, added
 
+    async def narrow_topic(self, user_id: int, broad: str, narrower: str) -> tuple[str, str | None]:
+        """Follow ``narrower`` in place of ``broad`` (case-insensitive); returns (the narrower topic as
+        stored, the broad one it replaced, or None when it was no longer followed and the narrower one
+        was only added)."""
+        cleaned = clean_topic(narrower)
+        for current in await self.users.topics(user_id):
+            if current.casefold() == broad.casefold() and await self.users.replace_topic(
+                user_id, current, cleaned
+            ):
+                return cleaned, current
+        stored, _ = await self.add_topic(user_id, cleaned)
+        return stored, None
+
     async def remove_topic(self, user_id: int, topic: str) -> str:
         """Remove a topic (case-insensitive); raises with the user's topics when it is not one."""
         wanted = _SPACES.sub(" ", topic).strip().casefold()

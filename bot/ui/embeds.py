@@ -19,6 +19,8 @@ FIELD_VALUE_LIMIT = 1024
 FOOTER_LIMIT = 2048
 EMBED_TOTAL_LIMIT = 6000
 CONTENT_LIMIT = 2000
+BUTTON_LABEL_LIMIT = 80
+CUSTOM_ID_LIMIT = 100  # a button's or menu's custom id
 
 PAPER_COLOUR = discord.Colour(0x3B82F6)
 #: the reactions the bot adds to a paper it posts: the three signals, in their order

@@ -17,6 +17,8 @@ from bot.services.profile import ProfileSummary
 from bot.services.snippets import escape_markdown
 from bot.services.topic_breadth import Breadth
 from bot.ui.embeds import (
+    BUTTON_LABEL_LIMIT,
+    CUSTOM_ID_LIMIT,
     DESCRIPTION_LIMIT,
     FIELD_VALUE_LIMIT,
     PAPER_COLOUR,
@@ -251,11 +253,67 @@ class ForgetMeView(discord.ui.View):
         await interaction.response.edit_message(content="Cancelled: nothing was deleted.", view=self)
 
 
-def breadth_note(topic: str, breadth: Breadth) -> str:
-    """The line that tells someone a topic they gave is broad, with narrower topics inside it."""
+def breadth_note(topic: str, breadth: Breadth, *, buttons: bool) -> str:
+    """The line that tells someone a topic they gave is broad, with narrower topics inside it (as
+    buttons under the answer, or to give again, as with ``/paper subscribe topics:``)."""
     said = f"“{escape_markdown(topic)}” is broad: {breadth.matches:,} of {breadth.papers:,} papers here have its words."
     learn = "👍 and 👎 the picks: paperbot learns which part of it you want."
     if not breadth.narrower:
-        return f"{said} Add a narrower topic, or {learn}"
+        return f"{said} Give a narrower topic, or {learn}"
     named = ", ".join(f"“{escape_markdown(n)}”" for n in breadth.narrower)
-    return f"{said} Narrower topics in it: {named}. Add the one you mean, or {learn}"
+    choose = (
+        "Press the one you mean (it takes the place of the broad one)" if buttons else "Give the one you mean"
+    )
+    return f"{said} Narrower topics in it: {named}. {choose}, or {learn}"
+
+
+class NarrowTopicButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"pb:narrow:(?P<narrower>[^|]+)\|(?P<broad>.+)"
+):
+    """Follows a narrower topic in place of the broad one it was offered under (/paper interests add)."""
+
+    def __init__(self, narrower: str, broad: str) -> None:
+        self.narrower, self.broad = narrower, broad
+        super().__init__(
+            secondary_button(
+                label=trim(narrower, BUTTON_LABEL_LIMIT), emoji="🎯", custom_id=narrow_id(narrower, broad)
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> NarrowTopicButton:
+        return cls(match["narrower"], match["broad"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        bot: PaperBot = interaction.client
+        try:
+            stored, replaced = await bot.services.profiles.narrow_topic(
+                interaction.user.id, self.broad, self.narrower
+            )
+            shown = escape_markdown(stored)
+            text = (
+                f"Now following “{shown}” in place of “{escape_markdown(replaced)}”. `/paper recommend` uses it."
+                if replaced is not None
+                else f"Added “{shown}”. `/paper recommend` now uses it."
+            )
+            await interaction.response.send_message(text, ephemeral=True)
+        except Exception as error:
+            await report_item_error(interaction, error, f"narrower topic button {self.narrower!r}")
+
+
+def narrow_id(narrower: str, broad: str) -> str:
+    """The custom id of the button that follows ``narrower`` in place of ``broad``."""
+    return f"pb:narrow:{narrower}|{broad}"
+
+
+def narrower_view(broad: str, breadth: Breadth) -> discord.ui.View | None:
+    """A button for each narrower topic whose button Discord can hold (custom id ≤ 100 characters)."""
+    fitting = [n for n in breadth.narrower if "|" not in n and len(narrow_id(n, broad)) <= CUSTOM_ID_LIMIT]
+    if not fitting:
+        return None
+    view = discord.ui.View(timeout=None)
+    for narrower in fitting:
+        view.add_item(NarrowTopicButton(narrower, broad))
+    return view

@@ -74,6 +74,20 @@ class UserRepository:
             )
             return added > 0
 
+    async def replace_topic(self, user_id: int, old: str, new: str) -> bool:
+        """Follow ``new`` in place of ``old`` (exact texts), in one transaction; False (and nothing
+        written) when the user does not follow ``old``."""
+        async with self._db.transaction() as conn:
+            if not await conn.execute(
+                "DELETE FROM user_topics WHERE user_id = ? AND topic = ?", (user_id, old)
+            ):
+                return False
+            await conn.execute(
+                "INSERT INTO user_topics (user_id, topic, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (user_id, new, utcnow()),
+            )
+            return True
+
     async def remove_topic(self, user_id: int, topic: str) -> bool:
         """Remove a topic (exact text); False when the user did not have it."""
         return (

@@ -1,4 +1,5 @@
-"""Adding a broad topic through the sandbox: the answer says it is broad and offers narrower topics."""
+"""A broad topic through the sandbox: the answer says it is broad, names narrower topics, and a
+button per narrower topic follows it in place of the broad one."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ from bot.services.ingest import ingest_bytes
 from storage.store import open_database
 from tests.services.test_topic_breadth import library
 
+BROAD_NOTE = "“reinforcement learning” is broad: 60 of 200 papers here have its words."
 
-async def test_adding_a_broad_topic_offers_narrower_ones_and_a_narrow_topic_is_just_added(
+
+async def test_a_broad_topic_offers_narrower_ones_and_a_button_follows_one_in_its_place(
     start_paperbot: Any, tmp_path: Path
 ) -> None:
     """ "reinforcement learning" in a library where 60 of 200 papers have its words: the answer adds
-    it, says it is broad (with the counts) and names its three sub-areas; "offline reinforcement
-    learning" is added with no such note; adding the broad topic again says only that it is followed.
-    A digest subscribed with two broad topics gets the note for each (one with no narrower topics in
-    its titles says to add a narrower one)."""
+    it, says it is broad (with the counts), names its three sub-areas and offers each as a button;
+    pressing one follows it in place of the broad topic, and another pressed after that only adds its
+    own. A narrow topic is added with no note; the broad topic added again only "already follow";
+    a subscription with two broad topics gets a note for each (one without narrower topics in its
+    titles says to give a narrower one)."""
     db_path = tmp_path / "library.db"
     papers = [
         {"id": f"p{row.paper_id}", "title": row.title, "abstract": row.abstract, "authors": ["A. Author"]}
@@ -30,31 +34,42 @@ async def test_adding_a_broad_topic_offers_narrower_ones_and_a_narrow_topic_is_j
         server = e2e.server
         broad = await server.run_command("alice", "paper interests add", topic="reinforcement learning")
         assert broad.ephemeral
-        assert "Added “reinforcement learning”" in broad.content
-        assert "“reinforcement learning” is broad: 60 of 200 papers here have its words." in broad.content
+        assert broad.content.startswith("Added “reinforcement learning”. `/paper recommend` now uses it.")
+        assert BROAD_NOTE in broad.content
         for narrower in ("offline", "multi-agent", "model-based"):
             assert f"“{narrower} reinforcement learning”" in broad.content, broad.content
+        assert "Press the one you mean" in broad.content
+
+        chosen = await server.click("alice", broad, "offline reinforcement learning")
+        assert chosen.ephemeral
+        assert chosen.content == (
+            "Now following “offline reinforcement learning” in place of “reinforcement learning”. "
+            "`/paper recommend` uses it."
+        )
+        assert await e2e.services.profiles.topics(server.alice.id) == ["offline reinforcement learning"]
+        other = await server.click("alice", broad, "multi-agent reinforcement learning")
+        assert other.content == "Added “multi-agent reinforcement learning”. `/paper recommend` now uses it."
+        assert await e2e.services.profiles.topics(server.alice.id) == [
+            "offline reinforcement learning",
+            "multi-agent reinforcement learning",
+        ]
 
         narrow = await server.run_command(
-            "alice", "paper interests add", topic="offline reinforcement learning"
+            "carol", "paper interests add", topic="offline reinforcement learning"
         )
-        assert "Added “offline reinforcement learning”" in narrow.content
-        assert "broad" not in narrow.content
-
-        again = await server.run_command("alice", "paper interests add", topic="Reinforcement Learning")
+        assert narrow.content == "Added “offline reinforcement learning”. `/paper recommend` now uses it."
+        await server.run_command("carol", "paper interests add", topic="reinforcement learning")
+        again = await server.run_command("carol", "paper interests add", topic="Reinforcement Learning")
         assert again.content == "You already follow “reinforcement learning”."
-        assert await e2e.services.profiles.topics(server.alice.id) == [
-            "reinforcement learning",
-            "offline reinforcement learning",
-        ]
 
         digest = await server.run_command(
             "bob", "paper subscribe", topics="image segmentation, reinforcement learning"
         )
         assert digest.content.startswith("✅ Subscribed"), digest.content
-        assert "“reinforcement learning” is broad: 60 of 200 papers here have its words." in digest.content
+        assert BROAD_NOTE in digest.content
         assert "“offline reinforcement learning”" in digest.content
+        assert "Give the one you mean" in digest.content
         assert (
-            "“image segmentation” is broad: 70 of 200 papers here have its words. Add a narrower topic"
+            "“image segmentation” is broad: 70 of 200 papers here have its words. Give a narrower topic"
             in (digest.content)
         )

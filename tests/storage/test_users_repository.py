@@ -52,3 +52,17 @@ async def test_upgrading_fills_in_the_dm_channel_of_everyone_a_paper_reached_by_
     assert await users.dm_channel(1) == 7001
     assert await users.dm_channel(2) is None
     assert await users.dm_channel(3) is None
+
+
+async def test_a_topic_is_replaced_in_one_step_and_only_when_it_is_followed(db: Database) -> None:
+    users = UserRepository(db)
+    await users.add_topic(11, "reinforcement learning")
+    await users.add_topic(11, "graphs")
+    assert await users.replace_topic(11, "reinforcement learning", "offline reinforcement learning")
+    assert sorted(await users.topics(11)) == ["graphs", "offline reinforcement learning"]
+    # not followed (any more): nothing written, not even the new topic
+    assert not await users.replace_topic(11, "reinforcement learning", "multi-agent reinforcement learning")
+    assert sorted(await users.topics(11)) == ["graphs", "offline reinforcement learning"]
+    # replacing with a topic already followed leaves it once
+    assert await users.replace_topic(11, "graphs", "offline reinforcement learning")
+    assert await users.topics(11) == ["offline reinforcement learning"]
