@@ -78,9 +78,9 @@ def breadth(engine: TitledIndex, topic: str) -> Breadth | None:
     alive = index.alive
     if not words or not alive.any():
         return None
-    having = alive.copy()
+    having = alive.copy()  # papers indexed after this (ingest goes on beside) are left out
     for word in words:
-        scores = index.score_array({word: 1.0})
+        scores = index.score_array({word: 1.0})[: len(having)]
         having[: len(scores)] &= scores > 0
         having[len(scores) :] = False
     slots = np.flatnonzero(having)
@@ -100,7 +100,10 @@ def _narrower(engine: TitledIndex, ids: Sequence[int], words: set[str], papers: 
     index = engine.index
     counts: Counter[str] = Counter()
     for paper_id in ids:
-        counts.update(t for t in index.doc_terms(paper_id, phrases=True) if PHRASE_JOIN in t)
+        try:
+            counts.update(t for t in index.doc_terms(paper_id, phrases=True) if PHRASE_JOIN in t)
+        except KeyError:  # merged into another paper since
+            continue
     least = max(MIN_PHRASE_PAPERS, MIN_PHRASE_SHARE * len(ids))
     phrases = [p for p, c in counts.items() if c >= least and not set(p.split(PHRASE_JOIN)) <= words]
     if not phrases:
@@ -123,7 +126,10 @@ def _as_written(engine: TitledIndex, ids: Sequence[int], phrases: Sequence[str])
     before: dict[str, Counter[str]] = {p: Counter() for p in phrases}  # "multi-", "deep "
     after: dict[str, Counter[str]] = {p: Counter() for p in phrases}  # " learning"
     for paper_id in ids:
-        title = unicodedata.normalize("NFKC", engine.title(paper_id))
+        try:
+            title = unicodedata.normalize("NFKC", engine.title(paper_id))
+        except KeyError:
+            continue
         spans = phrase_spans(title)
         for at, (first, second, start, end) in enumerate(spans):
             phrase = first + PHRASE_JOIN + second

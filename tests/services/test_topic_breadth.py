@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 from bot.services.search import SearchEngine
 from bot.services.topic_breadth import breadth
 from storage.models import IndexRow
@@ -98,3 +101,32 @@ def test_a_word_hyphened_to_a_narrower_topic_is_shown_with_it() -> None:
     found = breadth(SearchEngine.build(rows), "language models")
     assert found is not None
     assert found.narrower == ("in-context learning",), found.narrower
+
+
+class _IndexGrownMeanwhile:
+    """The real index, but ``alive`` read before the last ``grown`` papers were added (as when ingest
+    adds papers between the reads) and one paper gone from it by the time its terms are read."""
+
+    def __init__(self, engine: SearchEngine, grown: int, gone: int) -> None:
+        self._index, self._grown, self._gone = engine.index, grown, gone
+
+    @property
+    def alive(self) -> Any:
+        return self._index.alive[: len(self._index.alive) - self._grown]
+
+    def doc_terms(self, doc_id: int, *, phrases: bool = False) -> dict[str, int]:
+        if doc_id == self._gone:
+            raise KeyError(doc_id)
+        return self._index.doc_terms(doc_id, phrases=phrases)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)
+
+
+def test_papers_added_or_merged_while_it_reads_are_left_out_not_an_error() -> None:
+    engine = SearchEngine.build(library())
+    grown = SimpleNamespace(index=_IndexGrownMeanwhile(engine, grown=100, gone=1), title=engine.title)
+    found = breadth(grown, "reinforcement learning")  # the first 100 papers: 60 of them RL
+    assert found is not None
+    assert (found.matches, found.papers) == (60, 100)
+    assert "offline reinforcement learning" in found.narrower
