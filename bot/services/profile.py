@@ -519,11 +519,14 @@ class ProfileService:
         stored, the broad one it replaced, or None when it was no longer followed and the narrower one
         was only added)."""
         cleaned = clean_topic(narrower)
-        for current in await self.users.topics(user_id):
+        existing = await self.users.topics(user_id)
+        # already followed, perhaps written otherwise: it stays as it is
+        kept = next((t for t in existing if t.casefold() == cleaned.casefold()), cleaned)
+        for current in existing:
             if current.casefold() == broad.casefold() and await self.users.replace_topic(
-                user_id, current, cleaned
+                user_id, current, kept
             ):
-                return cleaned, current
+                return kept, current
         stored, _ = await self.add_topic(user_id, cleaned)
         return stored, None
 
