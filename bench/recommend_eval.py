@@ -23,6 +23,11 @@ because a person who "wants Large Language Models" would be wrongly shown to dis
 ICML paper on LLMs (condensed lists). Author keywords are incomplete, so precision on the test split
 is a lower bound for every method alike.
 
+A third start, ``--starts pressed``: the broader field typed, and then, when the answer calls it broad
+and offers narrower topics as buttons, the person presses the one whose labelled papers are most
+often of their area, if at least :data:`PRESS_SHARE` are (they recognise their area's name); the
+baselines' first days come from the same no-feedback ranking, so they get the press too.
+
 Methods, on the same people and the same reactions:
 * paperbot — the real ``Recommender`` + ``FeedbackService`` over a real SQLite store of the corpus;
 * no feedback — the same recommender with the topic only (no reactions recorded);
@@ -67,6 +72,8 @@ from bot.services.learner import LearningParams  # noqa: E402
 from bot.services.paper_space import PaperSpace  # noqa: E402
 from bot.services.recommender import Recommender  # noqa: E402
 from bot.services.search import SearchEngine  # noqa: E402
+from bot.services.tokenize import tokenize  # noqa: E402
+from bot.services.topic_breadth import breadth  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import PaperRecord  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
@@ -78,6 +85,12 @@ START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 PER_DAY = 5
 DAYS = 6
 REPORTED_DAYS = slice(3, 6)  # days 4–6
+PRESS_SHARE = 0.3  # a "pressed" person presses an offered narrower topic this much about their area
+STARTS = {
+    "broad": "broader field typed",
+    "name": "own name typed",
+    "pressed": "broader field, a narrower topic pressed",
+}
 
 # -- the people ------------------------------------------------------------------------------------
 
@@ -326,7 +339,7 @@ async def simulate(split: Split, start: str, pick: Callable[..., Any]) -> np.nda
         liked: list[int] = []
         disliked: list[int] = []
         shown: set[int] = set()
-        state: dict[str, Any] = {}
+        state: dict[str, Any] = {"presses": start == "pressed"}
         for day in range(DAYS):
             picks = await pick(person, phrase, liked, disliked, shown, day, state)
             for row in picks:
@@ -345,6 +358,8 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
         if "user" not in state:
             state["user"] = product.user()
             await recommender.profiles.add_topic(state["user"], phrase)
+            if state["presses"] and (narrower := pressed_topic(product, person, phrase)) is not None:
+                await recommender.profiles.narrow_topic(state["user"], phrase, narrower)
             pick.people.append((person, state["user"], phrase, shown))  # type: ignore[attr-defined]
         user = state["user"]
         now = START + timedelta(days=day)
@@ -363,6 +378,26 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
     pick.people = []  # type: ignore[attr-defined]
     pick.recommender = recommender  # type: ignore[attr-defined]
     return pick
+
+
+def pressed_topic(product: Product, person: Person, phrase: str) -> str | None:
+    """The narrower topic a person presses under the note on a broad phrase (``/paper interests add``):
+    of those offered, the one whose labelled papers are most often of their area, if at least
+    :data:`PRESS_SHARE` are (they recognise their area's name); None when nothing is offered or none
+    names it."""
+    found = breadth(product.engine, phrase)
+    index = product.engine.index
+    best: tuple[float, str] = (0.0, "")
+    for narrower in found.narrower if found is not None else ():
+        having = index.alive.copy()
+        for word in dict.fromkeys(tokenize(narrower)):
+            scores = index.score_array({word: 1.0})[: len(having)]
+            having[: len(scores)] &= scores > 0
+        rows = [product.rows_of.get(int(p), -1) for p in index.slot_ids[np.flatnonzero(having)]]
+        judged = [row for row in rows if row in person.judged]
+        share = sum(row in person.relevant for row in judged) / len(judged) if judged else 0.0
+        best = max(best, (share, narrower))
+    return best[1] if best[0] >= PRESS_SHARE else None
 
 
 async def search_top5(product: Product, split: Split, pick) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
@@ -541,7 +576,7 @@ def reported(result: np.ndarray) -> float:
 def table(split: Split, start: str, results: dict[str, np.ndarray], runs: int = 1) -> str:
     header = f"| method | {' | '.join(f'day {d + 1}' for d in range(DAYS))} | days 4–6 (95 % CI) |"
     lines = [
-        f"### {split.name} split, {'own name' if start == 'name' else 'broader field'} typed "
+        f"### {split.name} split, {STARTS[start]} "
         f"({len(split.people)} people, precision@{PER_DAY}"
         + (f", each the mean of {runs} runs)" if runs > 1 else ")"),
         "",
@@ -581,7 +616,7 @@ async def run(args: argparse.Namespace) -> int:
             if args.grid:
                 await grid(product, split, rows, args.methods, args.runs)
             else:
-                await report(product, split, rows, args.methods, args.runs)
+                await report(product, split, rows, args.methods, args.runs, args.starts)
         finally:
             await product.db.close()
     print(f"({time.perf_counter() - started:.0f} s)")
@@ -619,7 +654,9 @@ async def grid(product: Product, split: Split, rows, methods: Sequence[str], run
         SETTINGS.write_text(json.dumps(chosen, indent=2) + "\n")
 
 
-async def report(product: Product, split: Split, rows, methods: Sequence[str], runs: int) -> None:  # type: ignore[no-untyped-def]
+async def report(
+    product: Product, split: Split, rows, methods: Sequence[str], runs: int, starts: Sequence[str]
+) -> None:  # type: ignore[no-untyped-def]
     settings = json.loads(SETTINGS.read_text()) if SETTINGS.exists() else dict(DEFAULT_SETTINGS)
     labels = {
         "paperbot": "paperbot (reactions)",
@@ -629,7 +666,7 @@ async def report(product: Product, split: Split, rows, methods: Sequence[str], r
         "rocchio": "Rocchio, tuned",
     }
     searches = []
-    for start in ("broad", "name"):
+    for start in starts:
         results = {}
         for method in methods:
             if method == "svm_tuned" and settings.get(method) == ASL and "svm_asl" in methods:
@@ -650,7 +687,7 @@ async def report(product: Product, split: Split, rows, methods: Sequence[str], r
         for start, plain, personal in searches:
             low, high = bootstrap(personal - plain)
             print(
-                f"| {'own name' if start == 'name' else 'broader field'} | {plain.mean():.3f} | "
+                f"| {STARTS[start]} | {plain.mean():.3f} | "
                 f"{personal.mean():.3f} | {personal.mean() - plain.mean():+.3f} ({low:+.2f} to {high:+.2f}) |"
             )
 
@@ -665,10 +702,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated: paperbot, no feedback, svm_asl, svm_tuned, rocchio",
     )
     parser.add_argument(
+        "--starts",
+        default="broad,name",
+        help="comma-separated: broad, name, pressed (the broader field typed, then the offered narrower "
+        "topic that names the person's area pressed, if one does)",
+    )
+    parser.add_argument(
         "--runs", type=int, default=1, help="perturbed runs per person, averaged (run 0 = the split itself)"
     )
     args = parser.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",")]
+    args.starts = [s.strip() for s in args.starts.split(",")]
+    if unknown := set(args.starts) - set(STARTS):
+        parser.error(f"unknown --starts: {', '.join(sorted(unknown))}")
     logging.basicConfig(level=logging.WARNING)
     if not CORPUS.exists():
         print(f"needs {CORPUS} (the shared data); not found", file=sys.stderr)
