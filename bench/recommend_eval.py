@@ -73,7 +73,7 @@ from bot.services.paper_space import PaperSpace  # noqa: E402
 from bot.services.recommender import Recommender  # noqa: E402
 from bot.services.search import SearchEngine  # noqa: E402
 from bot.services.tokenize import tokenize  # noqa: E402
-from bot.services.topic_breadth import breadth  # noqa: E402
+from bot.services.topic_breadth import breadth, with_every_word  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import PaperRecord  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
@@ -389,10 +389,7 @@ def pressed_topic(product: Product, person: Person, phrase: str) -> str | None:
     index = product.engine.index
     best: tuple[float, str] = (0.0, "")
     for narrower in found.narrower if found is not None else ():
-        having = index.alive.copy()
-        for word in dict.fromkeys(tokenize(narrower)):
-            scores = index.score_array({word: 1.0})[: len(having)]
-            having[: len(scores)] &= scores > 0
+        having = with_every_word(index, dict.fromkeys(tokenize(narrower)), index.alive)
         rows = [product.rows_of.get(int(p), -1) for p in index.slot_ids[np.flatnonzero(having)]]
         judged = [row for row in rows if row in person.judged]
         share = sum(row in person.relevant for row in judged) / len(judged) if judged else 0.0

@@ -24,6 +24,7 @@ from bot.ui.profile_views import (
     ExportButton,
     ForgetMeView,
     NarrowTopicButton,
+    added_line,
     breadth_note,
     export_answer,
     export_view,
@@ -121,10 +122,7 @@ async def interests_add(
     view = None
     if topic is not None:
         stored, added = await services.profiles.add_topic(user_id, topic)
-        shown = escape_markdown(stored)
-        lines.append(
-            f"Added “{shown}”. `/paper recommend` now uses it." if added else f"You already follow “{shown}”."
-        )
+        lines.append(added_line(stored) if added else f"You already follow “{escape_markdown(stored)}”.")
         broad = breadth(services.search, stored) if added else None
         if broad is not None:
             view = narrower_view(stored, broad)

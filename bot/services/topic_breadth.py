@@ -78,12 +78,7 @@ def breadth(engine: TitledIndex, topic: str) -> Breadth | None:
     alive = index.alive
     if not words or not alive.any():
         return None
-    having = alive.copy()  # papers indexed after this (ingest goes on beside) are left out
-    for word in words:
-        scores = index.score_array({word: 1.0})[: len(having)]
-        having[: len(scores)] &= scores > 0
-        having[len(scores) :] = False
-    slots = np.flatnonzero(having)
+    slots = np.flatnonzero(with_every_word(index, words, alive))
     matches, papers = len(slots), int(alive.sum())
     if matches < max(MIN_BROAD_MATCHES, BROAD_SHARE * papers):
         return None
@@ -91,6 +86,19 @@ def breadth(engine: TitledIndex, topic: str) -> Breadth | None:
         slots = slots[np.linspace(0, matches - 1, SAMPLE).astype(np.int64)]
     ids = [int(i) for i in index.slot_ids[slots]]
     return Breadth(matches, papers, _narrower(engine, ids, set(words), papers))
+
+
+def with_every_word(
+    index: BreadthIndex, words: Iterable[str], alive: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """Which papers of ``alive`` (by slot, read once: papers indexed after it, as ingest goes on
+    beside, are left out) have every one of these index terms."""
+    having = alive.copy()
+    for word in words:
+        scores = index.score_array({word: 1.0})[: len(having)]
+        having[: len(scores)] &= scores > 0
+        having[len(scores) :] = False
+    return having
 
 
 def _narrower(engine: TitledIndex, ids: Sequence[int], words: set[str], papers: int) -> tuple[str, ...]:

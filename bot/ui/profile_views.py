@@ -253,6 +253,11 @@ class ForgetMeView(discord.ui.View):
         await interaction.response.edit_message(content="Cancelled: nothing was deleted.", view=self)
 
 
+def added_line(topic: str) -> str:
+    """The answer's line for a topic just added."""
+    return f"Added “{escape_markdown(topic)}”. `/paper recommend` now uses it."
+
+
 def breadth_note(topic: str, breadth: Breadth, *, buttons: bool) -> str:
     """The line that tells someone a topic they gave is broad, with narrower topics inside it (as
     buttons under the answer, or to give again, as with ``/paper subscribe topics:``)."""
@@ -296,7 +301,7 @@ class NarrowTopicButton(
             text = (
                 f"Now following “{shown}” in place of “{escape_markdown(replaced)}”. `/paper recommend` uses it."
                 if replaced is not None
-                else f"Added “{shown}”. `/paper recommend` now uses it."
+                else added_line(stored)
             )
             await interaction.response.send_message(text, ephemeral=True)
         except Exception as error:

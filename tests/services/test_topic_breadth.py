@@ -76,14 +76,19 @@ def test_a_broad_topic_in_a_small_library_is_not_flagged() -> None:
     assert breadth(small, "reinforcement learning") is None
 
 
-def test_a_narrower_topic_keeps_the_acronyms_its_titles_write_in_capitals() -> None:
+def _one_field(title: str, abstract: str) -> list[IndexRow]:
+    """60 papers of one field (``{noun}`` in the title and abstract filled in) and 20 others."""
     rows = [
-        IndexRow(n + 1, f"Explaining GNN predictions {noun}", f"We study graph learning on {noun}.")
+        IndexRow(n + 1, title.format(noun=noun), abstract.format(noun=noun))
         for n, noun in enumerate(NOUNS * 3)
     ]
-    rows += [
+    return rows + [
         IndexRow(len(rows) + n + 1, f"Sorting {noun} {n}", "We sort lists.") for n, noun in enumerate(NOUNS)
     ]
+
+
+def test_a_narrower_topic_keeps_the_acronyms_its_titles_write_in_capitals() -> None:
+    rows = _one_field("Explaining GNN predictions {noun}", "We study graph learning on {noun}.")
     found = breadth(SearchEngine.build(rows), "graph learning")
     assert found is not None
     assert "explaining GNN predictions" in found.narrower, found.narrower
@@ -91,13 +96,7 @@ def test_a_narrower_topic_keeps_the_acronyms_its_titles_write_in_capitals() -> N
 
 def test_a_word_hyphened_to_a_narrower_topic_is_shown_with_it() -> None:
     """ "in" is a stop word, yet "In-context learning" is offered as written, not as "context learning"."""
-    rows = [
-        IndexRow(n + 1, f"In-context learning for {noun}", f"We study language models on {noun}.")
-        for n, noun in enumerate(NOUNS * 3)
-    ]
-    rows += [
-        IndexRow(len(rows) + n + 1, f"Sorting {noun} {n}", "We sort lists.") for n, noun in enumerate(NOUNS)
-    ]
+    rows = _one_field("In-context learning for {noun}", "We study language models on {noun}.")
     found = breadth(SearchEngine.build(rows), "language models")
     assert found is not None
     assert found.narrower == ("in-context learning",), found.narrower
