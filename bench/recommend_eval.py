@@ -207,7 +207,10 @@ KEYWORD_AREAS = {
     "tactile sensing": (("tactile sensing",), "robotics"),
     # added to the test split after its first reads: every further group of the test venues that
     # names a research area and has >= 12 papers once synonyms are merged (none of them in ICLR 2017)
-    "attention": (("attention", "attention mechanism", "attention mechanisms", "self-attention"), "deep learning"),
+    "attention": (
+        ("attention", "attention mechanism", "attention mechanisms", "self-attention"),
+        "deep learning",
+    ),
     "image classification": (("image classification",), "computer vision"),
     "regularization": (("regularization", "dropout"), "deep learning"),
     "planning": (("planning", "motion planning", "task planning"), "artificial intelligence"),
@@ -216,7 +219,10 @@ KEYWORD_AREAS = {
         "trustworthy machine learning",
     ),
     "data augmentation": (("data augmentation",), "deep learning"),
-    "model compression": (("model compression", "pruning", "network pruning", "quantization"), "deep learning"),
+    "model compression": (
+        ("model compression", "pruning", "network pruning", "quantization"),
+        "deep learning",
+    ),
     "legged locomotion": (
         ("legged locomotion", "legged robots", "legged robot", "locomotion", "quadrupedal locomotion"),
         "robotics",
