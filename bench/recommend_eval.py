@@ -41,7 +41,7 @@ cannot rank with no positive), so all methods start alike.
 
 Reported: precision@5 per day with a 95 % bootstrap interval over people, and the mean of days 4–6;
 paperbot's lead over each other method with a paired interval (the same people on both sides).
-Run: ``.venv/bin/python bench/recommend_eval.py --split test`` (≈10 min on 2 cores);
+Run: ``.venv/bin/python bench/recommend_eval.py --split test`` (≈8 min on 2 cores; ``--runs 4`` ≈30 min);
 ``--grid`` runs the tuning grids on the tune split (≈1 h) and writes the settings.
 ``--runs N`` averages each person over N slightly perturbed runs (:func:`perturbed`), N times slower.
 """
