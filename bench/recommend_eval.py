@@ -341,6 +341,22 @@ def perturbed(split: Split, run: int) -> Split:
     return Split(split.name, tuple(people))
 
 
+def mislabelled(split: Split, share: float, *, seed: int = 12345) -> Split:
+    """Each person's area with ``share`` of its papers left unlabelled but still pickable: shown one,
+    the person reacts 👎, as keywords an author did not list make a person of the test split do (and
+    as real people sometimes 👎 a paper of their own area). On the tune split, this is the test
+    split's kind of noise."""
+    if not share:
+        return split
+    rng = np.random.default_rng(seed)
+    people = []
+    for person in split.people:
+        area = sorted(person.relevant)
+        unlabelled = frozenset(rng.choice(area, size=int(len(area) * share), replace=False).tolist())
+        people.append(dataclasses.replace(person, relevant=person.relevant - unlabelled))
+    return Split(split.name, tuple(people))
+
+
 async def simulate_runs(
     split: Split, start: str, picker: Callable[[Split], Any], runs: int
 ) -> tuple[np.ndarray, list[Any]]:
@@ -643,10 +659,13 @@ async def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as folder:
         product = await Product.open(Path(folder), rows)
         split = without_merged(load_split(rows, "tune" if args.grid else args.split), product)
+        split = mislabelled(split, args.mislabelled)
         labelled = frozenset().union(*(p.judged for p in split.people))
         print(
             f"corpus {len(rows):,} papers, {split.name} split: {len(split.people)} people, "
-            f"{len(labelled):,} labelled papers (setup {time.perf_counter() - started:.0f} s)",
+            f"{len(labelled):,} labelled papers"
+            + (f", {args.mislabelled:.0%} of each area unlabelled" if args.mislabelled else "")
+            + f" (setup {time.perf_counter() - started:.0f} s)",
             flush=True,
         )
         try:
@@ -748,6 +767,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--runs", type=int, default=1, help="perturbed runs per person, averaged (run 0 = the split itself)"
+    )
+    parser.add_argument(
+        "--mislabelled",
+        type=float,
+        default=0.0,
+        help="share of each person's area left unlabelled (👎 when shown), as the test split's "
+        "incomplete keywords leave it; for the tune split",
     )
     args = parser.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",")]
