@@ -58,7 +58,7 @@ class LearningParams:
     dislike_weight: float = 1.0  # a 👎 as an example, against a 👍's 1
     ignored_weight: float = 0.05  # a paper shown and left without a reaction
     background: int = 300  # papers sampled from the corpus as background negatives
-    background_weight: float = 30.0  # their total weight (a smaller corpus's whole sample weighs less)
+    background_weight: float = 10.0  # their total weight (a smaller corpus's whole sample weighs less)
     half_life_days: float = 180.0  # a reaction this old counts half
     pool: int = 500  # papers best by place and topics that the words are scored on
     exploration: float = 0.0  # later picks give up this much score per unit of cosine to earlier ones
