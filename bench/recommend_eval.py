@@ -781,6 +781,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",")]
     args.starts = [s.strip() for s in args.starts.split(",")]
+    if not 0.0 <= args.mislabelled < 1.0:
+        parser.error(
+            f"--mislabelled is a share of each area, from 0 up to (not including) 1: got {args.mislabelled}"
+        )
     if unknown := set(args.starts) - set(STARTS):
         parser.error(f"unknown --starts: {', '.join(sorted(unknown))}")
     logging.basicConfig(level=logging.WARNING)
