@@ -46,7 +46,8 @@ Run: ``.venv/bin/python bench/recommend_eval.py --split test`` (≈8 min on 2 co
 ``--runs N`` averages each person over N slightly perturbed runs (:func:`perturbed`), N times slower.
 ``--mislabelled 0.3`` leaves 30 % of each person's area unlabelled but pickable (:func:`mislabelled`): the
 tune split then has the test split's kind of noise (authors leave keywords out), under which paperbot's
-lead on the tune split goes (bench/README.md).
+lead on the tune split goes (bench/README.md); with ``--mislabelled-liked`` as well the person 👍s those
+papers all the same and only the measure misses them (what the 👎 on them cost, apart from the measure).
 """
 
 from __future__ import annotations
@@ -245,6 +246,10 @@ class Person:
     broad: str  # a broader parent field, as typed
     relevant: frozenset[int]  # row numbers
     judged: frozenset[int]  # rows whose labels of this kind are known (the only ones picked for them)
+    liked: frozenset[int] | None = None  # rows they 👍 when shown, if not just the relevant ones
+
+    def likes(self, row: int) -> bool:
+        return row in (self.relevant if self.liked is None else self.liked)
 
 
 @dataclass(frozen=True)
@@ -344,11 +349,12 @@ def perturbed(split: Split, run: int) -> Split:
     return Split(split.name, tuple(people))
 
 
-def mislabelled(split: Split, share: float, *, seed: int = 12345) -> Split:
+def mislabelled(split: Split, share: float, *, liked: bool = False, seed: int = 12345) -> Split:
     """Each person's area with ``share`` of its papers left unlabelled but still pickable: shown one,
     the person reacts 👎, as keywords an author did not list make a person of the test split do (and
     as real people sometimes 👎 a paper of their own area). On the tune split, this is the test
-    split's kind of noise."""
+    split's kind of noise. ``liked``: the person 👍s them all the same and only the measure misses
+    them, which tells what the 👎 on them cost apart from what they take from the measure."""
     if not share:
         return split
     rng = np.random.default_rng(seed)
@@ -356,7 +362,11 @@ def mislabelled(split: Split, share: float, *, seed: int = 12345) -> Split:
     for person in split.people:
         area = sorted(person.relevant)
         unlabelled = frozenset(rng.choice(area, size=int(len(area) * share), replace=False).tolist())
-        people.append(dataclasses.replace(person, relevant=person.relevant - unlabelled))
+        people.append(
+            dataclasses.replace(
+                person, relevant=person.relevant - unlabelled, liked=person.relevant if liked else None
+            )
+        )
     return Split(split.name, tuple(people))
 
 
@@ -387,7 +397,7 @@ async def simulate(split: Split, start: str, pick: Callable[..., Any]) -> np.nda
             picks = await pick(person, phrase, liked, disliked, shown, day, state)
             for row in picks:
                 shown.add(row)
-                (liked if row in person.relevant else disliked).append(row)
+                (liked if person.likes(row) else disliked).append(row)
             result[p, day] = sum(row in person.relevant for row in picks) / PER_DAY
     return result
 
@@ -414,7 +424,7 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
         rows = [product.rows_of[p.paper_id] for p in picks]
         if learn:
             for row in rows:
-                signal = "like" if row in person.relevant else "dislike"
+                signal = "like" if person.likes(row) else "dislike"
                 await feedback.set(user, product.ids[row], signal, now=now + timedelta(hours=1))
         return rows
 
@@ -662,12 +672,13 @@ async def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as folder:
         product = await Product.open(Path(folder), rows)
         split = without_merged(load_split(rows, "tune" if args.grid else args.split), product)
-        split = mislabelled(split, args.mislabelled)
+        split = mislabelled(split, args.mislabelled, liked=args.mislabelled_liked)
         labelled = frozenset().union(*(p.judged for p in split.people))
         print(
             f"corpus {len(rows):,} papers, {split.name} split: {len(split.people)} people, "
             f"{len(labelled):,} labelled papers"
             + (f", {args.mislabelled:.0%} of each area unlabelled" if args.mislabelled else "")
+            + (" (👍 all the same)" if args.mislabelled_liked else "")
             + f" (setup {time.perf_counter() - started:.0f} s)",
             flush=True,
         )
@@ -778,6 +789,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="share of each person's area left unlabelled (👎 when shown), as the test split's "
         "incomplete keywords leave it; for the tune split",
     )
+    parser.add_argument(
+        "--mislabelled-liked",
+        action="store_true",
+        help="with --mislabelled: the person 👍s the unlabelled papers of their area all the same (only "
+        "the measure misses them)",
+    )
     args = parser.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",")]
     args.starts = [s.strip() for s in args.starts.split(",")]
@@ -785,6 +802,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"--mislabelled is a share of each area, from 0 up to (not including) 1: got {args.mislabelled}"
         )
+    if args.mislabelled_liked and not args.mislabelled:
+        parser.error("--mislabelled-liked needs --mislabelled (the share of each area left unlabelled)")
     if unknown := set(args.starts) - set(STARTS):
         parser.error(f"unknown --starts: {', '.join(sorted(unknown))}")
     logging.basicConfig(level=logging.WARNING)
