@@ -19,6 +19,16 @@ from storage.sqlite import SQLiteDatabase
 from storage.store import StoreLocation, open_database
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """With workers (``-n``, see tests/README.md), compile the index's numba loops once, here, before
+    they start: in a fresh clone each worker would otherwise compile them itself (~40 s of CPU each);
+    the workers, and the bots they start, then load them from numba's disk cache."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        from bot.services.index import BM25Index, warm_up
+
+        warm_up(BM25Index())
+
+
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[str]:
     """The URL of this session's throwaway PostgreSQL database (skips or fails when there is none)."""
