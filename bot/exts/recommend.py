@@ -126,7 +126,7 @@ async def interests_add(
         broad = breadth(services.search, stored) if added else None
         if broad is not None:
             view = narrower_view(stored, broad)
-            lines.append(breadth_note(stored, broad, buttons=view is not None))
+            lines.append(breadth_note(stored, broad, buttons=view is not None, ask_for_paper=paper is None))
     if seed is not None:
         press = await services.feedback.plan_seed(
             user_id=user_id, paper_id=seed.id, pending=services.writes.pending_ratings(user_id, seed.id)

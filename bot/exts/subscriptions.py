@@ -18,6 +18,7 @@ from bot.exts._groups import Subcommands
 from bot.services.digests.delivery import DeliveryOutcome, RecipientUnreachableError
 from bot.services.topic_breadth import breadth
 from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
+from bot.ui.embeds import CONTENT_LIMIT
 from bot.ui.profile_views import breadth_note
 
 if TYPE_CHECKING:
@@ -78,11 +79,12 @@ async def subscribe_command(
     if sub.timezone == "UTC" and timezone is None and had is None:
         text += "\nTimes are in UTC: add `timezone:` (e.g. Europe/Berlin) to get it at your local time."
     text += "\nIt comes by DM. `/paper digest` sends one now; `/paper unsubscribe` stops it."
-    if topics is not None:  # broad topics just given: say so, with narrower ones
+    if topics is not None:  # broad topics just given: say so, with narrower ones (as many as fit)
         broad = [(t, b) for t in sub.topics if (b := breadth(bot.services.search, t)) is not None]
-        text += "".join(
-            "\n" + breadth_note(t, found, buttons=False) for t, found in broad[:MAX_BREADTH_NOTES]
-        )
+        for t, found in broad[:MAX_BREADTH_NOTES]:
+            note = "\n" + breadth_note(t, found, buttons=False)
+            if len(text) + len(note) <= CONTENT_LIMIT:
+                text += note
     await interaction.response.send_message(text, ephemeral=True)
 
 

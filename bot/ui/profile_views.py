@@ -258,18 +258,21 @@ def added_line(topic: str) -> str:
     return f"Added “{escape_markdown(topic)}”. `/paper recommend` now uses it."
 
 
-def breadth_note(topic: str, breadth: Breadth, *, buttons: bool) -> str:
+def breadth_note(topic: str, breadth: Breadth, *, buttons: bool, ask_for_paper: bool = True) -> str:
     """The line that tells someone a topic they gave is broad, with narrower topics inside it (as
-    buttons under the answer, or to give again, as with ``/paper subscribe topics:``)."""
+    buttons under the answer, or to give again, as with ``/paper subscribe topics:``), and the other
+    ways to say which part of it they mean: a paper they like (unless they just gave one; it counts as
+    a 👍 at once, where reactions to picks take days to find the part), or reactions."""
     said = f"“{escape_markdown(topic)}” is broad: {breadth.matches:,} of {breadth.papers:,} papers here have its words."
-    learn = "👍 and 👎 the picks: paperbot learns which part of it you want."
+    paper = "name a paper you like (`/paper interests add paper:`), " if ask_for_paper else ""
+    learn = f"{paper}or 👍 and 👎 the picks: paperbot learns which part of it you want."
     if not breadth.narrower:
-        return f"{said} Give a narrower topic, or {learn}"
+        return f"{said} Give a narrower topic, {learn}"
     named = ", ".join(f"“{escape_markdown(n)}”" for n in breadth.narrower)
     choose = (
         "Press the one you mean (it takes the place of the broad one)" if buttons else "Give the one you mean"
     )
-    return f"{said} Narrower topics in it: {named}. {choose}, or {learn}"
+    return f"{said} Narrower topics in it: {named}. {choose}, {learn}"
 
 
 class NarrowTopicButton(

@@ -211,3 +211,47 @@ async def test_search_orders_close_matches_by_the_persons_reactions_unless_pause
 async def _areas_of(e2e: E2E, paper_ids: list[int]) -> list[str]:
     papers = await e2e.services.papers.get_many(paper_ids)
     return [papers[i].title.split()[0].lower() for i in paper_ids]
+
+
+async def test_a_paper_named_as_the_broad_note_asks_narrows_the_very_next_picks(
+    start_paperbot: Any, tmp_path: Path
+) -> None:
+    """ "reinforcement learning" is broad here (120 of 160 papers); the answer asks for a paper the
+    person likes. Naming an offline one counts as a 👍, and the very next picks are mostly offline
+    papers (30 of the 120 the typed words match). Given in the same command, the note does not ask."""
+    db_path = tmp_path / "library.db"
+    async with await open_database(db_path) as db:
+        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
+    async with start_paperbot(store=db_path, load_shipped_corpus=False) as e2e:
+        server = e2e.server
+        broad = await server.run_command("carol", "paper interests add", topic="reinforcement learning")
+        assert "is broad" in broad.content, broad.content
+        assert "name a paper you like (`/paper interests add paper:`)" in broad.content, broad.content
+        offline = await e2e.db.fetchval("SELECT id FROM papers WHERE title LIKE 'Offline study 0:%'")
+        liked = await server.run_command("carol", "paper interests add", paper=str(offline))
+        assert "now counts as a paper you like" in liked.content, liked.content
+        await server.eventually(lambda: _likes(e2e, server.carol.id, 1), what="carol's 👍 stored")
+
+        picks = await server.run_command("carol", "paper recommend", count=5)
+        ids = [int(i) for i in re.findall(r"pb:like:(\d+)", str(picks.message.components))]
+        assert len(ids) == 5, picks.message.components
+        assert offline not in ids, "a paper she named is not recommended back"
+        papers = await e2e.services.papers.get_many(ids)
+        areas = [papers[i].title.split()[0].lower() for i in ids]
+        assert areas.count("offline") >= 4, areas
+
+        both = await server.run_command(
+            "bob", "paper interests add", topic="reinforcement learning", paper=str(offline)
+        )
+        assert "is broad" in both.content
+        assert "now counts as a paper you like" in both.content
+        assert "/paper interests add paper:" not in both.content, "he has just named one"
+
+
+async def _likes(e2e: E2E, user_id: int, count: int) -> bool:
+    return bool(
+        await e2e.db.fetchval(
+            "SELECT COUNT(*) FROM feedback WHERE user_id = ? AND signal = 'like'", (user_id,)
+        )
+        >= count
+    )

@@ -9,9 +9,22 @@ from typing import Any
 
 from bot.services.ingest import ingest_bytes
 from storage.store import open_database
-from tests.services.test_topic_breadth import library
+from tests.services.test_topic_breadth import NOUNS, library
 
 BROAD_NOTE = "“reinforcement learning” is broad: 60 of 200 papers here have its words."
+
+
+async def _library(tmp_path: Path) -> Path:
+    """A store of the library of tests/services/test_topic_breadth.py: 60 of its 200 papers are about
+    reinforcement learning, in three sub-areas; 70 about object detection, 70 image segmentation."""
+    db_path = tmp_path / "library.db"
+    papers = [
+        {"id": f"p{row.paper_id}", "title": row.title, "abstract": row.abstract, "authors": ["A. Author"]}
+        for row in library()
+    ]
+    async with await open_database(db_path) as db:
+        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in papers).encode())
+    return db_path
 
 
 async def test_a_broad_topic_offers_narrower_ones_and_a_button_follows_one_in_its_place(
@@ -23,14 +36,7 @@ async def test_a_broad_topic_offers_narrower_ones_and_a_button_follows_one_in_it
     own. A narrow topic is added with no note; the broad topic added again only "already follow";
     a subscription with two broad topics gets a note for each (one without narrower topics in its
     titles says to give a narrower one)."""
-    db_path = tmp_path / "library.db"
-    papers = [
-        {"id": f"p{row.paper_id}", "title": row.title, "abstract": row.abstract, "authors": ["A. Author"]}
-        for row in library()
-    ]
-    async with await open_database(db_path) as db:
-        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in papers).encode())
-    async with start_paperbot(store=db_path, load_shipped_corpus=False) as e2e:
+    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
         server = e2e.server
         broad = await server.run_command("alice", "paper interests add", topic="reinforcement learning")
         assert broad.ephemeral
@@ -73,3 +79,32 @@ async def test_a_broad_topic_offers_narrower_ones_and_a_button_follows_one_in_it
             "“image segmentation” is broad: 70 of 200 papers here have its words. Give a narrower topic"
             in (digest.content)
         )
+
+
+async def test_a_subscription_with_many_broad_topics_keeps_its_answer_within_discords_limit(
+    start_paperbot: Any, tmp_path: Path
+) -> None:
+    """/paper subscribe with three broad topics of 100 characters each (every one of their words is in
+    the 60 reinforcement-learning abstracts) and narrow ones up to the option's 500 characters (within the 20 topics a digest takes): the
+    notes on them would take the answer past Discord's 2,000 characters, which the sandbox refuses as
+    Discord does; the answer keeps as many notes as fit, and is sent."""
+    words = ["reinforcement", "learning", "policies", "act", "study"]
+    broad = []
+    for turn in range(3):
+        name = ""
+        for n in range(100):
+            word = words[(n + turn) % len(words)]
+            if len(name) + len(word) + 1 > 100:
+                break
+            name = f"{name} {word}".strip()
+        broad.append(name)
+    topics = ", ".join(broad)
+    for noun in NOUNS:  # narrow topics, as many as the option's 500 characters hold
+        if len(topics) + len(f", {noun} and {noun}") > 500:
+            break
+        topics += f", {noun} and {noun}"
+    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
+        answer = await e2e.server.run_command("bob", "paper subscribe", topics=topics)
+        assert answer.content.startswith("✅ Subscribed"), answer.content
+        assert len(answer.content) <= 2000
+        assert f"“{broad[0]}” is broad: 60 of 200 papers" in answer.content, answer.content
