@@ -23,6 +23,11 @@ because a person who "wants Large Language Models" would be wrongly shown to dis
 ICML paper on LLMs (condensed lists). Author keywords are incomplete, so precision on the test split
 is a lower bound for every method alike.
 
+A fourth, ``--starts seeded``: the broader field typed and one paper of the person's area named as a
+paper they like (``/paper interests add paper:``, which the note on a broad topic asks for), drawn at
+random from their area; it counts as their 👍 from the start for every method (the baselines' models
+are fitted from day 1), and is never picked.
+
 A third start, ``--starts pressed``: the broader field typed, and then, when the answer calls it broad
 and offers narrower topics as buttons, the person presses the one whose labelled papers are most
 often of their area, if at least :data:`PRESS_SHARE` are (they recognise their area's name); the
@@ -61,6 +66,7 @@ import logging
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -95,6 +101,7 @@ STARTS = {
     "broad": "broader field typed",
     "name": "own name typed",
     "pressed": "broader field, a narrower topic pressed",
+    "seeded": "broader field and one paper of theirs named",
 }
 
 # -- the people ------------------------------------------------------------------------------------
@@ -384,6 +391,13 @@ async def simulate_runs(
     return np.mean(results, axis=0), pickers
 
 
+def named_paper(person: Person) -> int:
+    """The paper of their area a ``seeded`` person names: drawn from it by a seed of its own name (the
+    same paper for every method; another in a perturbed run, whose area lacks a tenth)."""
+    rng = np.random.default_rng(zlib.crc32(person.area.encode()))
+    return int(rng.choice(sorted(person.relevant)))
+
+
 async def simulate(split: Split, start: str, pick: Callable[..., Any]) -> np.ndarray:
     """precision@5 per person (rows) and day (columns); ``pick(person, phrase, liked, disliked, shown)``."""
     result = np.zeros((len(split.people), DAYS))
@@ -393,6 +407,10 @@ async def simulate(split: Split, start: str, pick: Callable[..., Any]) -> np.nda
         disliked: list[int] = []
         shown: set[int] = set()
         state: dict[str, Any] = {"presses": start == "pressed"}
+        if start == "seeded":
+            state["seed"] = named_paper(person)
+            liked.append(state["seed"])
+            shown.add(state["seed"])
         for day in range(DAYS):
             picks = await pick(person, phrase, liked, disliked, shown, day, state)
             for row in picks:
@@ -413,6 +431,8 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
             await recommender.profiles.add_topic(state["user"], phrase)
             if state["presses"] and (narrower := pressed_topic(product, person, phrase)) is not None:
                 await recommender.profiles.narrow_topic(state["user"], phrase, narrower)
+            if learn and "seed" in state:  # /paper interests add paper: stores it as a 👍
+                await feedback.set(state["user"], product.ids[state["seed"]], "like", now=START)
             pick.people.append((person, state["user"], phrase, shown))  # type: ignore[attr-defined]
         user = state["user"]
         now = START + timedelta(days=day)
@@ -420,7 +440,10 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
             unjudged[person.judged] = {
                 pid for row, pid in enumerate(product.ids) if row not in person.judged and pid >= 0
             }
-        picks = await recommender.recommend(user, count=PER_DAY, exclude=unjudged[person.judged], now=now)
+        exclude = unjudged[person.judged]
+        if "seed" in state:  # never picked, also where it was not stored (no feedback)
+            exclude = exclude | {product.ids[state["seed"]]}
+        picks = await recommender.recommend(user, count=PER_DAY, exclude=exclude, now=now)
         rows = [product.rows_of[p.paper_id] for p in picks]
         if learn:
             for row in rows:
@@ -777,7 +800,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--starts",
         default="broad,name",
         help="comma-separated: broad, name, pressed (the broader field typed, then the offered narrower "
-        "topic that names the person's area pressed, if one does)",
+        "topic that names the person's area pressed, if one does), seeded (the broader field typed and "
+        "one paper of their area named as liked)",
     )
     parser.add_argument(
         "--runs", type=int, default=1, help="perturbed runs per person, averaged (run 0 = the split itself)"
