@@ -23,15 +23,15 @@ because a person who "wants Large Language Models" would be wrongly shown to dis
 ICML paper on LLMs (condensed lists). Author keywords are incomplete, so precision on the test split
 is a lower bound for every method alike.
 
-A fourth, ``--starts seeded``: the broader field typed and one paper of the person's area named as a
-paper they like (``/paper interests add paper:``, which the note on a broad topic asks for), drawn at
-random from their area; it counts as their 👍 from the start for every method (the baselines' models
-are fitted from day 1), and is never picked.
-
 A third start, ``--starts pressed``: the broader field typed, and then, when the answer calls it broad
 and offers narrower topics as buttons, the person presses the one whose labelled papers are most
 often of their area, if at least :data:`PRESS_SHARE` are (they recognise their area's name); the
 baselines' first days come from the same no-feedback ranking, so they get the press too.
+
+A fourth, ``--starts seeded``: the broader field typed and one paper of the person's area named as a
+paper they like (``/paper interests add paper:``, which the note on a broad topic asks for), drawn at
+random from their area; it counts as their 👍 from the start for every method (the baselines' models
+are fitted from day 1), and is never picked.
 
 Methods, on the same people and the same reactions:
 * paperbot — the real ``Recommender`` + ``FeedbackService`` over a real SQLite store of the corpus;

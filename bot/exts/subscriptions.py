@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_BREADTH_NOTES: Final = 3  # notes on broad topics in one answer (each ~250 characters)
+MAX_BREADTH_NOTES: Final = 3  # notes on broad topics in one answer (each ~300 characters)
 
 paper = Subcommands("paper")
 
