@@ -69,6 +69,14 @@ def _papers() -> list[dict[str, Any]]:
     return papers
 
 
+async def _library(tmp_path: Path) -> Path:
+    """A store of :func:`_papers`."""
+    db_path = tmp_path / "library.db"
+    async with await open_database(db_path) as db:
+        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
+    return db_path
+
+
 async def _digest(e2e: E2E, user: str, seen: int) -> list[SandboxMessage]:
     """/paper digest, and the paper messages it sent (after the `seen` earlier ones)."""
     await e2e.server.run_command(user, "paper digest")
@@ -105,10 +113,7 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
     mostly multi-agent, and `/paper interests show` lists multi-agent words as learned (none of them
     against); while learning is paused, 👎 on all of it changes nothing; once resumed, 👎s
     move the digests away from multi-agent papers within three digests."""
-    db_path = tmp_path / "library.db"
-    async with await open_database(db_path) as db:
-        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
-    async with start_paperbot(store=db_path, load_shipped_corpus=False) as e2e:
+    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
         server = e2e.server
         await server.run_command("alice", "paper subscribe", topics="reinforcement learning", count=5)
         seen = 0
@@ -176,10 +181,7 @@ async def test_search_orders_close_matches_by_the_persons_reactions_unless_pause
     """After 👍 on three multi-agent papers, a search for the broad field puts multi-agent papers
     first and says it ordered them for that person; someone without reactions, and the same person
     with learning paused, get the search engine's own order, without the note."""
-    db_path = tmp_path / "library.db"
-    async with await open_database(db_path) as db:
-        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
-    async with start_paperbot(store=db_path, load_shipped_corpus=False) as e2e:
+    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
         server = e2e.server
         query = {"query": "reinforcement learning", "limit": 10}
         plain = await server.run_command("bob", "paper search", **query)
@@ -219,10 +221,7 @@ async def test_a_paper_named_as_the_broad_note_asks_narrows_the_very_next_picks(
     """ "reinforcement learning" is broad here (120 of 160 papers); the answer asks for a paper the
     person likes. Naming an offline one counts as a 👍, and the very next picks are mostly offline
     papers (30 of the 120 the typed words match). Given in the same command, the note does not ask."""
-    db_path = tmp_path / "library.db"
-    async with await open_database(db_path) as db:
-        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
-    async with start_paperbot(store=db_path, load_shipped_corpus=False) as e2e:
+    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
         server = e2e.server
         broad = await server.run_command("carol", "paper interests add", topic="reinforcement learning")
         assert "is broad" in broad.content, broad.content
@@ -230,14 +229,13 @@ async def test_a_paper_named_as_the_broad_note_asks_narrows_the_very_next_picks(
         offline = await e2e.db.fetchval("SELECT id FROM papers WHERE title LIKE 'Offline study 0:%'")
         liked = await server.run_command("carol", "paper interests add", paper=str(offline))
         assert "now counts as a paper you like" in liked.content, liked.content
-        await server.eventually(lambda: _likes(e2e, server.carol.id, 1), what="carol's 👍 stored")
+        await server.eventually(lambda: _stored(e2e, server.carol.id, 1), what="carol's 👍 stored")
 
         picks = await server.run_command("carol", "paper recommend", count=5)
-        ids = [int(i) for i in re.findall(r"pb:like:(\d+)", str(picks.message.components))]
+        ids = _listed_ids(picks)
         assert len(ids) == 5, picks.message.components
         assert offline not in ids, "a paper she named is not recommended back"
-        papers = await e2e.services.papers.get_many(ids)
-        areas = [papers[i].title.split()[0].lower() for i in ids]
+        areas = await _areas_of(e2e, ids)
         assert areas.count("offline") >= 4, areas
 
         both = await server.run_command(
@@ -246,12 +244,3 @@ async def test_a_paper_named_as_the_broad_note_asks_narrows_the_very_next_picks(
         assert "is broad" in both.content
         assert "now counts as a paper you like" in both.content
         assert "/paper interests add paper:" not in both.content, "he has just named one"
-
-
-async def _likes(e2e: E2E, user_id: int, count: int) -> bool:
-    return bool(
-        await e2e.db.fetchval(
-            "SELECT COUNT(*) FROM feedback WHERE user_id = ? AND signal = 'like'", (user_id,)
-        )
-        >= count
-    )
