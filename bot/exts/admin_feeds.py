@@ -16,6 +16,7 @@ from discord.ext import commands
 
 from bot.exts._groups import Subcommands
 from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
+from bot.ui.embeds import CONTENT_LIMIT
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -148,8 +149,8 @@ async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
             )
         lines.append(f"• <#{sub.channel_id}> — {status}")
     text = "\n".join(lines)
-    if len(text) > 2000:
-        text = text[:1990].rsplit("\n", 1)[0] + "\n…"
+    if len(text) > CONTENT_LIMIT:
+        text = text[: CONTENT_LIMIT - 10].rsplit("\n", 1)[0] + "\n…"
     await interaction.response.send_message(text, ephemeral=True)
 
 
