@@ -338,6 +338,11 @@ class Product:
         return self.next_user
 
 
+def part_of_area(person: Person, rng: np.random.Generator, size: int) -> frozenset[int]:
+    """``size`` papers of the person's area, drawn at random without repeats."""
+    return frozenset(rng.choice(sorted(person.relevant), size=size, replace=False).tolist())
+
+
 def perturbed(split: Split, run: int) -> Split:
     """Run 0 is the split itself; run k ≥ 1 leaves out a random tenth of each person's area (from what
     is relevant and what can be picked): the same people, slightly different. One different pick on
@@ -348,8 +353,7 @@ def perturbed(split: Split, run: int) -> Split:
     rng = np.random.default_rng(run)
     people = []
     for person in split.people:
-        area = sorted(person.relevant)
-        left_out = frozenset(rng.choice(area, size=max(1, len(area) // 10), replace=False).tolist())
+        left_out = part_of_area(person, rng, max(1, len(person.relevant) // 10))
         people.append(
             dataclasses.replace(person, relevant=person.relevant - left_out, judged=person.judged - left_out)
         )
@@ -367,8 +371,7 @@ def mislabelled(split: Split, share: float, *, liked: bool = False, seed: int = 
     rng = np.random.default_rng(seed)
     people = []
     for person in split.people:
-        area = sorted(person.relevant)
-        unlabelled = frozenset(rng.choice(area, size=int(len(area) * share), replace=False).tolist())
+        unlabelled = part_of_area(person, rng, int(len(person.relevant) * share))
         people.append(
             dataclasses.replace(
                 person, relevant=person.relevant - unlabelled, liked=person.relevant if liked else None
@@ -442,7 +445,7 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
             }
         exclude = unjudged[person.judged]
         if "seed" in state:  # never picked, also where it was not stored (no feedback)
-            exclude = exclude | {product.ids[state["seed"]]}
+            exclude = state.setdefault("exclude", exclude | {product.ids[state["seed"]]})
         picks = await recommender.recommend(user, count=PER_DAY, exclude=exclude, now=now)
         rows = [product.rows_of[p.paper_id] for p in picks]
         if learn:
