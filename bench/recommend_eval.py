@@ -53,6 +53,10 @@ Run: ``.venv/bin/python bench/recommend_eval.py --split test`` (≈8 min on 2 co
 tune split then has the test split's kind of noise (authors leave keywords out), under which paperbot's
 lead on the tune split goes (bench/README.md); with ``--mislabelled-liked`` as well the person 👍s those
 papers all the same and only the measure misses them (what the 👎 on them cost, apart from the measure).
+
+Other views of a paper (experiments, tune split): ``--paper-vectors FILE`` puts one vector per corpus
+row (``embed_corpus.py``: sentence embeddings) in place of the paper space's LSA coordinates, or beside
+them with ``--vectors-beside``; ``--authors-as-words`` adds each author's name to the paper as a word.
 """
 
 from __future__ import annotations
@@ -306,13 +310,18 @@ class Product:
     next_user: int = 1
 
     @classmethod
-    async def open(cls, folder: Path, rows: Sequence[dict[str, Any]]) -> Product:
+    async def open(
+        cls, folder: Path, rows: Sequence[dict[str, Any]], *, authors_as_words: bool = False
+    ) -> Product:
+        """The corpus in a fresh store, indexed; ``authors_as_words``: each author's name is added to
+        the paper's abstract as one word of its own (an experiment: the model's words and the paper
+        space then carry the authors)."""
         db = await open_database(folder / "bench.db")
         papers = PaperRepository(db)
         await papers.upsert_many(
             PaperRecord(
                 title=str(r["title"]),
-                abstract=str(r.get("abstract") or ""),
+                abstract=str(r.get("abstract") or "") + (author_words(r) if authors_as_words else ""),
                 authors=tuple(r.get("authors") or ()),
                 venue=str(r.get("venue") or ""),
                 year=r.get("year"),
@@ -329,6 +338,21 @@ class Product:
         space.rebuild()
         return cls(db, engine, space, ids, {p: i for i, p in enumerate(ids) if p >= 0})
 
+    def use_vectors(self, vectors: np.ndarray, *, beside: bool) -> None:
+        """Each paper's coordinates in the paper space become ``vectors[row]`` (one per corpus row, as
+        ``embed_corpus.py`` writes them), or those appended to its LSA coordinates; unit length."""
+        index, space = self.engine.index, self.space
+        slots = int(index.n_slots)
+        rows = np.array([self.rows_of.get(int(p), -1) for p in index.slot_ids[:slots]])
+        placed = (rows >= 0) & index.alive[:slots]
+        coords = np.zeros((slots, vectors.shape[1]), dtype=np.float32)
+        coords[placed] = vectors[rows[placed]]
+        if beside:
+            coords = np.hstack([space.coords[:slots], coords])
+        norms = np.linalg.norm(coords, axis=1, keepdims=True)
+        space._coords = (coords / np.maximum(norms, 1e-9)).astype(np.float32)
+        space.dims = coords.shape[1]
+
     def recommender(self, learning: LearningParams | None = None) -> Recommender:
         kwargs = {"learning": learning} if learning is not None else {}
         return Recommender(self.db, self.engine, self.engine.index, space=self.space, **kwargs)
@@ -341,6 +365,15 @@ class Product:
 def part_of_area(person: Person, rng: np.random.Generator, size: int) -> frozenset[int]:
     """``size`` papers of the person's area, drawn at random without repeats."""
     return frozenset(rng.choice(sorted(person.relevant), size=size, replace=False).tolist())
+
+
+def author_words(row: dict[str, Any]) -> str:
+    """Each author's name as one word ("Jane Q. Doe" → " zzauthorjaneqdoe"), for ``--authors-as-words``."""
+    names = (
+        "zzauthor" + "".join(c for c in str(a).lower() if c.isascii() and c.isalpha())
+        for a in row.get("authors") or ()
+    )
+    return "".join(f" {name}" for name in names)
 
 
 def perturbed(split: Split, run: int) -> Split:
@@ -696,7 +729,18 @@ async def run(args: argparse.Namespace) -> int:
     rows = load_rows()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        product = await Product.open(Path(folder), rows)
+        product = await Product.open(Path(folder), rows, authors_as_words=args.authors_as_words)
+        if args.paper_vectors is not None:
+            vectors = np.load(args.paper_vectors)
+            if len(vectors) != len(rows):
+                print(
+                    f"{args.paper_vectors} has {len(vectors):,} vectors for {len(rows):,} papers "
+                    "(embed_corpus.py without --limit writes one per paper)",
+                    file=sys.stderr,
+                )
+                await product.db.close()
+                return 2
+            product.use_vectors(vectors, beside=args.vectors_beside)
         split = without_merged(load_split(rows, "tune" if args.grid else args.split), product)
         split = mislabelled(split, args.mislabelled, liked=args.mislabelled_liked)
         labelled = frozenset().union(*(p.judged for p in split.people))
@@ -822,6 +866,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with --mislabelled: the person 👍s the unlabelled papers of their area all the same (only "
         "the measure misses them)",
     )
+    parser.add_argument(
+        "--paper-vectors",
+        type=Path,
+        default=None,
+        help="a .npy of one vector per corpus row (embed_corpus.py): the paper space's coordinates "
+        "instead of LSA (an experiment, tune split)",
+    )
+    parser.add_argument(
+        "--vectors-beside", action="store_true", help="with --paper-vectors: appended to the LSA coordinates"
+    )
+    parser.add_argument(
+        "--authors-as-words",
+        action="store_true",
+        help="each author's name added to the paper as one word of its own (an experiment, tune split)",
+    )
     args = parser.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",")]
     args.starts = [s.strip() for s in args.starts.split(",")]
@@ -831,6 +890,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.mislabelled_liked and not args.mislabelled:
         parser.error("--mislabelled-liked needs --mislabelled (the share of each area left unlabelled)")
+    if args.vectors_beside and args.paper_vectors is None:
+        parser.error("--vectors-beside needs --paper-vectors (the .npy that embed_corpus.py writes)")
     if unknown := set(args.starts) - set(STARTS):
         parser.error(f"unknown --starts: {', '.join(sorted(unknown))}")
     logging.basicConfig(level=logging.WARNING)
