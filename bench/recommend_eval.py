@@ -350,6 +350,7 @@ class Product:
         if beside:
             coords = np.hstack([space.coords[:slots], coords])
         norms = np.linalg.norm(coords, axis=1, keepdims=True)
+        # PaperSpace has no setter for its coordinates: paperbot never swaps them, only this experiment
         space._coords = (coords / np.maximum(norms, 1e-9)).astype(np.float32)
         space.dims = coords.shape[1]
 
@@ -727,19 +728,18 @@ def without_merged(split: Split, product: Product) -> Split:
 
 async def run(args: argparse.Namespace) -> int:
     rows = load_rows()
+    vectors = np.load(args.paper_vectors) if args.paper_vectors is not None else None
+    if vectors is not None and len(vectors) != len(rows):
+        print(
+            f"{args.paper_vectors} has {len(vectors):,} vectors for {len(rows):,} papers "
+            "(embed_corpus.py without --limit writes one per paper)",
+            file=sys.stderr,
+        )
+        return 2
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         product = await Product.open(Path(folder), rows, authors_as_words=args.authors_as_words)
-        if args.paper_vectors is not None:
-            vectors = np.load(args.paper_vectors)
-            if len(vectors) != len(rows):
-                print(
-                    f"{args.paper_vectors} has {len(vectors):,} vectors for {len(rows):,} papers "
-                    "(embed_corpus.py without --limit writes one per paper)",
-                    file=sys.stderr,
-                )
-                await product.db.close()
-                return 2
+        if vectors is not None:
             product.use_vectors(vectors, beside=args.vectors_beside)
         split = without_merged(load_split(rows, "tune" if args.grid else args.split), product)
         split = mislabelled(split, args.mislabelled, liked=args.mislabelled_liked)
