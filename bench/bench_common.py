@@ -47,6 +47,12 @@ def load_average() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def multivenue_rows() -> list[dict[str, Any]]:
+    """The multivenue corpus's records, in the file's order (a row number is a paper's place here)."""
+    with gzip.open(MULTIVENUE, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
 def last_title(path: Path) -> str:
     """The title of the last record of a JSONL file (gzipped or not): the one indexed last."""
     with path.open("rb") as raw:

@@ -14,8 +14,6 @@ something paperbot uses.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import sys
 import time
@@ -26,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import MULTIVENUE as CORPUS
+from bench_common import MULTIVENUE, multivenue_rows
 
 
 def default_model() -> str | None:
@@ -44,8 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="only the first N papers (a quick check)")
     args = parser.parse_args(argv)
-    if not CORPUS.exists():
-        print(f"needs {CORPUS} (the shared data); not found", file=sys.stderr)
+    if not MULTIVENUE.exists():
+        print(f"needs {MULTIVENUE} (the shared data); not found", file=sys.stderr)
         return 2
     model_name = args.model or default_model()
     if model_name is None:
@@ -59,8 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError:
         print("needs sentence-transformers (see the docstring)", file=sys.stderr)
         return 2
-    with gzip.open(CORPUS, "rt", encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle][: args.limit]
+    rows = multivenue_rows()[: args.limit]
     texts = [f"{r['title']}. {r.get('abstract') or ''}" for r in rows]
     model = SentenceTransformer(model_name, device="cpu")
     started = time.perf_counter()

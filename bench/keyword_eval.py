@@ -26,8 +26,6 @@ paired difference to rank-bm25 with a 95 % bootstrap interval over queries.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import math
 import re
 import sys
@@ -42,12 +40,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_common import MULTIVENUE, multivenue_rows  # noqa: E402
+
 from bot.services.index import BM25Index  # noqa: E402
 from bot.services.search import SearchEngine  # noqa: E402
 from bot.services.tokenize import tokenize  # noqa: E402
 from storage.models import IndexRow  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "data" / "multivenue" / "multivenue_corpus.jsonl.gz"
 _WORDS = re.compile(r"\w+")
 _KEY_WORDS = re.compile(r"[^\W_]+")
 
@@ -107,11 +106,6 @@ def topic_query(topic: str) -> str | None:
     if pattern and (one_word or area == "Theory") and "theory" not in sub.lower():
         return pattern.format(sub=sub)
     return sub
-
-
-def load_rows() -> list[dict]:  # type: ignore[type-arg]
-    with gzip.open(CORPUS, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh]
 
 
 def build_queries(rows: Sequence[dict], min_papers: int) -> list[Query]:  # type: ignore[type-arg]
@@ -254,10 +248,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.ablations and args.split != "tune":
         parser.error("--ablations chooses settings: run it on --split tune")
-    if not CORPUS.exists():
-        print(f"skipped: the multivenue corpus is not at {CORPUS} (../shared/data/ beside the repo)")
+    if not MULTIVENUE.exists():
+        print(f"skipped: the multivenue corpus is not at {MULTIVENUE} (../shared/data/ beside the repo)")
         return 0
-    rows = load_rows()
+    rows = multivenue_rows()
     split = {g.name for g in GROUPS if g.split == args.split}
     queries = [q for q in build_queries(rows, args.min_papers) if q.group in split]
     counts = Counter(q.group for q in queries)

@@ -64,7 +64,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import gzip
 import json
 import logging
 import sys
@@ -82,6 +81,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench_common import MULTIVENUE, multivenue_rows  # noqa: E402
+
 from bot.services.feedback import FeedbackService  # noqa: E402
 from bot.services.learner import LearningParams  # noqa: E402
 from bot.services.paper_space import PaperSpace  # noqa: E402
@@ -94,7 +95,6 @@ from storage.models import PaperRecord  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
 from storage.store import open_database  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "data" / "multivenue" / "multivenue_corpus.jsonl.gz"
 SETTINGS = Path(__file__).with_name("recommend_settings.json")
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 PER_DAY = 5
@@ -267,11 +267,6 @@ class Person:
 class Split:
     name: str
     people: tuple[Person, ...]
-
-
-def load_rows() -> list[dict[str, Any]]:
-    with gzip.open(CORPUS, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
 
 
 def load_split(rows: Sequence[dict[str, Any]], name: str) -> Split:
@@ -727,7 +722,7 @@ def without_merged(split: Split, product: Product) -> Split:
 
 
 async def run(args: argparse.Namespace) -> int:
-    rows = load_rows()
+    rows = multivenue_rows()
     vectors = np.load(args.paper_vectors) if args.paper_vectors is not None else None
     if vectors is not None and len(vectors) != len(rows):
         print(
@@ -895,8 +890,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown := set(args.starts) - set(STARTS):
         parser.error(f"unknown --starts: {', '.join(sorted(unknown))}")
     logging.basicConfig(level=logging.WARNING)
-    if not CORPUS.exists():
-        print(f"needs {CORPUS} (the shared data); not found", file=sys.stderr)
+    if not MULTIVENUE.exists():
+        print(f"needs {MULTIVENUE} (the shared data); not found", file=sys.stderr)
         return 2
     return asyncio.run(run(args))
 
