@@ -44,15 +44,13 @@ from bench_common import MULTIVENUE, multivenue_rows  # noqa: E402
 from recommend_eval import (  # noqa: E402
     DAYS,
     PER_DAY,
-    REPORTED_DAYS,
-    STARTS,
     Person,
     Product,
     Split,
-    bootstrap,
     load_split,
     product_picker,
     simulate,
+    table,
     without_merged,
 )
 
@@ -113,6 +111,12 @@ async def over_the_wire(
     return result, sent
 
 
+def paper_of(message: Any) -> int | None:
+    """The paper a DM message of the digest is about (its 👍 button names it)."""
+    found = RATING.search(str(message.components))
+    return int(found.group(1)) if found else None
+
+
 async def person_over_the_wire(
     server: SandboxServer, db: Any, product: Product, person: Person, p: int, start: str
 ) -> tuple[np.ndarray, list[list[int]]]:
@@ -127,12 +131,12 @@ async def person_over_the_wire(
         count = int(match.group(1)) if (match := SENT.search(answer.content)) else 0
 
         def arrived(seen: int = seen, count: int = count) -> list[Any] | None:
-            papers = [m for m in server.dm_messages(user) if m.embeds and RATING.search(str(m.components))]
+            papers = [m for m in server.dm_messages(user) if m.embeds and paper_of(m) is not None]
             return papers[seen:] if len(papers) >= seen + count else None
 
         messages = (await server.eventually(arrived, timeout=30, what=f"{count} papers in the DM"))[:count]
         seen += count
-        rows = [product.rows_of[int(RATING.search(str(m.components)).group(1))] for m in messages]  # type: ignore[union-attr]
+        rows = [product.rows_of[paper_of(m)] for m in messages]  # type: ignore[index]
         for message, row in zip(messages, rows, strict=True):
             await server.click(user, message, "👍" if person.likes(row) else "👎", timeout=30)
         rated += len(rows)
@@ -162,14 +166,8 @@ def agreement(
 
 
 def report(split: Split, start: str, results: dict[str, np.ndarray], agreement: list[float]) -> None:
-    print(f"\n### {STARTS[start]} ({len(split.people)} people, precision@{PER_DAY})\n")
-    print(f"| | {' | '.join(f'day {d + 1}' for d in range(DAYS))} | days 4–6 (95 % CI) |")
-    print("|" + "---|" * (DAYS + 2))
-    for name, result in results.items():
-        by_person = result[:, REPORTED_DAYS].mean(axis=1)
-        low, high = bootstrap(by_person)
-        days = " | ".join(f"{v:.2f}" for v in result.mean(axis=0))
-        print(f"| {name} | {days} | **{by_person.mean():.3f}** ({low:.2f}–{high:.2f}) |")
+    """recommend_eval.py's table of both ways, and a row of how far the picks agree."""
+    print("\n" + table(split, start, results))
     print(
         f"| sent over the wire that the simulation also picked | {' | '.join(f'{a:.2f}' for a in agreement)} | |"
     )
@@ -192,8 +190,7 @@ async def run(args: argparse.Namespace) -> int:
                 (Path(folder) / f"{way}-{start}").mkdir()
                 copies[way] = Path(folder) / f"{way}-{start}" / "bench.db"
                 shutil.copy(pristine / "bench.db", copies[way])
-            local = await Product.open(copies["in-process"].parent, [])  # the copy, as it is
-            local.ids, local.rows_of = product.ids, product.rows_of
+            local = await Product.open(copies["in-process"].parent, rows)  # the copy: every row is there
             try:
                 simulated, picked = await in_process(local, split, start)
             finally:
