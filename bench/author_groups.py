@@ -44,7 +44,7 @@ from bench_common import MULTIVENUE, SHARED  # noqa: E402
 from bot.services.authors import AuthorDirectory, group_papers  # noqa: E402
 from bot.services.follows import FollowService  # noqa: E402
 from bot.services.ingest.runner import ingest_paths  # noqa: E402
-from bot.services.search import SearchEngine, fold  # noqa: E402
+from paperindex.engine import SearchEngine, fold  # noqa: E402
 from storage.repositories.papers import Credits, PaperRepository  # noqa: E402
 from storage.sqlite import SQLiteDatabase  # noqa: E402
 

@@ -50,8 +50,8 @@ def child(size: int, tree: Path) -> None:
     import numpy as np
 
     # ``tree``'s modules first: search_bench puts this checkout on the path as it is imported.
-    SearchEngine = importlib.import_module("bot.services.search").SearchEngine
-    tokenize = importlib.import_module("bot.services.tokenize").tokenize
+    SearchEngine = importlib.import_module("paperindex.engine").SearchEngine
+    tokenize = importlib.import_module("paperindex.tokenizer").tokenize
     from search_bench import Synthesizer, load_rows, make_queries
 
     base = load_rows(MULTIVENUE)

@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench_common import MULTIVENUE, multivenue_rows  # noqa: E402
 
-from bot.services.index import BM25Index  # noqa: E402
-from bot.services.search import SearchEngine  # noqa: E402
-from bot.services.tokenize import tokenize  # noqa: E402
+from paperindex.engine import SearchEngine  # noqa: E402
+from paperindex.index import BM25Index  # noqa: E402
+from paperindex.tokenizer import tokenize  # noqa: E402
 from storage.models import IndexRow  # noqa: E402
 
 _WORDS = re.compile(r"\w+")

@@ -87,9 +87,9 @@ from bot.services.feedback import FeedbackService  # noqa: E402
 from bot.services.learner import LearningParams  # noqa: E402
 from bot.services.paper_space import PaperSpace  # noqa: E402
 from bot.services.recommender import Recommender  # noqa: E402
-from bot.services.search import SearchEngine  # noqa: E402
-from bot.services.tokenize import tokenize  # noqa: E402
 from bot.services.topic_breadth import breadth, with_every_word  # noqa: E402
+from paperindex.engine import SearchEngine  # noqa: E402
+from paperindex.tokenizer import tokenize  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import PaperRecord  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402

@@ -5,7 +5,7 @@
 
 Headline lines:
 1. rank-bm25's BM25Okapi with lower-cased word tokens (``\\w+``), title + abstract;
-2. rank-bm25's BM25Okapi with our tokenizer (``bot.services.tokenize.tokenize``), title + abstract;
+2. rank-bm25's BM25Okapi with our tokenizer (``paperindex.tokenizer.tokenize``), title + abstract;
 3. our SearchEngine as the bot runs it (same tokenizer, title counted TITLE_WEIGHT times).
 
 Ablations rank with BM25Index, whose scores equal rank-bm25's on the same tokens, so they are the
@@ -33,9 +33,9 @@ import Stemmer
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.services.index import BM25Index  # noqa: E402
-from bot.services.search import TITLE_WEIGHT, SearchEngine  # noqa: E402
-from bot.services.tokenize import STOP_WORDS, tokenize  # noqa: E402
+from paperindex.engine import TITLE_WEIGHT, SearchEngine  # noqa: E402
+from paperindex.index import BM25Index  # noqa: E402
+from paperindex.tokenizer import STOP_WORDS, tokenize  # noqa: E402
 from storage.models import IndexRow  # noqa: E402
 
 SCIFACT = ROOT.parent / "shared" / "data" / "beir-scifact"

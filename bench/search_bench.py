@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from search_peers import Peer, RankBM25, available  # noqa: E402
 
-from bot.services.index import BM25Index  # noqa: E402
-from bot.services.search import SearchEngine, document_tokens  # noqa: E402
-from bot.services.tokenize import tokenize  # noqa: E402
+from paperindex.engine import SearchEngine, document_tokens  # noqa: E402
+from paperindex.index import BM25Index  # noqa: E402
+from paperindex.tokenizer import tokenize  # noqa: E402
 from storage.models import IndexRow  # noqa: E402
 
 SHARED = ROOT.parent / "shared"

@@ -36,7 +36,7 @@ BATCH = 1000
 
 def child(rows_path: Path) -> None:
     """One run (in a child process, whose PYTHONPATH chooses the code): JSON figures on stdout."""
-    from bot.services.search import SearchEngine
+    from paperindex.engine import SearchEngine
 
     with rows_path.open("rb") as fh:
         rows = pickle.load(fh)  # written by the parent a moment ago

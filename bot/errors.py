@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Final
+
+from paperindex.errors import SearchError
+
 
 class UserFacingError(Exception):
     """An error caused by the user's input or situation; str() is what they are told."""
+
+
+#: Every error type whose message is for the person: ours, and the search engine's (a query it cannot
+#: search, a paper it does not hold).
+USER_FACING: Final = (UserFacingError, SearchError)
 
 
 class QueryError(UserFacingError):

@@ -14,21 +14,21 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from bot.services import bulk_terms
 from bot.services.authors import AuthorDirectory
 from bot.services.digests import Digests
 from bot.services.feedback import FeedbackService
 from bot.services.follows import FollowService
-from bot.services.index import warm_up
 from bot.services.ingest.runner import ensure_shipped_corpus
 from bot.services.permission_notices import PermissionNotices
 from bot.services.privacy import PrivacyService
 from bot.services.profile import ProfileService
 from bot.services.recommender import Recommender
-from bot.services.search import TITLE_WEIGHT, SearchEngine
 from bot.services.search_service import SearchService
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
+from paperindex import bulk_terms
+from paperindex.engine import TITLE_WEIGHT, SearchEngine
+from paperindex.index import warm_up
 from storage.db import Database
 from storage.models import IndexRow
 from storage.repositories.messages import PostedMessageRepository
@@ -245,7 +245,7 @@ async def build_search_engine(
 
 async def warm_up_adding() -> None:
     """Beside the start: numba loading the compiled loops of adding papers
-    (:func:`bot.services.bulk_terms.warm_up`), which holds the GIL, so that the first ingest after a
+    (:func:`paperindex.bulk_terms.warm_up`), which holds the GIL, so that the first ingest after a
     snapshot load does not hold up the event loop meanwhile."""
     try:
         await asyncio.to_thread(bulk_terms.warm_up)

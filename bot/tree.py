@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from bot.errors import UserFacingError
+from bot.errors import USER_FACING
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -23,7 +23,7 @@ def friendly_message(error: Exception) -> str | None:
     # discord.py wraps a command's own exception (``.original``); a user-facing error may also have
     # been raised from another one (its ``__cause__`` is then not what the user should read)
     for candidate in (getattr(error, "original", None), error, error.__cause__):
-        if isinstance(candidate, UserFacingError):
+        if isinstance(candidate, USER_FACING):
             return str(candidate)
     if isinstance(error, app_commands.MissingPermissions):
         return "You need the Manage Server permission for this command."

@@ -24,7 +24,7 @@ def pytest_configure(config: pytest.Config) -> None:
     they start: in a fresh clone each worker would otherwise compile them itself (~40 s of CPU each);
     the workers, and the bots they start, then load them from numba's disk cache."""
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        from bot.services.index import BM25Index, warm_up
+        from paperindex.index import BM25Index, warm_up
 
         warm_up(BM25Index())
 

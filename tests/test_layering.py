@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DISCORD_FREE = [REPO / "storage", REPO / "bot" / "services"]
+DISCORD_FREE = [REPO / "storage", REPO / "bot" / "services", REPO / "paperindex"]
 
 
 def _imports(path: Path) -> set[str]:
@@ -118,6 +118,15 @@ def test_storage_does_not_import_the_application(path: Path) -> None:
     assert not offending, f"{path.relative_to(REPO)} imports {offending}"
 
 
+@pytest.mark.parametrize("path", _modules(REPO / "paperindex"), ids=lambda p: str(p.relative_to(REPO)))
+def test_the_search_engine_imports_nothing_of_the_bot(path: Path) -> None:
+    """paperindex is a library: no bot, no storage, no discord, so another project could use it."""
+    offending = {
+        name for name in _imports(path) if name.split(".")[0] in ("bot", "storage", "discord", "aiosqlite")
+    }
+    assert not offending, f"{path.relative_to(REPO)} imports {offending}"
+
+
 @pytest.mark.parametrize(
     "path", _modules(REPO / "bot" / "exts", REPO / "bot" / "ui"), ids=lambda p: str(p.relative_to(REPO))
 )
@@ -142,8 +151,8 @@ def test_rendering_never_reaches_for_a_repository(path: Path) -> None:
     )
 
 
-def test_no_import_cycles_in_bot_and_storage() -> None:
-    cycles = import_cycles(_modules(REPO / "bot", REPO / "storage"))
+def test_no_import_cycles_in_bot_storage_and_the_engine() -> None:
+    cycles = import_cycles(_modules(REPO / "bot", REPO / "storage", REPO / "paperindex"))
     assert not cycles, "modules that import each other (imports under TYPE_CHECKING aside): " + "; ".join(
         " ⇄ ".join(cycle) for cycle in cycles
     )

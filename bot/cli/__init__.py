@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.errors import SettingsError, UserFacingError
+from bot.errors import USER_FACING, SettingsError, UserFacingError
 from bot.log import setup_logging
 from bot.settings import Settings, load_settings
 from storage.models import IngestSummary
@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = _HANDLERS[args.command]
     try:
         return asyncio.run(handler(args, settings))
-    except (SettingsError, UserFacingError) as error:
+    except (SettingsError, *USER_FACING) as error:
         print(f"paperbot: {error}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:

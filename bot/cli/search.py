@@ -12,10 +12,10 @@ import argparse
 import json
 from pathlib import Path
 
-from bot.errors import UserFacingError
+from bot.errors import USER_FACING, UserFacingError
 from bot.runtime import open_services
-from bot.services.search import SearchEngine, SearchResults
 from bot.settings import Settings
+from paperindex.engine import SearchEngine, SearchResults
 from storage.models import PaperIdentity
 
 #: queries of a batch searched before their papers are read at once (bounds what is held)
@@ -46,14 +46,14 @@ async def run_search(args: argparse.Namespace, settings: Settings) -> int:
 
 def search_block(
     engine: SearchEngine, texts: list[str], limit: int, raise_errors: bool
-) -> list[SearchResults | UserFacingError]:
+) -> list[SearchResults | Exception]:
     """Each query's results, or the error that says why it cannot be searched (raised instead with
     ``raise_errors``)."""
-    found: list[SearchResults | UserFacingError] = []
+    found: list[SearchResults | Exception] = []
     for text in texts:
         try:
             found.append(engine.search(text, limit=limit, matched=False))
-        except UserFacingError as error:
+        except USER_FACING as error:
             if raise_errors:
                 raise
             found.append(error)
@@ -64,12 +64,12 @@ def _print_results(
     args: argparse.Namespace,
     query_id: str | None,
     text: str,
-    results: SearchResults | UserFacingError,
+    results: SearchResults | Exception,
     papers: dict[int, PaperIdentity],
 ) -> None:
     if args.batch:
         print(batch_line(query_id, text, results, papers))
-    elif isinstance(results, UserFacingError):
+    elif isinstance(results, Exception):
         raise results
     elif args.json:
         for row in _rows(results, papers):
@@ -84,11 +84,11 @@ def _print_results(
 def batch_line(
     query_id: str | None,
     text: str,
-    results: SearchResults | UserFacingError,
+    results: SearchResults | Exception,
     papers: dict[int, PaperIdentity],
 ) -> str:
     """A batch query's line of output: its id, its text and its results, or the error in their place."""
-    if isinstance(results, UserFacingError):
+    if isinstance(results, Exception):
         return json.dumps({"query_id": query_id, "query": text, "error": str(results), "results": []})
     rows = _rows(results, papers)
     return json.dumps({"query_id": query_id, "query": text, "results": rows}, ensure_ascii=False)

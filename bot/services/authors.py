@@ -1,7 +1,7 @@
 """The author names on the indexed papers: for autocomplete, for the papers under one name, and for
 telling apart the people who may share a name.
 
-A name is matched folded (:func:`bot.services.search.fold`: case, accents and spacing ignored), so
+A name is matched folded (:func:`paperindex.engine.fold`: case, accents and spacing ignored), so
 "Ángel Díaz" and "angel diaz" are one name. The directory follows the search index (which holds every
 paper's names folded) and shows each name as a paper writes it.
 
@@ -24,7 +24,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from bot.services.search import SearchEngine, fold
+from paperindex.engine import SearchEngine, fold
 from storage.repositories.papers import Credits, PaperRepository
 
 #: new slots of the index read in the event loop; more are read in a worker thread

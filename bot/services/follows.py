@@ -23,7 +23,7 @@ from typing import Final
 
 from bot.errors import NotFoundError, UserFacingError
 from bot.services.authors import AuthorDirectory, AuthorGroup
-from bot.services.search import fold
+from paperindex.engine import fold
 from storage.db import Database
 from storage.repositories.follows import FollowRepository, FollowRow
 from storage.repositories.papers import PaperRepository

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 Coords = npt.NDArray[np.float32]
-#: papers as :meth:`bot.services.index.BM25Index.doc_weights` gives them: (indptr, term ids, weights)
+#: papers as :meth:`paperindex.index.BM25Index.doc_weights` gives them: (indptr, term ids, weights)
 DocWeights = tuple[IntArray, IntArray, FloatArray]
 
 MAX_ITERATIONS: Final = 200

@@ -35,7 +35,7 @@ FloatArray = npt.NDArray[np.float32]
 
 
 class IndexedPapers(Protocol):
-    """What the space reads of the search index (``bot.services.index.BM25Index``)."""
+    """What the space reads of the search index (``paperindex.index.BM25Index``)."""
 
     @property
     def n_slots(self) -> int: ...

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from bot.services.learner import DEFAULT_LEARNING, Examples, LearningParams, PersonModel, fit, unit_rows
 from bot.services.paper_space import PaperSpace
 from bot.services.profile import decay
-from bot.services.tokenize import surface_form
+from paperindex.tokenizer import surface_form
 from storage.repositories.feedback import FeedbackRow, Signal
 
 IntArray = npt.NDArray[np.int64]
@@ -49,7 +49,7 @@ def _columns(rows: sp.csr_matrix, columns: IntArray) -> sp.csr_matrix:
 
 
 class IndexedPapers(Protocol):
-    """What the models read of the search index (``bot.services.index.BM25Index``)."""
+    """What the models read of the search index (``paperindex.index.BM25Index``)."""
 
     lock: threading.RLock
 

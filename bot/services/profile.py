@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.errors import UserFacingError
-from bot.services.tokenize import count_terms, display_terms, surface_form, tokenize
+from paperindex.tokenizer import count_terms, display_terms, surface_form, tokenize
 from storage.db import Database
 from storage.models import Paper
 from storage.repositories.feedback import FeedbackCounts, FeedbackRepository, FeedbackRow, Signal
@@ -55,7 +55,7 @@ class TermStats(Protocol):
 
 
 class DocumentStats(TermStats, Protocol):
-    """The indexed papers' own terms (``bot.services.index.BM25Index``): vectors without re-reading text."""
+    """The indexed papers' own terms (``paperindex.index.BM25Index``): vectors without re-reading text."""
 
     k1: float
     b: float

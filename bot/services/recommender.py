@@ -69,7 +69,7 @@ class Hit(Protocol):
 
 
 class RecommendationEngine(Protocol):
-    """What the recommender needs from the search engine (``bot.services.search.SearchEngine``)."""
+    """What the recommender needs from the search engine (``paperindex.engine.SearchEngine``)."""
 
     def weighted(
         self,
@@ -85,7 +85,7 @@ class RecommendationEngine(Protocol):
 
 
 class TermIndex(IndexedPapers, Protocol):
-    """Per-term and per-paper statistics of the BM25 index (``bot.services.index.BM25Index``): what
+    """Per-term and per-paper statistics of the BM25 index (``paperindex.index.BM25Index``): what
     the person models read, and more."""
 
     k1: float

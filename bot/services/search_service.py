@@ -15,8 +15,8 @@ from typing import Protocol
 
 from bot.errors import NotFoundError, QueryError
 from bot.services import snippets
-from bot.services.search import SearchEngine, SearchHit, SearchResults
 from bot.services.write_behind import WriteBehind
+from paperindex.engine import SearchEngine, SearchHit, SearchResults
 from storage.models import Paper
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository, StoredSearch

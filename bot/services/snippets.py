@@ -10,7 +10,7 @@ from itertools import compress, pairwise
 from operator import attrgetter, not_
 from typing import Final
 
-from bot.services.tokenize import LOWER_ASCII_WORD_RE, WORD_RE, normal_word_terms, word_terms
+from paperindex.tokenizer import LOWER_ASCII_WORD_RE, WORD_RE, normal_word_terms, word_terms
 
 DEFAULT_WIDTH: Final = 300
 _MARKDOWN_RE: Final = re.compile(r"([\\*_~`|>\[\]#])")
@@ -184,9 +184,9 @@ def snippet(
 ) -> str:
     """About ``width`` characters of ``abstract`` around the most query-dense place.
 
-    ``terms`` are index terms (as :func:`bot.services.tokenize.tokenize` makes them); each word of
+    ``terms`` are index terms (as :func:`paperindex.tokenizer.tokenize` makes them); each word of
     the abstract whose term is among them is put in **bold**, and a phrase of the query (``phrases``:
-    pairs of terms, as :class:`bot.services.search.SearchResults` gives them) in one bold run
+    pairs of terms, as :class:`paperindex.engine.SearchResults` gives them) in one bold run
     ("**graph neural networks**").  Other markdown characters are
     escaped, whitespace is collapsed to single spaces, and an ellipsis marks each cut.  The
     visible text is at most ``width`` characters plus the ellipses (the markup adds 4 characters

@@ -21,7 +21,7 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.tokenize import PHRASE_JOIN, phrase_spans, tokenize
+from paperindex.tokenizer import PHRASE_JOIN, phrase_spans, tokenize
 
 IntArray = npt.NDArray[np.int64]
 
@@ -36,7 +36,7 @@ _HYPHENED_AFTER: Final = re.compile(r"-\w+\b")
 
 
 class BreadthIndex(Protocol):
-    """What is read of the search index (``bot.services.index.BM25Index``)."""
+    """What is read of the search index (``paperindex.index.BM25Index``)."""
 
     @property
     def alive(self) -> npt.NDArray[np.bool_]: ...
@@ -54,7 +54,7 @@ class BreadthIndex(Protocol):
 
 
 class TitledIndex(Protocol):
-    """The search engine (``bot.services.search.SearchEngine``): its index and its papers' titles."""
+    """The search engine (``paperindex.engine.SearchEngine``): its index and its papers' titles."""
 
     @property
     def index(self) -> BreadthIndex: ...

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from test_digest_e2e import paper_messages, posted_paper_ids, wait_for_papers
 
 from bot.services.ingest import ingest_bytes
-from bot.services.tokenize import tokenize
+from paperindex.tokenizer import tokenize
 from storage.store import open_database
 
 if TYPE_CHECKING:

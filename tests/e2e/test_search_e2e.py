@@ -262,7 +262,7 @@ async def test_a_search_snapshot_that_would_run_code_is_rebuilt_never_run(
     snapshot = db_path.with_name(db_path.name + ".search-index")
     marker = tmp_path / "code-ran"
     snapshot.write_bytes(pickle.dumps({"format": 1, "fingerprint": "", "engine": RunsCode(marker)}))
-    with caplog.at_level("WARNING", logger="bot.services.search"):
+    with caplog.at_level("WARNING", logger="paperindex.engine"):
         async with start_paperbot(store=db_path) as e2e:
             result = await e2e.server.run_command(
                 "bob", "paper search", query="kv cache quantization", limit=3

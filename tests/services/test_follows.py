@@ -14,7 +14,7 @@ from bot.errors import NotFoundError, UserFacingError
 from bot.services import authors
 from bot.services.authors import AuthorDirectory, group_papers
 from bot.services.follows import FollowService
-from bot.services.search import SearchEngine
+from paperindex.engine import SearchEngine
 from storage.db import Database
 from storage.models import PaperRecord
 from storage.repositories.papers import Credits, PaperRepository

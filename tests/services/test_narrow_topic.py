@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.services.recommender import Recommender
-from bot.services.search import SearchEngine
+from paperindex.engine import SearchEngine
 from storage.db import Database
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.services.index import BM25Index
 from bot.services.paper_space import PaperSpace
+from paperindex.index import BM25Index
 
 TOPICS = {
     "graphs": "graph nodes edges message passing molecules neighbours",

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from bot.services.index import BM25Index
 from bot.services.paper_space import PaperSpace
 from bot.services.person_models import PersonModels
-from bot.services.tokenize import tokenize
+from paperindex.index import BM25Index
+from paperindex.tokenizer import tokenize
 from storage.repositories.feedback import FeedbackRow
 
 NOW = datetime(2026, 3, 1, 9, tzinfo=UTC)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import NotFoundError, QueryError
+from bot.errors import USER_FACING, NotFoundError, QueryError
 from bot.services.feedback import FeedbackService
-from bot.services.search import SearchEngine
 from bot.services.search_service import SearchService
 from bot.services.write_behind import WriteBehind
+from paperindex.engine import SearchEngine
 from storage.db import Database
 from storage.models import PaperRecord
 from storage.repositories.messages import PostedMessageRepository
@@ -127,7 +127,7 @@ async def test_a_search_with_no_match_says_which_filters_applied_and_stores_noth
 async def test_a_query_that_cannot_be_searched_is_refused_before_anything_runs(
     service: SearchService,
 ) -> None:
-    with pytest.raises(QueryError, match="no words in it"):
+    with pytest.raises(USER_FACING, match="no words in it"):
         await service.search(1005, user_id=USER, query="🙂 ?!", page_size=5)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from bot.services.search import SearchEngine
 from bot.services.topic_breadth import breadth
+from paperindex.engine import SearchEngine
 from storage.models import IndexRow
 
 NOUNS = [

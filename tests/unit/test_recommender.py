@@ -11,7 +11,7 @@ from bot.services.feedback import FeedbackService
 from bot.services.privacy import PrivacyService
 from bot.services.profile import RankingParams, build_profile, decay
 from bot.services.recommender import Recommender, jaccard, recency_factor
-from bot.services.search import SearchEngine
+from paperindex.engine import SearchEngine
 from storage.db import Database
 from storage.models import PaperRecord
 from storage.repositories.feedback import FeedbackRow

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from bot.services.feedback import FeedbackService
-from bot.services.index import BM25Index
 from bot.services.profile import indexed_vector
 from bot.services.recommender import Recommender
-from bot.services.search import SearchEngine
+from paperindex.engine import SearchEngine
+from paperindex.index import BM25Index
 from storage.db import Database
 from storage.models import PaperRecord
 from storage.repositories.papers import PaperRepository

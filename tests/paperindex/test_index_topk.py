@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from bot.services.index import BM25Index
+from paperindex.index import BM25Index
 
 
 def expected_top(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 import threading
 from collections import Counter
 
@@ -13,8 +12,8 @@ import pytest
 from rank_bm25 import BM25Okapi
 from shared_data import shared_path
 
-from bot.errors import NotFoundError, QueryError, UserFacingError
-from bot.services.search import (
+from paperindex.documents import Document as IndexRow
+from paperindex.engine import (
     MAX_QUERY_CHARS,
     PHRASE_WEIGHT,
     TITLE_WEIGHT,
@@ -24,9 +23,8 @@ from bot.services.search import (
     fold,
     query_weights,
 )
-from bot.services.snippets import escape_markdown, snippet
-from bot.services.tokenize import tokenize
-from storage.models import IndexRow
+from paperindex.errors import QueryError, SearchError, UnknownPaperError
+from paperindex.tokenizer import tokenize
 
 ROWS = [
     IndexRow(
@@ -226,7 +224,7 @@ def test_exclude_leaves_papers_out(engine: SearchEngine) -> None:
 def test_bad_queries_get_a_specific_message(engine: SearchEngine, query: str, message: str) -> None:
     with pytest.raises(QueryError, match=message) as caught:
         engine.search(query)
-    assert isinstance(caught.value, UserFacingError)
+    assert isinstance(caught.value, SearchError)
     with pytest.raises(QueryError):
         engine.validate_query(query)
 
@@ -260,7 +258,7 @@ def test_similar_ranks_against_the_papers_own_text_and_leaves_it_out(engine: Sea
 
 
 def test_similar_for_an_unknown_paper(engine: SearchEngine) -> None:
-    with pytest.raises(NotFoundError, match="#999"):
+    with pytest.raises(UnknownPaperError, match="#999"):
         engine.similar(999)
 
 
@@ -307,58 +305,6 @@ def test_autocomplete_by_title_words_prefixes_and_ids(engine: SearchEngine) -> N
     assert engine.autocomplete("zzzz") == []
     assert [pid for pid, _ in engine.autocomplete("", limit=3)] == [6, 5, 4]  # newest first
     assert len(engine.autocomplete("a", limit=2)) == 2
-
-
-def test_snippet_bolds_query_words_in_the_densest_window() -> None:
-    abstract = (
-        "Large models are everywhere. " * 8
-        + "We compress the KV cache with 2-bit quantization of the KV cache. "
-        + "Unrelated closing words follow here. " * 8
-    )
-    text = snippet(abstract, tokenize("kv cache quantization"), width=120)
-    assert "**KV** **cache**" in text
-    assert "**quantization**" in text
-    assert text.startswith("…")
-    assert text.endswith("…")
-    visible = text.replace("**", "").replace("…", "")
-    assert len(visible) <= 120
-
-
-def test_snippet_escapes_markdown_and_handles_no_match() -> None:
-    abstract = "We use *stars*, _under_scores_, `code`, ~~strike~~ and |pipes| > quotes. " * 10
-    text = snippet(abstract, tokenize("stars"), width=100)
-    assert "**stars**" in text
-    assert r"\*" in text
-    assert r"\_under\_scores\_" in snippet(abstract, [], width=100)
-    plain = snippet("Short abstract.", tokenize("nothing"))
-    assert plain == "Short abstract."
-    assert snippet("", ["x"]) == ""
-    assert escape_markdown("a*b_c`d~e|f>g") == r"a\*b\_c\`d\~e\|f\>g"
-    # Every unescaped markdown character is part of a bold marker.
-    assert not re.search(r"(?<![\\*])[*_~`|](?!\*)", text.replace("**", ""))
-
-
-def test_snippet_of_a_long_abstract_stays_within_discord_field_limits() -> None:
-    abstract = " ".join(["cache"] * 2000)
-    text = snippet(abstract, tokenize("cache"))
-    assert len(text) <= 1024
-
-
-@pytest.mark.parametrize(
-    "abstract",
-    [
-        "A" * 500 + " cache",  # a giant word before the match
-        "cache " + "x" * 400,  # and after it
-        "y" * 700,  # no match, no space
-        "Intro sentence here. " * 30 + "Finally we study KV cache compression.",
-    ],
-)
-def test_snippet_visible_text_stays_near_the_width(abstract: str) -> None:
-    text = snippet(abstract, tokenize("kv cache"), width=100)
-    visible = text.replace("**", "").replace("…", "")
-    assert 0 < len(visible) <= 100
-    if "cache" in abstract:
-        assert "cache**" in text
 
 
 def test_fold() -> None:
@@ -419,15 +365,3 @@ def test_adding_from_a_worker_thread_while_searching(engine: SearchEngine) -> No
     assert errors == []
     assert engine.search("caches", year=2025, limit=1).total == 40
     assert engine.index.doc_terms(139) == {"paper": 3, "39": 3, "cach": 4, "word39": 1, "text": 1}
-
-
-def test_snippet_bolds_a_phrase_of_the_query_as_one_run() -> None:
-    abstract = "Graph neural networks are neural models; a graph of networks is not one."
-    terms = ("graph", "neural", "network")
-    phrases = (("graph", "neural"), ("neural", "network"))
-    assert snippet(abstract, terms, phrases=phrases).startswith("**Graph neural networks** are **neural**")
-    assert "a **graph** of **networks**" in snippet(abstract, terms, phrases=phrases)
-    assert snippet(abstract, terms).startswith("**Graph** **neural** **networks**")  # no phrases asked
-    assert "**KV-cache** size" in snippet(
-        "The KV-cache size grows.", ("kv", "cach"), phrases=(("kv", "cach"),)
-    )

@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_search_engine import ROWS
 
-from bot.services import snapshot
-from bot.services import tokenize as tokenize_module
-from bot.services.search import SearchEngine
-from bot.services.tokenize import tokenize
-from storage.models import IndexRow
+from paperindex import snapshot
+from paperindex import tokenizer as tokenize_module
+from paperindex.documents import Document as IndexRow
+from paperindex.engine import SearchEngine
+from paperindex.tokenizer import tokenize
 
 Members = dict[str, np.ndarray]
 
@@ -89,7 +89,7 @@ def saved_snapshot(path: Path) -> Path:
 def assert_refused(path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Loading gives nothing (the caller rebuilds) and says so, naming the file."""
     caplog.clear()
-    with caplog.at_level("INFO", logger="bot.services.search"):
+    with caplog.at_level("INFO", logger="paperindex.engine"):
         assert SearchEngine.load(path, FINGERPRINT) is None
     assert any(str(path) in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records), (
         caplog.text

@@ -6,7 +6,7 @@
 install whose files are read-only still keeps it). Where none of them is writable (a read-only install
 with a read-only home), numba refuses to compile with a cache, and the module would not import: the
 loops are then compiled in each process instead, and the log says so once. Either way numba takes 0.4
-to 1 s and more to prepare them in a fresh process, which :func:`bot.services.index.warm_up` spends at
+to 1 s and more to prepare them in a fresh process, which :func:`paperindex.index.warm_up` spends at
 start rather than during the first search.
 """
 

@@ -1,12 +1,12 @@
-"""The compiled inner loop of :class:`bot.services.index.BM25Index` (numba).
+"""The compiled inner loop of :class:`paperindex.index.BM25Index` (numba).
 
 :func:`accumulate` adds a query's postings into a score array, computing each posting's tf factor
 ``tf·(k1 + 1) / (tf + k1·(1 − b + b·|d|/avgdl))`` as it goes: the operations rank-bm25 performs, in its
 order, so the scores are rank-bm25's exactly, without keeping a float64 factor per posting (8 bytes
 each, refreshed whenever N or avgdl changed) as the numpy version had to for its speed.
 
-numba compiles it once per machine and keeps the machine code on disk (:mod:`bot.services.compiled`);
-it releases the GIL. :func:`bot.services.index.warm_up` prepares the loops at start.
+numba compiles it once per machine and keeps the machine code on disk (:mod:`paperindex.compiled`);
+it releases the GIL. :func:`paperindex.index.warm_up` prepares the loops at start.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from bot.services.compiled import jit as _jit
-from bot.services.compiled import jit_fastmath as _jit_fastmath
-from bot.services.index_term_docs import term_docs
-from bot.services.index_tf import half_tf_at, tf_at
+from paperindex.compiled import jit as _jit
+from paperindex.compiled import jit_fastmath as _jit_fastmath
+from paperindex.term_docs import term_docs
+from paperindex.tf import half_tf_at, tf_at
 
 
 @_jit
@@ -34,7 +34,7 @@ def accumulate(
     acc: Any,
 ) -> None:
     """Per query term in query order (term ``tids[j]`` of a segment whose postings' slots are ``codes``
-    (:mod:`bot.services.index_term_docs`) and tfs ``tfs`` (:mod:`bot.services.index_tf`); coefficient
+    (:mod:`paperindex.term_docs`) and tfs ``tfs`` (:mod:`paperindex.tf`); coefficient
     ``coef[j]``), add
     ``coef · tf·(k1 + 1) / (tf + len_factor)`` into ``acc``: rank-bm25's operations in its order."""
     code8, code16, code32, where = codes
@@ -67,7 +67,7 @@ def _longest(t_indptr: Any, tids: Any) -> int:
 
 
 # ------------------------------------------------------------------------------- bounded top-k
-# What :mod:`bot.services.index_topk` runs: a one-byte impact per posting (its tf factor quantised),
+# What :mod:`paperindex.topk` runs: a one-byte impact per posting (its tf factor quantised),
 # summed in float32 into an upper bound of every document's score; the best bounds picked with a
 # heap; the few documents whose bound can reach the k-th score rescored exactly, as above.
 
@@ -96,7 +96,7 @@ def quantise(
 @_jit
 def _add_bounds(codes: Any, t_indptr: Any, impacts: Any, slot0: int, t: int, w: Any, acc: Any) -> None:
     """Add ``w · (impact + ½)`` for each posting of term ``t`` into ``acc``, decoding its slots as it goes
-    (:func:`bot.services.index_term_docs.term_docs`, unrolled per width: no buffer in between)."""
+    (:func:`paperindex.term_docs.term_docs`, unrolled per width: no buffer in between)."""
     code8, code16, code32, where = codes
     half = w * np.float32(0.5)
     lo = t_indptr[t]
@@ -336,7 +336,7 @@ def top_bounded(
     in plan order), over segments given as tuples of their arrays (``slot0`` ascending): their ids and
     scores into ``out_ids``/``out_scores``, by score descending then id. Returns ``(matched slots,
     hits written)``, or ``(-1, 0)`` when float32 cannot hold the bounds (the caller scores exactly).
-    How and why: :mod:`bot.services.index_topk`."""
+    How and why: :mod:`paperindex.topk`."""
     terms, plan_term, weights = _query_terms(tids, coef)
     m = len(terms)
     total_weight = weights.sum()

@@ -3,7 +3,7 @@
 ``rank_bm25.BM25Okapi(corpus).get_scores(query)`` loops in Python over every document for every
 query term, and has to be rebuilt to add a document.  :class:`BM25Index` keeps, per term, the
 postings (document slot, term frequency), so a query only touches the postings of its own terms:
-for each query term, in query order, a compiled loop (:mod:`bot.services.index_kernels`) adds the
+for each query term, in query order, a compiled loop (:mod:`paperindex.kernels`) adds the
 term's idf times rank-bm25's per-posting factor
 
     tf · (k1 + 1) / (tf + k1 · (1 − b + b · |d| / avgdl))
@@ -11,7 +11,7 @@ term's idf times rank-bm25's per-posting factor
 into a score array, computing the factor as it goes.  Every floating-point operation is the one
 rank-bm25 performs, in the same order, so the scores are not just close but equal (the property
 test checks 1e-9; in practice the difference is 0.0).  The best k of a query (:meth:`BM25Index.rank`) need not
-score every posting exactly: :mod:`bot.services.index_topk` sums one-byte impacts per posting into
+score every posting exactly: :mod:`paperindex.topk` sums one-byte impacts per posting into
 upper bounds and rescores exactly only the few documents whose bound can reach the k-th score.  The idf follows rank-bm25 too:
 ``log(N − df + 0.5) − log(df + 0.5)``, and every negative idf is replaced by ``epsilon ·
 average_idf``, the average taken over the whole vocabulary before the floor is applied.
@@ -19,7 +19,7 @@ average_idf``, the average taken over the whole vocabulary before the floor is a
 Adding documents never re-reads old ones.  New documents form a new *segment* (term-major
 postings plus a document-major copy for :meth:`BM25Index.doc_terms`); small segments are merged
 into bigger ones by a linear-time merge, so a handful of segments exist at any time.  A merge runs
-without the lock (:mod:`bot.services.segment_merges`): searches go on meanwhile over the segments it
+without the lock (:mod:`paperindex.merges`): searches go on meanwhile over the segments it
 reads, and the merged segment takes their place in one step.  Adding
 changes N and avgdl, hence every idf and every per-posting factor: the idf vector and the
 per-document length factors are recomputed vectorised at once (O(vocabulary + documents)); the
@@ -45,11 +45,11 @@ from typing import Any, Concatenate, Final, ParamSpec, TypeAlias, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from bot.services import index_doc_terms as doc_codes
-from bot.services import index_kernels as kernels
-from bot.services import index_topk as topk
-from bot.services.bulk_kernels import document_lengths
-from bot.services.index_segments import (
+from paperindex import doc_terms as doc_codes
+from paperindex import kernels, topk
+from paperindex.bulk_kernels import document_lengths
+from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges, run_merges_waiting
+from paperindex.segments import (
     SEGMENT_ARRAYS,
     Segment,
     merge,
@@ -58,10 +58,9 @@ from bot.services.index_segments import (
     segments_from_snapshot,
     tf_dtype,
 )
-from bot.services.index_slots import SlotMap
-from bot.services.segment_merges import MergeJob, due_pair, replace_pair, run_merges, run_merges_waiting
-from bot.services.snapshot import Snapshot, check_range, expect
-from bot.services.tokenize import PHRASE_JOIN
+from paperindex.slots import SlotMap
+from paperindex.snapshot import Snapshot, check_range, expect
+from paperindex.tokenizer import PHRASE_JOIN
 
 Query: TypeAlias = Sequence[str] | Mapping[str, float]
 """A list of terms (each occurrence adds its BM25 score again, as in rank-bm25) or a mapping
@@ -503,7 +502,7 @@ class BM25Index:
         *,
         merge: bool = True,
     ) -> None:
-        """Like :meth:`add_counts`, the documents as arrays (:class:`bot.services.bulk_terms.DocumentPostings`):
+        """Like :meth:`add_counts`, the documents as arrays (:class:`paperindex.bulk_terms.DocumentPostings`):
         document ``n`` holds the next ``n_unique[n]`` of ``term_ids`` (numbered ``0 ..`` in order of first
         appearance, named by ``terms``), frequencies ``tf``. Distinct ids; one present is replaced."""
         self._add_postings(doc_ids, n_unique, term_ids, tf, terms)

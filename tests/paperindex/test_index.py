@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from bot.services.index import BM25Index
+from paperindex.index import BM25Index
 
 # A small vocabulary makes terms found in more than half the documents (negative idf, floored to
 # epsilon · average idf) common; "unknown" never occurs in a corpus.

@@ -1,9 +1,9 @@
-"""Many papers tokenised at once: the terms :func:`bot.services.search.document_terms` gives each, as arrays.
+"""Many papers tokenised at once: the terms :func:`paperindex.engine.document_terms` gives each, as arrays.
 
 Tokenising paper by paper costs ~0.1 ms each in Python (the pieces of text as bytes objects, a dict
 look-up and a Counter per piece), minutes at a million papers. Here a batch's texts are joined and
 translated at once (C-level ``bytes.translate``: upper-case ASCII lowered, every byte that cannot be in
-a word a space), and the compiled loops of :mod:`bot.services.bulk_kernels` cut the pieces, number
+a word a space), and the compiled loops of :mod:`paperindex.bulk_kernels` cut the pieces, number
 the distinct ones (a hash table over their bytes), and count each paper's terms; Python looks at each
 distinct piece once (:class:`PieceTable`), through the tokenizer's own cached functions, so the terms
 are the tokenizer's.
@@ -13,9 +13,9 @@ adversarial text): a word (``WORD_RE``) never spans a byte mapped to a space, an
 the tokenizer's terms of that piece. Text that is not ASCII is normalised first (NFKC, casefold,
 one apostrophe, as the tokenizer does) and cut the same way, its UTF-8 bytes beyond ASCII kept as they
 are. Titles keep the phrase-breaking punctuation in their pieces, so the adjacent word pairs
-(:func:`bot.services.tokenize.phrase_spans`) come from what each piece says about its words; a title that
+(:func:`paperindex.tokenizer.phrase_spans`) come from what each piece says about its words; a title that
 is not ASCII (NFKC there is applied before casefolding word by word) takes the tokenizer's
-:func:`~bot.services.tokenize.phrase_terms` itself.
+:func:`~paperindex.tokenizer.phrase_terms` itself.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Final, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from bot.services import bulk_kernels as kernels
-from bot.services.tokenize import PHRASE_JOIN, WORD_RE, normal_word_terms, normalize, phrase_terms
+from paperindex import bulk_kernels as kernels
+from paperindex.tokenizer import PHRASE_JOIN, WORD_RE, normal_word_terms, normalize, phrase_terms
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 Int32Array: TypeAlias = npt.NDArray[np.int32]
@@ -51,7 +51,7 @@ _TITLE_TABLE: Final = _table(_WORD_BYTES | _BREAK_BYTES)
 _SPLIT_BREAKS: Final = str.maketrans({c: " " for c in _BREAKS if c != "."})
 _CHUNK_DOCS: Final = 4096
 
-#: ``first`` of a piece without words (:func:`bot.services.bulk_kernels.title_pairs`)
+#: ``first`` of a piece without words (:func:`paperindex.bulk_kernels.title_pairs`)
 _NO_WORDS: Final = -2
 
 
@@ -114,7 +114,7 @@ class _Described:
 
 class PieceNumbers:
     """The distinct pieces of the texts seen so far, numbered in order of first appearance (a hash
-    table over their bytes, in :mod:`bot.services.bulk_kernels`)."""
+    table over their bytes, in :mod:`paperindex.bulk_kernels`)."""
 
     def __init__(self) -> None:
         self._table = np.full(1 << 12, -1, dtype=np.int32)
@@ -162,7 +162,7 @@ class PieceNumbers:
 
 class PieceTable(PieceNumbers):
     """:class:`PieceNumbers` and what each piece holds: its terms (numbered in :attr:`terms`), its words
-    (in :attr:`words`, for the title index) and what :func:`bot.services.bulk_kernels.title_pairs` needs
+    (in :attr:`words`, for the title index) and what :func:`paperindex.bulk_kernels.title_pairs` needs
     to join its word terms into phrases."""
 
     def __init__(self) -> None:

@@ -1,9 +1,9 @@
-"""The segments of :class:`bot.services.index.BM25Index`: the postings of a run of document slots, twice.
+"""The segments of :class:`paperindex.index.BM25Index`: the postings of a run of document slots, twice.
 
-Term-major for queries: per term, the slots holding it (:mod:`bot.services.index_term_docs`), their term
-frequencies (:mod:`bot.services.index_tf`) and their one-byte impacts, which :mod:`bot.services.index_topk`
+Term-major for queries: per term, the slots holding it (:mod:`paperindex.term_docs`), their term
+frequencies (:mod:`paperindex.tf`) and their one-byte impacts, which :mod:`paperindex.topk`
 computes and snapshots leave out. Document-major (per document: its term ids,
-:mod:`bot.services.index_doc_terms`, and their frequencies) for ``doc_terms``, the exact rescoring of
+:mod:`paperindex.doc_terms`, and their frequencies) for ``doc_terms``, the exact rescoring of
 the top k and what a removed document held. New documents form a new segment (:func:`new_segment`);
 :func:`merge` joins two in linear time and drops the postings of dead documents; a snapshot's segments
 are checked before use (:func:`segment_from_snapshot`).
@@ -17,11 +17,11 @@ from typing import Final, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from bot.services import index_doc_terms as doc_codes
-from bot.services import index_term_docs as term_codes
-from bot.services import index_tf as tf_codes
-from bot.services.bulk_kernels import count_by_term, postings_by_document, postings_by_term
-from bot.services.snapshot import Snapshot, SnapshotError, check_offsets, expect
+from paperindex import doc_terms as doc_codes
+from paperindex import term_docs as term_codes
+from paperindex import tf as tf_codes
+from paperindex.bulk_kernels import count_by_term, postings_by_document, postings_by_term
+from paperindex.snapshot import Snapshot, SnapshotError, check_offsets, expect
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]

@@ -9,7 +9,7 @@ of ``bits`` bits, its frequency, or 0 (never a frequency) where the frequency do
 
 * Term-major (the compiled loops scoring every posting of a term): 8 bits, a byte a posting, past 255
   beside (none at all in the bench corpora but that one paper's). Four bits there would save another
-  37 MB at a million papers but made every slot's score (:func:`bot.services.index_kernels.accumulate`)
+  37 MB at a million papers but made every slot's score (:func:`paperindex.kernels.accumulate`)
   8 to 18 % slower, where one byte with the branch for the large ones costs nothing measurable.
 * Document-major (read a few postings at a time, for the exact rescoring of the top k and a document's
   terms): 4 bits, two postings to a byte (posting ``c`` in the low half of byte ``c // 2`` if ``c`` is
@@ -29,8 +29,8 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.compiled import jit as _jit
-from bot.services.compiled import jit_inline as _jit_inline
+from paperindex.compiled import jit as _jit
+from paperindex.compiled import jit_inline as _jit_inline
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 Bytes: TypeAlias = npt.NDArray[np.uint8]

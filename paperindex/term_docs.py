@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bot.services.compiled import jit as _jit
+from paperindex.compiled import jit as _jit
 
 
 @_jit

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shared_data import shared_path
 
-from bot.services.bulk_terms import DocumentPostings, document_postings, title_words
-from bot.services.index import BM25Index
-from bot.services.search import TITLE_WEIGHT, SearchEngine, document_terms
-from bot.services.tokenize import WORD_RE, normalize, tokenize
-from storage.models import IndexRow
+from paperindex.bulk_terms import DocumentPostings, document_postings, title_words
+from paperindex.documents import Document as IndexRow
+from paperindex.engine import TITLE_WEIGHT, SearchEngine, document_terms
+from paperindex.index import BM25Index
+from paperindex.tokenizer import WORD_RE, normalize, tokenize
 
 
 def per_document(postings: DocumentPostings) -> list[list[tuple[str, int]]]:

@@ -8,7 +8,7 @@ computed. If avgdl has moved since, to ``avgdl``, the factor moves by at most th
 ``k1·(1 − b)·(1 − r) + r·K₀``, between ``r·K₀`` and ``K₀``, and ``tf·(k1 + 1)/(tf + K)`` scales by
 less than K does); a segment is quantised again when that ratio leaves ``1 ± DRIFT``.
 
-A query then runs in three compiled steps (:mod:`bot.services.index_kernels`):
+A query then runs in three compiled steps (:mod:`paperindex.kernels`):
 
 1. every posting of the query's terms adds ``weight · step · ratio_hi · (impact + ½)`` into a float32
    sum per slot: an upper bound of the slot's exact score once multiplied by a slack for float32
@@ -35,8 +35,8 @@ from typing import Final, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from bot.services import index_kernels as kernels
-from bot.services.index_segments import Segment
+from paperindex import kernels
+from paperindex.segments import Segment
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]

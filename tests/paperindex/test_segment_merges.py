@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-import bot.services.index as index_module
-import bot.services.search as search_module
-from bot.services.index import BM25Index
-from bot.services.search import SearchEngine, document_tokens, query_weights
-from storage.models import IndexRow
+import paperindex.engine as search_module
+import paperindex.index as index_module
+from paperindex.documents import Document as IndexRow
+from paperindex.engine import SearchEngine, document_tokens, query_weights
+from paperindex.index import BM25Index
 
 WORDS = [
     "cache",

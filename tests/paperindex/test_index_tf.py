@@ -1,4 +1,4 @@
-"""Each posting's tf as a small code, the rare larger ones beside (bot.services.index_tf): a byte a
+"""Each posting's tf as a small code, the rare larger ones beside (paperindex.tf): a byte a
 term-major posting, four bits a document-major one. They read back as they were, move with their
 postings through merges and removals, survive a snapshot, and a large tf widens nothing."""
 
@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from bot.services import index_tf
-from bot.services.index import BM25Index
-from bot.services.snapshot import Snapshot, SnapshotError, write
+from paperindex import tf as index_tf
+from paperindex.index import BM25Index
+from paperindex.snapshot import Snapshot, SnapshotError, write
 
 WIDEST_TF = (1 << 32) - 1
 frequency = st.one_of(st.integers(1, 15), st.integers(16, 300), st.just(WIDEST_TF))

@@ -1,23 +1,23 @@
 """Paper search: the BM25 index plus the light metadata filters, autocomplete and snippets need.
 
 Documents are title + abstract, with the title's terms counted :data:`TITLE_WEIGHT` times, plus the
-title's phrase terms (adjacent word pairs, :func:`bot.services.tokenize.phrase_terms`) once.  A
+title's phrase terms (adjacent word pairs, :func:`paperindex.tokenizer.phrase_terms`) once.  A
 query of at most :data:`PHRASE_MAX_TERMS` terms also asks for its own phrase terms, each with weight
 :data:`PHRASE_WEIGHT`, so a paper whose title says "graph neural networks" ranks above one that
 mentions graphs and neural networks apart.  Scores are rank-bm25's ``BM25Okapi`` scores on those
 token lists, exactly: Σ weight · the score rank-bm25 gives each query token (see
-:mod:`bot.services.index`).  These settings were chosen on the tune split of
+:mod:`paperindex.index`).  These settings were chosen on the tune split of
 ``bench/keyword_eval.py`` (keyword queries) with BEIR SciFact's training split
 (``bench/scifact_eval.py``) kept at or above 0.70; bench/README.md gives the figures.
 
 The engine is safe to call from several threads: every public method holds the index's lock (so
 does every method of the index, for callers that use it directly).
 
-Building tokenises every paper in bulk (:mod:`bot.services.bulk_terms`: about 5 s of CPU for 100k
+Building tokenises every paper in bulk (:mod:`paperindex.bulk_terms`: about 5 s of CPU for 100k
 papers, 45 s for 1M, ``bench/build_bench.py``); the bot keeps a
 snapshot beside the database (:meth:`SearchEngine.save`, :meth:`SearchEngine.load`, used by
 ``bot.runtime``) so a restart over an unchanged store loads in well under a second instead. The
-snapshot holds numpy arrays and JSON only, checked before use (:mod:`bot.services.snapshot`): a file
+snapshot holds numpy arrays and JSON only, checked before use (:mod:`paperindex.snapshot`): a file
 beside someone else's database can never run code.
 """
 
@@ -39,14 +39,14 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from bot.errors import NotFoundError, QueryError
-from bot.services import snapshot
-from bot.services import tokenize as tokenizer
-from bot.services.bulk_terms import document_postings, title_words
-from bot.services.index import BM25Index, Query
-from bot.services.segment_merges import MergeJob, due_pair, replace_pair, run_merges
-from bot.services.snapshot import SnapshotError, check_offsets, check_range, expect
-from bot.services.tokenize import (
+from paperindex import snapshot, tokenizer
+from paperindex.bulk_terms import document_postings, title_words
+from paperindex.documents import Document
+from paperindex.errors import QueryError, UnknownPaperError
+from paperindex.index import BM25Index, Query
+from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges
+from paperindex.snapshot import SnapshotError, check_offsets, check_range, expect
+from paperindex.tokenizer import (
     WORD_RE,
     display_terms,
     iter_terms,
@@ -56,7 +56,6 @@ from bot.services.tokenize import (
     surface_form,
     tokenize,
 )
-from storage.models import IndexRow
 
 log = logging.getLogger(__name__)
 
@@ -168,22 +167,16 @@ def parse_query(query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return terms, words
 
 
+_DEFAULTS: Final = tuple(Document._field_defaults.values())  # authors, venue, year, external_ids
 _Fields = tuple[int, str, str, tuple[str, ...], str | None, int | None, tuple[str, ...]]
 
 
-def _row_fields(row: IndexRow | Sequence[Any]) -> _Fields:
-    """A row's fields; a plain tuple is read in IndexRow's field order."""
-    if not isinstance(row, IndexRow):
-        row = IndexRow(*row)
-    return (
-        int(row.paper_id),
-        row.title or "",
-        row.abstract or "",
-        tuple(row.authors),
-        row.venue,
-        row.year,
-        tuple(row.external_ids),
-    )
+def _row_fields(row: Document | Sequence[Any]) -> _Fields:
+    """A row's fields, read in Document's field order (any tuple of 3 to 7 of them)."""
+    fields = tuple(row)
+    paper_id, title, abstract = fields[:3]
+    authors, venue, year, external_ids = fields[3:] + _DEFAULTS[len(fields) - 3 :]
+    return (int(paper_id), title or "", abstract or "", tuple(authors), venue, year, tuple(external_ids))
 
 
 @dataclass(slots=True)
@@ -247,15 +240,15 @@ class SearchEngine:
         self._filter_cache: dict[tuple[str, str], npt.NDArray[np.bool_]] = {}
 
     @classmethod
-    def build(cls, rows: Iterable[IndexRow | Sequence[Any]]) -> SearchEngine:
-        """An engine holding ``rows`` (fine to run in a worker thread; plain tuples in IndexRow's order)."""
+    def build(cls, rows: Iterable[Document | Sequence[Any]]) -> SearchEngine:
+        """An engine holding ``rows`` (fine to run in a worker thread; plain tuples in Document's order)."""
         engine = cls()
         engine.add(rows)
         return engine
 
     # --------------------------------------------------------------------------- snapshots
     def save(self, path: Path, fingerprint: str) -> None:
-        """Write the engine to ``path`` atomically, as numpy arrays and JSON (:mod:`bot.services.snapshot`).
+        """Write the engine to ``path`` atomically, as numpy arrays and JSON (:mod:`paperindex.snapshot`).
 
         The state is gathered holding the lock (references and small copies); the file is written after,
         so searches need not wait for the disk.
@@ -393,7 +386,7 @@ class SearchEngine:
         return paper_id in self.index
 
     # --------------------------------------------------------------------------- adding
-    def add(self, rows: Iterable[IndexRow | Sequence[Any]]) -> None:
+    def add(self, rows: Iterable[Document | Sequence[Any]]) -> None:
         """Index papers; a paper id already indexed is replaced by its new text and metadata."""
         latest: dict[int, tuple[Any, ...]] = {}
         for row in rows:
@@ -437,7 +430,7 @@ class SearchEngine:
             self._title_segments.append(
                 _build_title_segment(self._meta.titles, first_slot, self.index.n_slots)
             )
-        # Merges run without the lock, so searches go on meanwhile (bot.services.segment_merges).
+        # Merges run without the lock, so searches go on meanwhile (paperindex.merges).
         self.index.merge_segments()
         run_merges(self._lock, self._merging_titles, self._due_title_merge, self._install_titles)
 
@@ -562,7 +555,7 @@ class SearchEngine:
         _check_page(limit, offset)
         with self._lock:
             if paper_id not in self.index:
-                raise NotFoundError(f"There is no paper #{paper_id} in the search index.")
+                raise UnknownPaperError(f"There is no paper #{paper_id} in the search index.")
             query = self.index.doc_terms(paper_id)
             weights = {t: tf * self.index.idf(t) for t, tf in query.items()}
             top = sorted(weights, key=lambda t: (-weights[t], t))[:_SIMILAR_TERMS]

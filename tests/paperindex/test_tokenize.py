@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.services.tokenize import (
+from paperindex.tokenizer import (
     STOP_WORDS,
     count_terms,
     display_terms,

@@ -24,7 +24,7 @@ word tokens 0.6584.  The engine, counting the title twice, reaches 0.7014.
 Speed: ASCII text is cut into raw pieces by C-level ``bytes.translate`` + ``split``, other text
 (after NFKC and casefold) at whitespace; each piece's terms come from a dict cache, so tokenising a
 document runs no Python code per word (``iter_terms`` chains C iterators). Building the index
-tokenises many papers at once through :mod:`bot.services.bulk_terms` (the same terms, from these
+tokenises many papers at once through :mod:`paperindex.bulk_terms` (the same terms, from these
 functions; ``bench/build_bench.py`` times the build).
 """
 

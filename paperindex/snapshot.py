@@ -12,7 +12,7 @@ reading it must never execute anything and must check everything before the engi
   arrays, the UTF-8 of the strings joined by NUL and where each one ends (:meth:`Snapshot.strings`),
   so it can only ever give back strings; the engine then checks format and tokenizer versions, the fingerprint, every array's
   dtype, shape and bounds, and the consistency of the structures (see
-  :meth:`bot.services.index.BM25Index.from_snapshot` and :meth:`bot.services.search.SearchEngine.load`).
+  :meth:`paperindex.index.BM25Index.from_snapshot` and :meth:`paperindex.engine.SearchEngine.load`).
 
 Anything wrong raises :class:`SnapshotError`; the caller then rebuilds the index (with a log line).
 """

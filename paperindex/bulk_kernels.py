@@ -1,4 +1,4 @@
-"""The compiled loops of :mod:`bot.services.bulk_terms` (numba): tokenising many papers at once.
+"""The compiled loops of :mod:`paperindex.bulk_terms` (numba): tokenising many papers at once.
 
 Python tokenises a paper in ~0.1 ms (each raw piece of text a bytes object, a dict look-up, a Counter);
 at a million papers that is minutes. These loops do the per-piece and per-posting work over whole
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from bot.services.compiled import jit as _jit
-from bot.services.compiled import jit_inline as _jit_inline
+from paperindex.compiled import jit as _jit
+from paperindex.compiled import jit_inline as _jit_inline
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -143,7 +143,7 @@ def title_pairs(
     Per piece: ``first`` is its first word's term (−1 for a word without one, −2 for a piece without
     words), ``last`` its last word's, ``flags`` bit 0 a phrase break before its first word (for a piece
     without words: anywhere in it) and bit 1 one after its last word, and ``pairs[pair_ptr[p]:
-    pair_ptr[p + 1]]`` the pairs inside it (as :func:`bot.services.tokenize.phrase_spans` finds them).
+    pair_ptr[p + 1]]`` the pairs inside it (as :func:`paperindex.tokenizer.phrase_spans` finds them).
     """
     k = 0
     for d in range(len(ptr) - 1):

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(600)
 REPO = Path(__file__).resolve().parents[2]
 
 ROWS = """
-from storage.models import IndexRow
+from paperindex.documents import Document as IndexRow
 ROWS = [
     IndexRow(n, f"Paper {n} on kv cache quantization", "We quantize the key value cache " * (1 + n % 4),
              (), None, 2024)
@@ -46,12 +46,12 @@ def test_after_warm_up_a_search_compiles_and_loads_nothing_more() -> None:
     result = run("""
         import json
         import threading
-        from bot.services import index_kernels
-        from bot.services.index import warm_up
-        from bot.services.search import SearchEngine
+        from paperindex import kernels
+        from paperindex.index import warm_up
+        from paperindex.engine import SearchEngine
 
         def compiled():
-            return {name: len(f.signatures) for name, f in vars(index_kernels).items() if hasattr(f, "signatures")}
+            return {name: len(f.signatures) for name, f in vars(kernels).items() if hasattr(f, "signatures")}
 
         engine = SearchEngine.build(ROWS)
         before = compiled()
@@ -86,7 +86,7 @@ def test_the_index_works_where_numba_can_keep_no_cache() -> None:
         """
         import json
         from rank_bm25 import BM25Okapi
-        from bot.services.search import SearchEngine, document_tokens
+        from paperindex.engine import SearchEngine, document_tokens
 
         engine = SearchEngine.build(ROWS)
         reference = BM25Okapi([document_tokens(r.title, r.abstract) for r in ROWS])
