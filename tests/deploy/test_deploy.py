@@ -460,8 +460,8 @@ def test_dockerfile_installs_dependencies_before_copying_the_source() -> None:
     copies = [i for i, (kw, _) in enumerate(order) if kw == "COPY"]
     pyproject = next(i for i in copies if "pyproject.toml" in order[i][1])
     deps = next(i for i, (kw, args) in enumerate(order) if kw == "RUN" and " deps " in f" {args} ")
-    sources = [i for i in copies if order[i][1].split()[0] in ("bot", "storage")]
-    assert len(sources) == 2, "bot/ and storage/ are each copied once"
+    sources = [i for i in copies if order[i][1].split()[0] in ("bot", "storage", "paperindex")]
+    assert len(sources) == 3, "bot/, storage/ and paperindex/ are each copied once"
     assert pyproject < deps < min(sources)
     assert all("bot" not in order[i][1].split() for i in range(deps)), "source copied before the deps step"
 
