@@ -235,9 +235,9 @@ class PaperBot(commands.AutoShardedBot):
         # subscriptions other processes made or changed, and runs a dead process left half sent
         every = min(SUBSCRIPTIONS_POLL_SECONDS, self.settings.takeover_seconds / 3)
         self.scheduler.loop(DIGESTS_LOOP, lambda: self.digest_jobs.follow_store(every=every))
-        # searches past their retention go at start, then daily
-        await self.services.privacy.prune_searches()
-        self.scheduler.daily_prune(self.services.privacy.prune_searches)
+        # searches past their retention (and old notes of forgettings) go at start, then daily
+        await self.services.privacy.prune()
+        self.scheduler.daily_prune(self.services.privacy.prune)
         if self.settings.arxiv_categories:
             self.scheduler.daily_fetch(
                 lambda: run_daily_fetch(self.services), time_utc=self.settings.arxiv_fetch_time

@@ -41,6 +41,7 @@ from bot.services.permission_notices import PermissionNotices
 from bot.ui.embeds import REACTIONS
 from bot.ui.paper_views import digest_message
 from bot.ui.views import paper_buttons
+from storage.db import utcnow_precise
 from storage.models import Paper, Subscription
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class DiscordDigestSender:
         #: who hears of a missing permission in the channel (the feed's creator; else the server's owner)
         self.admin_id = admin_id
         self.send_timeout = send_timeout
+        #: when this digest began: nothing about a person who asked to be forgotten since is stored
+        self.started = utcnow_precise()
         self._destination: discord.abc.Messageable | None = None
         self._may_react: bool | None = None
 
@@ -127,7 +130,7 @@ class DiscordDigestSender:
         with self._unreachable_translated():
             if self.user_id is not None:
                 dm = self.sending.dm_channels
-                self._destination = dm.messageable(await dm.channel_id(self.user_id))
+                self._destination = dm.messageable(await dm.channel_id(self.user_id, since=self.started))
             else:
                 assert self.channel_id is not None
                 channel = self.bot.get_channel(self.channel_id)
@@ -210,7 +213,7 @@ class DiscordDigestSender:
             self._may_react = me is None or channel.permissions_for(me).add_reactions  # type: ignore[attr-defined]
             if not self._may_react and guild is not None:
                 admin = self.admin_id or guild.owner_id
-                await self.sending.notices.reactions_missing(channel.id, leave_for=admin)  # type: ignore[attr-defined]
+                await self.sending.notices.reactions_missing(channel.id, leave_for=admin, since=self.started)  # type: ignore[attr-defined]
         return self._may_react
 
 

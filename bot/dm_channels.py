@@ -9,6 +9,9 @@ in their DM — and a digest posts straight to it: no user fetch, no open.
 Opens go one at a time, at most one per ``open_interval``. A 40003 pauses every open for a cooldown
 that doubles while Discord keeps refusing (up to ``max_cooldown``) and resets after an open succeeds,
 so a rush of people whose DM is not known yet becomes a queue, never a storm of refused opens.
+
+An id learnt while opening a DM is stored only if the person did not ask to be forgotten since the
+open began (`/paper forget-me` during a digest must not bring their row back).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Awaitable, Callable
 
 import discord
 
-from storage.db import StoreBusyError
+from storage.db import PersonForgottenError, StoreBusyError, utcnow_precise
 from storage.repositories.users import UserRepository
 
 log = logging.getLogger(__name__)
@@ -60,30 +63,36 @@ class DMChannels:
         #: how long every open pauses after the next 40003
         self.cooldown = cooldown
 
-    async def channel_id(self, user_id: int) -> int:
+    async def channel_id(self, user_id: int, *, since: str | None = None) -> int:
         """The user's DM channel id: remembered, stored, or (once) opened. Discord's refusals other than
-        40003 (e.g. 50007, an unknown user) are raised as discord.py raises them."""
+        40003 (e.g. 50007, an unknown user) are raised as discord.py raises them. ``since``: when what
+        needs it began (a digest), else now: an opened DM is not kept if the user asked to be forgotten
+        since."""
         if (known := self._known.get(user_id)) is not None:
             return known
         stored = await self.users.dm_channel(user_id)
         if stored is not None:
             self._known[user_id] = stored
             return stored
-        return await self._open(user_id)
+        return await self._open(user_id, since or utcnow_precise())
 
     def messageable(self, channel_id: int) -> discord.PartialMessageable:
         """Something to send to, without a call: the DM by its id."""
         return self.client.get_partial_messageable(channel_id, type=discord.ChannelType.private)
 
-    async def remember(self, user_id: int, channel_id: int) -> None:
+    async def remember(self, user_id: int, channel_id: int, *, since: str | None = None) -> None:
         """Keep a DM channel id (a write only when it is new). A busy store keeps it in memory only:
-        the digest goes out now, and the id is stored the next time."""
+        the digest goes out now, and the id is stored the next time. ``since``: when it was looked up
+        (nothing is kept of a person who asked to be forgotten since)."""
         if self._known.get(user_id) == channel_id:
             return
         self._known[user_id] = channel_id
         try:
             if await self.users.dm_channel(user_id) != channel_id:
-                await self.users.set_dm_channel(user_id, channel_id)
+                await self.users.set_dm_channel(user_id, channel_id, since=since)
+        except PersonForgottenError:
+            self._known.pop(user_id, None)
+            log.info("user %s asked to be forgotten while their DM was opened: it is not kept", user_id)
         except StoreBusyError:
             self._known.pop(user_id, None)
             log.warning(
@@ -107,7 +116,7 @@ class DMChannels:
         self._known.pop(user_id, None)
         await self.users.set_dm_channel(user_id, None)
 
-    async def _open(self, user_id: int) -> int:
+    async def _open(self, user_id: int, since: str) -> int:
         for attempt in range(1, self.attempts + 1):
             async with self._open_lock:
                 delay = self._next_open - self._monotonic()
@@ -132,7 +141,7 @@ class DMChannels:
                     continue
                 self._next_open = self._monotonic() + self.open_interval
                 self.cooldown = self.base_cooldown
-            await self.remember(user_id, channel.id)
+            await self.remember(user_id, channel.id, since=since)
             return channel.id
         raise DMOpensRefusedError(
             f"Discord refused to open the DM with user {user_id} {self.attempts} times (40003)"

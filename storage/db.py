@@ -42,9 +42,24 @@ class StoreBusyError(Exception):
     unreachable or restarting); nothing was written, and the same write may be tried again later."""
 
 
+class WriteRefusedError(Exception):
+    """The store will never take this write, however often it is tried; nothing was written."""
+
+
+class PersonForgottenError(WriteRefusedError):
+    """The write is about a person who asked to be forgotten after it began (`/paper forget-me`), or
+    began too long ago to tell: storing it would bring them back."""
+
+
 def utcnow() -> str:
     """Now as the ISO-8601 UTC string stored in every time column."""
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def utcnow_precise() -> str:
+    """Now as ISO-8601 UTC to the microsecond: when a write began, to compare with when a person asked
+    to be forgotten (`storage.repositories.users.forgotten_since`), which seconds cannot order."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def is_busy(error: BaseException) -> bool:
@@ -57,6 +72,24 @@ def is_busy(error: BaseException) -> bool:
     if code is not None:
         return bool(code & 0xFF == sqlite3.SQLITE_BUSY)
     return "database is locked" in str(error)
+
+
+def is_refused(error: BaseException) -> bool:
+    """Whether the store said this write can never be stored: `WriteRefusedError`, or a constraint it
+    breaks (a paper or message it names is gone: SQLite's IntegrityError, PostgreSQL's class 23)."""
+    if isinstance(error, WriteRefusedError | sqlite3.IntegrityError):
+        return True
+    sqlstate = getattr(error, "sqlstate", None)
+    return isinstance(sqlstate, str) and sqlstate.startswith("23")
+
+
+def describe_error(error: BaseException) -> str:
+    """An error as a log line may name it: its kind and the store's code, never its message (which may
+    quote the values written: a paper id, a query)."""
+    code = getattr(error, "sqlstate", None) or getattr(error, "sqlite_errorname", None)
+    named = f"{type(error).__name__} ({code})" if code else type(error).__name__
+    cause = error.__cause__
+    return named if cause is None else f"{named}: {describe_error(cause)}"
 
 
 class Row(Protocol):

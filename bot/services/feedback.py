@@ -91,13 +91,15 @@ class FeedbackService:
         *,
         guild_id: int | None = None,
         now: datetime | None = None,
+        since: str | None = None,
     ) -> FeedbackChange:
-        """Record a signal. Idempotent; like and dislike replace each other."""
+        """Record a signal. Idempotent; like and dislike replace each other. ``since``: when it was given,
+        for one stored later (PersonForgottenError if the person asked to be forgotten since)."""
         if signal != "save" and await self.users.learning_paused(user_id):
             log.debug("learning paused: %s on paper %d by user %d not recorded", signal, paper_id, user_id)
             return FeedbackChange(paper_id, signal, added=True, changed=False, paused=True)
         result = await self.feedback.set_signal(
-            user_id, paper_id, signal, guild_id=guild_id, at=_iso(now or self._clock())
+            user_id, paper_id, signal, guild_id=guild_id, at=_iso(now or self._clock()), since=since
         )
         if result.added or result.replaced:
             log.debug("feedback: user %d %s paper %d", user_id, signal, paper_id)  # content: DEBUG only
@@ -125,8 +127,10 @@ class FeedbackService:
         guild_id: int | None,
         added: bool,
         now: datetime | None = None,
+        since: str | None = None,
     ) -> FeedbackChange | None:
-        """A reaction was added or removed; None when it is not a rating on one of our messages."""
+        """A reaction was added or removed; None when it is not a rating on one of our messages.
+        ``since``: as for `set`."""
         signal = signal_for_emoji(emoji)
         if signal is None:
             return None
@@ -134,7 +138,7 @@ class FeedbackService:
         if paper_id is None:
             return None
         if added:
-            return await self.set(user_id, paper_id, signal, guild_id=guild_id, now=now)
+            return await self.set(user_id, paper_id, signal, guild_id=guild_id, now=now, since=since)
         return await self.unset(user_id, paper_id, signal)
 
     async def plan_button(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from storage.db import StoreBusyError, utcnow
+from storage.db import PersonForgottenError, StoreBusyError, utcnow
 from storage.repositories.state import StateRepository
 from storage.repositories.subscriptions import SubscriptionRepository
 
@@ -33,11 +33,14 @@ class PermissionNotices:
         self.state = state
         self.subscriptions = subscriptions
 
-    async def reactions_missing(self, channel_id: int, *, leave_for: int | None = None) -> str | None:
+    async def reactions_missing(
+        self, channel_id: int, *, leave_for: int | None = None, since: str | None = None
+    ) -> str | None:
         """The notice for an admin the first time the bot finds it may not add reactions in
         ``channel_id`` (kept for ``leave_for``'s next command when given); None every time after.
 
-        A busy store skips it, and so does not count as told: the next paper there tries again.
+        A busy store skips it, and so does not count as told: the next paper there tries again. So
+        does an admin who asked to be forgotten since ``since`` (when the digest that found it began).
         """
         key = f"told:missing-permission:{channel_id}:add_reactions"
         notice = reactions_missing_notice(channel_id)
@@ -46,10 +49,13 @@ class PermissionNotices:
                 return None
             if leave_for is not None:
                 try:
-                    await self.subscriptions.add_notice(leave_for, notice)
-                except StoreBusyError:
+                    await self.subscriptions.add_notice(leave_for, notice, since=since)
+                except (StoreBusyError, PersonForgottenError):
                     await self.state.delete(key)
                     raise
+        except PersonForgottenError:
+            log.info("the admin to tell of channel %s asked to be forgotten: not told", channel_id)
+            return None
         except StoreBusyError:
             log.warning(
                 "store busy: the missing Add Reactions in channel %s is told another time", channel_id

@@ -1,6 +1,11 @@
 """What paperbot keeps about people, and for how long.
 
-* `/paper forget-me` deletes everything stored about one user, in one transaction.
+* `/paper forget-me` deletes everything stored about one user, in one transaction, and notes when
+  they asked (`forgotten_users`: their id and that time, nothing else), so that nothing they did
+  before it is stored afterwards by a process that had not stored it yet (an outbox, a digest in
+  flight). The note is deleted after ``FORGOTTEN_KEEP`` (90 days), daily; a write about a person that
+  took longer than that to reach the store is refused. Someone who uses the bot again after
+  forgetting starts afresh: what they do from then on is stored.
 * Stored search listings (which hold the query, so their paging buttons work after a restart) are
   deleted after ``PAPERBOT_SEARCH_RETENTION_DAYS``: at start and then daily.
 * Out of reach of both: backups already taken. The daily backup that `deploy/` sets up
@@ -17,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 from storage.db import Database
 from storage.repositories.searches import SearchRepository
-from storage.repositories.users import ForgetCounts, forget_user
+from storage.repositories.users import FORGOTTEN_KEEP, ForgetCounts, forget_user, prune_forgotten
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +47,30 @@ class PrivacyService:
 
     async def forget(self, user_id: int) -> ForgetCounts:
         """Delete the user's topics, reactions, bookmarks, history, subscription, DMs index and
-        search listings, and the user row itself. All or nothing."""
-        counts = await forget_user(self._db, user_id)
+        search listings, and the user row itself, and note when they asked. All or nothing."""
+        counts = await forget_user(self._db, user_id, at=self._stamp(self._clock()))
         log.info("forgot user %d: %d rows deleted", user_id, counts.total)
         return counts
+
+    @staticmethod
+    def _stamp(moment: datetime) -> str:
+        return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+    async def prune(self) -> None:
+        """The daily job (and at start): `prune_searches` and `prune_forgotten`."""
+        await self.prune_searches()
+        await self.prune_forgotten()
+
+    async def prune_forgotten(self) -> int:
+        """Delete the notes of forgettings older than `FORGOTTEN_KEEP`; returns how many. Never raises."""
+        try:
+            pruned = await prune_forgotten(self._db, self._stamp(self._clock() - FORGOTTEN_KEEP))
+        except Exception:
+            log.exception("could not delete the notes of forgettings older than %d days", FORGOTTEN_KEEP.days)
+            return 0
+        if pruned:
+            log.info("deleted %d notes of forgettings older than %d days", pruned, FORGOTTEN_KEEP.days)
+        return pruned
 
     async def prune_searches(self) -> int:
         """Delete search listings older than the retention; returns how many. Never raises (it runs

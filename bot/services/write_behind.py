@@ -10,8 +10,26 @@ start. Until then the bot counts its own pending writes where people would notic
 buttons find the listing, and a second press of a rating button takes the first one back.
 
 A reaction on a message the bot posted a moment ago can arrive before the note of which paper that
-message shows is stored; it waits for the note up to `MESSAGE_GRACE` seconds (later reactions on
-the same message wait behind it, so they stay in order).
+message shows is stored; it waits for the note up to `MESSAGE_GRACE` seconds, or as long as the note
+itself waits in the outbox (the same person's later reactions on the message wait behind it, so they
+stay in order).
+
+What the store refuses:
+
+* "busy" (another writer holds the lock, the server is unreachable or restarting): the pass stops and
+  everything is tried again `RETRY_EVERY` seconds later;
+* "never" (`storage.db.is_refused`: the person asked to be forgotten after the write was accepted, the
+  paper or message it names is gone): the write is dropped, as it can never be stored;
+* anything else (a read-only database after a failover, a full disk, a cancelled statement, an I/O
+  error, a bug): the write is tried again with a backoff doubling from `BACKOFF_FIRST` up to
+  `BACKOFF_MAX` seconds, for as long as it takes, while writes with other order keys go on. One the
+  store has refused for `DEAD_AFTER` seconds moves to the outbox's dead letter
+  (`storage.outbox.Outbox.bury`), where it is tried every `DEAD_RETRY_EVERY` seconds, and at once
+  whenever the store takes writes again: it leaves the file only once stored.
+
+An outage is logged once when it begins and once when it ends, never per retry, and names the error's
+kind and code only (no paper, query or topic: those are logged at DEBUG). `state()` says what waits,
+for the heartbeat (`bot.health`) and `/paperadmin stats`.
 """
 
 from __future__ import annotations
@@ -27,7 +45,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bot.services.feedback import FeedbackService
-from storage.db import is_busy, utcnow
+from storage.db import describe_error, is_busy, is_refused, utcnow
 from storage.models import Signal
 from storage.outbox import Outbox, PendingWrite
 from storage.repositories.feedback import as_signal
@@ -45,22 +63,72 @@ POSTED: Final = "posted"
 MESSAGE_GRACE: Final = 60.0
 #: While writes wait (a busy store, a reaction waiting for its message), they are tried this often.
 RETRY_EVERY: Final = 1.0
+#: A write the store refused is tried again after this many seconds, twice that after the next refusal,
+#: and so on up to `BACKOFF_MAX`.
+BACKOFF_FIRST: Final = 1.0
+BACKOFF_MAX: Final = 60.0
+#: A write the store has refused for this long (about 60 tries) moves to the dead letter ...
+DEAD_AFTER: Final = 3600.0
+#: ... where it is tried this often (and at once whenever the store takes writes again).
+DEAD_RETRY_EVERY: Final = 600.0
+#: The heartbeat names waiting writes as a problem once the store has refused writes this long.
+STUCK_AFTER: Final = 60.0
 
 
 @dataclass(slots=True)
 class _Entry:
     write: PendingWrite
     accepted: float  # clock() when this process took it (or found it in the outbox at start)
+    dead: bool = False  # in the dead letter
+    failing_since: float | None = None  # clock() of the first of the refusals in a row, if any
+    failing_since_utc: str | None = None  # the same, as stored in the dead letter
+    failures: int = 0
+    next_try: float = 0.0  # clock() before which it is not tried again
 
     @property
     def payload(self) -> dict[str, Any]:
         return self.write.payload
 
 
+@dataclass(slots=True)
+class _Outage:
+    since: float  # clock()
+    error: str  # the last refusal's kind and code
+    buried: int = 0  # writes moved to the dead letter during it
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxState:
+    """What the outbox holds that the store does not have yet."""
+
+    waiting: int  # accepted, not stored yet (not in the dead letter)
+    dead: int  # in the dead letter
+    refused_for: float | None  # seconds the store has refused writes (busy or not), if it does now
+    error: str | None  # what it answered last
+    path: str = ""
+
+    def problems(self) -> list[str]:
+        """What the heartbeat names: writes the store has refused for `STUCK_AFTER` s or more, and any
+        in the dead letter."""
+        found = []
+        if self.waiting and self.refused_for is not None and self.refused_for >= STUCK_AFTER:
+            found.append(
+                f"{self.waiting} accepted writes (reactions, clicks, listings) not stored for "
+                f"{self.refused_for:.0f} s: the store refuses them ({self.error}); kept in {self.path}"
+            )
+        if self.dead:
+            found.append(
+                f"{self.dead} writes in the dead letter of {self.path}: the store refused them for "
+                f"{DEAD_AFTER / 3600:g} h or more; tried every {DEAD_RETRY_EVERY / 60:g} min until stored"
+            )
+        return found
+
+
 def _order_key(write: PendingWrite) -> Hashable | None:
-    """Writes with the same key are applied in the order they came; a waiting one holds up the rest."""
+    """Writes with the same key are applied in the order they came; a waiting one holds up the rest
+    (one person's reactions on one message, one person's rating clicks on one paper)."""
     if write.kind == REACTION:
-        return (REACTION, write.payload["message_id"])
+        return (REACTION, write.payload["message_id"], write.payload["user_id"])
     if write.kind == RATING:
         return (RATING, write.payload["user_id"], write.payload["paper_id"])
     return None
@@ -86,17 +154,19 @@ class WriteBehind:
         searches: SearchRepository,
         messages: PostedMessageRepository,
         clock: Callable[[], float] = time.monotonic,
+        dead_after: float = DEAD_AFTER,
     ) -> None:
         self.path = path
         self._feedback = feedback
         self._searches = searches
         self._messages = messages
         self._clock = clock
+        self.dead_after = dead_after
         self._outbox: Outbox | None = None
         self._pending: dict[int, _Entry] = {}  # by outbox id, oldest first
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._said_busy = False
+        self._outage: _Outage | None = None  # the store refuses writes (busy or not) since
         self._storing = False  # a pass over the pending writes is under way
         self._applying: _Entry | None = None  # the write being stored right now
         self._applied = asyncio.Event()  # set whenever no write is being stored
@@ -111,9 +181,14 @@ class WriteBehind:
         self._outbox = await Outbox.open(self.path)
         now = self._clock()
         for write in await self._outbox.all():
-            self._pending[write.id] = _Entry(write, now)
+            self._pending[write.id] = _Entry(write, now, dead=write.dead)
         if self._pending:
-            log.info("storing %d writes accepted before the last stop", len(self._pending))
+            dead = sum(entry.dead for entry in self._pending.values())
+            log.info(
+                "storing %d writes accepted before the last stop (%d of them from the dead letter)",
+                len(self._pending),
+                dead,
+            )
         self._task = asyncio.create_task(self._run(), name="write-behind")
         self._wake.set()
 
@@ -131,8 +206,19 @@ class WriteBehind:
 
     @property
     def pending(self) -> int:
-        """How many accepted writes the store does not have yet."""
+        """How many accepted writes the store does not have yet (the dead letter's included)."""
         return len(self._pending)
+
+    def state(self) -> OutboxState:
+        dead = sum(entry.dead for entry in self._pending.values())
+        outage = self._outage
+        return OutboxState(
+            waiting=len(self._pending) - dead,
+            dead=dead,
+            refused_for=None if outage is None else self._clock() - outage.since,
+            error=None if outage is None else outage.error,
+            path=str(self.path),
+        )
 
     async def drained(self, *, timeout: float = 30.0) -> None:  # noqa: ASYNC109
         """Wait until the store has every accepted write (TimeoutError after `timeout`)."""
@@ -233,6 +319,17 @@ class WriteBehind:
 
     # ------------------------------------------------------------------ what is not stored yet
 
+    async def knows_message(self, message_id: int) -> bool:
+        """Whether a message is one of the bot's single-paper messages: its note is stored or waits in
+        the outbox. A store that cannot answer counts as yes: storing the reaction decides then."""
+        if self._note_waits(message_id):
+            return True
+        try:
+            return await self._messages.paper_for(message_id) is not None
+        except Exception as error:
+            log.debug("could not look up message %s: %s", message_id, describe_error(error))
+            return True
+
     def pending_listing(self, search_id: int) -> StoredSearch | None:
         for entry in self._pending.values():
             if entry.write.kind == LISTING and entry.payload["id"] == search_id:
@@ -280,8 +377,9 @@ class WriteBehind:
             self._wake.clear()
             try:
                 await self._apply_pending()
-            except Exception:  # never let the task die: the writes stay pending and are tried again
-                log.exception("could not store pending writes; trying again shortly")
+            except Exception as error:  # never let the task die: the writes stay pending and are tried again
+                log.error("could not store pending writes (%s); trying again shortly", describe_error(error))
+                log.debug("the error", exc_info=True)
 
     async def _apply_pending(self) -> None:
         """Apply every pending write that can be, in order; again while that lets waiting ones go."""
@@ -296,42 +394,107 @@ class WriteBehind:
         progress = True
         while progress and self._pending:
             progress = False
-            waiting: set[Hashable] = set()
-            stored: list[int] = []
+            held: set[Hashable] = set()  # order keys of writes that wait: later ones wait behind them
+            gone: list[int] = []
             try:
                 for entry_id, entry in list(self._pending.items()):
                     key = _order_key(entry.write)
-                    if key is not None and key in waiting:
-                        continue
-                    if entry_id not in self._pending:  # discarded meanwhile (forget-me)
-                        continue
-                    try:
-                        done = await self._applying_one(entry)
-                    except Exception as error:
-                        if is_busy(error):
-                            if not self._said_busy:
-                                log.warning(
-                                    "the store cannot take writes now (%s): %d writes wait in %s",
-                                    error,
-                                    len(self._pending),
-                                    self.path,
-                                )
-                                self._said_busy = True
-                            return
-                        log.exception("could not store a %s write; it is dropped", entry.write.kind)
-                        done = True
-                    if not done:
+                    if entry_id not in self._pending or (key is not None and key in held):
+                        continue  # (discarded meanwhile: forget-me)
+                    outcome = "wait" if entry.next_try > self._clock() else await self._try(entry)
+                    if outcome == "busy":
+                        return
+                    if outcome == "wait":
                         if key is not None:
-                            waiting.add(key)
+                            held.add(key)
                         continue
-                    stored.append(entry_id)
+                    gone.append(entry_id)
                     self._pending.pop(entry_id, None)
                     progress = True
             finally:
-                await self._outbox.remove(stored)
-        if self._said_busy and not self._pending:
-            log.info("the database is free again: every waiting write is stored")
-            self._said_busy = False
+                await self._outbox.remove(gone)
+            self._end_outage_if_over()
+
+    async def _try(self, entry: _Entry) -> str:
+        """Apply one write: "gone" (stored, or it never can be), "wait", or "busy" (stop the pass)."""
+        try:
+            stored = await self._applying_one(entry)
+        except Exception as error:
+            if is_busy(error):
+                self._refused(error)
+                return "busy"
+            if is_refused(error):
+                log.info(
+                    "a %s write can never be stored (%s): dropped", entry.write.kind, describe_error(error)
+                )
+                return "gone"
+            await self._failed(entry, error)
+            return "wait"
+        if entry.failing_since is not None:
+            entry.failing_since, entry.failures = None, 0
+        return "gone" if stored else "wait"
+
+    async def _failed(self, entry: _Entry, error: Exception) -> None:
+        """The store refused a write for a reason that may pass: try it again later (with a backoff);
+        into the dead letter once it has refused it for `dead_after`."""
+        assert self._outbox is not None
+        now = self._clock()
+        log.debug("a %s write was refused: %r", entry.write.kind, error)
+        entry.failures += 1
+        if entry.failing_since is None:
+            entry.failing_since, entry.failing_since_utc = now, utcnow()
+        if entry.dead:  # (already said when it was moved there)
+            entry.next_try = now + DEAD_RETRY_EVERY
+            return
+        outage = self._refused(error)
+        entry.next_try = now + min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (entry.failures - 1))
+        if now - entry.failing_since < self.dead_after:
+            return
+        await self._outbox.bury(
+            entry.write.id, failing_since=entry.failing_since_utc or utcnow(), error=describe_error(error)
+        )
+        entry.dead, entry.next_try = True, now + DEAD_RETRY_EVERY
+        if not outage.buried:
+            log.warning(
+                "writes the store has refused for %.0f min move to the dead letter of %s, tried every %.0f min "
+                "until stored",
+                self.dead_after / 60,
+                self.path,
+                DEAD_RETRY_EVERY / 60,
+            )
+        outage.buried += 1
+
+    def _refused(self, error: Exception) -> _Outage:
+        """The store refused a write (busy or not): the outage begins (said once) or goes on."""
+        if self._outage is None:
+            self._outage = _Outage(self._clock(), describe_error(error))
+            log.warning(
+                "the store does not take writes now (%s): %d writes wait in %s and are tried again until it does",
+                self._outage.error,
+                len(self._pending),
+                self.path,
+            )
+        self._outage.error = describe_error(error)
+        return self._outage
+
+    def _end_outage_if_over(self) -> None:
+        """After a pass the store went through without being busy: the outage is over once no write
+        outside the dead letter is being refused. Said once; the dead letter is tried at once."""
+        outage = self._outage
+        if outage is None or any(e.failing_since is not None and not e.dead for e in self._pending.values()):
+            return
+        self._outage = None
+        for entry in self._pending.values():
+            if entry.dead:
+                entry.next_try = 0.0
+        log.info(
+            "the store takes writes again after %.0f s: %d writes still wait (%d of them in the dead letter, "
+            "tried again now)",
+            self._clock() - outage.since,
+            len(self._pending),
+            sum(entry.dead for entry in self._pending.values()),
+        )
+        self._wake.set()
 
     async def _applying_one(self, entry: _Entry) -> bool:
         """`_apply`, known meanwhile as the write being stored (forget-me waits for it)."""
@@ -344,8 +507,9 @@ class WriteBehind:
             self._applied.set()
 
     async def _apply(self, entry: _Entry) -> bool:
-        """Store one write; False when it must wait (a reaction before its message's note)."""
-        p, kind = entry.payload, entry.write.kind
+        """Store one write; False when it must wait (a reaction before its message's note). Each says
+        when it was accepted (``since``), so the store refuses one about a person forgotten since."""
+        p, kind, since = entry.payload, entry.write.kind, entry.write.created_at
         if kind == REACTION:
             change = await self._feedback.react(
                 user_id=p["user_id"],
@@ -354,8 +518,11 @@ class WriteBehind:
                 guild_id=p["guild_id"],
                 added=p["added"],
                 now=datetime.fromisoformat(p["at"]),
+                since=since,
             )
-            return change is not None or not p["ours"] or self._clock() - entry.accepted >= MESSAGE_GRACE
+            if change is not None or not p["ours"]:
+                return True
+            return not self._note_waits(p["message_id"]) and self._clock() - entry.accepted >= MESSAGE_GRACE
         if kind == RATING:
             signal = _signal(p["signal"])
             if p["added"]:
@@ -365,6 +532,7 @@ class WriteBehind:
                     signal,
                     guild_id=p["guild_id"],
                     now=datetime.fromisoformat(p["at"]),
+                    since=since,
                 )
             else:
                 await self._feedback.unset(p["user_id"], p["paper_id"], signal)
@@ -381,12 +549,24 @@ class WriteBehind:
                 page_size=p["page_size"],
                 user_id=p["user_id"],
                 created_at=p["at"],
+                since=since,
             )
             return True
         if kind == POSTED:
             await self._messages.record(
-                p["message_id"], p["channel_id"], p["guild_id"], p["paper_id"], p["recipient_id"], p["kind"]
+                p["message_id"],
+                p["channel_id"],
+                p["guild_id"],
+                p["paper_id"],
+                p["recipient_id"],
+                p["kind"],
+                since=since,
             )
             return True
-        log.error("unknown kind of pending write %r in %s; dropped", kind, self.path)
-        return True
+        raise ValueError(f"unknown kind of pending write {kind!r}")  # (kept: a newer version may know it)
+
+    def _note_waits(self, message_id: int) -> bool:
+        """Whether the note of which paper a message shows is still in the outbox."""
+        return any(
+            e.write.kind == POSTED and e.payload["message_id"] == message_id for e in self._pending.values()
+        )

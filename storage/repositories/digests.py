@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.db import Connection, Database, Row, utcnow
-from storage.repositories.users import ensure_user
+from storage.repositories.users import ensure_user, forgotten_since
 
 RUN_STATUSES = ("claimed", "sent", "empty", "failed", "skipped")
 
@@ -291,14 +291,19 @@ class DigestRepository:
         *,
         at: str | None = None,
         owner: str | None = None,
+        since: str | None = None,
     ) -> bool:
-        """Mark a paper as going out to ``recipient`` (before sending). False: it already went to them.
-        ClaimLostError when `owner` no longer holds the run.
+        """Mark a paper as going out to ``recipient`` (before sending). False: it already went to them,
+        or (``since``: when the digest began) the person asked to be forgotten since. ClaimLostError
+        when `owner` no longer holds the run.
 
         ``run_id`` None is a delivery outside any run (an on-demand digest without a subscription).
         """
         now = at or utcnow()
         async with self._db.transaction() as conn:
+            # (first: a forgetting takes the person's lock before the run's rows)
+            if await forgotten_since(conn, recipient.user_id, since):
+                return False
             if run_id is not None:
                 await _still_held(conn, run_id, owner)
                 if not await conn.execute(
@@ -354,10 +359,14 @@ class DigestRepository:
         recipient_id: int | None,
         kind: str,
         at: str | None = None,
+        since: str | None = None,
     ) -> None:
-        """The message is out: store its id on the item and in ``posted_messages`` (reactions map to it)."""
+        """The message is out: store its id on the item and in ``posted_messages`` (reactions map to it);
+        nothing when (``since``: when the digest began) the person asked to be forgotten since."""
         now = at or utcnow()
         async with self._db.transaction() as conn:
+            if await forgotten_since(conn, recipient_id, since):
+                return
             if run_id is not None and not await conn.execute(
                 "UPDATE digest_items SET message_id = ?, sent_at = COALESCE(sent_at, ?) "
                 "WHERE run_id = ? AND paper_id = ?",

@@ -57,13 +57,21 @@ class FeedbackRepository:
     # -- writes ---------------------------------------------------------------------------------
 
     async def set_signal(
-        self, user_id: int, paper_id: int, signal: Signal, *, guild_id: int | None, at: str | None = None
+        self,
+        user_id: int,
+        paper_id: int,
+        signal: Signal,
+        *,
+        guild_id: int | None,
+        at: str | None = None,
+        since: str | None = None,
     ) -> SetResult:
-        """Record one signal (idempotent); a like removes a dislike of the same paper and vice versa."""
+        """Record one signal (idempotent); a like removes a dislike of the same paper and vice versa.
+        ``since``: when it was given, for one stored later (see `ensure_user`)."""
         at = at or utcnow()
         replaced: Signal | None = None
         async with self._db.transaction() as conn:
-            await ensure_user(conn, user_id, at)
+            await ensure_user(conn, user_id, at, since=since)
             opposite = OPPOSITE.get(signal)
             if opposite is not None and await conn.execute(
                 "DELETE FROM feedback WHERE user_id = ? AND paper_id = ? AND signal = ?",

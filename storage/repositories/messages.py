@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from storage.db import Database, utcnow
+from storage.repositories.users import refuse_forgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,18 +31,25 @@ class PostedMessageRepository:
         paper_id: int,
         recipient_id: int | None = None,
         kind: str = "paper",
+        *,
+        since: str | None = None,
     ) -> None:
-        """Remember a posted single-paper message (idempotent: re-recording updates it)."""
-        await self._db.execute(
-            """
-            INSERT INTO posted_messages (message_id, channel_id, guild_id, paper_id, recipient_id, kind, posted_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (message_id) DO UPDATE SET
-                channel_id = excluded.channel_id, guild_id = excluded.guild_id,
-                paper_id = excluded.paper_id, recipient_id = excluded.recipient_id, kind = excluded.kind
-            """,
-            (message_id, channel_id, guild_id, paper_id, recipient_id, kind, utcnow()),
-        )
+        """Remember a posted single-paper message (idempotent: re-recording updates it). ``since``: when
+        it was posted, for a note stored later (PersonForgottenError if the person it was sent to asked
+        to be forgotten since)."""
+        async with self._db.transaction() as conn:
+            await refuse_forgotten(conn, recipient_id, since)
+            await conn.execute(
+                """
+                INSERT INTO posted_messages (message_id, channel_id, guild_id, paper_id, recipient_id, kind,
+                                             posted_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (message_id) DO UPDATE SET
+                    channel_id = excluded.channel_id, guild_id = excluded.guild_id,
+                    paper_id = excluded.paper_id, recipient_id = excluded.recipient_id, kind = excluded.kind
+                """,
+                (message_id, channel_id, guild_id, paper_id, recipient_id, kind, utcnow()),
+            )
 
     async def paper_for(self, message_id: int) -> int | None:
         """The paper a posted message is about, or None when the bot did not post it."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from storage.db import Database, utcnow
+from storage.repositories.users import refuse_forgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +37,16 @@ class SearchRepository:
         user_id: int | None = None,
         search_id: int | None = None,
         created_at: str | None = None,
+        since: str | None = None,
     ) -> StoredSearch:
         """Store a listing. With `search_id` (the interaction's id, known before the store has the
-        row) saving again is a no-op; without it the store picks the id."""
+        row) saving again is a no-op; without it the store picks the id. ``since``: when the search
+        was made, for one stored later (PersonForgottenError if its person asked to be forgotten since)."""
         columns = "kind, query, paper_id, author, venue, year, page_size, user_id, created_at"
         values = (kind, query, paper_id, author, venue, year, page_size, user_id, created_at or utcnow())
         marks = ", ".join("?" * len(values))
         async with self._db.transaction() as conn:
+            await refuse_forgotten(conn, user_id, since)
             if search_id is None:
                 row = await conn.fetchone(
                     f"INSERT INTO searches ({columns}) VALUES ({marks}) RETURNING id", values

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storage.db import Database, Row, utcnow
+from storage.db import Connection, Database, Row, utcnow
 from storage.models import Subscription
-from storage.repositories.users import ensure_user
+from storage.repositories.users import ensure_user, lock_person
 
 _COLUMNS = (
     "id, kind, user_id, guild_id, channel_id, topics, time_local, timezone, frequency, weekday, "
@@ -152,34 +152,37 @@ class SubscriptionRepository:
         return await self._db.execute("DELETE FROM subscriptions WHERE id = ?", (subscription_id,)) > 0
 
     async def pause(
-        self,
-        subscription_id: int,
-        reason: str,
-        *,
-        notify_user: int | None = None,
-        notice: str | None = None,
-        at: str | None = None,
+        self, subscription_id: int, reason: str, *, notice: str | None = None, at: str | None = None
     ) -> None:
-        """Stop delivering; optionally leave a notice for a user's next command, in the same transaction."""
+        """Stop delivering; with ``notice``, leave it in the same transaction for the next command of the
+        person the subscription names as stored now (a DM digest's subscriber, a feed's creator): never
+        for one who was forgotten meanwhile (their digest, or their name on the feed, is gone)."""
         now = at or utcnow()
         async with self._db.transaction() as conn:
+            person = None if notice is None else await _told(conn, subscription_id)
+            if person is not None:
+                await lock_person(conn, person)  # then read again: a forgetting may have just committed
+                if await _told(conn, subscription_id) != person:
+                    person = None
             await conn.execute(
                 "UPDATE subscriptions SET active = 0, paused_reason = ?, updated_at = ? WHERE id = ?",
                 (reason, now, subscription_id),
             )
-            if notify_user is not None and notice is not None:
-                await ensure_user(conn, notify_user, now)
-                await conn.execute("UPDATE users SET pending_notice = ? WHERE id = ?", (notice, notify_user))
+            if person is not None:
+                await ensure_user(conn, person, now)
+                await conn.execute("UPDATE users SET pending_notice = ? WHERE id = ?", (notice, person))
 
     async def set_notice(self, user_id: int, notice: str) -> None:
         async with self._db.transaction() as conn:
             await ensure_user(conn, user_id)
             await conn.execute("UPDATE users SET pending_notice = ? WHERE id = ?", (notice, user_id))
 
-    async def add_notice(self, user_id: int, notice: str) -> None:
-        """Leave a notice for the user's next command, after any notice already waiting for them."""
+    async def add_notice(self, user_id: int, notice: str, *, since: str | None = None) -> None:
+        """Leave a notice for the user's next command, after any notice already waiting for them.
+        ``since``: when whatever led to it began (PersonForgottenError if the user asked to be
+        forgotten since)."""
         async with self._db.transaction() as conn:
-            await ensure_user(conn, user_id)
+            await ensure_user(conn, user_id, since=since)
             await conn.execute(
                 "UPDATE users SET pending_notice = CASE WHEN pending_notice IS NULL THEN CAST(? AS TEXT) "
                 "ELSE pending_notice || CAST(? AS TEXT) END WHERE id = ?",
@@ -200,6 +203,15 @@ class SubscriptionRepository:
             ):
                 return None
         return str(notice)
+
+
+async def _told(conn: Connection, subscription_id: int) -> int | None:
+    """Who hears that a subscription was paused: a DM digest's subscriber, a feed's creator."""
+    value = await conn.fetchval(
+        "SELECT CASE WHEN kind = 'user' THEN user_id ELSE created_by END FROM subscriptions WHERE id = ?",
+        (subscription_id,),
+    )
+    return None if value is None else int(value)
 
 
 def _field_values(fields: ScheduleFields) -> tuple[object, ...]:

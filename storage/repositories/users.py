@@ -1,10 +1,29 @@
-"""Users and their topics: the explicit half of a profile (the learned half lives in `feedback`)."""
+"""Users and their topics: the explicit half of a profile (the learned half lives in `feedback`); and
+forgetting a person.
+
+`/paper forget-me` deletes every row about the person and, in the same transaction, notes when they
+asked (`forgotten_users`). A write about a person can begin before that and reach the store after it:
+a reaction waiting in some process's outbox (that process may even be down), a digest going out. Every
+such write says when it began (``since``), and `forgotten_since` refuses it when the person asked to be
+forgotten at or after that, in the write's own transaction; on PostgreSQL both take the person's
+advisory lock first (`lock_person`), so a forgetting and a write never interleave, in any process. A
+write that began after the forgetting is stored as usual: a person who comes back starts afresh.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
 
-from storage.db import Connection, Database, utcnow
+from storage.db import Connection, Database, PersonForgottenError, utcnow
+
+#: How long the note of a forgetting is kept, and so how long a write about a person may take to reach
+#: the store: one that began longer ago than this is refused, since whether its person asked to be
+#: forgotten meanwhile is no longer known.
+FORGOTTEN_KEEP: Final = timedelta(days=90)
+#: The first key of the PostgreSQL advisory locks of `lock_person` ("pbus"); the second is the user's.
+_PERSON_LOCK: Final = 0x70627573
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,8 +34,52 @@ class UserRow:
     pending_notice: str | None
 
 
-async def ensure_user(conn: Connection, user_id: int, at: str | None = None) -> None:
-    """Create the `users` row inside an open transaction (every per-user row references it)."""
+def _moment(stamp: str) -> datetime:
+    moment = datetime.fromisoformat(stamp)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+async def lock_person(conn: Connection, user_id: int) -> None:
+    """Order this transaction against a forgetting of the person in any process: on PostgreSQL an
+    advisory lock held until the transaction ends (SQLite runs one write transaction at a time)."""
+    if conn.dialect == "postgresql":
+        key = (user_id ^ (user_id >> 32)) & 0x7FFFFFFF
+        await conn.fetchval("SELECT pg_advisory_xact_lock(?, ?)", (_PERSON_LOCK, key))
+
+
+async def forgotten_since(
+    conn: Connection, user_id: int | None, since: str | None, *, now: datetime | None = None
+) -> bool:
+    """Whether a write about the person that began at ``since`` must not be stored: they asked to be
+    forgotten at or after it, or it began more than `FORGOTTEN_KEEP` ago. Takes `lock_person` first,
+    so the answer holds until the transaction ends. Without a person or a ``since`` (a write made
+    now), False."""
+    if user_id is None or since is None:
+        return False
+    await lock_person(conn, user_id)
+    began = _moment(since)
+    if began < (now or datetime.now(UTC)) - FORGOTTEN_KEEP:
+        return True
+    forgotten = await conn.fetchval("SELECT forgotten_at FROM forgotten_users WHERE user_id = ?", (user_id,))
+    return forgotten is not None and _moment(str(forgotten)) >= began
+
+
+async def refuse_forgotten(conn: Connection, user_id: int | None, since: str | None) -> None:
+    """PersonForgottenError when a write about ``user_id`` that began at ``since`` must not be stored
+    (`forgotten_since`); without a person or a ``since`` (a write made now) there is nothing to check."""
+    if await forgotten_since(conn, user_id, since):
+        raise PersonForgottenError(f"user {user_id} asked to be forgotten after this write began")
+
+
+async def ensure_user(
+    conn: Connection, user_id: int, at: str | None = None, *, since: str | None = None
+) -> None:
+    """Create the `users` row inside an open transaction (every per-user row references it). With
+    ``since`` (when the write began, for one that reaches the store later), PersonForgottenError when
+    the person asked to be forgotten since (`refuse_forgotten`)."""
+    if since is None:
+        await lock_person(conn, user_id)
+    await refuse_forgotten(conn, user_id, since)
     await conn.execute(
         "INSERT INTO users (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", (user_id, at or utcnow())
     )
@@ -39,11 +102,12 @@ class UserRepository:
         value = await self._db.fetchval("SELECT dm_channel_id FROM users WHERE id = ?", (user_id,))
         return None if value is None else int(value)
 
-    async def set_dm_channel(self, user_id: int, channel_id: int | None) -> None:
-        """Keep (or, with None, forget) the user's DM channel id."""
+    async def set_dm_channel(self, user_id: int, channel_id: int | None, *, since: str | None = None) -> None:
+        """Keep (or, with None, forget) the user's DM channel id. ``since``: when the DM was looked up
+        (PersonForgottenError if the person asked to be forgotten since)."""
         async with self._db.transaction() as conn:
             if channel_id is not None:
-                await ensure_user(conn, user_id)
+                await ensure_user(conn, user_id, since=since)
             await conn.execute("UPDATE users SET dm_channel_id = ? WHERE id = ?", (channel_id, user_id))
 
     async def learning_paused(self, user_id: int) -> bool:
@@ -127,8 +191,10 @@ class ForgetCounts:
         )
 
 
-async def forget_user(db: Database, user_id: int) -> ForgetCounts:
-    """Delete every row about the user, in one transaction (all or nothing).
+async def forget_user(db: Database, user_id: int, *, at: str) -> ForgetCounts:
+    """Delete every row about the user, and note that they asked at ``at`` (ISO-8601 UTC, to the
+    microsecond), in one transaction (all or nothing): writes about them that began before it are
+    refused from then on (`forgotten_since`).
 
     Channel feeds the user set up belong to their channel and stay, without the user's id.
     """
@@ -146,9 +212,20 @@ async def forget_user(db: Database, user_id: int) -> ForgetCounts:
         ("user", "DELETE FROM users WHERE id = ?"),
     )
     async with db.transaction() as conn:
+        await lock_person(conn, user_id)
         await conn.execute(
             "UPDATE subscriptions SET created_by = NULL WHERE kind = 'channel' AND created_by = ?", (user_id,)
         )
         for name, sql in statements:
             counts[name] = await conn.execute(sql, (user_id,))
+        await conn.execute(
+            "INSERT INTO forgotten_users (user_id, forgotten_at) VALUES (?, ?) "
+            "ON CONFLICT (user_id) DO UPDATE SET forgotten_at = excluded.forgotten_at",
+            (user_id, at),
+        )
     return ForgetCounts(**counts)
+
+
+async def prune_forgotten(db: Database, before: str) -> int:
+    """Delete the notes of forgettings older than ``before`` (same format as `forget_user`'s ``at``)."""
+    return await db.execute("DELETE FROM forgotten_users WHERE forgotten_at < ?", (before,))

@@ -208,11 +208,12 @@ class DigestDelivery:
         With a subscription it is a run of its own (``manual:<time>``), so it resumes after a crash and
         never repeats papers; without one it uses the user's profile and the default count.
         """
+        began = self.clock().astimezone(UTC).isoformat(timespec="microseconds")
         sub = await self.subscriptions.for_user(user_id)
         if sub is None:
             plan = await self.planner.build(None, user_id=user_id, manual=True)
             texts = DigestTexts(plan.header, plan.nothing_text)
-            return await self._send_plan(None, plan.recipient, None, texts, plan.papers, sender)
+            return await self._send_plan(None, plan.recipient, None, texts, plan.papers, sender, since=began)
         now = self.clock()
         run = None
         for attempt in range(5):
@@ -349,14 +350,18 @@ class DigestDelivery:
         *,
         opening: str = "send",
         resend: Collection[int] = (),
+        since: str | None = None,
     ) -> DeliveryOutcome:
         """Send the header and papers (or the nothing-new line); each paper reserved before it goes out.
 
         ``opening`` says what to do with the header (see :meth:`_opening`); ``resend`` are papers already
         reserved and attempted without an answer, sent again with their nonce. Raises
         RecipientUnreachableError untouched (the caller pauses); any other error leaves the run claimed
-        so it can be resumed.
+        so it can be resumed. ``since``: when the digest began (default: now; a run's rows go with a
+        forgotten person's subscription): the store refuses the rest of it for a person who asked to
+        be forgotten since.
         """
+        since = since or self.clock().astimezone(UTC).isoformat(timespec="microseconds")
         run_id = run.id if run else None
         if run is not None:
             nonce = functools.partial(message_nonce, recipient, run.subscription_id, run.period_key)
@@ -384,7 +389,7 @@ class DigestDelivery:
             paper_id = planned.paper.id
             again = paper_id in resend
             if not again and not await self.digests.reserve_item(
-                run_id, paper_id, recipient, at=self._stamp(), owner=self.leases.owner
+                run_id, paper_id, recipient, at=self._stamp(), owner=self.leases.owner, since=since
             ):
                 log.debug("paper %s already went to %s: skipped", paper_id, recipient)
                 continue
@@ -418,6 +423,7 @@ class DigestDelivery:
                 recipient_id=recipient.user_id,
                 kind="feed" if sub is not None and sub.is_channel else "digest",
                 at=self._stamp(),
+                since=since,
             )
             sent.append(paper_id)
         if run is not None:

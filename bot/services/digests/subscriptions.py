@@ -195,7 +195,6 @@ class SubscriptionService:
                 "or thread is gone or locked, or I lost permission to see it, send messages or embed links). "
                 "Fix that and run /paperadmin feed set for the channel to resume it."
             )
-            notify = sub.created_by
         else:
             reason = f"DMs closed: {error}"
             notice = (
@@ -203,8 +202,7 @@ class SubscriptionService:
                 "me. To fix it, allow direct messages from this server's members (right-click the server → "
                 "Privacy Settings → Direct Messages), then run /paper subscribe to resume it."
             )
-            notify = sub.user_id
-        await self.repository.pause(sub.id, reason, notify_user=notify, notice=notice, at=self._stamp())
+        await self.repository.pause(sub.id, reason, notice=notice, at=self._stamp())
         log.warning("subscription %s paused (%s)", sub.id, reason)
 
     async def take_notice(self, user_id: int) -> str | None:
