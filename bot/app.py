@@ -191,10 +191,16 @@ class PaperBot(commands.AutoShardedBot):
             while True:
                 problems = await self.health_problems()
                 leading = self.leadership.leading if self.leadership is not None else None
+                outbox = self._writes.state() if self._writes is not None else None
+                beat = make_beat(
+                    self.settings.role,
+                    leading,
+                    problems,
+                    waiting=outbox.waiting if outbox else 0,
+                    dead=outbox.dead if outbox else 0,
+                )
                 try:
-                    await asyncio.to_thread(
-                        write_beat, path, make_beat(self.settings.role, leading, problems)
-                    )
+                    await asyncio.to_thread(write_beat, path, beat)
                     failed = False
                 except OSError as error:
                     if not failed:
@@ -225,6 +231,8 @@ class PaperBot(commands.AutoShardedBot):
                 problems.append(f"gateway shards {', '.join(map(str, down))} not connected")
         elif not self._logged_in.is_set():
             problems.append("not logged in to Discord")
+        if self._writes is not None:
+            problems.extend(self._writes.state().problems())
         return problems
 
     async def start_background_work(self) -> None:

@@ -3,7 +3,9 @@
 While `paperbot run` runs it writes `paperbot.health` in its state folder (beside a SQLite database
 unless `PAPERBOT_STATE_DIR` says otherwise) every :data:`HEARTBEAT_SECONDS`: when, its pid and role,
 whether it leads the background work, and what is wrong, if anything — the store did not answer, the
-gateway is not connected (or some of this process's shards are not), a worker is not logged in yet.
+gateway is not connected (or some of this process's shards are not), a worker is not logged in yet,
+the store has refused the writes waiting in the outbox for a minute or more, writes are in the outbox's
+dead letter — and how many writes wait in its outbox (`bot.services.write_behind`).
 `paperbot health`, run with the same settings, reads it: healthy when the last beat is at most
 :data:`STALE_AFTER` old and names nothing wrong. A process that hangs stops beating, so its beat goes
 stale; one that lost Discord or its store keeps beating and says what it lost.
@@ -31,6 +33,9 @@ class Beat:
     role: str
     leading: bool | None  # None: a gateway process, which never does the background work
     problems: tuple[str, ...] = ()
+    #: writes accepted into the outbox and not stored yet, and those of them in its dead letter
+    waiting: int = 0
+    dead: int = 0
 
     def to_json(self) -> str:
         return json.dumps(
@@ -40,6 +45,8 @@ class Beat:
                 "role": self.role,
                 "leading": self.leading,
                 "problems": list(self.problems),
+                "waiting": self.waiting,
+                "dead": self.dead,
             }
         )
 
@@ -51,7 +58,15 @@ class Beat:
             at = datetime.fromisoformat(data["at"])
             leading = data["leading"]
             problems = data["problems"]
-            beat = cls(at, int(data["pid"]), str(data["role"]), leading, tuple(str(p) for p in problems))
+            beat = cls(
+                at,
+                int(data["pid"]),
+                str(data["role"]),
+                leading,
+                tuple(str(p) for p in problems),
+                int(data.get("waiting", 0)),
+                int(data.get("dead", 0)),
+            )
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"not a paperbot heartbeat ({error})") from None
         if at.tzinfo is None or not (leading is None or isinstance(leading, bool)):
@@ -68,9 +83,15 @@ def write_beat(path: Path, beat: Beat) -> None:
 
 
 def make_beat(
-    role: str, leading: bool | None, problems: Sequence[str], *, now: datetime | None = None
+    role: str,
+    leading: bool | None,
+    problems: Sequence[str],
+    *,
+    now: datetime | None = None,
+    waiting: int = 0,
+    dead: int = 0,
 ) -> Beat:
-    return Beat(now or datetime.now(UTC), os.getpid(), role, leading, tuple(problems))
+    return Beat(now or datetime.now(UTC), os.getpid(), role, leading, tuple(problems), waiting, dead)
 
 
 def judge(path: Path, *, now: datetime | None = None) -> tuple[bool, str]:
@@ -92,4 +113,7 @@ def judge(path: Path, *, now: datetime | None = None) -> tuple[bool, str]:
     if beat.problems:
         return False, f"{beat.role} (pid {beat.pid}): " + "; ".join(beat.problems)
     leading = {None: "", True: ", leading the background work", False: ", standing by"}[beat.leading]
-    return True, f"healthy: {beat.role} (pid {beat.pid}){leading}, heartbeat {max(age, 0):.0f} s ago"
+    line = f"healthy: {beat.role} (pid {beat.pid}){leading}, heartbeat {max(age, 0):.0f} s ago"
+    if beat.waiting:
+        line += f"; {beat.waiting} accepted writes waiting to be stored"
+    return True, line

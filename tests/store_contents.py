@@ -14,18 +14,19 @@ from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository
 from storage.repositories.state import StateRepository
 from storage.repositories.subscriptions import ScheduleFields, SubscriptionRepository
-from storage.repositories.users import UserRepository
+from storage.repositories.users import UserRepository, forget_user
 
 #: Columns each store fills itself: not compared between stores.
 OWN_COLUMNS = frozenset({"rowid", "change_seq"})
 GUILD, CHANNEL = 77, 900_000_000_000_000_001
 PEOPLE = (7, 8, 1_191_168_914_227_200_009)  # the last a real-sized snowflake
+FORGOTTEN = 9
 
 
 async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
     """Topics, reactions (some taken back), recommendations shown, followed authors (a name, one group
     under a name), a DM digest and a channel feed with runs half and wholly sent, posted messages,
-    searches and operational state."""
+    searches, operational state, and someone who asked to be forgotten."""
     users, feedback = UserRepository(db), FeedbackRepository(db)
     subscriptions, digests = SubscriptionRepository(db), DigestRepository(db)
     fields = ScheduleFields(("graph networks", "rl"), "09:00", "Europe/Berlin", "daily", 0, 3)
@@ -62,6 +63,8 @@ async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
     await digests.finish_run(run.id, "empty")
     await PostedMessageRepository(db).record(123_456, CHANNEL, GUILD, paper_ids[0])
     await StateRepository(db).set("arxiv:last_fetch", "2026-11-30T06:00:00+00:00")
+    await users.add_topic(FORGOTTEN, "graph networks")
+    await forget_user(db, FORGOTTEN, at="2026-11-30T10:00:00.000001+00:00")
 
 
 async def table_rows(db: Database, table: str) -> list[tuple[Any, ...]]:

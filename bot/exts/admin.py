@@ -18,6 +18,7 @@ from bot.services.admin_stats import AdminStats, gather_guild_stats
 from bot.services.arxiv_fetch import last_fetch
 from bot.services.ingest.runner import IngestSummary, ingest_bytes
 from bot.services.operators import ApplicationOwnership, Operators, TeamMember, operators_of
+from bot.services.write_behind import OutboxState
 from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
 from bot.ui.format import file_size
 
@@ -163,7 +164,9 @@ async def stats_command(interaction: discord.Interaction[PaperBot]) -> None:
         raise app_commands.NoPrivateMessage()
     await interaction.response.defer(ephemeral=True, thinking=True)
     services = interaction.client.services
-    stats = await gather_guild_stats(services.db, interaction.guild_id, datetime.now(UTC))
+    stats = await gather_guild_stats(
+        services.db, interaction.guild_id, datetime.now(UTC), outbox=services.writes.state()
+    )
     last_fetch = await _last_fetch_line(interaction.client)
     guild_name = interaction.guild.name if interaction.guild is not None else None
     embed = render_stats(
@@ -238,7 +241,21 @@ def render_stats(
         if len(feeds) > FEEDS_SHOWN:
             lines.append(f"…and {len(feeds) - FEEDS_SHOWN} more (`/paperadmin feed list`)")
         embed.add_field(name="This server's feeds", value="\n".join(lines)[:FIELD_VALUE_LIMIT], inline=False)
+    if stats.outbox is not None:
+        embed.add_field(
+            name="Not stored yet (this bot process)", value=_outbox_line(stats.outbox), inline=False
+        )
     return embed
+
+
+def _outbox_line(outbox: OutboxState) -> str:
+    """What the process accepted (reactions, clicks, listings) and the store does not have yet."""
+    line = f"{outbox.waiting:,} reactions, clicks and listings waiting to be stored"
+    if outbox.refused_for is not None:
+        line += f" (the store has refused writes for {outbox.refused_for:.0f} s)"
+    if outbox.dead:
+        line += f"\n{outbox.dead:,} in the dead letter: refused for an hour or more, still tried every few minutes"
+    return line
 
 
 class CommandLog(commands.Cog):

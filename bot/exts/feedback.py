@@ -1,9 +1,11 @@
 """👍 👎 🔖 reactions on single-paper messages the bot posted, of any age (raw reaction events).
 
 Exits fast: an emoji that is not a rating, the bot's own reactions, other bots and other people's
-messages are dropped before any database work. The rest goes to the outbox (`services.writes`) and is
-stored behind, so a busy store delays a reaction but never loses it; only messages in
-`posted_messages` count. Nothing is posted in the channel.
+messages are dropped before any database work. Discord names the message's author on an addition
+only, so a removal is kept only for a message the bot knows it posted (its note is stored or waits in
+the outbox): removing a 👍 from anyone's message in any server writes nothing. The rest goes to the
+outbox (`services.writes`) and is stored behind, so a busy store delays a reaction but never loses
+it; only messages in `posted_messages` count. Nothing is posted in the channel.
 """
 
 from __future__ import annotations
@@ -42,15 +44,21 @@ class Feedback(commands.Cog):
     async def _apply(self, payload: discord.RawReactionActionEvent, *, added: bool) -> None:
         if self._ignored(payload):
             return
+        writes = self.bot.services.writes
         try:
+            ours = payload.message_author_id is not None  # (an addition on the bot's message)
+            if not added:
+                ours = await writes.knows_message(payload.message_id)
+                if not ours:
+                    return  # a removal on a message the bot did not post, or posted without a paper
             # Kept in the outbox at once and stored behind: a busy store delays it, never drops it.
-            await self.bot.services.writes.reaction(
+            await writes.reaction(
                 user_id=payload.user_id,
                 message_id=payload.message_id,
                 emoji=payload.emoji.name or "",
                 guild_id=payload.guild_id,
                 added=added,
-                on_our_message=payload.message_author_id is not None,
+                on_our_message=ours,
             )
         except Exception:
             log.exception(

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from bot.services.digests.schedule import next_delivery
 from bot.services.digests.subscriptions import subscription_schedule
+from bot.services.write_behind import OutboxState
 from storage.db import Database
 from storage.repositories.stats import StoreCounts, guild_counts, store_counts
 from storage.repositories.subscriptions import SubscriptionRepository
@@ -48,6 +49,8 @@ class DigestOutlook:
 class AdminStats:
     counts: StoreCounts
     digests: DigestOutlook
+    #: the answering process's outbox: reactions and clicks it accepted that the store does not have yet
+    outbox: OutboxState | None = None
 
 
 async def digest_outlook(db: Database, now: datetime, *, guild_id: int | None = None) -> DigestOutlook:
@@ -76,8 +79,13 @@ async def gather_admin_stats(db: Database, now: datetime) -> AdminStats:
     return AdminStats(counts=await store_counts(db), digests=await digest_outlook(db, now))
 
 
-async def gather_guild_stats(db: Database, guild_id: int, now: datetime) -> AdminStats:
-    """One server's view (`/paperadmin stats`): nothing about other servers or their people."""
+async def gather_guild_stats(
+    db: Database, guild_id: int, now: datetime, *, outbox: OutboxState | None = None
+) -> AdminStats:
+    """One server's view (`/paperadmin stats`): nothing about other servers or their people (the
+    outbox's counts are the answering process's, of every server: no one's content)."""
     return AdminStats(
-        counts=await guild_counts(db, guild_id), digests=await digest_outlook(db, now, guild_id=guild_id)
+        counts=await guild_counts(db, guild_id),
+        digests=await digest_outlook(db, now, guild_id=guild_id),
+        outbox=outbox,
     )

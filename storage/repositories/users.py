@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from storage.db import Connection, Database, PersonForgottenError, utcnow
+from storage.db import Connection, Database, PersonForgottenError, utcnow, utcnow_precise
 
 #: How long the note of a forgetting is kept, and so how long a write about a person may take to reach
 #: the store: one that began longer ago than this is refused, since whether its person asked to be
@@ -191,9 +191,9 @@ class ForgetCounts:
         )
 
 
-async def forget_user(db: Database, user_id: int, *, at: str) -> ForgetCounts:
+async def forget_user(db: Database, user_id: int, *, at: str | None = None) -> ForgetCounts:
     """Delete every row about the user, and note that they asked at ``at`` (ISO-8601 UTC, to the
-    microsecond), in one transaction (all or nothing): writes about them that began before it are
+    microsecond; default now), in one transaction (all or nothing): writes about them that began before it are
     refused from then on (`forgotten_since`).
 
     Channel feeds the user set up belong to their channel and stay, without the user's id.
@@ -221,7 +221,7 @@ async def forget_user(db: Database, user_id: int, *, at: str) -> ForgetCounts:
         await conn.execute(
             "INSERT INTO forgotten_users (user_id, forgotten_at) VALUES (?, ?) "
             "ON CONFLICT (user_id) DO UPDATE SET forgotten_at = excluded.forgotten_at",
-            (user_id, at),
+            (user_id, at or utcnow_precise()),
         )
     return ForgetCounts(**counts)
 
