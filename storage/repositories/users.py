@@ -18,10 +18,12 @@ from typing import Final
 
 from storage.db import Connection, Database, PersonForgottenError, utcnow, utcnow_precise
 
-#: How long the note of a forgetting is kept, and so how long a write about a person may take to reach
-#: the store: one that began longer ago than this is refused, since whether its person asked to be
-#: forgotten meanwhile is no longer known.
+#: How long the note of a forgetting is kept (`prune_forgotten`), and so how long a write about a
+#: person may take to reach the store: one that began before the oldest note still kept is refused,
+#: since whether its person asked to be forgotten meanwhile is no longer known.
 FORGOTTEN_KEEP: Final = timedelta(days=90)
+#: `app_state` key: every forgetting since this time is noted (older notes were deleted)
+_NOTED_SINCE: Final = "forgotten_users:noted_since"
 #: The first key of the PostgreSQL advisory locks of `lock_person` ("pbus"); the second is the user's.
 _PERSON_LOCK: Final = 0x70627573
 
@@ -47,21 +49,22 @@ async def lock_person(conn: Connection, user_id: int) -> None:
         await conn.fetchval("SELECT pg_advisory_xact_lock(?, ?)", (_PERSON_LOCK, key))
 
 
-async def forgotten_since(
-    conn: Connection, user_id: int | None, since: str | None, *, now: datetime | None = None
-) -> bool:
+async def forgotten_since(conn: Connection, user_id: int | None, since: str | None) -> bool:
     """Whether a write about the person that began at ``since`` must not be stored: they asked to be
-    forgotten at or after it, or it began more than `FORGOTTEN_KEEP` ago. Takes `lock_person` first,
-    so the answer holds until the transaction ends. Without a person or a ``since`` (a write made
-    now), False."""
+    forgotten at or after it, or it began before the oldest forgetting still noted (`prune_forgotten`
+    deleted older notes, so whether they asked is no longer known). Takes `lock_person` first, so the
+    answer holds until the transaction ends. Without a person or a ``since`` (a write made now), False."""
     if user_id is None or since is None:
         return False
     await lock_person(conn, user_id)
+    row = await conn.fetchone(
+        "SELECT (SELECT forgotten_at FROM forgotten_users WHERE user_id = ?), "
+        "(SELECT value FROM app_state WHERE key = ?)",
+        (user_id, _NOTED_SINCE),
+    )
+    assert row is not None
     began = _moment(since)
-    if began < (now or datetime.now(UTC)) - FORGOTTEN_KEEP:
-        return True
-    forgotten = await conn.fetchval("SELECT forgotten_at FROM forgotten_users WHERE user_id = ?", (user_id,))
-    return forgotten is not None and _moment(str(forgotten)) >= began
+    return any(stamp is not None and _moment(str(stamp)) >= began for stamp in (row[0], row[1]))
 
 
 async def refuse_forgotten(conn: Connection, user_id: int | None, since: str | None) -> None:
@@ -227,5 +230,15 @@ async def forget_user(db: Database, user_id: int, *, at: str | None = None) -> F
 
 
 async def prune_forgotten(db: Database, before: str) -> int:
-    """Delete the notes of forgettings older than ``before`` (same format as `forget_user`'s ``at``)."""
-    return await db.execute("DELETE FROM forgotten_users WHERE forgotten_at < ?", (before,))
+    """Delete the notes of forgettings older than ``before`` (same format as `forget_user`'s ``at``),
+    and refuse from now on every write about a person that began before it (`forgotten_since`)."""
+    async with db.transaction() as conn:
+        noted_since = await conn.fetchval("SELECT value FROM app_state WHERE key = ?", (_NOTED_SINCE,))
+        if noted_since is not None and _moment(str(noted_since)) >= _moment(before):
+            return 0
+        await conn.execute(
+            "INSERT INTO app_state (key, value, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            (_NOTED_SINCE, before, utcnow()),
+        )
+        return await conn.execute("DELETE FROM forgotten_users WHERE forgotten_at < ?", (before,))
