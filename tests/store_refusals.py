@@ -11,8 +11,9 @@ taken again).
   failover does, so the pool reconnects read-only; `accept` undoes both.
 - SQLite: `refuse` caps the store at the pages it has (`PRAGMA max_page_count`, a setting of the
   connection that writes, so it is set through ``db``'s own write transaction) and fills the `users`
-  table's last page with placeholder rows until SQLite answers SQLITE_FULL, so the next person's
-  first write needs a page it cannot have; `accept` lifts the cap and deletes them.
+  table's last page with placeholder rows (small ids) until SQLite answers SQLITE_FULL, so the first
+  write of a person with a real-sized id needs a page it cannot have; `accept` lifts the cap and
+  deletes them.
 """
 
 from __future__ import annotations

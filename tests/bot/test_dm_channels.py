@@ -1,4 +1,5 @@
-"""Each person's DM channel: stored once known, opened only when unknown, 40003 waited out in one queue."""
+"""Each person's DM channel: stored once known (never for someone forgotten meanwhile), opened only when
+unknown, 40003 waited out in one queue."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import discord
 import pytest
 
 from bot.dm_channels import DMChannels, DMOpensRefusedError
-from storage.db import Database
-from storage.repositories.users import UserRepository
+from storage.db import Database, utcnow_precise
+from storage.repositories.users import UserRepository, forget_user
 
 
 class FakeClient:
@@ -100,3 +101,15 @@ async def test_a_dm_seen_on_a_command_is_kept_and_a_gone_one_forgotten(db: Datab
     await dm.forget(5)
     assert await UserRepository(db).dm_channel(5) is None
     assert await dm.channel_id(5) == 9005
+
+
+async def test_a_dm_opened_for_a_digest_of_someone_forgotten_since_it_began_is_not_kept(db: Database) -> None:
+    """The digest began, the person asked to be forgotten, then the digest opened their DM: the id
+    serves the open (Discord has the channel) but nothing about them is stored."""
+    began = utcnow_precise()
+    await forget_user(db, 5)
+    dm = channels(db, FakeClient(), FakeTime())
+    assert await dm.channel_id(5, since=began) == 9005
+    assert await UserRepository(db).get(5) is None
+    assert await dm.channel_id(6) == 9006  # someone else's is kept as ever
+    assert await UserRepository(db).dm_channel(6) == 9006

@@ -12,6 +12,7 @@ import pytest
 
 from bot.cli import main
 from bot.health import STALE_AFTER, Beat, judge, make_beat, write_beat
+from bot.services.write_behind import OutboxState
 
 pytestmark = pytest.mark.usefixtures("isolated")
 
@@ -101,3 +102,34 @@ def test_the_command_finds_the_beat_beside_a_sqlite_database(
         assert "leading the background work" in capsys.readouterr().out
     finally:
         del os.environ["PAPERBOT_DB"]
+
+
+def test_writes_waiting_in_the_outbox_are_reported_and_a_stuck_outbox_or_a_dead_letter_is_a_problem(
+    tmp_path: Path,
+) -> None:
+    """A few writes waiting (the store took them a moment later) leave the process healthy, with their
+    count; writes the store has refused for a minute, or any in the dead letter, make it unhealthy and
+    say where they are kept."""
+    path = tmp_path / "paperbot.health"
+    moment = OutboxState(waiting=3, dead=0, refused_for=None, error=None, path="/state/paperbot.pending")
+    write_beat(path, make_beat("gateway", None, moment.problems(), now=NOW, waiting=3))
+    healthy, line = judge(path, now=NOW)
+    assert healthy
+    assert line.endswith("; 3 accepted writes waiting to be stored")
+
+    stuck = OutboxState(
+        waiting=5,
+        dead=2,
+        refused_for=75.0,
+        error="ReadOnlySQLTransactionError (25006)",
+        path="/state/paperbot.pending",
+    )
+    write_beat(path, make_beat("gateway", None, stuck.problems(), now=NOW, waiting=5, dead=2))
+    healthy, line = judge(path, now=NOW)
+    assert not healthy
+    assert "5 accepted writes (reactions, clicks, listings) not stored for 75 s" in line
+    assert "the store refuses them (ReadOnlySQLTransactionError (25006))" in line
+    assert "2 writes in the dead letter of /state/paperbot.pending" in line
+    assert Beat.from_json(Beat(NOW, 1, "all", True, (), 5, 2).to_json()) == Beat(
+        NOW, 1, "all", True, (), 5, 2
+    )

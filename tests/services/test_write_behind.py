@@ -1,10 +1,13 @@
 """Writes stored behind the answers (`bot.services.write_behind`): kept in the outbox at once, stored in
-order once the database is free, never lost to a locked store, a stop or a kill -9; a reaction that
-comes before its message's note waits for it; forget-me drops what is still pending."""
+order once the database is free, never lost to a locked store, a store refusing writes (read-only,
+full), a stop or a kill -9; what the store keeps refusing goes to the dead letter and stays; a
+reaction that comes before its message's note waits for it; forget-me drops what is still pending,
+in this process and in one that stored nothing of it yet."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import sys
 from collections.abc import AsyncIterator
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from store_refusals import RefusingStore
 
 from bot.services.feedback import FeedbackService
 from bot.services.privacy import PrivacyService
@@ -22,7 +26,7 @@ from storage.outbox import Outbox
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository, StoredSearch
-from storage.store import StoreLocation
+from storage.store import StoreLocation, open_database
 
 REPO = Path(__file__).resolve().parents[2]
 USER, OTHER, GUILD, MESSAGE = 11, 12, 77, 9001
@@ -36,8 +40,7 @@ class Clock:
         return self.now
 
 
-@pytest.fixture
-async def papers(db: Database) -> list[int]:
+async def _add_papers(db: Database) -> list[int]:
     records = [
         PaperRecord(title=f"Paper {n}", abstract=f"Paper {n} studies problem {n} in depth with method {n}.")
         for n in range(3)
@@ -46,7 +49,12 @@ async def papers(db: Database) -> list[int]:
     return [int(row[0]) for row in await db.fetchall("SELECT id FROM papers ORDER BY id")]
 
 
-def _writes(db: Database, path: Path, clock: Clock | None = None) -> WriteBehind:
+@pytest.fixture
+async def papers(db: Database) -> list[int]:
+    return await _add_papers(db)
+
+
+def _writes(db: Database, path: Path, clock: Clock | None = None, **options: float) -> WriteBehind:
     feedback = FeedbackService(db)
     return WriteBehind(
         path,
@@ -54,6 +62,7 @@ def _writes(db: Database, path: Path, clock: Clock | None = None) -> WriteBehind
         searches=SearchRepository(db),
         messages=PostedMessageRepository(db),
         **({"clock": clock} if clock else {}),
+        **options,
     )
 
 
@@ -297,3 +306,133 @@ async def test_pressing_a_rating_button_twice_before_the_store_has_the_first_tak
     await locked.release()
     await writes.drained()
     assert await _signals(db) == set()
+
+
+QUERY = "sparse routing of experts"
+SNOWFLAKE = (
+    1_191_168_914_227_200_009  # a real-sized user id (above the placeholder rows of a full SQLite store)
+)
+
+
+async def test_a_click_the_store_refuses_for_a_reason_other_than_busy_waits_and_is_stored_once_it_takes_writes(
+    store: StoreLocation, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PostgreSQL made read-only (as after a failover) or SQLite full: a 🔖 click and a listing wait in
+    the outbox and are stored once the store takes writes again. The outage is logged once when it
+    begins and once when it ends, and neither line names the paper or the query."""
+    caplog.set_level(logging.DEBUG, logger="bot.services.write_behind")
+    async with RefusingStore.open(store) as refusing, await open_database(refusing.location) as db:
+        paper = (await _add_papers(db))[1]
+        writes = _writes(db, tmp_path / "paperbot.db.pending")
+        await writes.start()
+        try:
+            await refusing.refuse(db)
+            listing = StoredSearch(123456789012345678, "search", QUERY, None, None, None, None, 5)
+            await writes.listing(listing, user_id=SNOWFLAKE)
+            await writes.rating(user_id=SNOWFLAKE, paper_id=paper, signal="save", added=True, guild_id=GUILD)
+            await asyncio.sleep(3.5)  # refused, and refused again after the backoff
+            assert writes.pending >= 1
+            assert await _signals(db) == set()
+            state = writes.state()
+            assert state.refused_for is not None
+            assert state.error
+            await refusing.accept(db)
+            await writes.drained(timeout=30)
+        finally:
+            await writes.stop()
+        assert await _signals(db) == {(SNOWFLAKE, paper, "save")}
+        assert await SearchRepository(db).get(listing.id) == listing
+    said = [r for r in caplog.records if r.name == "bot.services.write_behind" and r.levelno >= logging.INFO]
+    assert [r.levelno for r in said] == [logging.WARNING, logging.INFO], [r.getMessage() for r in said]
+    assert "does not take writes" in said[0].getMessage()
+    assert "takes writes again" in said[1].getMessage()
+    for record in said:
+        assert QUERY not in record.getMessage()
+        assert f"paper {paper}" not in record.getMessage()
+
+
+async def test_a_write_the_store_keeps_refusing_goes_to_the_dead_letter_and_stays_while_later_ones_go_through(
+    db: Database, papers: list[int], tmp_path: Path
+) -> None:
+    """An entry no version of the store takes (left by a newer version of the bot) is tried with a
+    backoff, moved to the outbox's dead letter once refused for `dead_after`, reported, and still there
+    after a restart; the writes after it are stored meanwhile."""
+    path = tmp_path / "paperbot.db.pending"
+    outbox = await Outbox.open(path)
+    try:
+        await outbox.add("a kind from a newer version", {"user_id": OTHER})
+    finally:
+        await outbox.close()
+    writes = _writes(db, path, dead_after=0.5)
+    await writes.start()
+    try:
+        await writes.rating(user_id=USER, paper_id=papers[0], signal="like", added=True, guild_id=None)
+        async with asyncio.timeout(10):
+            while writes.state().dead != 1:  # noqa: ASYNC110 - a state to poll, not an event
+                await asyncio.sleep(0.05)
+        assert await _signals(db) == {(USER, papers[0], "like")}
+        assert writes.pending == 1
+        (problem,) = writes.state().problems()
+        assert "1 writes in the dead letter" in problem
+    finally:
+        await writes.stop()
+    outbox = await Outbox.open(path)
+    try:
+        (kept,) = await outbox.all()
+    finally:
+        await outbox.close()
+    assert (kept.kind, kept.dead) == ("a kind from a newer version", True)
+    again = _writes(db, path)
+    await again.start()
+    try:
+        await asyncio.sleep(0.3)  # tried at the start, refused again
+        assert (again.pending, again.state().dead) == (1, 1)
+    finally:
+        await again.stop()
+
+
+async def test_a_write_about_a_paper_that_is_gone_is_dropped_and_the_others_stored(
+    db: Database, papers: list[int], writes: WriteBehind, locked: StoreLock
+) -> None:
+    """What can never be stored (the store answers that the paper it names does not exist) leaves
+    the outbox; nothing else does."""
+    await writes.rating(user_id=USER, paper_id=papers[0], signal="like", added=True, guild_id=None)
+    await writes.rating(user_id=USER, paper_id=10_000, signal="save", added=True, guild_id=None)
+    await writes.rating(user_id=OTHER, paper_id=papers[1], signal="save", added=True, guild_id=None)
+    await locked.release()
+    await writes.drained()
+    assert await _signals(db) == {(USER, papers[0], "like"), (OTHER, papers[1], "save")}
+    assert writes.state().dead == 0
+
+
+async def test_what_a_process_accepted_before_its_person_forgot_elsewhere_is_not_stored_at_its_restart(
+    db: Database, papers: list[int], tmp_path: Path, locked: StoreLock
+) -> None:
+    """A process accepts a 👍, a listing and a DM note about a person and stops before storing them; the
+    person asks another process to forget them (it finds nothing to delete); when the first starts
+    again, nothing about them is stored. What they do afterwards is stored: they may come back."""
+    path = tmp_path / "paperbot.db.pending"
+    first = _writes(db, path)
+    await first.start()
+    await first.rating(user_id=USER, paper_id=papers[0], signal="like", added=True, guild_id=None)
+    await first.listing(StoredSearch(55, "search", QUERY, None, None, None, None, 5), user_id=USER)
+    await first.posted_message(
+        message_id=MESSAGE, channel_id=5, guild_id=None, paper_id=papers[1], recipient_id=USER
+    )
+    await asyncio.sleep(0.2)
+    await first.stop()
+    await locked.release()
+    assert (await PrivacyService(db).forget(USER)).total == 0
+    again = _writes(db, path)
+    await again.start()
+    try:
+        await again.drained()
+        assert await _signals(db) == set()
+        assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
+        assert await db.fetchval("SELECT COUNT(*) FROM searches") == 0
+        assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 0
+        await again.rating(user_id=USER, paper_id=papers[2], signal="like", added=True, guild_id=None)
+        await again.drained()
+    finally:
+        await again.stop()
+    assert await _signals(db) == {(USER, papers[2], "like")}

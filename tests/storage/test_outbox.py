@@ -1,5 +1,5 @@
 """The outbox: every addition is on disk when its add returns, additions made together are written
-together, and removals of many entries remove every one."""
+together, removals of many entries remove every one, and the dead letter keeps what it is given."""
 
 from __future__ import annotations
 
@@ -48,3 +48,32 @@ async def test_removing_more_entries_than_one_statement_takes_removes_them_all(t
         assert [w.payload["n"] for w in await outbox.all()] == list(range(1100, 1200))
     finally:
         await outbox.close()
+
+
+async def test_an_entry_moved_to_the_dead_letter_stays_in_the_file_until_it_is_removed(
+    tmp_path: Path,
+) -> None:
+    """The dead letter keeps an entry's place in the order, what the store answered, and the entry
+    itself across a reopen; removing it (stored at last) empties it; ids are never given twice."""
+    outbox = await Outbox.open(tmp_path / "pending")
+    try:
+        first, second, third = [await outbox.add("rating", {"n": n}) for n in range(3)]
+        await outbox.bury(
+            second.id, failing_since="2026-12-01T09:00:00+00:00", error="ReadOnlySQLTransactionError (25006)"
+        )
+    finally:
+        await outbox.close()
+    again = await Outbox.open(tmp_path / "pending")
+    try:
+        kept = await again.all()
+        assert [(w.id, w.payload["n"], w.dead) for w in kept] == [
+            (first.id, 0, False),
+            (second.id, 1, True),
+            (third.id, 2, False),
+        ]
+        assert kept[1].dead_error == "ReadOnlySQLTransactionError (25006)"
+        await again.remove([first.id, second.id])
+        assert [w.id for w in await again.all()] == [third.id]
+        assert (await again.add("rating", {"n": 3})).id > third.id
+    finally:
+        await again.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,11 +18,14 @@ from bot.services.digests.delivery import (
     ChannelGoneError,
     DMsClosedError,
     SendOutcomeUnknownError,
+    SentMessage,
     SentThenDeletedError,
     message_nonce,
 )
+from bot.services.privacy import PrivacyService
 from storage.db import Database
 from storage.migrate import available_migrations
+from storage.models import Paper
 from storage.repositories.digests import Recipient
 from storage.store import open_database
 
@@ -594,6 +598,34 @@ async def test_digest_now_without_a_subscription(db: Database, clock: FakeClock,
         await service.delivery.deliver_now(
             OTHER, FakeSender(fail_header=DMsClosedError("closed", code=50007))
         )
+
+
+@pytest.mark.parametrize("subscribed", [False, True], ids=["on-demand", "subscribed"])
+async def test_forget_me_while_a_digest_goes_out_stops_it_and_leaves_nothing_of_the_person(
+    db: Database, clock: FakeClock, papers: list[int], subscribed: bool
+) -> None:
+    """`/paper digest` (with and without a subscription): the person asks to be forgotten after the
+    second paper went out; no paper follows, and the store holds nothing about them afterwards (no
+    row, no sent records, no posted messages)."""
+    service = make_service(db, clock, scores(papers))
+    if subscribed:
+        await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=5)
+    privacy = PrivacyService(db, clock=clock)
+
+    @dataclass
+    class ForgottenMidway(FakeSender):
+        async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
+            message = await super().send_paper(paper, reason, nonce=nonce)
+            if len(self.papers) == 2:
+                clock.advance(seconds=1)
+                await privacy.forget(USER)
+            return message
+
+    sender = ForgottenMidway()
+    await service.delivery.deliver_now(USER, sender)
+    assert len(sender.papers) == 2
+    for table, column in (("users", "id"), ("digest_sent", "user_id"), ("posted_messages", "recipient_id")):
+        assert await db.fetchval(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (USER,)) == 0, table
 
 
 async def test_missed_period_within_grace_is_caught_up_once(
