@@ -44,21 +44,16 @@ class Feedback(commands.Cog):
     async def _apply(self, payload: discord.RawReactionActionEvent, *, added: bool) -> None:
         if self._ignored(payload):
             return
-        writes = self.bot.services.writes
         try:
-            ours = payload.message_author_id is not None  # (an addition on the bot's message)
-            if not added:
-                ours = await writes.knows_message(payload.message_id)
-                if not ours:
-                    return  # a removal on a message the bot did not post, or posted without a paper
             # Kept in the outbox at once and stored behind: a busy store delays it, never drops it.
-            await writes.reaction(
+            await self.bot.services.writes.reaction(
                 user_id=payload.user_id,
                 message_id=payload.message_id,
                 emoji=payload.emoji.name or "",
                 guild_id=payload.guild_id,
                 added=added,
-                on_our_message=ours,
+                # Discord names the author on additions only: a removal is kept if the bot knows the message
+                on_our_message=payload.message_author_id is not None if added else None,
             )
         except Exception:
             log.exception(

@@ -167,6 +167,8 @@ class WriteBehind:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._outage: _Outage | None = None  # the store refuses writes (busy or not) since
+        #: reactions being accepted, by (message, user): a lock keeping them in order, and how many
+        self._turns: dict[tuple[int, int], tuple[asyncio.Lock, int]] = {}
         self._storing = False  # a pass over the pending writes is under way
         self._applying: _Entry | None = None  # the write being stored right now
         self._applied = asyncio.Event()  # set whenever no write is being stored
@@ -244,21 +246,39 @@ class WriteBehind:
         emoji: str,
         guild_id: int | None,
         added: bool,
-        on_our_message: bool,
-    ) -> None:
-        """A 👍 👎 🔖 added or removed on a message (`on_our_message`: Discord says the bot wrote it)."""
-        await self._accept(
-            REACTION,
-            {
-                "user_id": user_id,
-                "message_id": message_id,
-                "emoji": emoji,
-                "guild_id": guild_id,
-                "added": added,
-                "ours": on_our_message,
-                "at": utcnow(),
-            },
-        )
+        on_our_message: bool | None,
+    ) -> bool:
+        """A 👍 👎 🔖 added or removed on a message (`on_our_message`: Discord says the bot wrote it;
+        None when it does not say, as on a removal: kept only if the bot knows the message,
+        `knows_message`). False when it was not kept. One person's reactions on one message are kept
+        in the order they came, though a look-up holds one of them up."""
+        key = (message_id, user_id)
+        lock, users = self._turns.get(key, (asyncio.Lock(), 0))
+        self._turns[key] = (lock, users + 1)
+        try:
+            async with lock:
+                ours = on_our_message if on_our_message is not None else await self.knows_message(message_id)
+                if not ours:
+                    return False
+                await self._accept(
+                    REACTION,
+                    {
+                        "user_id": user_id,
+                        "message_id": message_id,
+                        "emoji": emoji,
+                        "guild_id": guild_id,
+                        "added": added,
+                        "ours": ours,
+                        "at": utcnow(),
+                    },
+                )
+                return True
+        finally:
+            lock, users = self._turns[key]
+            if users == 1:
+                del self._turns[key]
+            else:
+                self._turns[key] = (lock, users - 1)
 
     async def rating(
         self, *, user_id: int, paper_id: int, signal: Signal, added: bool, guild_id: int | None
@@ -321,8 +341,12 @@ class WriteBehind:
 
     async def knows_message(self, message_id: int) -> bool:
         """Whether a message is one of the bot's single-paper messages: its note is stored or waits in
-        the outbox. A store that cannot answer counts as yes: storing the reaction decides then."""
-        if self._note_waits(message_id):
+        the outbox, or a reaction Discord said is on the bot's message waits there. A store that cannot
+        answer counts as yes: storing the reaction decides then."""
+        if self._note_waits(message_id) or any(
+            e.write.kind == REACTION and e.payload["message_id"] == message_id and e.payload["ours"]
+            for e in self._pending.values()
+        ):
             return True
         try:
             return await self._messages.paper_for(message_id) is not None

@@ -8,6 +8,7 @@ React on a posted paper → /paper interests show reflects it → remove the rea
 from __future__ import annotations
 
 import re
+import sqlite3
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -203,3 +204,38 @@ async def test_popular_in_this_server_counts_people_not_reactions(e2e: E2E) -> N
 
 async def _has_signals(e2e: E2E, user_id: int, expected: set[tuple[int, str]]) -> bool:
     return await _signals(e2e, user_id) == expected
+
+
+def _accepted(e2e: E2E) -> int:
+    """How many writes the bot ever took into its outbox (the file's id sequence; entries leave it once
+    stored, their ids are never given again)."""
+    conn = sqlite3.connect(e2e.services.writes.path)
+    try:
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'pending'").fetchone()
+    finally:
+        conn.close()
+    return int(row[0]) if row else 0
+
+
+async def test_removing_a_rating_from_a_message_the_bot_did_not_post_writes_nothing(e2e: E2E) -> None:
+    """Discord names a message's author only when a reaction is added: a 👍 or 🔖 taken off anyone's
+    message, in this server or another, is not kept; one taken off the bot's paper still is."""
+    server = e2e.server
+    _, ours = await _post_paper(e2e, "alice", "quantization")
+    other = server.add_guild("Other Lab", members={"carol": False})
+    theirs = [
+        await server.send_message("bob", "general", "have you read this one?"),
+        await server.send_message("carol", server.guild_channel(other, "general"), "reading group at 5"),
+    ]
+    for message, user in zip(theirs, ("bob", "carol"), strict=True):
+        await server.react(user, message, "🔖")
+    await e2e.services.writes.drained()
+    before = _accepted(e2e)
+    for message, user in zip(theirs, ("bob", "carol"), strict=True):
+        await server.unreact(user, message, "🔖")
+    await server.react("alice", ours, "🔖")  # then a removal that counts, handled after those
+    await server.unreact("alice", ours, "🔖")
+    await server.eventually(lambda: _accepted(e2e) == before + 2, what="alice's 🔖 and its removal kept")
+    await e2e.services.writes.drained()
+    assert _accepted(e2e) == before + 2
+    assert await _signals(e2e, server.alice.id) == set()

@@ -230,8 +230,8 @@ async def test_a_reaction_that_comes_before_its_messages_note_waits_for_it(
         user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True, on_our_message=True
     )
     await writes.reaction(
-        user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=False, on_our_message=False
-    )  # taken back at once: must not overtake the addition
+        user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=False, on_our_message=None
+    )  # taken back at once (Discord does not say whose message): must not overtake the addition
     await writes.reaction(
         user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True, on_our_message=True
     )
