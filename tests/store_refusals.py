@@ -18,6 +18,7 @@ taken again).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 import sqlite3
@@ -90,6 +91,9 @@ class RefusingStore:
         )
         await _admin(self._admin_url, f'ALTER ROLE "{self._role}" {setting}')
         await _admin(self._admin_url, _CUT.format(role=self._role))
+        # Let the pools see their connections closed (as they do seconds into a real failover): a
+        # statement sent on one in the same instant fails on the client's side, not the server's.
+        await asyncio.sleep(1.0)
 
 
 _CUT = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"

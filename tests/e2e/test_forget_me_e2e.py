@@ -10,9 +10,9 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import asyncpg
 import pytest
 from bot_process import BotProcess
-from store_refusals import RefusingStore
 
 from bot.sandbox import SandboxServer
 from bot.services.ingest.runner import ensure_shipped_corpus
@@ -47,18 +47,17 @@ async def rows_about(db: Database, user_id: int) -> dict[str, int]:
 
 
 def outbox_entries(path: Path) -> int:
-    """What a process's outbox file holds (read beside the process, as an operator would)."""
+    """What a process's outbox file holds, its dead letter too (read beside the process, as an operator
+    would)."""
     if not path.exists():
         return 0
     conn = sqlite3.connect(path)
     try:
-        return int(
-            conn.execute(
-                "SELECT (SELECT COUNT(*) FROM pending) + (SELECT COUNT(*) FROM dead_letter)"
-            ).fetchone()[0]
-        )
-    except sqlite3.OperationalError:  # not created yet
-        return 0
+        tables = [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE name IN ('pending', 'dead_letter')")
+        ]
+        return sum(int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]) for table in tables)
     finally:
         conn.close()
 
@@ -73,10 +72,10 @@ async def forget_me(server: SandboxServer, user: str) -> None:
 async def test_a_reaction_a_dead_process_accepted_before_its_person_forgot_elsewhere_never_comes_back(
     sandbox: SandboxServer, postgres_store: StoreLocation, tmp_path: Path
 ) -> None:
-    """Two processes on one PostgreSQL store, a shard each. B (shard 1) accepts carol's 👍 while the
-    store refuses writes and is killed before storing it; carol asks A (shard 0) to forget her, which
-    finds nothing of her; B starts again and replays its outbox: nothing about carol is stored. Her next
-    👍, after that, is stored: she may come back."""
+    """Two processes on one PostgreSQL store, a shard each. B (shard 1) accepts carol's 👍 while another
+    writer holds the tables it writes, and is killed before storing it; carol asks A (shard 0) to
+    forget her, which finds nothing of her; B starts again and replays its outbox: nothing about carol
+    is stored. Her next 👍, after that, is stored: she may come back."""
     server = sandbox
     second_lab = server.add_guild("Second Lab", members={"bob": False, "carol": False}, shard=(1, 2))
     elsewhere = server.guild_channel(second_lab, "general")
@@ -98,11 +97,11 @@ async def test_a_reaction_a_dead_process_accepted_before_its_person_forgot_elsew
         await process.wait_for(r"ready as paperbot")
         return process
 
-    async with await open_database(postgres_store) as db, RefusingStore.open(postgres_store) as refusing:
+    async with await open_database(postgres_store) as db:
         await ensure_shipped_corpus(db)
         try:
             a = await start(0, postgres_store)
-            b = await start(1, refusing.location)
+            b = await start(1, postgres_store)
             shown = await server.run_command("carol", "paper show", paper="Medusa", where=elsewhere)
             assert shown.message is not None
             await server.eventually(
@@ -114,19 +113,23 @@ async def test_a_reaction_a_dead_process_accepted_before_its_person_forgot_elsew
             )
             assert await rows_about(db, carol) == {}
 
-            await refusing.refuse(db)  # (B's connections only: A and the test write as ever)
-            await server.react("carol", shown.message, "👍")
-            pending = tmp_path / "shard1" / "paperbot.pending"
-            await server.eventually(
-                lambda: outbox_entries(pending) == 1, timeout=10, what="B to accept the 👍"
-            )
-            await b.kill()
-            await refusing.accept(db)
+            other_writer = await asyncpg.connect(postgres_store.url)
+            try:
+                await other_writer.execute("BEGIN")
+                await other_writer.execute("LOCK TABLE users, feedback IN EXCLUSIVE MODE")
+                await server.react("carol", shown.message, "👍")
+                pending = tmp_path / "shard1" / "paperbot.pending"
+                await server.eventually(
+                    lambda: outbox_entries(pending) == 1, timeout=10, what="B to accept the 👍"
+                )
+                await b.kill()
+            finally:
+                await other_writer.close()  # (its transaction ends: the tables are free)
 
             await forget_me(server, "carol")  # in Paper Lab: shard 0, process A
             assert await rows_about(db, carol) == {}
 
-            b = await start(1, refusing.location)
+            b = await start(1, postgres_store)
             await server.eventually(
                 lambda: outbox_entries(pending) == 0, timeout=20, what="B to replay its outbox"
             )

@@ -5,6 +5,7 @@ store refuse)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections.abc import Callable
@@ -37,6 +38,8 @@ async def test_a_bookmark_clicked_while_the_store_refuses_writes_is_stored_once_
         await refusing.refuse(e2e.db)
         saved = await server.click("bob", found, f"pb:save:{paper_id}")
         assert "Saved" in saved.text  # answered at once, as ever
+        await asyncio.sleep(2)  # the store has refused it by now, and again after a second
+        assert e2e.services.writes.pending == 1, "the click was dropped"
         health = e2e.settings.local_file(".health")
         assert health is not None
 
