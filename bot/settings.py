@@ -138,6 +138,12 @@ def _takeover_seconds(raw: str) -> int:
 ROLES = ("all", "gateway", "worker")
 
 
+def _on_off(raw: str) -> bool:
+    if raw.lower() not in ("on", "off"):
+        raise ValueError(f"must be on or off, got {raw!r}")
+    return raw.lower() == "on"
+
+
 def _role(raw: str) -> str:
     role = raw.lower()
     if role not in ROLES:
@@ -261,6 +267,14 @@ class Settings:
         _retention_days,
         "stored searches (with their query text) are deleted after this many days (1–3650), at start and "
         "daily; their paging buttons then say the list expired",
+    )
+    #: each person's limits on the costly commands (bot.services.person_limits); off for load tests
+    person_limits: bool = setting(
+        "PAPERBOT_PERSON_LIMITS",
+        "on",
+        _on_off,
+        "`on`: each person may run the costly commands only so often (see “Limits for each person”); "
+        "`off` lifts the limits, for load tests",
     )
 
     #: the gateway shards this process connects (None: all of them), of `shard_count` in all

@@ -246,6 +246,7 @@ class WriteBehind:
                     p["venue"],
                     p["year"],
                     p["page_size"],
+                    p["user_id"],
                 )
         return None
 

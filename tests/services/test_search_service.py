@@ -91,7 +91,7 @@ async def test_a_search_is_paged_and_each_page_knows_its_place(service: SearchSe
     assert [hit.paper.id for hit in first.hits] == ranked[:2], "the engine's order, read from the store"
     assert all("**" in hit.snippet for hit in first.hits), "the query's words in bold"
     assert all(hit.matched for hit in first.hits)
-    second = await service.page(1001, 1)
+    second = await service.page(1001, 1, user_id=USER)
     assert (second.page, second.offset, second.total) == (1, 2, 3)
     assert [hit.paper.id for hit in second.hits] == ranked[2:]
 
@@ -101,10 +101,10 @@ async def test_a_listing_pages_before_the_store_has_it_and_after(
 ) -> None:
     await service.search(1002, user_id=USER, query="quantization", venue="icml", page_size=1)
     assert service.writes.pending_listing(1002) is not None or await SearchRepository(db).get(1002)
-    assert (await service.page(1002, 1)).listing.venue == "icml"
+    assert (await service.page(1002, 1, user_id=USER)).listing.venue == "icml"
     await service.writes.drained()
     assert await SearchRepository(db).get(1002) is not None
-    stored = await service.page(1002, 1)
+    stored = await service.page(1002, 1, user_id=USER)
     assert stored.total == 2
     assert [hit.paper.title for hit in stored.hits] == ["Quantization of Vision Transformers"]
 
@@ -133,7 +133,7 @@ async def test_a_query_that_cannot_be_searched_is_refused_before_anything_runs(
 
 async def test_an_expired_listing_says_so(service: SearchService) -> None:
     with pytest.raises(NotFoundError, match=r"^This result list has expired; run the search again\.$"):
-        await service.page(999_999, 0)
+        await service.page(999_999, 0, user_id=USER)
 
 
 async def test_papers_like_one_paper_leave_it_out_and_carry_its_title(
@@ -146,7 +146,7 @@ async def test_papers_like_one_paper_leave_it_out_and_carry_its_title(
     ids = [hit.paper.id for hit in first.hits]
     assert source not in ids
     assert ids == [hit.paper_id for hit in service.engine.similar(source, limit=5).hits]
-    assert (await service.page(1006, 0)).hits == first.hits
+    assert (await service.page(1006, 0, user_id=USER)).hits == first.hits
 
 
 async def test_a_paper_is_named_by_id_external_id_or_title(service: SearchService, db: Database) -> None:

@@ -119,7 +119,7 @@ async def _signals(db: Database) -> set[tuple[int, int, str]]:
 async def test_writes_accepted_while_the_store_is_locked_are_stored_once_it_is_free(
     db: Database, papers: list[int], writes: WriteBehind, locked: StoreLock
 ) -> None:
-    listing = StoredSearch(123456789012345678, "search", "graph networks", None, None, None, None, 5)
+    listing = StoredSearch(123456789012345678, "search", "graph networks", None, None, None, None, 5, USER)
     await writes.listing(listing, user_id=USER)
     await writes.rating(user_id=USER, paper_id=papers[0], signal="save", added=True, guild_id=GUILD)
     await writes.posted_message(
