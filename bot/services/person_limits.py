@@ -132,7 +132,7 @@ class PersonLimits:
 
 
 def _duration(seconds: float) -> str:
-    """"7 s", "2 min", "9 min 12 s": whole seconds, rounded up (never "0 s")."""
+    """ "7 s", "2 min", "9 min 12 s": whole seconds, rounded up (never "0 s")."""
     whole = max(1, math.ceil(seconds - 1e-9))
     minutes, rest = divmod(whole, 60)
     if not minutes:
