@@ -210,6 +210,47 @@ async def test_search_orders_close_matches_by_the_persons_reactions_unless_pause
         assert _listed_ids(paused) == _listed_ids(plain)
 
 
+async def test_anothers_page_press_keeps_the_searchers_order_and_never_says_for_you(
+    start_paperbot: Any, tmp_path: Path
+) -> None:
+    """Alice (👍 on multi-agent papers) searches in #general; Bob (👍 on offline papers) presses ▶ on
+    her result list. The page he turns to is in Alice's order — the one she gets pressing ▶ herself —
+    not his, and it says whose reactions ordered it instead of "for you"; his own search of the same
+    words has another second page."""
+    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
+        server = e2e.server
+        query = {"query": "reinforcement learning", "limit": 5}
+        for person, words in (
+            ("alice", "cooperative agents coordination"),
+            ("bob", "offline dataset conservative"),
+        ):
+            found = await server.run_command(person, "paper search", query=words, limit=3)
+            for paper_id in _listed_ids(found):
+                await server.click(person, found, f"pb:like:{paper_id}")
+            user_id = server.user(person).id
+            await server.eventually(
+                lambda u=user_id: _stored(e2e, u, 3), what=f"{person}'s three likes stored"
+            )
+
+        hers = await server.run_command("alice", "paper search", **query)
+        assert "close matches ordered for you by your reactions" in hers.embed["footer"]["text"]
+        pressed = await server.click("bob", hers, "Next ▶")
+        footer = pressed.message.embed["footer"]["text"]
+        assert footer.startswith("page 2 of"), footer
+        assert "ordered for you" not in footer
+        assert "close matches ordered by the reactions of whoever searched" in footer
+        by_bob = _listed_ids(pressed)
+
+        await server.click("alice", hers, "◀ Previous")
+        again = await server.click("alice", hers, "Next ▶")
+        assert "close matches ordered for you by your reactions" in again.message.embed["footer"]["text"]
+        assert by_bob == _listed_ids(again)
+
+        his = await server.run_command("bob", "paper search", **query)
+        his_second = await server.click("bob", his, "Next ▶")
+        assert _listed_ids(his_second) != by_bob, "Bob's own order differs, so the check above could fail"
+
+
 async def _areas_of(e2e: E2E, paper_ids: list[int]) -> list[str]:
     papers = await e2e.services.papers.get_many(paper_ids)
     return [papers[i].title.split()[0].lower() for i in paper_ids]

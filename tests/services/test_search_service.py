@@ -5,7 +5,7 @@ A real database, the real engine over it and the real write-behind (its outbox i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository
 
 USER = 42
+OTHER = 43
 
 RECORDS = [
     PaperRecord(
@@ -196,3 +197,27 @@ async def test_autocomplete_offers_a_paper_by_its_ids_from_the_store(
     assert more.added == 1
     service.engine.add((await service.papers.changes_after(0)).changed)
     assert service.autocomplete("2501.00007")[0][1] == "Later", "and papers it follows after"
+
+
+async def test_a_page_is_in_its_searchers_order_whoever_presses(service: SearchService) -> None:
+    """A listing's close matches are ordered by the model of the person who ran it, on its first page
+    and on every page anyone turns to; another person's press never asks for their own order, and the
+    page says whether it is shown to its searcher."""
+    asked: list[int] = []
+
+    async def order(user_id: int, paper_ids: Sequence[int], scores: Sequence[float]) -> list[int]:
+        asked.append(user_id)
+        return list(reversed(paper_ids)) if user_id == USER else list(paper_ids)
+
+    personal = SearchService(
+        service.engine, service.papers, service.searches, service.writes, personal_order=order
+    )
+    plain = [hit.paper_id for hit in service.engine.search("transformer cache", limit=3).hits]
+    first = await personal.search(1007, user_id=USER, query="transformer cache", page_size=2)
+    assert [hit.paper.id for hit in first.hits] == plain[::-1][:2]
+    theirs = await personal.page(1007, 1, user_id=OTHER)
+    mine = await personal.page(1007, 1, user_id=USER)
+    assert [hit.paper.id for hit in theirs.hits] == [hit.paper.id for hit in mine.hits] == plain[::-1][2:]
+    assert (theirs.personal, theirs.for_searcher) == (True, False)
+    assert (mine.personal, mine.for_searcher) == (True, True)
+    assert OTHER not in asked
