@@ -10,10 +10,12 @@ in this process against the sandbox Discord (``running_paperbot``, as the end-to
 once its paper space is computed. A watcher on the same loop sleeps 2 ms at a time and records how much
 later than asked it wakes: the longest such delay while a command is answered is that command's stall.
 
-Each command `--repeat` times, each time by a new person (no cooldown in the way):
+Each command `--repeat` times, each time by a new person (no per-person limit in the way):
 
 * subscribe: `/paper subscribe topics:` with 20 topics, several of them broad;
+* interests add: `/paper interests add topic:reinforcement learning` (broad: it gets narrower ones);
 * recommend: `/paper recommend` by a person with a topic and 12 👍;
+* digest: `/paper digest` by such a person (the paper picks, then the DMs);
 * search author: `/paper search` with an `author:` filter not used before;
 * search ordered: `/paper search` by a person with 12 👍 (their model orders the close matches), then
   ▶ on that listing.
@@ -32,11 +34,10 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,18 +87,18 @@ class LoopWatch:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def measure(self, action: Callable[[], Awaitable[float | None]]) -> tuple[float | None, float]:
-        """(the action's first response in s, None when it never came; the loop's worst stall in s)."""
+    async def measure(self, action: Callable[[], Awaitable[Any]]) -> list[float | None]:
+        """[the first response in s (None: it never came), the whole answer in s, the worst stall in s]
+        of the command ``action`` sends (it returns the sandbox's InteractionResult)."""
         await asyncio.sleep(0.05)
+        loop = asyncio.get_running_loop()
         self.worst = 0.0
-        answered = await action()
+        sent = loop.time()
+        result = await action()
         await asyncio.sleep(0.05)
-        return answered, self.worst
-
-
-def first_response(result: Any) -> float | None:
-    record = result.record
-    return None if record.callback_at is None else record.callback_at - record.created
+        record = result.record
+        first = None if record.callback_at is None else record.callback_at - record.created
+        return [first, record.last_activity - sent, self.worst]
 
 
 async def with_likes(running: Any, user: Any) -> None:
@@ -109,59 +110,68 @@ async def with_likes(running: Any, user: Any) -> None:
         await services.feedback.set(user.id, hit.paper_id, "like", guild_id=running.server.guild.id)
 
 
-async def scenarios(running: Any, repeat: int) -> dict[str, list[tuple[float | None, float]]]:
+async def scenarios(running: Any, repeat: int) -> dict[str, list[list[float | None]]]:
+    """Each command ``repeat`` times, each time by a new person: (first response, worst stall)."""
     server = running.server
+    listings: dict[int, Any] = {}
+
+    async def plain(person: Any) -> None:
+        return None
+
+    async def likes(person: Any) -> None:
+        await with_likes(running, person)
+
+    async def subscribe(person: Any, i: int) -> Any:
+        return await server.run_command(person, "paper subscribe", topics=TOPICS, check=False, timeout=60)
+
+    async def add_broad(person: Any, i: int) -> Any:
+        return await server.run_command(
+            person, "paper interests add", topic="reinforcement learning", check=False, timeout=60
+        )
+
+    async def recommend(person: Any, i: int) -> Any:
+        return await server.run_command(person, "paper recommend", check=False, timeout=60)
+
+    async def digest(person: Any, i: int) -> Any:
+        return await server.run_command(person, "paper digest", check=False, timeout=60)
+
+    async def by_author(person: Any, i: int) -> Any:
+        name = AUTHORS[i % len(AUTHORS)]
+        return await server.run_command(
+            person, "paper search", query=SEARCH_QUERY, author=name, check=False, timeout=60
+        )
+
+    async def ordered(person: Any, i: int) -> Any:
+        result = await server.run_command(person, "paper search", query="speculative decoding", timeout=60)
+        listings[i] = result
+        return result
+
+    async def next_page(person: Any, i: int) -> Any:
+        return await server.click(person, listings[i], "Next ▶")
+
+    steps: list[tuple[str, str, Callable[[Any], Awaitable[None]], Callable[[Any, int], Awaitable[Any]]]] = [
+        ("subscribe (20 topics)", "subscriber", plain, subscribe),
+        ("interests add (a broad topic)", "adder", plain, add_broad),
+        ("recommend (12 👍)", "reader", likes, recommend),
+        ("digest (12 👍)", "digester", likes, digest),
+        ("search, new author:", "searcher", plain, by_author),
+        ("search, ordered by 12 👍", "orderer", likes, ordered),
+        ("▶ on that search", "orderer", plain, next_page),
+    ]
     watch = LoopWatch()
     watch.start()
-    results: dict[str, list[tuple[float | None, float]]] = {}
+    results: dict[str, list[list[float | None]]] = {}
     try:
-        for i in range(repeat):
-            person = server.add_user(f"subscriber{i}")
+        for name, who, prepare, act in steps:
+            for i in range(repeat):
+                known = server.world.user_named(f"{who}{i}")
+                person = known or server.add_user(f"{who}{i}")
+                await prepare(person)
 
-            async def subscribe(person: Any = person) -> float | None:
-                result = await server.run_command(person, "paper subscribe", topics=TOPICS, check=False, timeout=60)
-                return first_response(result)
+                async def command(person: Any = person, i: int = i, act: Any = act) -> Any:
+                    return await act(person, i)
 
-            results.setdefault("subscribe (20 topics)", []).append(await watch.measure(subscribe))
-
-        for i in range(repeat):
-            person = server.add_user(f"reader{i}")
-            await with_likes(running, person)
-
-            async def recommend(person: Any = person) -> float | None:
-                return first_response(await server.run_command(person, "paper recommend", check=False, timeout=60))
-
-            results.setdefault("recommend (12 👍)", []).append(await watch.measure(recommend))
-
-        for i in range(repeat):
-            person = server.add_user(f"searcher{i}")
-
-            async def by_author(person: Any = person, name: str = AUTHORS[i % len(AUTHORS)]) -> float | None:
-                result = await server.run_command(
-                    person, "paper search", query=SEARCH_QUERY, author=name, check=False, timeout=60
-                )
-                return first_response(result)
-
-            results.setdefault("search, new author:", []).append(await watch.measure(by_author))
-
-        for i in range(repeat):
-            person = server.add_user(f"orderer{i}")
-            await with_likes(running, person)
-            listing: list[Any] = []
-
-            async def ordered(person: Any = person) -> float | None:
-                result = await server.run_command(
-                    person, "paper search", query="speculative decoding", check=False, timeout=60
-                )
-                listing.append(result)
-                return first_response(result)
-
-            results.setdefault("search, ordered by 12 👍", []).append(await watch.measure(ordered))
-
-            async def page(person: Any = person) -> float | None:
-                return first_response(await server.click(person, listing[0], "Next ▶"))
-
-            results.setdefault("▶ on that search", []).append(await watch.measure(page))
+                results.setdefault(name, []).append(await watch.measure(command))
     finally:
         await watch.stop()
     return results
@@ -174,15 +184,19 @@ async def stored_papers(db: Path) -> int:
 
 async def prepared(db: Path) -> None:
     if await stored_papers(db) == 0:
-        process = await start_ingest([MULTIVENUE], {"PAPERBOT_DB": str(db)}, stdout=asyncio.subprocess.DEVNULL)
+        process = await start_ingest(
+            [MULTIVENUE], {"PAPERBOT_DB": str(db)}, stdout=asyncio.subprocess.DEVNULL
+        )
         await process.wait()
 
 
-async def measure(db: Path, repeat: int) -> dict[str, list[tuple[float | None, float]]]:
+async def measure(db: Path, repeat: int) -> dict[str, list[list[float | None]]]:
     await prepared(db)
     async with SandboxServer() as server:
         settings = sandbox_settings(server, db, state_dir=db.parent)
-        async with running_paperbot(server, settings, load_shipped_corpus=False, ready_timeout=300) as running:
+        async with running_paperbot(
+            server, settings, load_shipped_corpus=False, ready_timeout=300
+        ) as running:
             space = running.services.recommender.space
             await server.eventually(lambda: space.ready, timeout=300, what="the paper space")
             return await scenarios(running, repeat)
@@ -191,16 +205,18 @@ async def measure(db: Path, repeat: int) -> dict[str, list[tuple[float | None, f
 def table(label: str, results: dict[str, list[list[float | None]]], papers: int, load: str) -> str:
     lines = [
         f"{label}: {papers:,} papers, load {load}",
-        "| command | first response median (s) | max | answered | loop stall median (ms) | max |",
-        "|---|---|---|---|---|---|",
+        "| command | first response median / max (s) | whole answer median / max (s) | loop stall median / max (ms) |",
+        "|---|---|---|---|",
     ]
     for name, runs in results.items():
-        answers = [a for a, _ in runs if a is not None]
-        stalls = [s * 1e3 for _, s in runs if s is not None]
+        firsts = [r[0] for r in runs if r[0] is not None]
+        wholes = [float(r[1] or 0.0) for r in runs]
+        stalls = [float(r[2] or 0.0) * 1e3 for r in runs]
+        first = f"{statistics.median(firsts):.2f} / {max(firsts):.2f}" if firsts else "none"
+        missing = f" ({len(runs) - len(firsts)} of {len(runs)} unanswered)" if len(firsts) < len(runs) else ""
         lines.append(
-            f"| {name} | {statistics.median(answers) if answers else float('nan'):.2f} | "
-            f"{max(answers) if answers else float('nan'):.2f} | {len(answers)} of {len(runs)} | "
-            f"{statistics.median(stalls):.0f} | {max(stalls):.0f} |"
+            f"| {name} | {first}{missing} | {statistics.median(wholes):.2f} / {max(wholes):.2f} | "
+            f"{statistics.median(stalls):.0f} / {max(stalls):.0f} |"
         )
     return "\n".join(lines)
 
@@ -211,7 +227,7 @@ async def main_async(args: argparse.Namespace) -> int:
         db = Path(args.db) if args.db else work / "bench.db"
         if args.json:  # a child run (--compare): figures as JSON on stdout
             results = await measure(db, args.repeat)
-            print(json.dumps({k: [list(v) for v in runs] for k, runs in results.items()}))
+            print(json.dumps(results))
             return 0
         await prepared(db)
         papers = await stored_papers(db)
@@ -220,7 +236,7 @@ async def main_async(args: argparse.Namespace) -> int:
         shutil.copy(db, copy)
         started = load_average()
         ours = await measure(copy, args.repeat)
-        runs.append(("this checkout", {k: [list(v) for v in r] for k, r in ours.items()}, f"{started} → {load_average()}"))
+        runs.append(("this checkout", ours, f"{started} → {load_average()}"))
         if args.compare:
             with commit_checkout(args.compare, work) as tree:
                 shutil.copy(Path(__file__), tree / "bench" / Path(__file__).name)
@@ -228,12 +244,14 @@ async def main_async(args: argparse.Namespace) -> int:
                 shutil.copy(db, theirs_db)
                 started = load_average()
                 env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "DISCORD_"))}
-                child = subprocess.run(
-                    [sys.executable, str(tree / "bench" / Path(__file__).name), "--db", str(theirs_db),
-                     "--repeat", str(args.repeat), "--json"],
-                    cwd=tree, env=env, capture_output=True, text=True, check=True,
-                )
-                theirs = json.loads(child.stdout.strip().splitlines()[-1])
+                script = tree / "bench" / Path(__file__).name
+                child = await asyncio.create_subprocess_exec(
+                    sys.executable, str(script), "--db", str(theirs_db), "--repeat", str(args.repeat), "--json",
+                    cwd=tree, env=env, stdout=asyncio.subprocess.PIPE,
+                )  # fmt: skip
+                output, _ = await child.communicate()
+                assert child.returncode == 0, f"{args.compare}'s run failed"
+                theirs = json.loads(output.decode().strip().splitlines()[-1])
                 runs.append((args.compare, theirs, f"{started} → {load_average()}"))
         for label, results, load in runs:
             print(table(label, results, papers, load))
@@ -243,7 +261,9 @@ async def main_async(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", help="a SQLite store to use (the multivenue file is ingested into an empty one)")
+    parser.add_argument(
+        "--db", help="a SQLite store to use (the multivenue file is ingested into an empty one)"
+    )
     parser.add_argument("--repeat", type=int, default=5, help="each command this many times (default 5)")
     parser.add_argument("--compare", metavar="REV", help="also run this commit's bot, after this checkout's")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
