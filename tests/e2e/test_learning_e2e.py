@@ -113,7 +113,10 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
     mostly multi-agent, and `/paper interests show` lists multi-agent words as learned (none of them
     against); while learning is paused, 👎 on all of it changes nothing; once resumed, 👎s
     move the digests away from multi-agent papers within three digests."""
-    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
+    # days of digests, seconds apart: without the per-person limit on /paper digest
+    async with start_paperbot(
+        store=await _library(tmp_path), load_shipped_corpus=False, person_limits=False
+    ) as e2e:
         server = e2e.server
         await server.run_command("alice", "paper subscribe", topics="reinforcement learning", count=5)
         seen = 0
