@@ -51,6 +51,7 @@ VALID: dict[str, tuple[str, str, object]] = {
     "PAPERBOT_ARXIV_FETCH_TIME": ("23:05", "arxiv_fetch_time", "23:05"),
     "PAPERBOT_MAX_INGEST_MB": ("3", "max_ingest_bytes", 3 * 1024 * 1024),
     "PAPERBOT_SEARCH_RETENTION_DAYS": ("7", "search_retention_days", 7),
+    "PAPERBOT_PERSON_LIMITS": ("OFF", "person_limits", False),
     "PAPERBOT_OPERATORS": (
         "123456789012345678, 223456789012345678  42",
         "operator_ids",
@@ -74,6 +75,7 @@ INVALID: dict[str, list[str]] = {
     "PAPERBOT_ARXIV_FETCH_TIME": ["6am", "24:00", "06:60", "6:5", "0600"],
     "PAPERBOT_MAX_INGEST_MB": ["0", "1.5", "-3", "lots"],
     "PAPERBOT_SEARCH_RETENTION_DAYS": ["0", "3651", "30.5", "-1", "forever"],
+    "PAPERBOT_PERSON_LIMITS": ["yes", "0", "false"],
     "PAPERBOT_OPERATORS": ["alice", "123;456", "-5", "12.5", "<@123456789012345678>", "0"],
 }
 
