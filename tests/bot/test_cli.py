@@ -13,13 +13,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from postgres_stores import with_password
 
 from bot.cli import main
 from bot.services.arxiv_fetch import LAST_FETCH_KEY
 from storage.db import Database, utcnow
 from storage.migrate import available_migrations
 from storage.repositories.state import StateRepository
-from storage.store import open_database
+from storage.store import StoreLocation, open_database
 
 pytestmark = pytest.mark.usefixtures("isolated")
 
@@ -89,6 +90,22 @@ def test_stats_on_a_new_database_prints_zero_counts_as_json(
     assert stats["papers"] == stats["users"] == stats["subscriptions"] == 0
     assert stats["last_arxiv_fetch"] is None
     assert stats["next_digest"] is None
+
+
+@pytest.mark.parametrize("where", ["user part", "parameter"])
+async def test_stats_never_prints_the_store_password(
+    postgres_store: StoreLocation, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = with_password(postgres_store, "hunter2-pw", in_parameter=where == "parameter")
+    os.environ["PAPERBOT_DB"] = url
+    try:
+        code = await asyncio.to_thread(main, ["stats"])  # (the CLI runs its own event loop)
+    finally:
+        del os.environ["PAPERBOT_DB"]
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "hunter2" not in captured.out + captured.err
+    assert json.loads(captured.out)["database"] == url.replace("hunter2-pw", "***")
 
 
 def test_stats_counts_papers_users_and_subscriptions(

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from postgres_stores import with_password
 from shared_data import shared_path
 from store_contents import fill_people, table_rows
 
@@ -110,3 +111,16 @@ async def test_it_refuses_what_it_cannot_do_and_copies_nothing(
     assert "start the bot once on it and stop it" in err
     async with await open_database(postgres_store) as target:
         assert await target.fetchval("SELECT COUNT(*) FROM users") == 0
+
+
+@pytest.mark.parametrize("where", ["user part", "parameter"])
+async def test_its_output_never_shows_the_target_password(
+    tmp_path: Path, postgres_store: StoreLocation, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "paperbot.db"
+    await (await open_database(source)).close()
+    url = with_password(postgres_store, "hunter2-pw", in_parameter=where == "parameter")
+    code, out, err = await migrate(capsys, source, url)
+    assert code == 0, err
+    assert "hunter2" not in out + err
+    assert f"now set PAPERBOT_DB={url.replace('hunter2-pw', '***')}" in out

@@ -269,6 +269,42 @@ def test_the_token_is_redacted_from_messages_arguments_and_tracebacks(
     assert err.count("[token]") == 4
 
 
+#: a PostgreSQL store URL with its password in the user part, and in a parameter
+PASSWORD = "hunter2-pw"
+PASSWORD_URLS = (
+    f"postgresql://paperbot:{PASSWORD}@db.internal:5432/paperbot",
+    f"postgresql://paperbot@db.internal/paperbot?sslmode=require&password={PASSWORD}",
+)
+
+
+@pytest.mark.parametrize("url", PASSWORD_URLS)
+def test_settings_repr_hides_the_store_password(url: str) -> None:
+    settings = load(PAPERBOT_DB=url)
+    assert settings.store.url == url, "the store is still opened with it"
+    for shown in (repr(settings), str(settings), repr(settings.store), str(settings.store)):
+        assert PASSWORD not in shown
+        assert "***" in shown
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("url", PASSWORD_URLS)
+def test_a_store_password_is_redacted_from_messages_arguments_and_tracebacks(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    setup_logging("DEBUG")
+    log = logging.getLogger("paperbot.test")
+    log.info("opening %s", url)
+    log.warning(f"inline {url}")  # noqa: G004 - the point is that even this is caught
+    try:
+        raise ConnectionError(f"cannot reach {url!r}")
+    except ConnectionError:
+        log.exception("store unreachable")
+    err = capsys.readouterr().err
+    assert PASSWORD not in err
+    assert err.count("***") == 3
+    assert err.count("db.internal") == 3, "the rest of the URL stays readable"
+
+
 @pytest.mark.usefixtures("restore_logging")
 def test_one_line_per_event_with_level_and_logger(capsys: pytest.CaptureFixture[str]) -> None:
     setup_logging("INFO")
