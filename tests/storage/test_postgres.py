@@ -47,7 +47,6 @@ def test_locations_are_a_sqlite_path_or_a_postgresql_url() -> None:
     )
 
 
-
 @pytest.mark.parametrize(
     "url",
     [
@@ -60,6 +59,7 @@ async def test_an_unreachable_store_is_named_without_its_password(url: str) -> N
         await open_database(url)
     assert "127.0.0.1:1/paperbot" in str(refused.value)
     assert "hunter2" not in str(refused.value)
+
 
 @pytest.fixture
 async def pg(postgres_store: StoreLocation) -> AsyncIterator[Database]:
