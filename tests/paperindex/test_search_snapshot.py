@@ -337,12 +337,9 @@ def test_two_processes_saving_at_once_leave_one_whole_snapshot(tmp_path: Path) -
     time, again and again: neither fails, and the file is always one writer's whole snapshot."""
     repo = Path(__file__).resolve().parents[2]
     path = tmp_path / "paperbot.db.search-index"
+    command = [sys.executable, "-c", SAVE_MANY, str(path)]
     writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", SAVE_MANY, str(path), str(writer)],
-            cwd=repo, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        for writer in (1, 2)
+        subprocess.Popen([*command, str(n)], cwd=repo, stderr=subprocess.PIPE, text=True) for n in (1, 2)
     ]
     errors = [writer.communicate(timeout=120)[1] for writer in writers]
     assert [writer.returncode for writer in writers] == [0, 0], "\n".join(errors)
