@@ -299,6 +299,31 @@ def test_ingest_exits_1_when_some_records_were_rejected(
     assert "mixed.jsonl:2" in out
 
 
+DEEP = "[" * 100_000 + "]" * 100_000  # far deeper than Python's JSON decoder goes
+
+
+@pytest.mark.usefixtures("ingest_db")
+@pytest.mark.parametrize(
+    ("where", "text"),
+    [
+        ("deep.jsonl:2", f'{_record(1)}\n{{"title": "Deep", "x": {DEEP}}}\n{_record(2)}\n'),
+        ("deep.json:3", f'[\n{_record(1)},\n{{"title": "Deep", "x": {DEEP}}},\n{_record(2)}\n]'),
+    ],
+)
+def test_ingest_rejects_a_record_nested_too_deeply_and_goes_on(
+    tmp_path: Path, where: str, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record nested deeper than Python's JSON decoder goes is one rejected record (file, line,
+    reason; exit 1), and the records after it are stored."""
+    name = where.partition(":")[0]
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, _ = cli(capsys, "ingest", str(path))
+    assert code == 1
+    assert out.splitlines()[0] == "added 2, merged 0, unchanged 0, rejected 1"
+    assert f"  {where}: JSON nested too deeply" in out.splitlines()
+
+
 @pytest.mark.usefixtures("ingest_db")
 def test_ingest_exits_3_when_nothing_was_ingested(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = tmp_path / "broken.jsonl"
