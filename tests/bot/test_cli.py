@@ -4,6 +4,7 @@ exactly as deploy/README.md says (stop, put the file in place, drop stale -wal/-
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import shutil
@@ -322,6 +323,27 @@ def test_ingest_rejects_a_record_nested_too_deeply_and_goes_on(
     assert code == 1
     assert out.splitlines()[0] == "added 2, merged 0, unchanged 0, rejected 1"
     assert f"  {where}: JSON nested too deeply" in out.splitlines()
+
+
+@pytest.mark.usefixtures("ingest_db")
+def test_ingest_refuses_a_gzip_bomb_naming_the_limit_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gzip bomb among the files is one clear rejection (not an out-of-memory kill); the rest go in."""
+    monkeypatch.setenv("PAPERBOT_MAX_DECOMPRESSED_MB", "2")
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "good.jsonl").write_text("\n".join(_record(n) for n in range(3)) + "\n")
+    with gzip.open(folder / "papers.jsonl.gz", "wb") as bomb:
+        for _ in range(64):
+            bomb.write(b"\n" * (1024 * 1024))
+    code, out, _ = cli(capsys, "ingest", str(folder))
+    assert code == 1
+    assert out.splitlines()[0] == "added 3, merged 0, unchanged 0, rejected 1"
+    assert (
+        "  papers.jsonl.gz: holds more than 2 MB once decompressed, the most one file may hold "
+        "(PAPERBOT_MAX_DECOMPRESSED_MB); nothing of it was stored"
+    ) in out.splitlines()
 
 
 @pytest.mark.usefixtures("ingest_db")

@@ -13,6 +13,7 @@ import pytest
 from bot.cli import main
 from bot.errors import SettingsError
 from bot.log import OneLineFormatter, context_ids, setup_logging
+from bot.services.ingest.runner import MAX_DECOMPRESSED_BYTES
 from bot.settings import Settings, declarations, load_settings
 from storage.store import StoreLocation
 
@@ -50,6 +51,7 @@ VALID: dict[str, tuple[str, str, object]] = {
     "PAPERBOT_ARXIV_CATEGORIES": ("cs.LG, cs.CL  stat.ML", "arxiv_categories", ("cs.LG", "cs.CL", "stat.ML")),
     "PAPERBOT_ARXIV_FETCH_TIME": ("23:05", "arxiv_fetch_time", "23:05"),
     "PAPERBOT_MAX_INGEST_MB": ("3", "max_ingest_bytes", 3 * 1024 * 1024),
+    "PAPERBOT_MAX_DECOMPRESSED_MB": ("40", "max_decompressed_bytes", 40 * 1024 * 1024),
     "PAPERBOT_SEARCH_RETENTION_DAYS": ("7", "search_retention_days", 7),
     "PAPERBOT_OPERATORS": (
         "123456789012345678, 223456789012345678  42",
@@ -73,6 +75,7 @@ INVALID: dict[str, list[str]] = {
     "PAPERBOT_DIGEST_SPREAD_MINUTES": ["-1", "121", "2.5", "ten"],
     "PAPERBOT_ARXIV_FETCH_TIME": ["6am", "24:00", "06:60", "6:5", "0600"],
     "PAPERBOT_MAX_INGEST_MB": ["0", "1.5", "-3", "lots"],
+    "PAPERBOT_MAX_DECOMPRESSED_MB": ["0", "0.5", "-1", "unlimited"],
     "PAPERBOT_SEARCH_RETENTION_DAYS": ["0", "3651", "30.5", "-1", "forever"],
     "PAPERBOT_OPERATORS": ["alice", "123;456", "-5", "12.5", "<@123456789012345678>", "0"],
 }
@@ -102,6 +105,7 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.arxiv_categories == ()
     assert settings.arxiv_fetch_time == "06:00"
     assert settings.max_ingest_bytes == 25 * 1024 * 1024
+    assert settings.max_decompressed_bytes == 256 * 1024 * 1024 == MAX_DECOMPRESSED_BYTES
     assert settings.search_retention_days == 30
     assert settings.operator_ids == frozenset()
 
