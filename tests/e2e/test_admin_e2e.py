@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gzip
-import io
 import json
 import re
 from collections.abc import AsyncIterator, Callable
@@ -24,6 +22,7 @@ from answers import answer_text
 from shared_data import shared_path
 
 from bot.sandbox import ClientRefused, SandboxServer
+from tests.services.ingest.test_ingest_runner import gzip_bomb
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -231,15 +230,6 @@ async def test_a_file_over_the_size_limit_is_refused_before_download(
         assert "I accept files up to 1 KB" in result.text
         assert not e2e.server.requests_matching("GET /attachments/**"), "the file was downloaded anyway"
         assert await _paper_count(e2e) == before
-
-
-def gzip_bomb(megabytes: int) -> bytes:
-    """That many MB of spaces, gzipped (about a thousandth of it), made a MB at a time."""
-    packed = io.BytesIO()
-    with gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=9) as out:
-        for _ in range(megabytes):
-            out.write(b" " * (1024 * 1024))
-    return packed.getvalue()
 
 
 @contextlib.asynccontextmanager
