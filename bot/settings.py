@@ -251,6 +251,13 @@ class Settings:
     max_ingest_bytes: int = setting(
         "PAPERBOT_MAX_INGEST_MB", "25", _megabytes, "largest file `/paperadmin ingest` accepts"
     )
+    max_decompressed_bytes: int = setting(
+        "PAPERBOT_MAX_DECOMPRESSED_MB",
+        "256",
+        _megabytes,
+        "the most one file may hold once decompressed, for `/paperadmin ingest` and `paperbot ingest` "
+        "(a `.gz` file, or one read as is): a file past it is refused, and nothing of it stored",
+    )
     #: Discord user ids allowed to change the shared corpus from Discord, besides the application's owners
     operator_ids: frozenset[int] = setting(
         "PAPERBOT_OPERATORS",

@@ -23,6 +23,7 @@ from typing import Any
 import aiosqlite
 
 from storage.db import utcnow
+from storage.private_files import create_private_file
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending (
@@ -57,6 +58,7 @@ class Outbox:
 
     @classmethod
     async def open(cls, path: Path) -> Outbox:
+        create_private_file(path)  # what people did: readable by the bot's user only
         conn = await aiosqlite.connect(path, isolation_level=None)
         try:
             await conn.execute("PRAGMA journal_mode = WAL")

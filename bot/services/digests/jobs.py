@@ -252,7 +252,8 @@ class DigestScheduler:
         try:
             self.schedule(sub)
         except Exception:
-            log.exception("could not schedule subscription %s (%s %s)", sub.id, sub.time_local, sub.timezone)
+            log.exception("could not schedule subscription %s", sub.id)
+            log.debug("subscription %s: %s %s", sub.id, sub.time_local, sub.timezone)
 
     def schedule(self, sub: Subscription) -> Job | None:
         """Add or replace a subscription's job (removes it when the subscription is paused). Nothing
