@@ -252,6 +252,8 @@ class PaperBot(commands.AutoShardedBot):
 
     async def close(self) -> None:
         self._stopped.set()
+        # a /paper digest still sending stops at its next paper and says so (the rest is resumed)
+        self.services.digests.delivery.request_shutdown()
         await self._finish_answers()
         # (the leadership loop stops the background work as it ends: digests stop between papers and
         # resume at the next start, or at once in the process that leads next)

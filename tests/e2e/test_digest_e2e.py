@@ -23,6 +23,7 @@ from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MA
 
 from bot.services.digests.schedule import make_schedule, next_delivery
 from bot.services.digests.subscriptions import subscription_schedule
+from storage.leadership import FileLeaderLock
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -560,3 +561,66 @@ async def test_feed_without_permission_to_post_is_refused_then_paused_when_permi
     reason = await e2e.db.fetchval("SELECT paused_reason FROM subscriptions WHERE id = ?", (feed.id,))
     assert "50013" in reason
     assert server.messages_in(open_channel) == []
+
+
+@contextlib.asynccontextmanager
+async def another_process_leads(e2e: E2E) -> AsyncIterator[None]:
+    """This process loses the store's leader lock to another one and stops the background work, as
+    its leadership loop does when it finds the lock gone."""
+    leadership = e2e.bot.leadership
+    assert leadership is not None
+    assert leadership.leading
+    lock = leadership.lock
+    assert isinstance(lock, FileLeaderLock)
+    await lock.release()
+    other = FileLeaderLock(lock.path)
+    assert await other.acquire()
+    try:
+        await leadership.step()
+        assert not leadership.leading
+        yield
+    finally:
+        await other.release()
+
+
+async def test_digest_now_works_in_a_process_that_stopped_leading(e2e: E2E) -> None:
+    """Another process took the lead: /paper digest asked of this one still sends the digest (with a
+    subscription and without one) and says so, never "Something went wrong"."""
+    server = e2e.server
+    await server.run_command("bob", "paper subscribe", topics="reinforcement learning", count=2)
+    await server.run_command("carol", "paper interests add", topic="language models")
+    async with another_process_leads(e2e):
+        note = await server.run_command("bob", "paper digest")
+        assert "Sent 2 papers to your DMs" in ephemeral_text(note)
+        papers = await wait_for_papers(e2e, lambda: server.dm_messages("bob"), 2)
+        assert len(set(await posted_paper_ids(e2e, papers))) == 2
+        other = await server.run_command("carol", "paper digest")
+        assert "to your DMs" in ephemeral_text(other)
+        assert paper_messages(server.dm_messages("carol"))
+    runs = await e2e.services.digests.repository.runs(await subscription_id(e2e, server.bob.id))
+    assert [run.status for run in runs] == ["sent"], "the run is finished here, not left to the leader"
+
+
+async def test_digest_now_stopped_by_a_shutdown_says_so_and_the_rest_arrives_once(e2e: E2E) -> None:
+    """The process starts shutting down while bob's /paper digest goes out: it stops after the paper in
+    flight and tells him the rest follows; the process running the digests next sends the rest —
+    every paper once, one header."""
+    server = e2e.server
+    await server.run_command("bob", "paper subscribe", topics="reinforcement learning", count=3)
+    delivery = e2e.services.digests.delivery
+
+    def shut_down_at_the_first_paper(kind: str, message: SandboxMessage) -> None:
+        if kind == "create" and message.embeds and len(paper_messages(server.dm_messages("bob"))) == 1:
+            delivery.request_shutdown()  # what PaperBot.close() does first
+
+    unsubscribe = server.subscribe(shut_down_at_the_first_paper)
+    note = await server.run_command("bob", "paper digest")
+    unsubscribe()
+    assert "stop sending your digest partway" in ephemeral_text(note)
+    assert "follows shortly" in ephemeral_text(note)
+    assert len(paper_messages(server.dm_messages("bob"))) == 1
+
+    delivery.resume_work()  # the process running the digests next (here: this one, as it starts again)
+    papers = await wait_for_papers(e2e, lambda: server.dm_messages("bob"), 3)
+    assert len(set(await posted_paper_ids(e2e, papers))) == 3
+    assert len(text_messages(server.dm_messages("bob"))) == 1

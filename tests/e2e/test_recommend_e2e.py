@@ -243,7 +243,8 @@ async def test_picks_whose_answer_failed_are_offered_again(e2e: E2E) -> None:
     failed = await server.run_command("carol", "paper recommend", count=3, check=False)
     assert failed.failure is not None
     refused = [r for r in server.requests_matching("POST /webhooks/**") if r.json and r.json.get("embeds")]
-    assert refused and all(r.status == 401 for r in refused), "Discord refused the picks"
+    assert refused
+    assert all(r.status == 401 for r in refused), "Discord refused the picks"
     e2e.services.recommender.personal = personal  # type: ignore[method-assign]
 
     again = await server.run_command("carol", "paper recommend", count=3)
@@ -253,4 +254,5 @@ async def test_picks_whose_answer_failed_are_offered_again(e2e: E2E) -> None:
     assert ids == missed, "the picks she never saw come first again"
     later = await server.run_command("carol", "paper recommend", count=3)
     later_ids = {int(i) for i in re.findall(r"pb:like:(\d+)", str(later.message.components))}
-    assert later_ids and not later_ids & set(ids), "picks she saw are not offered again"
+    assert later_ids
+    assert not later_ids & set(ids), "picks she saw are not offered again"

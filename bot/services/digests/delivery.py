@@ -89,9 +89,14 @@ class SentThenDeletedError(Exception):
 
 
 class DigestInterruptedError(Exception):
-    """Delivery stopped between two papers because the process is shutting down (the run stays claimed
-    and resumes with the papers not yet sent at the next start), or another process took the run over
-    (it sends the rest)."""
+    """Delivery stopped between two papers: this process stopped running the scheduled digests or is
+    shutting down (the run is let go of and the process running the digests resumes it with the papers
+    not yet sent), or another process took the run over (it sends the rest). ``resumes`` is False for an
+    on-demand digest without a subscription: it has no run, so nothing sends the rest."""
+
+    def __init__(self, detail: str, *, resumes: bool = True) -> None:
+        super().__init__(detail)
+        self.resumes = resumes
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,15 +178,23 @@ class DigestDelivery:
         self.leases = leases
         self.resend_delays = tuple(resend_delays)
         self._sleep = sleep
-        self._stopping = False
+        self._stopping = False  # the scheduled digests stop here (another process leads, or a stop)
+        self._closing = False  # the process is shutting down: every delivery stops
 
     def request_stop(self) -> None:
-        """The process is shutting down: deliveries stop at the next paper boundary (and resume at start)."""
+        """This process stops running the scheduled digests (another one leads now, or it stops): they
+        stop at the next paper boundary, for the process that runs them next to resume. A person's
+        ``/paper digest`` goes on: it is answered by whichever process got the command."""
         self._stopping = True
 
+    def request_shutdown(self) -> None:
+        """The process is shutting down: every delivery stops at the next paper boundary, on-demand ones
+        too (their runs are resumed by the process running the digests)."""
+        self._stopping = self._closing = True
+
     def resume_work(self) -> None:
-        """Deliveries may go ahead again (the process runs the digests again)."""
-        self._stopping = False
+        """Scheduled deliveries may go ahead again (the process runs the digests again)."""
+        self._stopping = self._closing = False
 
     def _stamp(self) -> str:
         """Now as stored in the database (ISO-8601 UTC, seconds), from the injected clock."""
@@ -212,7 +225,9 @@ class DigestDelivery:
         if sub is None:
             plan = await self.planner.build(None, user_id=user_id, manual=True)
             texts = DigestTexts(plan.header, plan.nothing_text)
-            return await self._send_plan(None, plan.recipient, None, texts, plan.papers, sender)
+            return await self._send_plan(
+                None, plan.recipient, None, texts, plan.papers, sender, on_demand=True
+            )
         now = self.clock()
         run = None
         for attempt in range(5):
@@ -222,7 +237,7 @@ class DigestDelivery:
                 break
         if run is None:  # pragma: no cover - five claims in the same microsecond
             return DeliveryOutcome("already", detail="another digest is being sent right now")
-        return await self._deliver(run, sub, sender, manual=True)
+        return await self._deliver(run, sub, sender, manual=True, on_demand=True)
 
     async def resume(self, run: DigestRun, sender: DigestSender) -> DeliveryOutcome:
         """Finish a run that was claimed but not finished (the process stopped mid-digest)."""
@@ -247,22 +262,38 @@ class DigestDelivery:
         )
 
     async def _deliver(
-        self, run: DigestRun, sub: Subscription, sender: DigestSender, *, manual: bool = False
+        self,
+        run: DigestRun,
+        sub: Subscription,
+        sender: DigestSender,
+        *,
+        manual: bool = False,
+        on_demand: bool = False,
     ) -> DeliveryOutcome:
         """Deliver a run this process holds, renewing its lease meanwhile. A clean stop lets go of the
-        run (resumed at once at the next start); another process having taken it over stops this one."""
+        run (resumed at once by the process running the digests); another process having taken it over
+        stops this one. An ``on_demand`` run (someone's ``/paper digest``) that fails is let go of too:
+        nothing here retries it, the process running the digests does."""
         async with self.leases.holding(run.id):
             try:
-                return await self._deliver_held(run, sub, sender, manual=manual)
+                return await self._deliver_held(run, sub, sender, manual=manual, on_demand=on_demand)
             except ClaimLostError as lost:
                 raise DigestInterruptedError(f"another process took over: {lost}") from lost
-            except DigestInterruptedError:
-                if run.id not in self.leases.lost:
+            except Exception as error:
+                if (
+                    on_demand or isinstance(error, DigestInterruptedError)
+                ) and run.id not in self.leases.lost:
                     await self.leases.release(run.id)
                 raise
 
     async def _deliver_held(
-        self, run: DigestRun, sub: Subscription, sender: DigestSender, *, manual: bool = False
+        self,
+        run: DigestRun,
+        sub: Subscription,
+        sender: DigestSender,
+        *,
+        manual: bool = False,
+        on_demand: bool = False,
     ) -> DeliveryOutcome:
         run = await self.digests.get_run(run.id) or run  # the header's state as stored now
         opening = self._opening(run, sub)
@@ -304,7 +335,15 @@ class DigestDelivery:
         )
         try:
             outcome = await self._send_plan(
-                run, recipient_of(sub), sub, texts, to_send, sender, opening=opening, resend=resend
+                run,
+                recipient_of(sub),
+                sub,
+                texts,
+                to_send,
+                sender,
+                opening=opening,
+                resend=resend,
+                on_demand=on_demand,
             )
         except RecipientUnreachableError as error:
             await self.subscriptions.pause_unreachable(sub, error)
@@ -349,13 +388,14 @@ class DigestDelivery:
         *,
         opening: str = "send",
         resend: Collection[int] = (),
+        on_demand: bool = False,
     ) -> DeliveryOutcome:
         """Send the header and papers (or the nothing-new line); each paper reserved before it goes out.
 
         ``opening`` says what to do with the header (see :meth:`_opening`); ``resend`` are papers already
-        reserved and attempted without an answer, sent again with their nonce. Raises
-        RecipientUnreachableError untouched (the caller pauses); any other error leaves the run claimed
-        so it can be resumed.
+        reserved and attempted without an answer, sent again with their nonce; ``on_demand``: someone's
+        ``/paper digest``, which only a shutdown stops. Raises RecipientUnreachableError untouched (the
+        caller pauses); any other error leaves the run claimed so it can be resumed.
         """
         run_id = run.id if run else None
         if run is not None:
@@ -364,7 +404,7 @@ class DigestDelivery:
             nonce = functools.partial(
                 message_nonce, recipient, None, f"{MANUAL_PREFIX}{self.clock().isoformat()}"
             )
-        self._check_stop(run)
+        self._check_stop(run, on_demand)
         if not papers and opening != "done":
             await self._send_opening(
                 run,
@@ -380,7 +420,7 @@ class DigestDelivery:
             )
         sent: list[int] = []
         for planned in papers:
-            self._check_stop(run)
+            self._check_stop(run, on_demand)
             paper_id = planned.paper.id
             again = paper_id in resend
             if not again and not await self.digests.reserve_item(
@@ -462,9 +502,13 @@ class DigestDelivery:
                 log.warning("%s: %s; sending it again with the same nonce in %g s", what, error, delay)
                 await self._sleep(delay)
 
-    def _check_stop(self, run: DigestRun | None) -> None:
+    def _check_stop(self, run: DigestRun | None, on_demand: bool) -> None:
         if run is not None and run.id in self.leases.lost:
             raise DigestInterruptedError(f"another process took over run {run.id}: it sends the rest")
-        if self._stopping:
-            where = f"run {run.id}" if run is not None else "an on-demand digest"
-            raise DigestInterruptedError(f"shutting down: {where} stops here and resumes at the next start")
+        if self._closing or (self._stopping and not on_demand):
+            if run is None:
+                raise DigestInterruptedError("shutting down: an on-demand digest stops here", resumes=False)
+            raise DigestInterruptedError(
+                f"{'shutting down' if self._closing else 'not running the digests now'}: run {run.id} "
+                "stops here, for the process running the digests to resume"
+            )
