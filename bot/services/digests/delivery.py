@@ -17,7 +17,10 @@ fake), so every rule here is testable without a gateway:
   sends it twice;
 * a crash mid-digest leaves the run ``claimed``; resuming it sends the papers not yet attempted, and
   those attempted without an answer only while Discord still remembers their nonce
-  (:data:`NONCE_TRUST`); older ones are never sent again (never twice beats once more);
+  (:data:`NONCE_TRUST`); older ones are never sent again (never twice beats once more), but looked for
+  among the recipient's latest messages and recorded when found, so reactions on them count;
+* a paper's message is recorded as soon as it is out, before anything else is done to it (a
+  channel's 👍 👎 🔖 reactions): whatever happens to those, the paper counts as sent;
 * closed DMs (Discord 50007) or a gone channel pause the subscription and leave a notice that the
   user sees at their next command.
 """
@@ -43,7 +46,7 @@ from bot.services.digests.subscriptions import (
     subscription_schedule,
 )
 from storage.models import Paper, Subscription
-from storage.repositories.digests import ClaimLostError, DigestRepository, DigestRun, Recipient
+from storage.repositories.digests import ClaimLostError, DigestItem, DigestRepository, DigestRun, Recipient
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +120,16 @@ class DigestSender(Protocol):
     async def send_header(self, text: str, *, nonce: str) -> SentMessage: ...
 
     async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
-        """One message for one paper, with 👍 👎 🔖 already added."""
+        """One message for one paper."""
+        ...
+
+    async def finish_paper(self, message: SentMessage) -> None:
+        """What goes on a paper's message once it is recorded (a channel's 👍 👎 🔖 reactions). The paper
+        is out: a failure here is the sender's to log, never raised."""
+        ...
+
+    async def find_paper(self, paper_id: int) -> SentMessage | None:
+        """The message this sender posted for the paper, if the recipient's latest messages show it."""
         ...
 
     async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage: ...
@@ -318,13 +330,7 @@ class DigestDelivery:
                 len(resend),
             )
         if lost:
-            log.warning(
-                "run %s: %d paper(s) may or may not have reached %s, too long ago to send again safely; "
-                "not sending them again",
-                run.id,
-                len(lost),
-                recipient_of(sub),
-            )
+            lost = await self._look_for(run, sub, lost, sender)
         pending = [item for item in items if item.sent_at is None or item.paper_id in resend]
         if items and not pending:
             await self.digests.finish_run(run.id, "sent", "nothing left to send", at=self._stamp())
@@ -355,6 +361,55 @@ class DigestDelivery:
             period_key=run.period_key,
             in_doubt=len(lost),
             paper_ids=outcome.paper_ids,
+        )
+
+    async def _look_for(
+        self, run: DigestRun, sub: Subscription, lost: list[DigestItem], sender: DigestSender
+    ) -> list[DigestItem]:
+        """Papers attempted without an answer too long ago to send again: those found among the
+        recipient's latest messages are recorded (a reaction on them counts); returns the others, never
+        sent again."""
+        missing = []
+        for item in lost:
+            try:
+                message = await sender.find_paper(item.paper_id)
+            except Exception:  # Discord away or the channel gone: the sends that follow will say
+                log.warning("run %s: could not look for paper %s", run.id, item.paper_id, exc_info=True)
+                message = None
+            if message is None:
+                missing.append(item)
+                continue
+            log.info(
+                "run %s: paper %s went out without an answer; found it, recording it", run.id, item.paper_id
+            )
+            await self._record(run.id, item.paper_id, message, recipient_of(sub), sub)
+        if missing:
+            log.warning(
+                "run %s: %d paper(s) may or may not have reached %s, too long ago to send again safely and "
+                "not among its latest messages; not sending them again",
+                run.id,
+                len(missing),
+                recipient_of(sub),
+            )
+        return missing
+
+    async def _record(
+        self,
+        run_id: int | None,
+        paper_id: int,
+        message: SentMessage,
+        recipient: Recipient,
+        sub: Subscription | None,
+    ) -> None:
+        await self.digests.record_message(
+            run_id,
+            paper_id,
+            message_id=message.message_id,
+            channel_id=message.channel_id,
+            guild_id=message.guild_id,
+            recipient_id=recipient.user_id,
+            kind="feed" if sub is not None and sub.is_channel else "digest",
+            at=self._stamp(),
         )
 
     def _opening(self, run: DigestRun, sub: Subscription) -> str:
@@ -449,17 +504,12 @@ class DigestDelivery:
                 if not attempts.maybe_posted:
                     await self.digests.release_item(run_id, paper_id, recipient)
                 raise
-            await self.digests.record_message(
-                run_id,
-                paper_id,
-                message_id=message.message_id,
-                channel_id=message.channel_id,
-                guild_id=message.guild_id,
-                recipient_id=recipient.user_id,
-                kind="feed" if sub is not None and sub.is_channel else "digest",
-                at=self._stamp(),
-            )
+            await self._record(run_id, paper_id, message, recipient, sub)
             sent.append(paper_id)
+            try:
+                await sender.finish_paper(message)
+            except Exception:  # the paper is out and recorded: its reactions are not worth failing for
+                log.warning("%s: could not finish its message", what, exc_info=True)
         if run is not None:
             await self.digests.finish_run(run.id, "sent", f"{len(sent)} papers", at=self._stamp())
         return DeliveryOutcome("sent", sent=len(sent), paper_ids=tuple(sent))

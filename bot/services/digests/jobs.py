@@ -445,3 +445,9 @@ class _NoSender:
 
     async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage:  # pragma: no cover
         raise RuntimeError("subscription removed")
+
+    async def finish_paper(self, message: SentMessage) -> None:  # pragma: no cover - never called
+        raise RuntimeError("subscription removed")
+
+    async def find_paper(self, paper_id: int) -> SentMessage | None:  # pragma: no cover - never called
+        raise RuntimeError("subscription removed")
