@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -42,6 +42,7 @@ from bot.services.digests.delivery import (
     SentMessage,
     SentThenDeletedError,
 )
+from bot.services.digests.fairness import SHARED_LANE, lane_of
 from bot.services.permission_notices import PermissionNotices
 from bot.ui.embeds import REACTIONS
 from bot.ui.paper_views import digest_message
@@ -91,9 +92,12 @@ class DiscordDigestSender:
         channel_id: int | None = None,
         admin_id: int | None = None,
         send_timeout: float = SEND_TIMEOUT,
+        lane: Hashable | None = None,
     ) -> None:
         if (user_id is None) == (channel_id is None):
             raise ValueError("a digest goes to a user or to a channel")
+        #: whose turn its requests take at the pacer (a feed's server, a person)
+        self.lane = lane or (("person", user_id) if user_id is not None else ("channel", channel_id))
         self.bot = bot
         self.sending = sending
         self.user_id = user_id
@@ -110,8 +114,8 @@ class DiscordDigestSender:
         cls, bot: discord.Client, sending: Sending, sub: Subscription
     ) -> DiscordDigestSender:
         if sub.is_channel:
-            return cls(bot, sending, channel_id=sub.channel_id, admin_id=sub.created_by)
-        return cls(bot, sending, user_id=sub.user_id)
+            return cls(bot, sending, channel_id=sub.channel_id, admin_id=sub.created_by, lane=lane_of(sub))
+        return cls(bot, sending, user_id=sub.user_id, lane=lane_of(sub))
 
     @property
     def is_dm(self) -> bool:
@@ -142,7 +146,7 @@ class DiscordDigestSender:
                 assert self.channel_id is not None
                 channel = self.bot.get_channel(self.channel_id)
                 if channel is None:
-                    await self.sending.pacer.wait()
+                    await self.sending.pacer.wait(self.lane)
                     channel = await self.bot.fetch_channel(self.channel_id)
                 if not isinstance(channel, discord.abc.Messageable):
                     raise ChannelGoneError(f"channel {self.channel_id} cannot hold messages", code=None)
@@ -188,7 +192,7 @@ class DiscordDigestSender:
         target = await self.destination()
         # The channel's message bucket first, then the pacer: the request goes out when the pacer says.
         async with self.sending.messages.slot(target.id):  # type: ignore[attr-defined]
-            await self.sending.pacer.wait()
+            await self.sending.pacer.wait(self.lane)
             async with asyncio.timeout(self.send_timeout):
                 message: discord.Message = await target.send(nonce=nonce, view=view, **fields)  # type: ignore[call-overload]
         if view is not None:
@@ -214,7 +218,7 @@ class DiscordDigestSender:
         """The paper's message is recorded: in a channel, add its 👍 👎 🔖 now (never raises for them)."""
         message = self._to_rate.pop(sent.message_id, None)
         if message is not None:
-            await add_ratings(self.bot, message, self.sending, paced=True)
+            await add_ratings(self.bot, message, self.sending, paced=True, lane=self.lane)
 
     async def find_paper(self, paper_id: int) -> SentMessage | None:
         """The message this bot posted for the paper (not an answer to a command), if it is among the
@@ -223,7 +227,7 @@ class DiscordDigestSender:
         target = await self.destination()
         assert self.bot.user is not None
         wanted = f"pb:more:{paper_id}"
-        await self.sending.pacer.wait()
+        await self.sending.pacer.wait(self.lane)
         with self._unreachable_translated():
             async for message in target.history(limit=HISTORY_LOOKBACK):
                 mine = message.author.id == self.bot.user.id and message.interaction_metadata is None
@@ -246,17 +250,22 @@ class DiscordDigestSender:
 
 
 async def add_ratings(
-    client: discord.Client, message: discord.Message, sending: Sending, *, paced: bool
+    client: discord.Client,
+    message: discord.Message,
+    sending: Sending,
+    *,
+    paced: bool,
+    lane: Hashable = SHARED_LANE,
 ) -> None:
     """👍 👎 🔖 on a paper the bot posted in a channel, one per reaction bucket of the channel (and, when
-    ``paced``, under the bulk pacer). The paper is out already, so nothing here raises: a reaction
+    ``paced``, under the bulk pacer, in ``lane``'s turn). The paper is out already, so nothing here raises: a reaction
     whose answer was lost is added again (Discord keeps one per person and emoji), one Discord refuses
     is logged and left off, and a shutdown stops the rest quietly."""
     for emoji in REACTIONS:
         for attempt in range(1, REACTION_ATTEMPTS + 1):
             await sending.reactions.wait(message.channel.id)
             if paced:
-                await sending.pacer.wait()
+                await sending.pacer.wait(lane)
             if client.is_closed():
                 return
             try:

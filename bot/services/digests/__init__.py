@@ -28,7 +28,7 @@ from bot.services.digests.planning import DigestPlanner, FollowedLike, PaperLook
 from bot.services.digests.recovery import DigestRecovery
 from bot.services.digests.retention import DEFAULT_HISTORY_DAYS, DigestHistory
 from bot.services.digests.schedule import Clock, utc_now
-from bot.services.digests.subscriptions import SubscriptionService
+from bot.services.digests.subscriptions import DEFAULT_FEEDS_PER_SERVER, SubscriptionService
 from storage.db import Database
 from storage.repositories.digests import DigestRepository
 from storage.repositories.messages import PostedMessageRepository
@@ -59,6 +59,7 @@ class Digests:
         lease_wall: Callable[[], float] = time.time,
         followed: FollowedLike | None = None,
         history_days: int = DEFAULT_HISTORY_DAYS,
+        feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
     ) -> None:
         self.db = db
         self.clock: Clock = clock if clock is not None else utc_now
@@ -66,7 +67,9 @@ class Digests:
         self.repository = DigestRepository(db)
         #: how this process (``owner``) holds the runs it sends, for ``lease`` at a time
         self.leases = Leases(self.repository, owner=owner, duration=lease, wall=lease_wall)
-        self.subscriptions = SubscriptionService(SubscriptionRepository(db), clock=self.clock, spread=spread)
+        self.subscriptions = SubscriptionService(
+            SubscriptionRepository(db), clock=self.clock, spread=spread, feeds_per_server=feeds_per_server
+        )
         self.planner = DigestPlanner(
             self.repository,
             papers=papers,
