@@ -16,10 +16,10 @@ errors that need a person to fix something become the service's ``DMsClosedError
 dropped connection, a 5xx) becomes ``SendOutcomeUnknownError`` (the service sends it again with the
 same nonce); anything else propagates so the run stays open and is retried. A paper that went out
 without an answer too long ago for its nonce to dedupe is looked for among the channel's latest
-messages (:meth:`DiscordDigestSender.find_paper`), to be recorded, never posted twice. Every message waits for
-room in its channel's message bucket (:class:`~bot.discord_limits.ChannelWindow`), then on the shared
-:class:`~bot.discord_limits.RequestPacer`. The bot, `/paper digest` and `paperbot digest
---user` all send through it.
+messages (:meth:`DiscordDigestSender.find_paper`), to be recorded, never posted twice. Every message
+waits for room in its channel's message bucket (:class:`~bot.discord_limits.ChannelWindow`), then on
+the shared :class:`~bot.discord_limits.RequestPacer`, in its recipient's turn (a feed's server, a
+person). The bot, `/paper digest` and `paperbot digest --user` all send through it.
 """
 
 from __future__ import annotations
@@ -258,9 +258,9 @@ async def add_ratings(
     lane: Hashable = SHARED_LANE,
 ) -> None:
     """👍 👎 🔖 on a paper the bot posted in a channel, one per reaction bucket of the channel (and, when
-    ``paced``, under the bulk pacer, in ``lane``'s turn). The paper is out already, so nothing here raises: a reaction
-    whose answer was lost is added again (Discord keeps one per person and emoji), one Discord refuses
-    is logged and left off, and a shutdown stops the rest quietly."""
+    ``paced``, under the bulk pacer in ``lane``'s turn). The paper is out already, so nothing here
+    raises: a reaction whose answer was lost is added again (Discord keeps one per person and emoji),
+    one Discord refuses is logged and left off, and a shutdown stops the rest quietly."""
     for emoji in REACTIONS:
         for attempt in range(1, REACTION_ATTEMPTS + 1):
             await sending.reactions.wait(message.channel.id)

@@ -147,13 +147,17 @@ class SubscriptionRepository:
             if max_feeds is not None:
                 if conn.dialect == "postgresql":
                     await conn.fetchval("SELECT pg_advisory_xact_lock(?)", (_feeds_lock_key(guild_id),))
-                feeds = await conn.fetchval(
-                    "SELECT COUNT(*) FROM subscriptions WHERE kind = 'channel' AND guild_id = ? "
-                    "AND channel_id <> ?",
-                    (guild_id, channel_id),
+                feeds = int(
+                    await conn.fetchval(
+                        "SELECT COUNT(*) FROM subscriptions WHERE kind = 'channel' AND guild_id = ?",
+                        (guild_id,),
+                    )
                 )
-                if int(feeds) >= max_feeds:
-                    raise FeedLimitError(int(feeds), max_feeds)
+                new = await conn.fetchval(
+                    "SELECT 1 FROM subscriptions WHERE kind = 'channel' AND channel_id = ?", (channel_id,)
+                )
+                if new is None and feeds >= max_feeds:
+                    raise FeedLimitError(feeds, max_feeds)
             await conn.execute(
                 """
                 INSERT INTO subscriptions (kind, guild_id, channel_id, topics, time_local, timezone, frequency,

@@ -56,7 +56,7 @@ async def test_a_server_at_its_feed_cap_is_told_so_and_nothing_is_stored(start_p
             "alice", "paperadmin feed set", channel=channels[2], topics="robotics"
         )
         assert refused.ephemeral
-        assert "already has 2 paper feeds, as many as it may have (2)" in answer(refused)
+        assert "already has 2 paper feeds; it may have at most 2" in answer(refused)
         assert "/paperadmin feed clear" in answer(refused)
         subscriptions = e2e.services.digests.subscriptions
         assert await subscriptions.for_channel(channels[2].id) is None

@@ -72,8 +72,7 @@ class Fault:
         if self.kind not in ("429", DROP_RESPONSE, DROP_REQUEST) and self.kind not in ERRORS:
             raise ValueError(
                 f"unknown fault kind {self.kind!r}; one of 429, {DROP_RESPONSE}, {DROP_REQUEST}, "
-                f"{', '.join(ERRORS)}, "
-                f"{', '.join(ALIASES)}"
+                f"{', '.join(ERRORS)}, {', '.join(ALIASES)}"
             )
         self._match = route_matcher(self.pattern)
 

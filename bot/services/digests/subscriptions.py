@@ -187,9 +187,8 @@ class SubscriptionService:
             )
         except FeedLimitError as full:
             raise TooManyFeedsError(
-                f"This server already has {full.feeds} paper feeds, as many as it may have ({full.limit}). "
-                "Stop one with `/paperadmin feed clear` (`/paperadmin feed list` shows them), then set this "
-                "one again."
+                f"This server already has {full.feeds} paper feeds; it may have at most {full.limit}. Stop one "
+                "with `/paperadmin feed clear` (`/paperadmin feed list` shows them), then set this one again."
             ) from full
         log.info(
             "feed set for channel %s (guild %s) by %s: %s",

@@ -30,5 +30,19 @@ async def test_feeds_set_at_once_never_pass_the_servers_cap(db: Database) -> Non
     changed = await feeds.set_feed(GUILD, stored[0].channel_id, created_by=9, count=2)  # type: ignore[union-attr,arg-type]
     assert changed.count == 2
     assert (await feeds.set_feed(OTHER_GUILD, 200, created_by=9, topics="robotics")).guild_id == OTHER_GUILD
-    with pytest.raises(TooManyFeedsError, match=r"already has 3 paper feeds"):
+    with pytest.raises(TooManyFeedsError, match=r"already has 3 paper feeds; it may have at most 3"):
         await feeds.set_feed(GUILD, 150, created_by=9, topics="robotics")
+
+
+async def test_a_lowered_cap_keeps_the_feeds_there_are_and_lets_them_change(db: Database) -> None:
+    """The operator lowers the cap below what a server has: its feeds stay and can still be changed;
+    a new one is refused until it is under the cap."""
+    clock = FakeClock(datetime(2026, 1, 5, tzinfo=UTC))
+    before = make_service(db, clock, {}, feeds_per_server=3).subscriptions
+    for n in range(3):
+        await before.set_feed(GUILD, 100 + n, created_by=9, topics="robotics")
+    after = make_service(db, clock, {}, feeds_per_server=2).subscriptions
+    assert (await after.set_feed(GUILD, 100, created_by=9, count=4)).count == 4
+    with pytest.raises(TooManyFeedsError, match=r"already has 3 paper feeds; it may have at most 2"):
+        await after.set_feed(GUILD, 103, created_by=9, topics="robotics")
+    assert len(await after.list_feeds(GUILD)) == 3
