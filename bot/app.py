@@ -143,6 +143,10 @@ class PaperBot(commands.AutoShardedBot):
         self._beat_now.set()
         await self._stopped.wait()
 
+    def shutting_down(self) -> bool:
+        """Whether close() began: work done for a person (a `/paper digest`) stops at its next step."""
+        return self._stopped.is_set()
+
     async def wait_until_serving(self) -> None:
         """Until this process does its work: connected (ready), or for a worker logged in."""
         if self.settings.connects_gateway:
@@ -256,9 +260,7 @@ class PaperBot(commands.AutoShardedBot):
         self.scheduler.remove_daily_jobs()
 
     async def close(self) -> None:
-        self._stopped.set()
-        # a /paper digest still sending stops at its next paper and says so (the rest is resumed)
-        self.services.digests.delivery.request_shutdown()
+        self._stopped.set()  # a /paper digest still sending stops at its next paper and says so
         await self._finish_answers()
         # (the leadership loop stops the background work as it ends: digests stop between papers and
         # resume at the next start, or at once in the process that leads next)

@@ -148,7 +148,9 @@ async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         sender = DiscordDigestSender(bot, bot.sending, user_id=user_id)
         try:
-            outcome = await bot.services.digests.delivery.deliver_now(user_id, sender)
+            outcome = await bot.services.digests.delivery.deliver_now(
+                user_id, sender, stopping=bot.shutting_down
+            )
         except RecipientUnreachableError:
             outcome = DeliveryOutcome("unreachable")
         except DigestInterruptedError as stopped:

@@ -607,11 +607,11 @@ async def test_digest_now_stopped_by_a_shutdown_says_so_and_the_rest_arrives_onc
     every paper once, one header."""
     server = e2e.server
     await server.run_command("bob", "paper subscribe", topics="reinforcement learning", count=3)
-    delivery = e2e.services.digests.delivery
+    closing = e2e.bot._stopped  # what PaperBot.close() sets first
 
     def shut_down_at_the_first_paper(kind: str, message: SandboxMessage) -> None:
         if kind == "create" and message.embeds and len(paper_messages(server.dm_messages("bob"))) == 1:
-            delivery.request_shutdown()  # what PaperBot.close() does first
+            closing.set()
 
     unsubscribe = server.subscribe(shut_down_at_the_first_paper)
     note = await server.run_command("bob", "paper digest")
@@ -620,7 +620,7 @@ async def test_digest_now_stopped_by_a_shutdown_says_so_and_the_rest_arrives_onc
     assert "follows shortly" in ephemeral_text(note)
     assert len(paper_messages(server.dm_messages("bob"))) == 1
 
-    delivery.resume_work()  # the process running the digests next (here: this one, as it starts again)
+    closing.clear()  # the process running the digests next (here: this one, as if started again)
     papers = await wait_for_papers(e2e, lambda: server.dm_messages("bob"), 3)
     assert len(set(await posted_paper_ids(e2e, papers))) == 3
     assert len(text_messages(server.dm_messages("bob"))) == 1

@@ -191,7 +191,6 @@ class DigestDelivery:
         self.resend_delays = tuple(resend_delays)
         self._sleep = sleep
         self._stopping = False  # the scheduled digests stop here (another process leads, or a stop)
-        self._closing = False  # the process is shutting down: every delivery stops
 
     def request_stop(self) -> None:
         """This process stops running the scheduled digests (another one leads now, or it stops): they
@@ -199,14 +198,12 @@ class DigestDelivery:
         ``/paper digest`` goes on: it is answered by whichever process got the command."""
         self._stopping = True
 
-    def request_shutdown(self) -> None:
-        """The process is shutting down: every delivery stops at the next paper boundary, on-demand ones
-        too (their runs are resumed by the process running the digests)."""
-        self._stopping = self._closing = True
-
     def resume_work(self) -> None:
         """Scheduled deliveries may go ahead again (the process runs the digests again)."""
-        self._stopping = self._closing = False
+        self._stopping = False
+
+    def _background_stopping(self) -> bool:
+        return self._stopping
 
     def _stamp(self) -> str:
         """Now as stored in the database (ISO-8601 UTC, seconds), from the injected clock."""
@@ -227,18 +224,22 @@ class DigestDelivery:
             return DeliveryOutcome("already", period_key=period.key)
         return await self._deliver(run, sub, sender)
 
-    async def deliver_now(self, user_id: int, sender: DigestSender) -> DeliveryOutcome:
+    async def deliver_now(
+        self, user_id: int, sender: DigestSender, *, stopping: Callable[[], bool] = lambda: False
+    ) -> DeliveryOutcome:
         """``/paper digest``: a digest right now through the same pipeline (not a scheduled period).
 
         With a subscription it is a run of its own (``manual:<time>``), so it resumes after a crash and
-        never repeats papers; without one it uses the user's profile and the default count.
+        never repeats papers; without one it uses the user's profile and the default count. Only
+        ``stopping`` (the process shutting down) stops it between papers: not running the scheduled
+        digests does not.
         """
         sub = await self.subscriptions.for_user(user_id)
         if sub is None:
             plan = await self.planner.build(None, user_id=user_id, manual=True)
             texts = DigestTexts(plan.header, plan.nothing_text)
             return await self._send_plan(
-                None, plan.recipient, None, texts, plan.papers, sender, on_demand=True
+                None, plan.recipient, None, texts, plan.papers, sender, stopping=stopping
             )
         now = self.clock()
         run = None
@@ -249,7 +250,7 @@ class DigestDelivery:
                 break
         if run is None:  # pragma: no cover - five claims in the same microsecond
             return DeliveryOutcome("already", detail="another digest is being sent right now")
-        return await self._deliver(run, sub, sender, manual=True, on_demand=True)
+        return await self._deliver(run, sub, sender, manual=True, stopping=stopping)
 
     async def resume(self, run: DigestRun, sender: DigestSender) -> DeliveryOutcome:
         """Finish a run that was claimed but not finished (the process stopped mid-digest)."""
@@ -280,15 +281,19 @@ class DigestDelivery:
         sender: DigestSender,
         *,
         manual: bool = False,
-        on_demand: bool = False,
+        stopping: Callable[[], bool] | None = None,
     ) -> DeliveryOutcome:
         """Deliver a run this process holds, renewing its lease meanwhile. A clean stop lets go of the
         run (resumed at once by the process running the digests); another process having taken it over
-        stops this one. An ``on_demand`` run (someone's ``/paper digest``) that fails is let go of too:
-        nothing here retries it, the process running the digests does."""
+        stops this one. ``stopping``: someone's ``/paper digest``, which stops when that says so (the
+        scheduled digests stop when this process stops running them); it is let go of when it fails
+        too: nothing here retries it, the process running the digests does."""
+        on_demand = stopping is not None
         async with self.leases.holding(run.id):
             try:
-                return await self._deliver_held(run, sub, sender, manual=manual, on_demand=on_demand)
+                return await self._deliver_held(
+                    run, sub, sender, manual=manual, stopping=stopping or self._background_stopping
+                )
             except ClaimLostError as lost:
                 raise DigestInterruptedError(f"another process took over: {lost}") from lost
             except Exception as error:
@@ -304,8 +309,8 @@ class DigestDelivery:
         sub: Subscription,
         sender: DigestSender,
         *,
-        manual: bool = False,
-        on_demand: bool = False,
+        manual: bool,
+        stopping: Callable[[], bool],
     ) -> DeliveryOutcome:
         run = await self.digests.get_run(run.id) or run  # the header's state as stored now
         opening = self._opening(run, sub)
@@ -349,7 +354,7 @@ class DigestDelivery:
                 sender,
                 opening=opening,
                 resend=resend,
-                on_demand=on_demand,
+                stopping=stopping,
             )
         except RecipientUnreachableError as error:
             await self.subscriptions.pause_unreachable(sub, error)
@@ -443,13 +448,13 @@ class DigestDelivery:
         *,
         opening: str = "send",
         resend: Collection[int] = (),
-        on_demand: bool = False,
+        stopping: Callable[[], bool] | None = None,
     ) -> DeliveryOutcome:
         """Send the header and papers (or the nothing-new line); each paper reserved before it goes out.
 
         ``opening`` says what to do with the header (see :meth:`_opening`); ``resend`` are papers already
-        reserved and attempted without an answer, sent again with their nonce; ``on_demand``: someone's
-        ``/paper digest``, which only a shutdown stops. Raises RecipientUnreachableError untouched (the
+        reserved and attempted without an answer, sent again with their nonce; ``stopping`` says when to
+        stop between papers (default: when this process stops running the scheduled digests). Raises RecipientUnreachableError untouched (the
         caller pauses); any other error leaves the run claimed so it can be resumed.
         """
         run_id = run.id if run else None
@@ -459,7 +464,8 @@ class DigestDelivery:
             nonce = functools.partial(
                 message_nonce, recipient, None, f"{MANUAL_PREFIX}{self.clock().isoformat()}"
             )
-        self._check_stop(run, on_demand)
+        stopping = stopping or self._background_stopping
+        self._check_stop(run, stopping)
         if not papers and opening != "done":
             await self._send_opening(
                 run,
@@ -475,7 +481,7 @@ class DigestDelivery:
             )
         sent: list[int] = []
         for planned in papers:
-            self._check_stop(run, on_demand)
+            self._check_stop(run, stopping)
             paper_id = planned.paper.id
             again = paper_id in resend
             if not again and not await self.digests.reserve_item(
@@ -552,13 +558,12 @@ class DigestDelivery:
                 log.warning("%s: %s; sending it again with the same nonce in %g s", what, error, delay)
                 await self._sleep(delay)
 
-    def _check_stop(self, run: DigestRun | None, on_demand: bool) -> None:
+    def _check_stop(self, run: DigestRun | None, stopping: Callable[[], bool]) -> None:
         if run is not None and run.id in self.leases.lost:
             raise DigestInterruptedError(f"another process took over run {run.id}: it sends the rest")
-        if self._closing or (self._stopping and not on_demand):
+        if stopping():
             if run is None:
-                raise DigestInterruptedError("shutting down: an on-demand digest stops here", resumes=False)
+                raise DigestInterruptedError("stopping: an on-demand digest stops here", resumes=False)
             raise DigestInterruptedError(
-                f"{'shutting down' if self._closing else 'not running the digests now'}: run {run.id} "
-                "stops here, for the process running the digests to resume"
+                f"stopping: run {run.id} stops here, for the process running the digests to resume"
             )

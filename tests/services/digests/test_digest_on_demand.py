@@ -27,13 +27,15 @@ async def service(db: Database) -> Digests:
 class ShutdownAfterFirstPaper(FakeSender):
     """Sends like Discord; the process starts shutting down as the first paper goes out."""
 
-    digests: Digests | None = None
+    shutting_down: bool = False
 
     async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
         sent = await super().send_paper(paper, reason, nonce=nonce)
-        assert self.digests is not None
-        self.digests.delivery.request_shutdown()
+        self.shutting_down = True
         return sent
+
+    def stopping(self) -> bool:
+        return self.shutting_down
 
 
 async def test_a_process_that_stopped_running_the_digests_still_sends_an_on_demand_one(
@@ -59,9 +61,8 @@ async def test_a_shutdown_stops_an_on_demand_digest_and_the_next_process_sends_t
     process running the digests sends the rest: every paper once, one header."""
     sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="UTC", count=3)
     sender = ShutdownAfterFirstPaper()
-    sender.digests = service
     with pytest.raises(DigestInterruptedError) as stopped:
-        await service.delivery.deliver_now(USER, sender)
+        await service.delivery.deliver_now(USER, sender, stopping=sender.stopping)
     assert stopped.value.resumes
     assert len(sender.paper_ids) == 1
     (run,) = await service.repository.runs(sub.id)
@@ -80,9 +81,8 @@ async def test_a_shutdown_during_an_on_demand_digest_without_a_subscription_says
     service: Digests,
 ) -> None:
     sender = ShutdownAfterFirstPaper()
-    sender.digests = service
     with pytest.raises(DigestInterruptedError) as stopped:
-        await service.delivery.deliver_now(OTHER, sender)
+        await service.delivery.deliver_now(OTHER, sender, stopping=sender.stopping)
     assert not stopped.value.resumes
 
 
