@@ -99,6 +99,8 @@ class Services:
             spread=timedelta(minutes=self.settings.digest_spread_minutes),
             lease=timedelta(seconds=self.settings.takeover_seconds),
             followed=self.follows,
+            history_days=self.settings.digest_history_days,
+            feeds_per_server=self.settings.feeds_per_server,
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(

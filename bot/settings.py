@@ -112,6 +112,18 @@ def _retention_days(raw: str) -> int:
     return int(raw)
 
 
+def _history_days(raw: str) -> int:
+    if not raw.isdigit() or not 14 <= int(raw) <= 3650:
+        raise ValueError(f"must be a whole number of days 14-3650, got {raw!r}")
+    return int(raw)
+
+
+def _feeds_per_server(raw: str) -> int:
+    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+        raise ValueError(f"must be a whole number of feeds 1-1000, got {raw!r}")
+    return int(raw)
+
+
 def _shard_ids(raw: str) -> tuple[int, ...]:
     """ "0-3", "0,2" or "5": the shard ids, each once, in order."""
     ids: set[int] = set()
@@ -241,6 +253,21 @@ class Settings:
         _spread_minutes,
         "digests due at the same time go out over this many minutes after it (0-120), each subscription "
         "at its own fixed minute, which its confirmation names; 0 sends each at the time chosen",
+    )
+    digest_history_days: int = setting(
+        "PAPERBOT_DIGEST_HISTORY_DAYS",
+        "180",
+        _history_days,
+        "finished digest runs and the bot's paper messages are deleted after this many days (14–3650), "
+        "daily; a 👍 👎 🔖 reaction on an older paper message then counts for nothing (buttons keep "
+        "working), and what was sent to whom is kept, so no paper is sent twice",
+    )
+    feeds_per_server: int = setting(
+        "PAPERBOT_FEEDS_PER_SERVER",
+        "25",
+        _feeds_per_server,
+        "channel feeds one server may have (1–1000; a channel, thread or forum post each); "
+        "`/paperadmin feed set` for one more says so and stores nothing",
     )
     arxiv_categories: tuple[str, ...] = setting(
         "PAPERBOT_ARXIV_CATEGORIES", "", _words, "e.g. `cs.LG cs.CL`: fetch these from arXiv daily", empty=()

@@ -64,8 +64,9 @@ async def recommend_command(interaction: discord.Interaction[PaperBot], count: C
     services = interaction.client.services
     services.limits.take("recommend", interaction.user.id)
     await interaction.response.defer(ephemeral=True, thinking=True)
+    # the picks count as seen only once the answer carrying them went out (a refused answer hides none)
     result = await services.recommender.personal(
-        interaction.user.id, guild_id=interaction.guild_id, count=count
+        interaction.user.id, guild_id=interaction.guild_id, count=count, mark_shown=False
     )
     if result.status == "picks":
         papers = await services.papers.get_many(p.paper_id for p in result.picks)
@@ -89,6 +90,11 @@ async def recommend_command(interaction: discord.Interaction[PaperBot], count: C
     await interaction.followup.send(
         embed=picks_embed(heading, entries, footer), view=rating_view(entries), ephemeral=True
     )
+    if result.status == "picks":
+        try:
+            await services.recommender.mark_shown(interaction.user.id, [p.paper_id for p in result.picks])
+        except Exception:  # they went out: at worst they are offered again, which beats an error line
+            log.warning("could not mark user %s's picks as shown", interaction.user.id, exc_info=True)
 
 
 @interests_group.command(name="show", description="Your topics, what your reactions taught, and counts")

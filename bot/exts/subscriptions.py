@@ -17,7 +17,7 @@ from discord.ext import commands
 
 from bot.digest_sender import DiscordDigestSender
 from bot.exts._groups import Subcommands
-from bot.services.digests.delivery import DeliveryOutcome, RecipientUnreachableError
+from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, RecipientUnreachableError
 from bot.services.topic_breadth import Breadth, TitledIndex, breadth
 from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
 from bot.ui.embeds import CONTENT_LIMIT
@@ -32,6 +32,19 @@ MAX_BREADTH_NOTES: Final = 3  # notes on broad topics in one answer (each ~300 c
 
 paper = Subcommands("paper")
 
+DIGEST_RESUMES = (
+    "⏸️ I had to stop sending your digest partway (I'm restarting). What's not in your DMs yet "
+    "follows shortly, and nothing comes twice."
+)
+DIGEST_STOPPED = (
+    "⏸️ I had to stop sending your digest partway (I'm restarting). Run `/paper digest` again in a minute "
+    "for the rest: papers already in your DMs won't come again."
+)
+DIGEST_FAILED = (
+    "⚠️ I couldn't finish sending your digest: Discord or my database did not answer. Papers already in "
+    "your DMs won't come again; if you have a subscription the rest follows once they answer, otherwise "
+    "run `/paper digest` again in a few minutes."
+)
 DMS_CLOSED_HELP = (
     "I can't send you direct messages. Allow DMs from this server's members (right-click the server → "
     "Privacy Settings → Direct Messages), then try again."
@@ -135,9 +148,22 @@ async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         sender = DiscordDigestSender(bot, bot.sending, user_id=user_id)
         try:
-            outcome = await bot.services.digests.delivery.deliver_now(user_id, sender)
+            outcome = await bot.services.digests.delivery.deliver_now(
+                user_id, sender, stopping=bot.shutting_down
+            )
         except RecipientUnreachableError:
             outcome = DeliveryOutcome("unreachable")
+        except DigestInterruptedError as stopped:
+            log.info("/paper digest for user %s: %s", user_id, stopped)
+            note = DIGEST_RESUMES if stopped.resumes else DIGEST_STOPPED
+            await interaction.followup.send(note, ephemeral=True)
+            return
+        except Exception:
+            # Whatever failed (Discord, the store), the person gets a line that says what happens next;
+            # the run was let go of, and the process running the digests sends the rest.
+            log.exception("/paper digest for user %s failed", user_id)
+            await interaction.followup.send(DIGEST_FAILED, ephemeral=True)
+            return
     await interaction.followup.send(await _digest_note(interaction, outcome), ephemeral=True)
 
 

@@ -54,6 +54,8 @@ VALID: dict[str, tuple[str, str, object]] = {
     "PAPERBOT_MAX_DECOMPRESSED_MB": ("40", "max_decompressed_bytes", 40 * 1024 * 1024),
     "PAPERBOT_SEARCH_RETENTION_DAYS": ("7", "search_retention_days", 7),
     "PAPERBOT_PERSON_LIMITS": ("OFF", "person_limits", False),
+    "PAPERBOT_DIGEST_HISTORY_DAYS": ("30", "digest_history_days", 30),
+    "PAPERBOT_FEEDS_PER_SERVER": ("5", "feeds_per_server", 5),
     "PAPERBOT_OPERATORS": (
         "123456789012345678, 223456789012345678  42",
         "operator_ids",
@@ -79,6 +81,8 @@ INVALID: dict[str, list[str]] = {
     "PAPERBOT_MAX_DECOMPRESSED_MB": ["0", "0.5", "-1", "unlimited"],
     "PAPERBOT_SEARCH_RETENTION_DAYS": ["0", "3651", "30.5", "-1", "forever"],
     "PAPERBOT_PERSON_LIMITS": ["yes", "0", "false"],
+    "PAPERBOT_DIGEST_HISTORY_DAYS": ["13", "3651", "90.5", "forever"],
+    "PAPERBOT_FEEDS_PER_SERVER": ["0", "1001", "2.5", "many"],
     "PAPERBOT_OPERATORS": ["alice", "123;456", "-5", "12.5", "<@123456789012345678>", "0"],
 }
 

@@ -224,3 +224,35 @@ async def _popular_here_and_in_a_dm(e2e: E2E) -> None:
 
 async def _count(e2e: E2E, sql: str, param: int, expected: int) -> bool:
     return bool(await e2e.db.fetchval(sql, (param,)) == expected)
+
+
+async def test_picks_whose_answer_failed_are_offered_again(e2e: E2E) -> None:
+    """The answer to /paper recommend comes too late for Discord (picking took past the 15 minutes an
+    interaction's token lasts, so the follow-up is refused): carol never saw those picks, so her next
+    /paper recommend offers them again instead of hiding them for good."""
+    server = e2e.server
+    e2e.allow_error("command /paper recommend failed")  # the refused answer is logged
+    await server.run_command("carol", "paper interests add", topic="language models")
+    personal = e2e.services.recommender.personal
+
+    async def slow_personal(*args: Any, **kwargs: Any) -> Any:
+        server.clock.advance(15 * 60 + 1)
+        return await personal(*args, **kwargs)
+
+    e2e.services.recommender.personal = slow_personal  # type: ignore[method-assign]
+    failed = await server.run_command("carol", "paper recommend", count=3, check=False)
+    assert failed.failure is not None
+    refused = [r for r in server.requests_matching("POST /webhooks/**") if r.json and r.json.get("embeds")]
+    assert refused
+    assert all(r.status == 401 for r in refused), "Discord refused the picks"
+    e2e.services.recommender.personal = personal  # type: ignore[method-assign]
+
+    again = await server.run_command("carol", "paper recommend", count=3)
+    ids = [int(i) for i in re.findall(r"pb:like:(\d+)", str(again.message.components))]
+    assert len(ids) == 3
+    missed = [int(i) for i in re.findall(r"pb:like:(\d+)", str(refused[0].json["components"]))]
+    assert ids == missed, "the picks she never saw come first again"
+    later = await server.run_command("carol", "paper recommend", count=3)
+    later_ids = {int(i) for i in re.findall(r"pb:like:(\d+)", str(later.message.components))}
+    assert later_ids
+    assert not later_ids & set(ids), "picks she saw are not offered again"
