@@ -51,7 +51,9 @@ async def measure(paths: list[Path], patience: float) -> None:
     with tempfile.TemporaryDirectory() as folder:
         db_path = Path(folder) / "paperbot.db"
         async with SandboxServer() as server:
-            settings = sandbox_settings(server, db_path)
+            settings = sandbox_settings(
+                server, db_path, person_limits=False
+            )  # two people searching 4 times a second
             async with running_paperbot(server, settings) as running:
                 services = running.services
                 started = time.perf_counter()

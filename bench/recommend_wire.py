@@ -94,7 +94,8 @@ async def over_the_wire(
     result = np.zeros((len(split.people), DAYS))
     sent: dict[tuple[int, int], list[int]] = {}
     async with SandboxServer() as server:
-        settings = sandbox_settings(server, store, state_dir=store.parent)
+        # each person asks for a digest a day, the days squeezed into minutes: no per-person limit
+        settings = sandbox_settings(server, store, state_dir=store.parent, person_limits=False)
         async with running_paperbot(server, settings, load_shipped_corpus=False) as running:
             space = running.services.recommender.space
             await server.eventually(lambda: space.ready, timeout=120, what="the paper space")

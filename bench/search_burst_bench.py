@@ -131,6 +131,7 @@ async def measure(
             tree,
             PAPERBOT_STATE_DIR=str(state),
             PAPERBOT_DEV_GUILD=str(server.guild.id),
+            PAPERBOT_PERSON_LIMITS="off",  # 8 people sending hundreds: a load test, not people
             PYTHONPATH=str(tree),
         )
         spy: asyncio.subprocess.Process | None = None

@@ -143,6 +143,10 @@ class PaperBot(commands.AutoShardedBot):
         self._beat_now.set()
         await self._stopped.wait()
 
+    def shutting_down(self) -> bool:
+        """Whether close() began: work done for a person (a `/paper digest`) stops at its next step."""
+        return self._stopped.is_set()
+
     async def wait_until_serving(self) -> None:
         """Until this process does its work: connected (ready), or for a worker logged in."""
         if self.settings.connects_gateway:
@@ -236,20 +240,26 @@ class PaperBot(commands.AutoShardedBot):
         return problems
 
     async def start_background_work(self) -> None:
-        """Digests, the daily prune of old searches and the daily arXiv fetch, on this process (while it
-        leads)."""
+        """Digests, the daily prune of old searches and digest history and the daily arXiv fetch, on this
+        process (while it leads)."""
         # jobs rebuilt from the subscriptions table in the background; catch-up once ready
         await self.digest_jobs.start(in_background=True)
         # subscriptions other processes made or changed, and runs a dead process left half sent
         every = min(SUBSCRIPTIONS_POLL_SECONDS, self.settings.takeover_seconds / 3)
         self.scheduler.loop(DIGESTS_LOOP, lambda: self.digest_jobs.follow_store(every=every))
-        # searches past their retention (and old notes of forgettings) go at start, then daily
-        await self.services.privacy.prune()
-        self.scheduler.daily_prune(self.services.privacy.prune)
+        # searches, notes of forgettings and digest history past their retention go at start, then daily
+        await self.prune()
+        self.scheduler.daily_prune(self.prune)
         if self.settings.arxiv_categories:
             self.scheduler.daily_fetch(
                 lambda: run_daily_fetch(self.services), time_utc=self.settings.arxiv_fetch_time
             )
+
+    async def prune(self) -> None:
+        """Delete what is past its retention: stored searches and notes of forgettings, digest history
+        (never raises)."""
+        await self.services.privacy.prune()
+        await self.services.digests.history.prune()
 
     async def stop_background_work(self) -> None:
         """Another process leads now (or this one stops): digests stop between two papers (their runs
@@ -259,7 +269,7 @@ class PaperBot(commands.AutoShardedBot):
         self.scheduler.remove_daily_jobs()
 
     async def close(self) -> None:
-        self._stopped.set()
+        self._stopped.set()  # a /paper digest still sending stops at its next paper and says so
         await self._finish_answers()
         # (the leadership loop stops the background work as it ends: digests stop between papers and
         # resume at the next start, or at once in the process that leads next)

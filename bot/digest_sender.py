@@ -4,17 +4,22 @@ Every paper goes out as its own message, so a rating names exactly one paper; th
 records each message in ``posted_messages``. In a DM the paper's own 👍 👎 🔖 are buttons sent with
 the message — one call per paper — and the message goes straight to the person's stored DM channel
 (``bot.dm_channels``): no user fetch, no DM open. In a channel the bot adds 👍 👎 🔖 as reactions,
-which everyone there sees, spaced by the channel's reaction bucket.
+which everyone there sees, spaced by the channel's reaction bucket — once the service recorded the
+message (:meth:`DiscordDigestSender.finish_paper`), so whatever happens to the reactions, the paper is
+out and a reaction on it counts. A reaction whose answer was lost is added again (adding it twice is
+harmless); one Discord refuses is left off.
 
 Each message carries the nonce the service derived for it; discord.py (2.5+) sends it with
 ``enforce_nonce: true``, so Discord answers a repeat with the message it already created. Discord
 errors that need a person to fix something become the service's ``DMsClosedError`` /
 ``ChannelGoneError``; a send whose outcome is unknown (no answer within :data:`SEND_TIMEOUT`, a
 dropped connection, a 5xx) becomes ``SendOutcomeUnknownError`` (the service sends it again with the
-same nonce); anything else propagates so the run stays open and is retried. Every message waits for
-room in its channel's message bucket (:class:`~bot.discord_limits.ChannelWindow`), then on the shared
-:class:`~bot.discord_limits.RequestPacer`. The bot, `/paper digest` and `paperbot digest
---user` all send through it.
+same nonce); anything else propagates so the run stays open and is retried. A paper that went out
+without an answer too long ago for its nonce to dedupe is looked for among the channel's latest
+messages (:meth:`DiscordDigestSender.find_paper`), to be recorded, never posted twice. Every message
+waits for room in its channel's message bucket (:class:`~bot.discord_limits.ChannelWindow`), then on
+the shared :class:`~bot.discord_limits.RequestPacer`, in its recipient's turn (a feed's server, a
+person). The bot, `/paper digest` and `paperbot digest --user` all send through it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -37,6 +42,7 @@ from bot.services.digests.delivery import (
     SentMessage,
     SentThenDeletedError,
 )
+from bot.services.digests.fairness import SHARED_LANE, lane_of
 from bot.services.permission_notices import PermissionNotices
 from bot.ui.embeds import REACTIONS
 from bot.ui.paper_views import digest_message
@@ -56,6 +62,10 @@ UNKNOWN_MESSAGE = 10008
 #: Longest wait for Discord to answer one message (aiohttp's own default is 5 minutes, longer than
 #: Discord remembers a nonce); a repeat after this still falls inside the dedupe window.
 SEND_TIMEOUT = 30.0
+#: Tries at one reaction whose answer was lost (the connection dropped, a timeout, a 5xx).
+REACTION_ATTEMPTS = 3
+#: How many of a channel's latest messages are searched for a paper posted without an answer.
+HISTORY_LOOKBACK = 100
 
 
 @dataclass(frozen=True)
@@ -83,9 +93,12 @@ class DiscordDigestSender:
         channel_id: int | None = None,
         admin_id: int | None = None,
         send_timeout: float = SEND_TIMEOUT,
+        lane: Hashable | None = None,
     ) -> None:
         if (user_id is None) == (channel_id is None):
             raise ValueError("a digest goes to a user or to a channel")
+        #: whose turn its requests take at the pacer (a feed's server, a person)
+        self.lane = lane or (("person", user_id) if user_id is not None else ("channel", channel_id))
         self.bot = bot
         self.sending = sending
         self.user_id = user_id
@@ -97,14 +110,15 @@ class DiscordDigestSender:
         self.started = utcnow_precise()
         self._destination: discord.abc.Messageable | None = None
         self._may_react: bool | None = None
+        self._to_rate: dict[int, discord.Message] = {}  # posted, their reactions not added yet
 
     @classmethod
     def for_subscription(
         cls, bot: discord.Client, sending: Sending, sub: Subscription
     ) -> DiscordDigestSender:
         if sub.is_channel:
-            return cls(bot, sending, channel_id=sub.channel_id, admin_id=sub.created_by)
-        return cls(bot, sending, user_id=sub.user_id)
+            return cls(bot, sending, channel_id=sub.channel_id, admin_id=sub.created_by, lane=lane_of(sub))
+        return cls(bot, sending, user_id=sub.user_id, lane=lane_of(sub))
 
     @property
     def is_dm(self) -> bool:
@@ -135,7 +149,7 @@ class DiscordDigestSender:
                 assert self.channel_id is not None
                 channel = self.bot.get_channel(self.channel_id)
                 if channel is None:
-                    await self.sending.pacer.wait()
+                    await self.sending.pacer.wait(self.lane)
                     channel = await self.bot.fetch_channel(self.channel_id)
                 if not isinstance(channel, discord.abc.Messageable):
                     raise ChannelGoneError(f"channel {self.channel_id} cannot hold messages", code=None)
@@ -181,7 +195,7 @@ class DiscordDigestSender:
         target = await self.destination()
         # The channel's message bucket first, then the pacer: the request goes out when the pacer says.
         async with self.sending.messages.slot(target.id):  # type: ignore[attr-defined]
-            await self.sending.pacer.wait()
+            await self.sending.pacer.wait(self.lane)
             async with asyncio.timeout(self.send_timeout):
                 message: discord.Message = await target.send(nonce=nonce, view=view, **fields)  # type: ignore[call-overload]
         if view is not None:
@@ -200,8 +214,29 @@ class DiscordDigestSender:
             view = paper_buttons(paper.id, shown.view)
             return _sent(await self._send(embed=shown.embed, view=view, nonce=nonce))
         message = await self._send(embed=shown.embed, view=shown.view, nonce=nonce)
-        await add_ratings(self.bot, message, self.sending, paced=True)
+        self._to_rate[message.id] = message
         return _sent(message)
+
+    async def finish_paper(self, sent: SentMessage) -> None:
+        """The paper's message is recorded: in a channel, add its 👍 👎 🔖 now (never raises for them)."""
+        message = self._to_rate.pop(sent.message_id, None)
+        if message is not None:
+            await add_ratings(self.bot, message, self.sending, paced=True, lane=self.lane)
+
+    async def find_paper(self, paper_id: int) -> SentMessage | None:
+        """The message this bot posted for the paper (not an answer to a command), if it is among the
+        channel's latest :data:`HISTORY_LOOKBACK` messages: a post whose answer never came, looked for
+        once Discord may have forgotten its nonce."""
+        target = await self.destination()
+        assert self.bot.user is not None
+        wanted = f"pb:more:{paper_id}"
+        await self.sending.pacer.wait(self.lane)
+        with self._unreachable_translated():
+            async for message in target.history(limit=HISTORY_LOOKBACK):
+                mine = message.author.id == self.bot.user.id and message.interaction_metadata is None
+                if mine and wanted in _custom_ids(message):
+                    return _sent(message)
+        return None
 
     async def may_react(self) -> bool:
         """Whether the bot may add reactions in the channel (as far as its cache knows). The first time
@@ -218,33 +253,55 @@ class DiscordDigestSender:
 
 
 async def add_ratings(
-    client: discord.Client, message: discord.Message, sending: Sending, *, paced: bool
+    client: discord.Client,
+    message: discord.Message,
+    sending: Sending,
+    *,
+    paced: bool,
+    lane: Hashable = SHARED_LANE,
 ) -> None:
     """👍 👎 🔖 on a paper the bot posted in a channel, one per reaction bucket of the channel (and, when
-    ``paced``, under the bulk pacer). The paper is out already: a refused reaction is logged, not
-    raised, and a shutdown stops the rest quietly."""
+    ``paced``, under the bulk pacer in ``lane``'s turn). The paper is out already, so nothing here
+    raises: a reaction whose answer was lost is added again (Discord keeps one per person and emoji),
+    one Discord refuses is logged and left off, and a shutdown stops the rest quietly."""
     for emoji in REACTIONS:
-        await sending.reactions.wait(message.channel.id)
-        if paced:
-            await sending.pacer.wait()
-        if client.is_closed():
-            return
-        try:
-            await message.add_reaction(emoji)
-        except RuntimeError:
+        for attempt in range(1, REACTION_ATTEMPTS + 1):
+            await sending.reactions.wait(message.channel.id)
+            if paced:
+                await sending.pacer.wait(lane)
             if client.is_closed():
-                return  # the HTTP session closed under it (a shutdown)
-            raise
-        except discord.HTTPException as error:
-            log.warning(
-                "could not add %s to message %s in channel %s: %s",
-                emoji,
-                message.id,
-                message.channel.id,
-                error,
-            )
-            if error.code in CHANNEL_GONE_CODES:
                 return
+            try:
+                async with asyncio.timeout(SEND_TIMEOUT):
+                    await message.add_reaction(emoji)
+                break
+            except (discord.DiscordServerError, TimeoutError, aiohttp.ClientError, OSError) as error:
+                if attempt == REACTION_ATTEMPTS:
+                    _left_off(emoji, message, error)
+            except discord.HTTPException as error:
+                _left_off(emoji, message, error)
+                if error.code in CHANNEL_GONE_CODES:
+                    return
+                break
+            except RuntimeError as error:
+                if not client.is_closed():  # else the HTTP session closed under it (a shutdown)
+                    _left_off(emoji, message, error)
+                return
+
+
+def _left_off(emoji: str, message: discord.Message, error: Exception) -> None:
+    log.warning(
+        "could not add %s to message %s in channel %s: %r", emoji, message.id, message.channel.id, error
+    )
+
+
+def _custom_ids(message: discord.Message) -> set[str]:
+    return {
+        item.custom_id
+        for row in message.components
+        for item in getattr(row, "children", ())
+        if getattr(item, "custom_id", None)
+    }
 
 
 def _sent(message: discord.Message) -> SentMessage:

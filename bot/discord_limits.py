@@ -7,7 +7,10 @@ allows (one reaction per 0.25 s per channel), so a client trusting them collects
 every second reaction — and 10,000 invalid requests in 10 minutes get the bot banned. So:
 
 * :class:`RequestPacer` — a token bucket shared by everything that sends in bulk (digests, feeds),
-  at :data:`BULK_RATE`, a little under the global limit, so interactive answers keep headroom. When
+  at :data:`BULK_RATE`, a little under the global limit, so interactive answers keep headroom. Its
+  requests take turns by lane (a feed's server, a DM digest's person:
+  :mod:`bot.services.digests.fairness`), so a server's hundreds of feeds get one request in turn with
+  every other server's digests, not all of theirs first. When
   Discord answers a request with a global 429 anyway, the pacer lets nothing through for the wait the
   answer's ``Retry-After`` names (:func:`global_limit_trace` sees it on the client's HTTP session).
   discord.py pauses its own requests only for the body's ``retry_after``, often a few milliseconds;
@@ -19,7 +22,9 @@ every second reaction — and 10,000 invalid requests in 10 minutes get the bot 
   discord.py for its channel's bucket would go out at a moment the pacer never chose, bunched with
   others (a digest's sixth message in its DM does, every time);
 * :data:`DIGEST_CONCURRENCY` — how many digests may be in flight for the pacer to be the limit:
-  each one waits on its DM channel's message bucket (5 per 5 s) between its messages.
+  each one waits on its DM channel's message bucket (5 per 5 s) between its messages. One server's
+  feeds hold at most half of them (``bot.services.digests.jobs``): still enough for the pacer to be
+  their limit, and another server's digest always finds a place.
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ import collections
 import contextlib
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from types import SimpleNamespace
 
 import aiohttp
+
+from bot.services.digests.fairness import SHARED_LANE, FairSlots
 
 #: Discord's global limit: requests per second per bot (interaction answers not counted).
 GLOBAL_RATE = 50.0
@@ -52,7 +59,8 @@ class RequestPacer:
 
     In any one second it lets through at most ``rate + burst`` requests, so with the defaults a rush
     stays under the global limit however the second is counted, with a little room for requests that
-    bunch up on their way.
+    bunch up on their way. Waiting requests go in turns by their ``lane`` (round robin between lanes,
+    in order within one).
     """
 
     def __init__(
@@ -66,7 +74,7 @@ class RequestPacer:
         self._tokens = float(burst)
         self._updated = monotonic()
         self._held_until = 0.0
-        self._lock = asyncio.Lock()
+        self._turns = FairSlots(1)
 
     def hold(self, seconds: float) -> None:
         """Discord refused a request with its global limit: let nothing through for ``seconds`` (or
@@ -76,8 +84,8 @@ class RequestPacer:
         self._tokens = 0.0
         self._updated = self._held_until
 
-    async def wait(self) -> None:
-        async with self._lock:
+    async def wait(self, lane: Hashable = SHARED_LANE) -> None:
+        async with self._turns.slot(lane):
             while True:
                 now = self._monotonic()
                 if now < self._held_until:

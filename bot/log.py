@@ -2,8 +2,9 @@
 
 Every record becomes exactly one line, `time LEVEL logger: message`; a traceback is folded into that
 line (newlines written as `\\n`), so `grep`, `journalctl` and `docker logs` see one event per line.
-The bot token is replaced by `[token]` in the final line, whatever logged it and wherever it
-appears (message, arguments or traceback).
+The bot token is replaced by `[token]` in the final line, and the password of any PostgreSQL URL by
+`***` (`storage.store.redact_url`), whatever logged it and wherever it appears (message, arguments or
+traceback).
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import logging
 import sys
 from typing import Any
 
+from storage.store import redact_store_urls
+
 LINE_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 class OneLineFormatter(logging.Formatter):
-    """Formats a record as one line and removes the bot token from it."""
+    """Formats a record as one line and removes the bot token and store passwords from it."""
 
     def __init__(self, token: str | None = None) -> None:
         super().__init__(LINE_FORMAT, DATE_FORMAT)
@@ -27,7 +30,7 @@ class OneLineFormatter(logging.Formatter):
         line = super().format(record)
         if self._token:
             line = line.replace(self._token, "[token]")
-        return line.replace("\r", "").replace("\n", "\\n")
+        return redact_store_urls(line).replace("\r", "").replace("\n", "\\n")
 
 
 def context_ids(

@@ -20,6 +20,7 @@ from bot.services.feedback import FeedbackService
 from bot.services.follows import FollowService
 from bot.services.ingest.runner import ensure_shipped_corpus
 from bot.services.permission_notices import PermissionNotices
+from bot.services.person_limits import PersonLimits
 from bot.services.privacy import PrivacyService
 from bot.services.profile import ProfileService
 from bot.services.recommender import Recommender
@@ -76,6 +77,8 @@ class Services:
     search_service: SearchService = field(init=False)
     #: telling an admin, once per channel, that the bot may not add reactions there
     permission_notices: PermissionNotices = field(init=False)
+    #: how often each person may run the costly commands, and their /paper digest in flight
+    limits: PersonLimits = field(init=False)
     _refreshing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     _placing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     _snapshot_seq: int = field(init=False, default=-1)  # the seq of the snapshot last saved
@@ -96,6 +99,8 @@ class Services:
             spread=timedelta(minutes=self.settings.digest_spread_minutes),
             lease=timedelta(seconds=self.settings.takeover_seconds),
             followed=self.follows,
+            history_days=self.settings.digest_history_days,
+            feeds_per_server=self.settings.feeds_per_server,
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(
@@ -108,6 +113,7 @@ class Services:
             self.search, self.papers, searches, self.writes, personal_order=self.recommender.personal_order
         )
         self.permission_notices = PermissionNotices(StateRepository(self.db), SubscriptionRepository(self.db))
+        self.limits = PersonLimits(enabled=self.settings.person_limits)
         self._snapshot_seq = self.position.seq  # open_services loaded or saved it
 
     async def forget_user(self, user_id: int) -> ForgetCounts:

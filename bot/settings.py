@@ -112,6 +112,18 @@ def _retention_days(raw: str) -> int:
     return int(raw)
 
 
+def _history_days(raw: str) -> int:
+    if not raw.isdigit() or not 14 <= int(raw) <= 3650:
+        raise ValueError(f"must be a whole number of days 14-3650, got {raw!r}")
+    return int(raw)
+
+
+def _feeds_per_server(raw: str) -> int:
+    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+        raise ValueError(f"must be a whole number of feeds 1-1000, got {raw!r}")
+    return int(raw)
+
+
 def _shard_ids(raw: str) -> tuple[int, ...]:
     """ "0-3", "0,2" or "5": the shard ids, each once, in order."""
     ids: set[int] = set()
@@ -136,6 +148,12 @@ def _takeover_seconds(raw: str) -> int:
 
 
 ROLES = ("all", "gateway", "worker")
+
+
+def _on_off(raw: str) -> bool:
+    if raw.lower() not in ("on", "off"):
+        raise ValueError(f"must be on or off, got {raw!r}")
+    return raw.lower() == "on"
 
 
 def _role(raw: str) -> str:
@@ -236,6 +254,21 @@ class Settings:
         "digests due at the same time go out over this many minutes after it (0-120), each subscription "
         "at its own fixed minute, which its confirmation names; 0 sends each at the time chosen",
     )
+    digest_history_days: int = setting(
+        "PAPERBOT_DIGEST_HISTORY_DAYS",
+        "180",
+        _history_days,
+        "finished digest runs and the bot's paper messages are deleted after this many days (14–3650), "
+        "daily; a 👍 👎 🔖 reaction on an older paper message then counts for nothing (buttons keep "
+        "working), and what was sent to whom is kept, so no paper is sent twice",
+    )
+    feeds_per_server: int = setting(
+        "PAPERBOT_FEEDS_PER_SERVER",
+        "25",
+        _feeds_per_server,
+        "channel feeds one server may have (1–1000; a channel, thread or forum post each); "
+        "`/paperadmin feed set` for one more says so and stores nothing",
+    )
     arxiv_categories: tuple[str, ...] = setting(
         "PAPERBOT_ARXIV_CATEGORIES", "", _words, "e.g. `cs.LG cs.CL`: fetch these from arXiv daily", empty=()
     )
@@ -244,6 +277,13 @@ class Settings:
     )
     max_ingest_bytes: int = setting(
         "PAPERBOT_MAX_INGEST_MB", "25", _megabytes, "largest file `/paperadmin ingest` accepts"
+    )
+    max_decompressed_bytes: int = setting(
+        "PAPERBOT_MAX_DECOMPRESSED_MB",
+        "256",
+        _megabytes,
+        "the most one file may hold once decompressed, for `/paperadmin ingest` and `paperbot ingest` "
+        "(a `.gz` file, or one read as is): a file past it is refused, and nothing of it stored",
     )
     #: Discord user ids allowed to change the shared corpus from Discord, besides the application's owners
     operator_ids: frozenset[int] = setting(
@@ -261,6 +301,14 @@ class Settings:
         _retention_days,
         "stored searches (with their query text) are deleted after this many days (1–3650), at start and "
         "daily; their paging buttons then say the list expired",
+    )
+    #: each person's limits on the costly commands (bot.services.person_limits); off for load tests
+    person_limits: bool = setting(
+        "PAPERBOT_PERSON_LIMITS",
+        "on",
+        _on_off,
+        "`on`: each person may run the costly commands only so often (see “Limits for each person”); "
+        "`off` lifts the limits, for load tests",
     )
 
     #: the gateway shards this process connects (None: all of them), of `shard_count` in all

@@ -9,6 +9,7 @@ import discord
 from discord import app_commands
 
 from bot.errors import USER_FACING
+from storage.repositories.users import TopicLimitError
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -25,6 +26,8 @@ def friendly_message(error: Exception) -> str | None:
     for candidate in (getattr(error, "original", None), error, error.__cause__):
         if isinstance(candidate, USER_FACING):
             return str(candidate)
+        if isinstance(candidate, TopicLimitError):  # several topics added at once, past the cap
+            return f"You already follow {candidate.limit} topics; remove one with `/paper interests remove` first."
     if isinstance(error, app_commands.MissingPermissions):
         return "You need the Manage Server permission for this command."
     if isinstance(error, app_commands.NoPrivateMessage):
@@ -56,10 +59,19 @@ async def reply_ephemeral(interaction: discord.Interaction, message: str) -> Non
 
 
 async def report_error(
-    interaction: discord.Interaction, error: Exception, what: str, *, logger: logging.Logger = log
+    interaction: discord.Interaction,
+    error: Exception,
+    what: str,
+    *,
+    detail: str | None = None,
+    logger: logging.Logger = log,
 ) -> None:
     """Answer a failed command or component: the friendly line for an error the user can act on; for
-    an unexpected one, log ``what`` failed (with where and who) and apologise."""
+    an unexpected one, log ``what`` failed (with where and who) and apologise. ``what`` names the
+    command or button only; ``detail`` — what the person was doing it with (a paper they rated, a topic
+    they chose) — is logged at DEBUG only, as everything a person typed or rated."""
+    if detail is not None:
+        logger.debug("%s: %s (user=%s)", what, detail, interaction.user.id)
     if expired(error):
         # No first response within Discord's 3 s: any answer now is refused the same way, and a
         # traceback per late answer would only make a busy bot later still.

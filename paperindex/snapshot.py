@@ -19,8 +19,10 @@ Anything wrong raises :class:`SnapshotError`; the caller then rebuilds the index
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 import zipfile
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -64,7 +66,8 @@ def write(
     arrays: Mapping[str, np.ndarray],
     strings: Mapping[str, Sequence[str]],
 ) -> None:
-    """Write a snapshot to ``path`` atomically (a temporary file beside it, then a rename)."""
+    """Write a snapshot to ``path`` atomically (a temporary file of its own beside it, then a rename),
+    readable by its owner only; missing folders are made owner-only too."""
     members: dict[str, np.ndarray] = {"meta": _json_array(dict(meta))}
     for name, values in strings.items():
         members[name + ".chars"], members[name + ".ends"] = _string_arrays(values)
@@ -72,16 +75,24 @@ def write(
         if name in members or not _plain(array.dtype):
             raise ValueError(f"cannot save {name!r} of dtype {array.dtype} in a snapshot")
         members[name] = array
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with (
-        temporary.open("wb") as fh,
-        zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive,
-    ):
-        for name, array in members.items():
-            with archive.open(name + _SUFFIX, "w", force_zip64=True) as out:
-                np.lib.format.write_array(out, np.ascontiguousarray(array), allow_pickle=False)
-    os.replace(temporary, path)
+    for folder in reversed([p for p in (path.parent, *path.parent.parents) if not p.exists()]):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    # A temporary name of this writer's own (two processes may save the same snapshot at once), made
+    # owner-only (0600) as the snapshot then is: it holds the titles the index was built from.
+    descriptor, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with (
+            os.fdopen(descriptor, "wb") as fh,
+            zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive,
+        ):
+            for name, array in members.items():
+                with archive.open(name + _SUFFIX, "w", force_zip64=True) as out:
+                    np.lib.format.write_array(out, np.ascontiguousarray(array), allow_pickle=False)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
 
 
 class Snapshot:

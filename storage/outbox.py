@@ -30,6 +30,7 @@ from typing import Any
 import aiosqlite
 
 from storage.db import utcnow, utcnow_precise
+from storage.private_files import create_private_file
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending (
@@ -79,6 +80,7 @@ class Outbox:
 
     @classmethod
     async def open(cls, path: Path) -> Outbox:
+        create_private_file(path)  # what people did: readable by the bot's user only
         conn = await aiosqlite.connect(path, isolation_level=None)
         try:
             await conn.execute("PRAGMA journal_mode = WAL")

@@ -31,6 +31,7 @@ import aiosqlite
 from storage.db import WRITE_PATIENCE_S, Connection, Database, Row, StoreBusyError, is_busy
 from storage.leadership import AlwaysLeader, FileLeaderLock, LeaderLock
 from storage.migrate import apply_sqlite_migrations
+from storage.private_files import create_private_file
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +134,7 @@ class SQLiteDatabase(Database):
     async def open(cls, path: Path | str, *, migrate: bool = True) -> SQLiteDatabase:
         path = Path(path)
         in_memory = str(path) == ":memory:"
-        if not in_memory:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        create_private_file(path)  # (its -wal and -shm files take its permissions)
         # Until the store is in WAL mode and migrated, another process starting beside this one may
         # hold the lock for a while: everything here waits for it (the schema read the first pragma
         # does, the migrations' BEGIN IMMEDIATE) as a reader would.
@@ -268,8 +268,24 @@ class SQLiteDatabase(Database):
         return FileLeaderLock(self.path.with_name(self.path.name + ".leader"))
 
     async def backup(self, target: Path | str) -> None:
-        """Online backup (SQLite's backup API): consistent even while the bot writes."""
+        """Online backup (SQLite's backup API) into `target` (created owner-only): consistent even while
+        this or another process writes, and never in their way.
+
+        It reads the file through a connection of its own: SQLite refuses a backup step on a
+        connection that is inside a write transaction (SQLITE_BUSY, which Python retries for ever), so
+        one taken on the write connection while a transaction was open would wait for a COMMIT queued
+        behind it, on that connection's one thread — every write stopped for good. In WAL mode a
+        reader takes its copy beside the writers. (An in-memory database has only its one connection:
+        the backup then waits for the write lock.)"""
         target = Path(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        create_private_file(target)
         async with aiosqlite.connect(target) as dest:
-            await self._conn.backup(dest)
+            if str(self.path) == ":memory:":
+                async with self._write_lock:
+                    await self._conn.backup(dest)
+                return
+            source = await _connect(self.path, busy_ms=BUSY_TIMEOUT_MS, read_only=True)
+            try:
+                await source.backup(dest)
+            finally:
+                await source.close()

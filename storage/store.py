@@ -7,22 +7,59 @@ A process also keeps a few files of its own (the outbox of writes not stored yet
 snapshot): in its state folder (`PAPERBOT_STATE_DIR`), else beside a SQLite file as
 `paperbot.db.pending`, or as `paperbot.pending` in the working directory for PostgreSQL
 (`local_file`).
+
+A PostgreSQL URL may carry a password (`postgresql://user:PASSWORD@host/db`, or `?password=`):
+`redact_url` is what every message, log line and `repr` shows of it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from storage.db import Database
 from storage.postgres import PostgresDatabase
 from storage.sqlite import SQLiteDatabase
 
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
+#: URL parameters libpq and asyncpg read a password from
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+_HIDDEN = "***"
+#: a PostgreSQL URL inside any text (a log line, an error message)
+_STORE_URL = re.compile(r"postgres(?:ql)?://[^\s'\"]+", re.IGNORECASE)
 
 
-@dataclass(frozen=True, slots=True)
+def redact_url(url: str) -> str:
+    """`url` with its password, in the user part or in a `password=` parameter, shown as ***."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    at = rest.partition("?")[0].rfind("@")
+    if at < 0:  # no user part, or a password with an unescaped "?" (never a query's user=me@host)
+        at = rest.find("@")
+        if "=" in rest[: max(at, 0)]:
+            at = -1
+    if at >= 0 and ":" in rest[:at]:
+        rest = f"{rest[:at].partition(':')[0]}:{_HIDDEN}{rest[at:]}"
+    before, question, query = rest.partition("?")
+    if question:
+        query, hash_mark, fragment = query.partition("#")
+        parameters = [
+            f"{key}={_HIDDEN}" if unquote(key).lower() in _SECRET_PARAMETERS else f"{key}{equals}{value}"
+            for key, equals, value in (part.partition("=") for part in query.split("&"))
+        ]
+        rest = f"{before}?{'&'.join(parameters)}{hash_mark}{fragment}"
+    return f"{scheme}{sep}{rest}"
+
+
+def redact_store_urls(text: str) -> str:
+    """`text` with every PostgreSQL URL in it redacted (`redact_url`)."""
+    return _STORE_URL.sub(lambda found: redact_url(found.group()), text)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class StoreLocation:
     """A SQLite file (`path`) or a PostgreSQL URL (`url`): exactly one is set."""
 
@@ -62,11 +99,10 @@ class StoreLocation:
         if self.path is not None:
             return str(self.path)
         assert self.url is not None
-        parts = urlsplit(self.url)
-        if parts.password is None:
-            return self.url
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-        return urlunsplit(parts._replace(netloc=netloc))
+        return redact_url(self.url)
+
+    def __repr__(self) -> str:
+        return f"StoreLocation({str(self)!r})"
 
     def local_file(self, suffix: str, local_dir: Path | None = None) -> Path | None:
         """Where a process keeps its file `suffix` (".pending", ".search-index") for this store: in

@@ -121,7 +121,8 @@ class FakeSender:
     Like Discord with ``enforce_nonce``, a message whose nonce is in ``posted`` (shared between senders
     to stand for Discord's memory) is not posted again: the earlier message is returned.
     ``lose_answer_at`` posts that paper attempt and then raises SendOutcomeUnknownError (the answer was
-    lost); ``lose_header_answers`` does so for that many header attempts.
+    lost); ``lose_header_answers`` does so for that many header attempts. ``history`` is what the
+    channel shows of each paper posted (share it, like ``posted``, for another sender to find them).
     """
 
     channel_id: int = 555
@@ -134,6 +135,8 @@ class FakeSender:
     lose_answer_at: set[int] = field(default_factory=set)  # 0-based paper attempts posted, answer lost
     lose_header_answers: int = 0
     posted: dict[str, SentMessage] = field(default_factory=dict)  # nonce → message (Discord's memory)
+    history: dict[int, SentMessage] = field(default_factory=dict)  # paper → its message in the channel
+    finished: list[int] = field(default_factory=list)  # message ids finish_paper was called for
     nonces: list[str] = field(default_factory=list)  # the nonce of every attempt, in order
     attempts: int = 0
 
@@ -161,10 +164,16 @@ class FakeSender:
         self.nonces.append(nonce)
         if index in self.fail_at:
             raise self.fail_at[index]
-        message = self._post(nonce, lambda: self.papers.append((paper.id, reason)))
+        message = self.history[paper.id] = self._post(nonce, lambda: self.papers.append((paper.id, reason)))
         if index in self.lose_answer_at:
             raise SendOutcomeUnknownError("no answer from Discord (timeout)")
         return message
+
+    async def finish_paper(self, message: SentMessage) -> None:
+        self.finished.append(message.message_id)
+
+    async def find_paper(self, paper_id: int) -> SentMessage | None:
+        return self.history.get(paper_id)
 
     async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage:
         self.nonces.append(nonce)

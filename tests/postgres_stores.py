@@ -17,11 +17,14 @@ import os
 import secrets
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
+
+if TYPE_CHECKING:
+    from storage.store import StoreLocation
 
 T = TypeVar("T")
 
@@ -91,6 +94,17 @@ def store_url(database_url: str, schema: str) -> str:
     parts = urlsplit(database_url)
     query = "&".join(q for q in (parts.query, f"search_path={schema}") if q)
     return urlunsplit(parts._replace(query=query))
+
+
+def with_password(store: StoreLocation, password: str, *, in_parameter: bool) -> str:
+    """The URL of `store` with a password (the local test server trusts any), in its user part or in a
+    `password=` parameter."""
+    assert store.url is not None
+    if in_parameter:
+        return f"{store.url}&password={password}"
+    scheme, _, rest = store.url.partition("://")
+    user, _, server = rest.partition("@")
+    return f"{scheme}://{user.partition(':')[0]}:{password}@{server}"
 
 
 #: Schemas migrated to the latest version and emptied after their test, for the next test to take:

@@ -150,7 +150,9 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
         raise UserFacingError(f"no such file or folder: {', '.join(missing)}")
     bar = _ProgressBar()
     async with await open_database(settings.store) as db:
-        summary = await ingest_paths(db, args.paths, progress=bar.update)
+        summary = await ingest_paths(
+            db, args.paths, progress=bar.update, max_bytes=settings.max_decompressed_bytes
+        )
     bar.close()
     print(
         f"added {summary.added}, merged {summary.merged}, unchanged {summary.unchanged}, "

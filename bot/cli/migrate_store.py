@@ -2,12 +2,15 @@
 PostgreSQL database, every count checked (`storage.transfer`), safe to run again.
 
 Stop the bot first: what it writes to the SQLite file after the copy began is not in the copy (a
-process holding the store's leader lock is noticed, and the copy refused).
+process holding the store's leader lock is noticed, and the copy refused). Holding that lock itself, it
+then refuses a store whose writes still wait in an outbox: beside the SQLite file, or in the configured
+state folder.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from bot.settings import Settings
@@ -46,19 +49,9 @@ async def migrate_store(
     if not source.is_file():
         print(f"paperbot migrate-store: no SQLite store at {source} (PAPERBOT_DB)", file=err)
         return USAGE
-    waiting = await _writes_not_stored(settings)
-    if waiting:
-        print(
-            f"paperbot migrate-store: {waiting} reactions or clicks the bot accepted are not in {source} yet "
-            f"({settings.local_file('.pending')}); start the bot once on it and stop it (it stores them), "
-            "then run this again. Nothing was copied.",
-            file=err,
-        )
-        return REFUSED
-    async with (
-        await SQLiteDatabase.open(source) as sqlite_store,
-        await PostgresDatabase.open(destination.url, name=str(destination)) as postgres,
-    ):
+    async with await SQLiteDatabase.open(source) as sqlite_store:
+        # The lock first: a bot still running is named as such, rather than its outbox, which changes
+        # as it works; with the lock held, the outboxes are read as the stopped bots left them.
         running = await sqlite_store.leader_lock()
         if not await running.acquire():
             print(
@@ -67,14 +60,28 @@ async def migrate_store(
                 file=err,
             )
             return REFUSED
-        print(f"copying {source} into {destination} …", file=out)
         try:
-            report = await copy_store(
-                sqlite_store, postgres, progress=lambda table, rows: print(f"  {table}: {rows}", file=out)
-            )
-        except TransferError as error:
-            print(f"paperbot migrate-store: {error}", file=err)
-            return REFUSED
+            waiting = await _writes_not_stored(settings, source)
+            if waiting:
+                where = ", ".join(f"{count} in {path}" for path, count in waiting.items())
+                print(
+                    f"paperbot migrate-store: {sum(waiting.values())} reactions or clicks the bot accepted "
+                    f"are not in {source} yet ({where}); start the bot once on it and stop it (it stores "
+                    "them), then run this again. Nothing was copied.",
+                    file=err,
+                )
+                return REFUSED
+            async with await PostgresDatabase.open(destination.url, name=str(destination)) as postgres:
+                print(f"copying {source} into {destination} …", file=out)
+                try:
+                    report = await copy_store(
+                        sqlite_store,
+                        postgres,
+                        progress=lambda table, rows: print(f"  {table}: {rows}", file=out),
+                    )
+                except TransferError as error:
+                    print(f"paperbot migrate-store: {error}", file=err)
+                    return REFUSED
         finally:
             await running.release()
     if report.already_done:
@@ -85,12 +92,21 @@ async def migrate_store(
     return COPIED
 
 
-async def _writes_not_stored(settings: Settings) -> int:
-    path = settings.local_file(".pending")
-    if path is None or not path.is_file():
-        return 0
-    outbox = await Outbox.open(path)
-    try:
-        return len(await outbox.all())
-    finally:
-        await outbox.close()
+async def _writes_not_stored(settings: Settings, source: Path) -> dict[Path, int]:
+    """Entries waiting in each outbox that may hold writes for the store at `source`: the one beside
+    the SQLite file (where a process without a state folder keeps it) and the configured state
+    folder's; only those holding some."""
+    outboxes = {source.with_name(source.name + ".pending")}
+    if (configured := settings.local_file(".pending")) is not None:
+        outboxes.add(configured)
+    waiting: dict[Path, int] = {}
+    for path in sorted(outboxes):
+        if not path.is_file():
+            continue
+        outbox = await Outbox.open(path)
+        try:
+            if count := len(await outbox.all()):
+                waiting[path] = count
+        finally:
+            await outbox.close()
+    return waiting

@@ -105,7 +105,11 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
     if len(data) > limit:  # the size Discord announced was wrong
         raise UserFacingError(f"{file.filename} is larger than {file_size(limit)}.")
 
-    summary = await ingest_bytes(services.db, file.filename, data)
+    # Decompressed (within PAPERBOT_MAX_DECOMPRESSED_MB) and parsed in a worker thread: the bot goes
+    # on answering everyone meanwhile.
+    summary = await ingest_bytes(
+        services.db, file.filename, data, max_bytes=services.settings.max_decompressed_bytes
+    )
     indexed = await services.refresh_changed()
     log.info(
         "ingest %s: added %d, merged %d, unchanged %d, rejected %d; %d papers (re)indexed (%s)",

@@ -5,6 +5,7 @@ Every answer is personal, so every answer is ephemeral.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -60,10 +61,12 @@ NOTHING_NEW = (
 @paper_group.command(name="recommend", description="Papers picked for you from your topics and reactions")
 @app_commands.describe(count="How many papers (1-10, default 5)")
 async def recommend_command(interaction: discord.Interaction[PaperBot], count: Count = 5) -> None:
-    await interaction.response.defer(ephemeral=True, thinking=True)
     services = interaction.client.services
+    services.limits.take("recommend", interaction.user.id)
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    # the picks count as seen only once the answer carrying them went out (a refused answer hides none)
     result = await services.recommender.personal(
-        interaction.user.id, guild_id=interaction.guild_id, count=count
+        interaction.user.id, guild_id=interaction.guild_id, count=count, mark_shown=False
     )
     if result.status == "picks":
         papers = await services.papers.get_many(p.paper_id for p in result.picks)
@@ -73,7 +76,7 @@ async def recommend_command(interaction: discord.Interaction[PaperBot], count: C
     elif result.status == "popular":
         papers = await services.papers.get_many(p.paper_id for p in result.popular)
         entries = [
-            listed(papers[p.paper_id], f"👍/🔖 from {p.votes} {'person' if p.votes == 1 else 'people'} here")
+            listed(papers[p.paper_id], f"👍 from {p.votes} people here")
             for p in result.popular
             if p.paper_id in papers
         ]
@@ -87,6 +90,11 @@ async def recommend_command(interaction: discord.Interaction[PaperBot], count: C
     await interaction.followup.send(
         embed=picks_embed(heading, entries, footer), view=rating_view(entries), ephemeral=True
     )
+    if result.status == "picks":
+        try:
+            await services.recommender.mark_shown(interaction.user.id, [p.paper_id for p in result.picks])
+        except Exception:  # they went out: at worst they are offered again, which beats an error line
+            log.warning("could not mark user %s's picks as shown", interaction.user.id, exc_info=True)
 
 
 @interests_group.command(name="show", description="Your topics, what your reactions taught, and counts")
@@ -123,7 +131,8 @@ async def interests_add(
     if topic is not None:
         stored, added = await services.profiles.add_topic(user_id, topic)
         lines.append(added_line(stored) if added else f"You already follow “{escape_markdown(stored)}”.")
-        broad = breadth(services.search, stored) if added else None
+        # a tenth of a second or more for a broad topic at 36k papers: in a thread, off the event loop
+        broad = await asyncio.to_thread(breadth, services.search, stored) if added else None
         if broad is not None:
             view = narrower_view(stored, broad)
             lines.append(breadth_note(stored, broad, buttons=view is not None, ask_for_paper=paper is None))

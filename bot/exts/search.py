@@ -85,6 +85,7 @@ async def search_command(
     venue: app_commands.Range[str, 1, 100] | None = None,
     year: Year | None = None,
 ) -> None:
+    interaction.client.services.limits.take("search", interaction.user.id)
     # The listing's id is the interaction's, so the answer needs nothing from the store's writer.
     first = await interaction.client.services.search_service.search(
         interaction.id,
@@ -117,6 +118,7 @@ async def show_command(
 async def similar_command(
     interaction: discord.Interaction[PaperBot], paper: app_commands.Range[str, 1, 200], limit: Limit = 5
 ) -> None:
+    interaction.client.services.limits.take("search", interaction.user.id)
     first = await interaction.client.services.search_service.similar(
         interaction.id, user_id=interaction.user.id, paper=paper, page_size=limit
     )

@@ -6,7 +6,9 @@ in ``bot.digest_sender``; the option types and descriptions in ``bot.ui.digests`
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import discord
@@ -15,8 +17,8 @@ from discord.ext import commands
 
 from bot.digest_sender import DiscordDigestSender
 from bot.exts._groups import Subcommands
-from bot.services.digests.delivery import DeliveryOutcome, RecipientUnreachableError
-from bot.services.topic_breadth import breadth
+from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, RecipientUnreachableError
+from bot.services.topic_breadth import Breadth, TitledIndex, breadth
 from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
 from bot.ui.embeds import CONTENT_LIMIT
 from bot.ui.profile_views import breadth_note
@@ -30,10 +32,25 @@ MAX_BREADTH_NOTES: Final = 3  # notes on broad topics in one answer (each ~300 c
 
 paper = Subcommands("paper")
 
+DIGEST_RESUMES = (
+    "⏸️ I had to stop sending your digest partway (I'm restarting). What's not in your DMs yet "
+    "follows shortly, and nothing comes twice."
+)
+DIGEST_STOPPED = (
+    "⏸️ I had to stop sending your digest partway (I'm restarting). Run `/paper digest` again in a minute "
+    "for the rest: papers already in your DMs won't come again."
+)
+DIGEST_FAILED = (
+    "⚠️ I couldn't finish sending your digest: Discord or my database did not answer. Papers already in "
+    "your DMs won't come again; if you have a subscription the rest follows once they answer, otherwise "
+    "run `/paper digest` again in a few minutes."
+)
 DMS_CLOSED_HELP = (
     "I can't send you direct messages. Allow DMs from this server's members (right-click the server → "
     "Privacy Settings → Direct Messages), then try again."
 )
+
+DIGEST_GOING_OUT = "Another digest of yours is going out right now; check your DMs in a moment."
 
 
 @paper.command(name="subscribe", description="Get a paper digest by DM at your own local time")
@@ -56,6 +73,9 @@ async def subscribe_command(
     weekday: Weekday | None = None,
 ) -> None:
     bot = interaction.client
+    bot.services.limits.take("subscribe", interaction.user.id)
+    if topics is not None:  # the broad topics among them are looked for in a thread: answered after
+        await interaction.response.defer(ephemeral=True, thinking=True)
     service = bot.services.digests.subscriptions
     had = await service.for_user(interaction.user.id)
     sub = await service.subscribe(
@@ -79,13 +99,25 @@ async def subscribe_command(
     if sub.timezone == "UTC" and timezone is None and had is None:
         text += "\nTimes are in UTC: add `timezone:` (e.g. Europe/Berlin) to get it at your local time."
     text += "\nIt comes by DM. `/paper digest` sends one now; `/paper unsubscribe` stops it."
-    if topics is not None:  # broad topics just given: say so, with narrower ones (as many as fit)
-        broad = [(t, b) for t in sub.topics if (b := breadth(bot.services.search, t)) is not None]
-        for t, found in broad[:MAX_BREADTH_NOTES]:
-            note = "\n" + breadth_note(t, found, buttons=False)
-            if len(text) + len(note) <= CONTENT_LIMIT:
-                text += note
-    await interaction.response.send_message(text, ephemeral=True)
+    if topics is None:
+        await interaction.response.send_message(text, ephemeral=True)
+        return
+    # broad topics just given: say so, with narrower ones (as many as fit)
+    for t, found in await asyncio.to_thread(_broad_topics, bot.services.search, sub.topics):
+        note = "\n" + breadth_note(t, found, buttons=False)
+        if len(text) + len(note) <= CONTENT_LIMIT:
+            text += note
+    await interaction.followup.send(text, ephemeral=True)
+
+
+def _broad_topics(search: TitledIndex, topics: Sequence[str]) -> list[tuple[str, Breadth]]:
+    """The first :data:`MAX_BREADTH_NOTES` broad ones of ``topics``, each with its breadth: a tenth
+    of a second or more each at 36k papers, so it runs in a thread, off the event loop."""
+    found: list[tuple[str, Breadth]] = []
+    for topic in topics:
+        if len(found) < MAX_BREADTH_NOTES and (broad := breadth(search, topic)) is not None:
+            found.append((topic, broad))
+    return found
 
 
 @paper.command(name="unsubscribe", description="Stop your paper digest")
@@ -109,12 +141,29 @@ async def unsubscribe_command(interaction: discord.Interaction[PaperBot]) -> Non
 @paper.command(name="digest", description="Send me my paper digest by DM now")
 async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
     bot = interaction.client
-    await interaction.response.defer(ephemeral=True, thinking=True)
-    sender = DiscordDigestSender(bot, bot.sending, user_id=interaction.user.id)
-    try:
-        outcome = await bot.services.digests.delivery.deliver_now(interaction.user.id, sender)
-    except RecipientUnreachableError:
-        outcome = DeliveryOutcome("unreachable")
+    limits, user_id = bot.services.limits, interaction.user.id
+    # one at a time, and a few in a row: every digest's messages share one pace under Discord's limits
+    with limits.one_at_a_time("digest", user_id, busy=DIGEST_GOING_OUT):
+        limits.take("digest", user_id)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        sender = DiscordDigestSender(bot, bot.sending, user_id=user_id)
+        try:
+            outcome = await bot.services.digests.delivery.deliver_now(
+                user_id, sender, stopping=bot.shutting_down
+            )
+        except RecipientUnreachableError:
+            outcome = DeliveryOutcome("unreachable")
+        except DigestInterruptedError as stopped:
+            log.info("/paper digest for user %s: %s", user_id, stopped)
+            note = DIGEST_RESUMES if stopped.resumes else DIGEST_STOPPED
+            await interaction.followup.send(note, ephemeral=True)
+            return
+        except Exception:
+            # Whatever failed (Discord, the store), the person gets a line that says what happens next;
+            # the run was let go of, and the process running the digests sends the rest.
+            log.exception("/paper digest for user %s failed", user_id)
+            await interaction.followup.send(DIGEST_FAILED, ephemeral=True)
+            return
     await interaction.followup.send(await _digest_note(interaction, outcome), ephemeral=True)
 
 
@@ -133,7 +182,7 @@ async def _digest_note(interaction: discord.Interaction[PaperBot], outcome: Deli
     if outcome.status == "sent":
         papers = f"{outcome.sent} paper{'s' if outcome.sent != 1 else ''}"
         return f"📬 Sent {papers} to your DMs. Rate them there with 👍 👎 🔖 to tune the next digest."
-    return "Another digest of yours is going out right now; check your DMs in a moment."
+    return DIGEST_GOING_OUT
 
 
 class DigestNotices(commands.Cog):

@@ -349,9 +349,12 @@ class Recommender:
             )
         return picks
 
-    async def personal(self, user_id: int, *, guild_id: int | None, count: int) -> PersonalPicks:
-        """`/paper recommend`: personal picks, else the server's popular papers, else why not."""
-        picks = await self.recommend(user_id, count=count)
+    async def personal(
+        self, user_id: int, *, guild_id: int | None, count: int, mark_shown: bool = True
+    ) -> PersonalPicks:
+        """`/paper recommend`: personal picks, else the server's popular papers, else why not. Without
+        ``mark_shown`` the picks stay unseen until :meth:`mark_shown` (once the answer went out)."""
+        picks = await self.recommend(user_id, count=count, mark_shown=mark_shown)
         if picks:
             return PersonalPicks("picks", picks=tuple(picks))
         profile = await self.profiles.profile(user_id)
@@ -361,6 +364,11 @@ class Recommender:
         if popular:
             return PersonalPicks("popular", popular=tuple(popular))
         return PersonalPicks("no_profile")
+
+    async def mark_shown(self, user_id: int, paper_ids: Sequence[int]) -> None:
+        """The person saw these picks: they are not recommended again."""
+        stamp = self._clock().astimezone(UTC).isoformat(timespec="seconds")
+        await self.feedback.mark_shown(user_id, paper_ids, at=stamp)
 
     async def popular(
         self, *, guild_id: int | None, count: int, user_id: int | None = None

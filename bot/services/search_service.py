@@ -54,8 +54,10 @@ class ListingPage:
     hits: tuple[ListedHit, ...]
     #: for papers like one paper: that paper's title (None when it is no longer stored)
     source_title: str | None = None
-    #: the close matches were ordered by the person's model (their reactions)
+    #: the close matches were ordered by the model (the reactions) of the person who searched
     personal: bool = False
+    #: the page is shown for the person who searched (their own command or button press)
+    for_searcher: bool = True
 
     @property
     def offset(self) -> int:
@@ -121,8 +123,8 @@ class SearchService:
     ) -> ListingPage:
         """The first page of a search, stored as listing ``listing_id`` (QueryError when nothing matches)."""
         self.engine.validate_query(query)
-        listing = StoredSearch(listing_id, "search", query, None, author, venue, year, page_size)
-        first = await self._page(listing, 0, user_id=user_id)
+        listing = StoredSearch(listing_id, "search", query, None, author, venue, year, page_size, user_id)
+        first = await self._page(listing, 0)
         if first.total == 0:
             raise QueryError(_no_match_message(query, author, venue, year))
         await self.writes.listing(listing, user_id=user_id)
@@ -131,21 +133,25 @@ class SearchService:
     async def similar(self, listing_id: int, *, user_id: int, paper: str, page_size: int) -> ListingPage:
         """The first page of the papers most like the one ``paper`` names, stored as listing ``listing_id``."""
         found = await self.resolve_paper(paper)
-        listing = StoredSearch(listing_id, "similar", "", found.id, None, None, None, page_size)
+        listing = StoredSearch(listing_id, "similar", "", found.id, None, None, None, page_size, user_id)
         first = await self._page(listing, 0)
         if first.total == 0:
             raise QueryError(f"I found no papers like “{found.title}”: its words appear in no other paper.")
         await self.writes.listing(listing, user_id=user_id)
         return first
 
-    async def page(self, listing_id: int, page: int, *, user_id: int | None = None) -> ListingPage:
-        """Another page of a stored listing (NotFoundError once it expired), ordered for ``user_id``."""
+    async def page(self, listing_id: int, page: int, *, user_id: int) -> ListingPage:
+        """Another page of a stored listing (NotFoundError once it expired) for ``user_id``, who pressed
+        its button. A listing someone else ran may be on a message everyone sees: it keeps its own
+        order (its searcher's), never the presser's."""
         listing = self.writes.pending_listing(listing_id) or await self.searches.get(listing_id)
         if listing is None:
             raise NotFoundError("This result list has expired; run the search again.")
-        return await self._page(listing, page, user_id=user_id)
+        return replace(await self._page(listing, page), for_searcher=user_id == listing.user_id)
 
-    async def _page(self, listing: StoredSearch, page: int, *, user_id: int | None = None) -> ListingPage:
+    async def _page(self, listing: StoredSearch, page: int) -> ListingPage:
+        """One page of the listing, its close matches ordered by its searcher's model when they have one."""
+        user_id = listing.user_id
         offset = page * listing.page_size
         source_title: str | None = None
         personal = False

@@ -367,6 +367,7 @@ class WriteBehind:
                     p["venue"],
                     p["year"],
                     p["page_size"],
+                    p["user_id"],
                 )
         return None
 

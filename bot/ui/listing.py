@@ -39,7 +39,7 @@ def render_listing(page: ListingPage) -> Listing:
     number, pages = page.page, page.pages
     footer = (
         f"page {number + 1} of {pages} · {page.total} matches{_describe_filters(page)} · "
-        + ("close matches ordered for you by your reactions · " if page.personal else "")
+        + (_personal_note(page) if page.personal else "")
         + "buttons: rate or save a paper"
     )
     embed = results_embed(heading, entries, first_number=page.offset + 1, footer=footer)
@@ -55,6 +55,12 @@ def render_listing(page: ListingPage) -> Listing:
             )
         )
     return Listing(embed=embed, view=view, total=page.total)
+
+
+def _personal_note(page: ListingPage) -> str:
+    if page.for_searcher:
+        return "close matches ordered for you by your reactions · "
+    return "close matches ordered by the reactions of whoever searched · "
 
 
 def _describe_filters(page: ListingPage) -> str:
@@ -103,6 +109,7 @@ class PageButton(
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         bot: PaperBot = interaction.client
         try:
+            bot.services.limits.take("search", interaction.user.id)
             page = await bot.services.search_service.page(
                 self.search_id, self.page, user_id=interaction.user.id
             )

@@ -50,7 +50,9 @@ class FullAbstractButton(
                 raise NotFoundError("That paper is no longer in the library.")
             await interaction.response.send_message(embed=abstract_embed(paper), ephemeral=True)
         except Exception as error:
-            await report_item_error(interaction, error, f"full abstract button {self.paper_id}")
+            await report_item_error(
+                interaction, error, "full abstract button", detail=f"paper {self.paper_id}"
+            )
 
 
 class MoreLikeThisButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"pb:more:(?P<paper>\d+)"):
@@ -80,7 +82,9 @@ class MoreLikeThisButton(discord.ui.DynamicItem[discord.ui.Button[Any]], templat
             listing = render_listing(first)
             await interaction.response.send_message(embed=listing.embed, view=listing.view, ephemeral=True)
         except Exception as error:
-            await report_item_error(interaction, error, f"more like this button {self.paper_id}")
+            await report_item_error(
+                interaction, error, "more like this button", detail=f"paper {self.paper_id}"
+            )
 
 
 #: papers a "More like this" answer lists per page

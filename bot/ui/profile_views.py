@@ -308,7 +308,7 @@ class NarrowTopicButton(
             )
             await interaction.response.send_message(text, ephemeral=True)
         except Exception as error:
-            await report_item_error(interaction, error, f"narrower topic button {self.narrower!r}")
+            await report_item_error(interaction, error, "narrower topic button", detail=repr(self.narrower))
 
 
 def narrow_id(narrower: str, broad: str) -> str:

@@ -22,9 +22,12 @@ log = logging.getLogger(__name__)
 BUTTONS_PER_ROW = 5
 
 
-async def report_item_error(interaction: discord.Interaction[Any], error: Exception, what: str) -> None:
-    """A button or menu failed: as a failed command is answered (logged here, under bot.ui.views)."""
-    await report_error(interaction, error, what, logger=log)
+async def report_item_error(
+    interaction: discord.Interaction[Any], error: Exception, what: str, *, detail: str | None = None
+) -> None:
+    """A button or menu failed: as a failed command is answered (logged here, under bot.ui.views;
+    ``detail``, the paper or topic it was pressed for, at DEBUG only)."""
+    await report_error(interaction, error, what, detail=detail, logger=log)
 
 
 def secondary_button(*, label: str, emoji: str, custom_id: str) -> discord.ui.Button[Any]:
@@ -82,7 +85,9 @@ class RateButton(
                 )
             await interaction.response.send_message(press.note, ephemeral=True)
         except Exception as error:
-            await report_item_error(interaction, error, f"rating button {self.signal}:{self.paper_id}")
+            await report_item_error(
+                interaction, error, "rating button", detail=f"{self.signal} on paper {self.paper_id}"
+            )
 
 
 def add_rating_buttons(view: discord.ui.View, paper_ids: Sequence[int], *, first_number: int) -> None:

@@ -385,6 +385,26 @@ class DigestRepository:
 
     # ---- history ------------------------------------------------------------------------------
 
+    async def delete_finished_before(self, cutoff: str, *, batch: int = 1000) -> tuple[int, int]:
+        """Delete the runs finished before `cutoff` (never one still in progress) with their planned
+        papers, `batch` runs per transaction so writers in between never wait long; returns (runs,
+        items). What was sent to whom (``digest_sent``) stays: a paper still never goes out twice."""
+        runs = items = 0
+        while True:
+            async with self._db.transaction() as conn:
+                rows = await conn.fetchall(
+                    "SELECT id FROM digest_runs WHERE finished_at < ? AND status <> 'claimed' ORDER BY id "
+                    "LIMIT ?",
+                    (cutoff, batch),
+                )
+                ids = [int(row[0]) for row in rows]
+                if ids:
+                    marks = ",".join("?" * len(ids))
+                    items += await conn.execute(f"DELETE FROM digest_items WHERE run_id IN ({marks})", ids)
+                    runs += await conn.execute(f"DELETE FROM digest_runs WHERE id IN ({marks})", ids)
+            if len(ids) < batch:
+                return runs, items
+
     async def sent_paper_ids(self, recipient: Recipient) -> set[int]:
         """Every paper any digest ever sent (or is sending) to this recipient."""
         if recipient.user_id is not None:

@@ -6,7 +6,7 @@ save is independent. Every write is idempotent: repeating it changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -16,6 +16,8 @@ from storage.repositories.users import ensure_user
 
 SIGNALS: Final[tuple[Signal, ...]] = ("like", "dislike", "save")
 OPPOSITE: Final[dict[str, Signal]] = {"like": "dislike", "dislike": "like"}
+#: a paper is popular in a server once this many people there 👍'd it (see FeedbackRepository.popular)
+POPULAR_LIKERS: Final = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,32 +201,29 @@ class FeedbackRepository:
     async def popular(
         self, *, guild_id: int | None, limit: int, exclude: Collection[int] = ()
     ) -> list[tuple[int, int]]:
-        """(paper id, score) of papers people liked or saved, in one guild (or everywhere).
+        """(paper id, how many people liked it) of the papers popular in one server: 👍'd there by at
+        least :data:`POPULAR_LIKERS` people, and by more people there than 👎'd it; the most liked
+        first, then the most recently liked.
 
-        Each person is one vote per paper: up when they liked or saved it (a like and a save are still
-        one vote), down when they disliked it, none when they disliked and saved it. Score = up − down;
-        only positive scores, highest first, then the most recently rated.
+        Only 👍 and 👎 given in that server count: never a 🔖 (a bookmark is private), nor what was
+        given in a DM or another server; a DM (no server) has nothing popular. Since so few people
+        can stand behind a count, it takes several, so that nobody's own 👍 can be read off it.
         """
-        where = "" if guild_id is None else "WHERE guild_id = ?"
-        params: Sequence[int] = () if guild_id is None else (guild_id,)
+        if guild_id is None:
+            return []
+        likes = "SUM(CASE WHEN signal = 'like' THEN 1 ELSE 0 END)"
+        dislikes = "SUM(CASE WHEN signal = 'dislike' THEN 1 ELSE 0 END)"
         rows = await self._db.fetchall(
             f"""
-            SELECT paper_id, SUM(vote) AS score, MAX(latest) AS latest
-            FROM (
-                SELECT paper_id,
-                       CASE WHEN SUM(CASE WHEN signal = 'dislike' THEN 1 ELSE 0 END) = 0 THEN 1
-                            WHEN SUM(CASE WHEN signal = 'save' THEN 1 ELSE 0 END) = 0 THEN -1
-                            ELSE 0 END AS vote,
-                       MAX(created_at) AS latest
-                FROM feedback {where}
-                GROUP BY paper_id, user_id
-            ) AS votes
+            SELECT paper_id, {likes} AS likes, MAX(CASE WHEN signal = 'like' THEN created_at END) AS latest
+            FROM feedback
+            WHERE guild_id = ? AND signal IN ('like', 'dislike')
             GROUP BY paper_id
-            HAVING SUM(vote) > 0
-            ORDER BY score DESC, latest DESC, paper_id DESC
+            HAVING {likes} >= ? AND {likes} > {dislikes}
+            ORDER BY likes DESC, latest DESC, paper_id DESC
             LIMIT ?
             """,
-            (*params, limit + len(exclude)),
+            (guild_id, POPULAR_LIKERS, limit + len(exclude)),
         )
         excluded = set(exclude)
         return [(int(r[0]), int(r[1])) for r in rows if int(r[0]) not in excluded][:limit]

@@ -1,4 +1,5 @@
-"""Single-paper messages the bot posted, so a reaction on any of them (of any age) names one paper."""
+"""Single-paper messages the bot posted, so a reaction on any of them names one paper (for as long as
+the digest history is kept: :meth:`PostedMessageRepository.delete_posted_before`)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,17 @@ class PostedMessageRepository:
     async def forget(self, message_id: int) -> bool:
         """Drop a message (e.g. it was deleted on Discord)."""
         return await self._db.execute("DELETE FROM posted_messages WHERE message_id = ?", (message_id,)) > 0
+
+    async def delete_posted_before(self, cutoff: str, *, batch: int = 5000) -> int:
+        """Forget the messages posted before `cutoff` (a reaction on one then counts for nothing),
+        `batch` per transaction; returns how many."""
+        deleted = 0
+        while True:
+            count = await self._db.execute(
+                "DELETE FROM posted_messages WHERE message_id IN "
+                "(SELECT message_id FROM posted_messages WHERE posted_at < ? LIMIT ?)",
+                (cutoff, batch),
+            )
+            deleted += count
+            if count < batch:
+                return deleted

@@ -18,6 +18,7 @@ class StoredSearch:
     venue: str | None
     year: int | None
     page_size: int
+    user_id: int | None = None  # who ran it: only their model may order it
 
 
 class SearchRepository:
@@ -58,7 +59,7 @@ class SearchRepository:
                     f"INSERT INTO searches (id, {columns}) VALUES (?, {marks}) ON CONFLICT DO NOTHING",
                     (search_id, *values),
                 )
-        return StoredSearch(search_id, kind, query, paper_id, author, venue, year, page_size)
+        return StoredSearch(search_id, kind, query, paper_id, author, venue, year, page_size, user_id)
 
     async def delete_older_than(self, cutoff: str) -> int:
         """Delete the listings stored before ``cutoff`` (an ISO-8601 UTC stamp); returns how many."""
@@ -66,7 +67,8 @@ class SearchRepository:
 
     async def get(self, search_id: int) -> StoredSearch | None:
         row = await self._db.fetchone(
-            "SELECT id, kind, query, paper_id, author, venue, year, page_size FROM searches WHERE id = ?",
+            "SELECT id, kind, query, paper_id, author, venue, year, page_size, user_id FROM searches "
+            "WHERE id = ?",
             (search_id,),
         )
         return None if row is None else StoredSearch(*row)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,21 @@ class ScheduleFields:
     frequency: str
     weekday: int
     count: int
+
+
+class FeedLimitError(Exception):
+    """The server has as many feeds as it may have: a new one was not stored."""
+
+    def __init__(self, feeds: int, limit: int) -> None:
+        super().__init__(f"the server has {feeds} feeds, its limit is {limit}")
+        self.feeds = feeds
+        self.limit = limit
+
+
+def _feeds_lock_key(guild_id: int) -> int:
+    """The advisory lock that serialises new feeds of one server (PostgreSQL)."""
+    digest = hashlib.blake2b(f"paperbot feeds {guild_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 def _row_to_subscription(row: Row | Sequence[Any]) -> Subscription:
@@ -121,10 +137,27 @@ class SubscriptionRepository:
         *,
         created_by: int,
         at: str | None = None,
+        max_feeds: int | None = None,
     ) -> Subscription:
-        """Create or replace a channel's feed; (re)activates it and clears any pause."""
+        """Create or replace a channel's feed; (re)activates it and clears any pause. A new feed in a
+        server that has ``max_feeds`` already raises FeedLimitError and stores nothing (decided under a
+        lock per server, so feeds set at once never pass the limit together)."""
         now = at or utcnow()
         async with self._db.transaction() as conn:
+            if max_feeds is not None:
+                if conn.dialect == "postgresql":
+                    await conn.fetchval("SELECT pg_advisory_xact_lock(?)", (_feeds_lock_key(guild_id),))
+                feeds = int(
+                    await conn.fetchval(
+                        "SELECT COUNT(*) FROM subscriptions WHERE kind = 'channel' AND guild_id = ?",
+                        (guild_id,),
+                    )
+                )
+                new = await conn.fetchval(
+                    "SELECT 1 FROM subscriptions WHERE kind = 'channel' AND channel_id = ?", (channel_id,)
+                )
+                if new is None and feeds >= max_feeds:
+                    raise FeedLimitError(feeds, max_feeds)
             await conn.execute(
                 """
                 INSERT INTO subscriptions (kind, guild_id, channel_id, topics, time_local, timezone, frequency,

@@ -88,6 +88,19 @@ async def ensure_user(
     )
 
 
+#: the most topics a person may follow (``bot.services.profile.MAX_TOPICS`` tells them before this)
+TOPIC_LIMIT: Final = 25
+
+
+class TopicLimitError(Exception):
+    """A topic not added: the person follows ``limit`` topics already (found by the add itself, when
+    several adds at once passed the check made before it)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"the person follows {limit} topics already")
+
+
 class UserRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -131,10 +144,21 @@ class UserRepository:
         )
         return [str(row[0]) for row in rows]
 
-    async def add_topic(self, user_id: int, topic: str) -> bool:
-        """Add a topic; False when the user already had it (exact text)."""
+    async def add_topic(self, user_id: int, topic: str, *, limit: int = TOPIC_LIMIT) -> bool:
+        """Add a topic; False when the user already had it (exact text). :class:`TopicLimitError`, and
+        nothing added, when they follow ``limit`` topics already: counted in the transaction that
+        adds, the person's row locked first on PostgreSQL, so that adds at the same moment cannot all
+        pass the count."""
         async with self._db.transaction() as conn:
             await ensure_user(conn, user_id)
+            if conn.dialect == "postgresql":
+                await conn.execute("SELECT 1 FROM users WHERE id = ? FOR UPDATE", (user_id,))
+            if await conn.fetchone(
+                "SELECT 1 FROM user_topics WHERE user_id = ? AND topic = ?", (user_id, topic)
+            ):
+                return False
+            if await conn.fetchval("SELECT COUNT(*) FROM user_topics WHERE user_id = ?", (user_id,)) >= limit:
+                raise TopicLimitError(limit)
             added = await conn.execute(
                 "INSERT INTO user_topics (user_id, topic, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 (user_id, topic, utcnow()),

@@ -4,6 +4,7 @@ exactly as deploy/README.md says (stop, put the file in place, drop stale -wal/-
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import shutil
@@ -13,13 +14,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from postgres_stores import with_password
 
 from bot.cli import main
 from bot.services.arxiv_fetch import LAST_FETCH_KEY
 from storage.db import Database, utcnow
 from storage.migrate import available_migrations
 from storage.repositories.state import StateRepository
-from storage.store import open_database
+from storage.store import StoreLocation, open_database
 
 pytestmark = pytest.mark.usefixtures("isolated")
 
@@ -89,6 +91,22 @@ def test_stats_on_a_new_database_prints_zero_counts_as_json(
     assert stats["papers"] == stats["users"] == stats["subscriptions"] == 0
     assert stats["last_arxiv_fetch"] is None
     assert stats["next_digest"] is None
+
+
+@pytest.mark.parametrize("where", ["user part", "parameter"])
+async def test_stats_never_prints_the_store_password(
+    postgres_store: StoreLocation, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = with_password(postgres_store, "hunter2-pw", in_parameter=where == "parameter")
+    os.environ["PAPERBOT_DB"] = url
+    try:
+        code = await asyncio.to_thread(main, ["stats"])  # (the CLI runs its own event loop)
+    finally:
+        del os.environ["PAPERBOT_DB"]
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "hunter2" not in captured.out + captured.err
+    assert json.loads(captured.out)["database"] == url.replace("hunter2-pw", "***")
 
 
 def test_stats_counts_papers_users_and_subscriptions(
@@ -280,6 +298,52 @@ def test_ingest_exits_1_when_some_records_were_rejected(
     assert code == 1
     assert out.splitlines()[0] == "added 2, merged 0, unchanged 0, rejected 1"
     assert "mixed.jsonl:2" in out
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # far deeper than Python's JSON decoder goes
+
+
+@pytest.mark.usefixtures("ingest_db")
+@pytest.mark.parametrize(
+    ("where", "text"),
+    [
+        ("deep.jsonl:2", f'{_record(1)}\n{{"title": "Deep", "x": {DEEP}}}\n{_record(2)}\n'),
+        ("deep.json:3", f'[\n{_record(1)},\n{{"title": "Deep", "x": {DEEP}}},\n{_record(2)}\n]'),
+    ],
+)
+def test_ingest_rejects_a_record_nested_too_deeply_and_goes_on(
+    tmp_path: Path, where: str, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record nested deeper than Python's JSON decoder goes is one rejected record (file, line,
+    reason; exit 1), and the records after it are stored."""
+    name = where.partition(":")[0]
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, _ = cli(capsys, "ingest", str(path))
+    assert code == 1
+    assert out.splitlines()[0] == "added 2, merged 0, unchanged 0, rejected 1"
+    assert f"  {where}: JSON nested too deeply" in out.splitlines()
+
+
+@pytest.mark.usefixtures("ingest_db")
+def test_ingest_refuses_a_gzip_bomb_naming_the_limit_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gzip bomb among the files is one clear rejection (not an out-of-memory kill); the rest go in."""
+    monkeypatch.setenv("PAPERBOT_MAX_DECOMPRESSED_MB", "2")
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "good.jsonl").write_text("\n".join(_record(n) for n in range(3)) + "\n")
+    with gzip.open(folder / "papers.jsonl.gz", "wb") as bomb:
+        for _ in range(64):
+            bomb.write(b"\n" * (1024 * 1024))
+    code, out, _ = cli(capsys, "ingest", str(folder))
+    assert code == 1
+    assert out.splitlines()[0] == "added 3, merged 0, unchanged 0, rejected 1"
+    assert (
+        "  papers.jsonl.gz: holds more than 2 MB once decompressed, the most one file may hold "
+        "(PAPERBOT_MAX_DECOMPRESSED_MB); nothing of it was stored"
+    ) in out.splitlines()
 
 
 @pytest.mark.usefixtures("ingest_db")

@@ -45,6 +45,26 @@ async def test_a_held_pacer_lets_nothing_through_until_the_hold_ends_then_no_bur
     )
 
 
+async def test_the_pacer_takes_requests_in_turns_between_lanes() -> None:
+    """Forty requests of one server's feeds are waiting when a DM digest's request comes: it goes out
+    next but one, not after the forty."""
+    pacer = RequestPacer(rate=50.0, burst=1)  # one request each 20 ms: time to count those gone
+    order: list[str] = []
+
+    async def request(lane: object, name: str) -> None:
+        await pacer.wait(lane)
+        order.append(name)
+
+    busy = [asyncio.create_task(request(("server", 1), f"feed{n}")) for n in range(40)]
+    await asyncio.sleep(0.1)
+    await asyncio.sleep(0)  # a request let through just now is counted
+    gone = len(order)
+    assert gone < 30
+    other = asyncio.create_task(request(("person", 2), "digest"))
+    await asyncio.gather(*busy, other)
+    assert order.index("digest") <= gone + 2, order  # the one sending, the one next in line, then it
+
+
 def test_only_a_global_429_names_a_wait_for_the_pacer() -> None:
     """Discord marks the global limit with X-RateLimit-Global (a route's 429 has none) and names the
     wait in Retry-After."""

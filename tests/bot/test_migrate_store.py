@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from postgres_stores import with_password
 from shared_data import shared_path
 from store_contents import fill_people, table_rows
 
@@ -25,10 +26,17 @@ pytestmark = pytest.mark.usefixtures("isolated")
 
 
 async def migrate(
-    capsys: pytest.CaptureFixture[str], source: Path, target: StoreLocation | str
+    capsys: pytest.CaptureFixture[str],
+    source: Path,
+    target: StoreLocation | str,
+    *,
+    state: Path | None = None,
 ) -> tuple[int, str, str]:
-    """`PAPERBOT_DB=source paperbot migrate-store --to target` (in a thread: the CLI runs its own loop)."""
+    """`PAPERBOT_DB=source [PAPERBOT_STATE_DIR=state] paperbot migrate-store --to target` (in a thread:
+    the CLI runs its own loop)."""
     os.environ["PAPERBOT_DB"] = str(source)
+    if state is not None:
+        os.environ["PAPERBOT_STATE_DIR"] = str(state)
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     try:
@@ -36,6 +44,7 @@ async def migrate(
         code = await asyncio.to_thread(main, ["migrate-store", "--to", str(url)])
     finally:
         del os.environ["PAPERBOT_DB"]
+        os.environ.pop("PAPERBOT_STATE_DIR", None)
         root.handlers[:] = handlers  # the CLI's own handler writes to this call's captured stderr
         root.setLevel(level)
     captured = capsys.readouterr()
@@ -110,3 +119,58 @@ async def test_it_refuses_what_it_cannot_do_and_copies_nothing(
     assert "start the bot once on it and stop it" in err
     async with await open_database(postgres_store) as target:
         assert await target.fetchval("SELECT COUNT(*) FROM users") == 0
+
+
+@pytest.mark.parametrize("where", ["user part", "parameter"])
+async def test_its_output_never_shows_the_target_password(
+    tmp_path: Path, postgres_store: StoreLocation, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "paperbot.db"
+    await (await open_database(source)).close()
+    url = with_password(postgres_store, "hunter2-pw", in_parameter=where == "parameter")
+    code, out, err = await migrate(capsys, source, url)
+    assert code == 0, err
+    assert "hunter2" not in out + err
+    assert f"now set PAPERBOT_DB={url.replace('hunter2-pw', '***')}" in out
+
+
+async def keep_a_rating(outbox_path: Path) -> None:
+    """A 👍 the bot accepted into this outbox and had not stored yet."""
+    outbox = await Outbox.open(outbox_path)
+    await outbox.add("rating", {"user_id": 1, "paper_id": 1, "signal": "like", "added": True})
+    await outbox.close()
+
+
+async def test_writes_waiting_beside_the_sqlite_file_are_found_with_a_state_folder_set(
+    tmp_path: Path, postgres_store: StoreLocation, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bot ran without a state folder (its outbox beside the SQLite file); migrate-store runs with
+    PAPERBOT_STATE_DIR set, as the PostgreSQL deployment will: the waiting 👍 is still found."""
+    source = tmp_path / "paperbot.db"
+    await (await open_database(source)).close()
+    await keep_a_rating(tmp_path / "paperbot.db.pending")
+    (tmp_path / "state").mkdir()
+    code, _, err = await migrate(capsys, source, postgres_store, state=tmp_path / "state")
+    assert code == 1
+    assert f"1 reactions or clicks the bot accepted are not in {source} yet" in err
+    assert f"1 in {tmp_path / 'paperbot.db.pending'}" in err
+    async with await open_database(postgres_store) as target:
+        assert await target.fetchval("SELECT COUNT(*) FROM papers") == 0
+
+
+async def test_a_running_bot_is_named_before_its_outbox(
+    tmp_path: Path, postgres_store: StoreLocation, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While a bot leads the store its outbox changes as it works: the answer is that it runs."""
+    source = tmp_path / "paperbot.db"
+    async with await open_database(source) as running:
+        await keep_a_rating(tmp_path / "paperbot.db.pending")
+        lock = await running.leader_lock()
+        assert await lock.acquire()
+        try:
+            code, _, err = await migrate(capsys, source, postgres_store)
+        finally:
+            await lock.release()
+    assert code == 1
+    assert "a paperbot process is running on" in err
+    assert "reactions or clicks" not in err

@@ -13,6 +13,7 @@ import pytest
 from bot.cli import main
 from bot.errors import SettingsError
 from bot.log import OneLineFormatter, context_ids, setup_logging
+from bot.services.ingest.runner import MAX_DECOMPRESSED_BYTES
 from bot.settings import Settings, declarations, load_settings
 from storage.store import StoreLocation
 
@@ -50,7 +51,11 @@ VALID: dict[str, tuple[str, str, object]] = {
     "PAPERBOT_ARXIV_CATEGORIES": ("cs.LG, cs.CL  stat.ML", "arxiv_categories", ("cs.LG", "cs.CL", "stat.ML")),
     "PAPERBOT_ARXIV_FETCH_TIME": ("23:05", "arxiv_fetch_time", "23:05"),
     "PAPERBOT_MAX_INGEST_MB": ("3", "max_ingest_bytes", 3 * 1024 * 1024),
+    "PAPERBOT_MAX_DECOMPRESSED_MB": ("40", "max_decompressed_bytes", 40 * 1024 * 1024),
     "PAPERBOT_SEARCH_RETENTION_DAYS": ("7", "search_retention_days", 7),
+    "PAPERBOT_PERSON_LIMITS": ("OFF", "person_limits", False),
+    "PAPERBOT_DIGEST_HISTORY_DAYS": ("30", "digest_history_days", 30),
+    "PAPERBOT_FEEDS_PER_SERVER": ("5", "feeds_per_server", 5),
     "PAPERBOT_OPERATORS": (
         "123456789012345678, 223456789012345678  42",
         "operator_ids",
@@ -73,7 +78,11 @@ INVALID: dict[str, list[str]] = {
     "PAPERBOT_DIGEST_SPREAD_MINUTES": ["-1", "121", "2.5", "ten"],
     "PAPERBOT_ARXIV_FETCH_TIME": ["6am", "24:00", "06:60", "6:5", "0600"],
     "PAPERBOT_MAX_INGEST_MB": ["0", "1.5", "-3", "lots"],
+    "PAPERBOT_MAX_DECOMPRESSED_MB": ["0", "0.5", "-1", "unlimited"],
     "PAPERBOT_SEARCH_RETENTION_DAYS": ["0", "3651", "30.5", "-1", "forever"],
+    "PAPERBOT_PERSON_LIMITS": ["yes", "0", "false"],
+    "PAPERBOT_DIGEST_HISTORY_DAYS": ["13", "3651", "90.5", "forever"],
+    "PAPERBOT_FEEDS_PER_SERVER": ["0", "1001", "2.5", "many"],
     "PAPERBOT_OPERATORS": ["alice", "123;456", "-5", "12.5", "<@123456789012345678>", "0"],
 }
 
@@ -102,6 +111,7 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.arxiv_categories == ()
     assert settings.arxiv_fetch_time == "06:00"
     assert settings.max_ingest_bytes == 25 * 1024 * 1024
+    assert settings.max_decompressed_bytes == 256 * 1024 * 1024 == MAX_DECOMPRESSED_BYTES
     assert settings.search_retention_days == 30
     assert settings.operator_ids == frozenset()
 
@@ -267,6 +277,42 @@ def test_the_token_is_redacted_from_messages_arguments_and_tracebacks(
     err = capsys.readouterr().err
     assert TOKEN not in err
     assert err.count("[token]") == 4
+
+
+#: a PostgreSQL store URL with its password in the user part, and in a parameter
+PASSWORD = "hunter2-pw"
+PASSWORD_URLS = (
+    f"postgresql://paperbot:{PASSWORD}@db.internal:5432/paperbot",
+    f"postgresql://paperbot@db.internal/paperbot?sslmode=require&password={PASSWORD}",
+)
+
+
+@pytest.mark.parametrize("url", PASSWORD_URLS)
+def test_settings_repr_hides_the_store_password(url: str) -> None:
+    settings = load(PAPERBOT_DB=url)
+    assert settings.store.url == url, "the store is still opened with it"
+    for shown in (repr(settings), str(settings), repr(settings.store), str(settings.store)):
+        assert PASSWORD not in shown
+        assert "***" in shown
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("url", PASSWORD_URLS)
+def test_a_store_password_is_redacted_from_messages_arguments_and_tracebacks(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    setup_logging("DEBUG")
+    log = logging.getLogger("paperbot.test")
+    log.info("opening %s", url)
+    log.warning(f"inline {url}")  # noqa: G004 - the point is that even this is caught
+    try:
+        raise ConnectionError(f"cannot reach {url!r}")
+    except ConnectionError:
+        log.exception("store unreachable")
+    err = capsys.readouterr().err
+    assert PASSWORD not in err
+    assert err.count("***") == 3
+    assert err.count("db.internal") == 3, "the rest of the URL stays readable"
 
 
 @pytest.mark.usefixtures("restore_logging")

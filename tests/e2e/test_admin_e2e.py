@@ -10,6 +10,7 @@ alice (Manage Server) is also listed in PAPERBOT_OPERATORS unless a test says ot
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -21,6 +22,7 @@ from answers import answer_text
 from shared_data import shared_path
 
 from bot.sandbox import ClientRefused, SandboxServer
+from tests.services.ingest.test_ingest_runner import gzip_bomb
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -228,6 +230,55 @@ async def test_a_file_over_the_size_limit_is_refused_before_download(
         assert "I accept files up to 1 KB" in result.text
         assert not e2e.server.requests_matching("GET /attachments/**"), "the file was downloaded anyway"
         assert await _paper_count(e2e) == before
+
+
+@contextlib.asynccontextmanager
+async def longest_pause() -> AsyncIterator[list[float]]:
+    """The longest time the event loop (the bot's and the sandbox's) went without running a task that
+    asks every millisecond, over the block: [seconds] once it ends."""
+    longest = [0.0]
+    loop = asyncio.get_running_loop()
+
+    async def tick() -> None:
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.001)
+            longest[0] = max(longest[0], loop.time() - last)
+            last = loop.time()
+
+    ticker = asyncio.create_task(tick())
+    try:
+        yield longest
+    finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+
+
+async def test_a_gzip_bomb_is_refused_naming_the_limit_and_the_bot_keeps_answering(
+    start_paperbot: Any, sandbox: SandboxServer
+) -> None:
+    """A 200 KB upload that expands to 200 MB, past a 16 MB PAPERBOT_MAX_DECOMPRESSED_MB: refused with
+    the limit named, nothing stored, and meanwhile the bot never stops answering for more than a
+    moment (decompressing and parsing run beside the event loop) — bob's search is answered."""
+    bomb = gzip_bomb(200)
+    assert len(bomb) < 25 * 1024 * 1024 / 100
+    async with start_paperbot(
+        max_decompressed_bytes=16 * 1024 * 1024, operator_ids=frozenset({sandbox.alice.id})
+    ) as e2e:
+        before = await _paper_count(e2e)
+        async with longest_pause() as paused:
+            ingest, search = await asyncio.gather(
+                e2e.server.run_command("alice", "paperadmin ingest", file=("papers.json.gz", bomb)),
+                e2e.server.run_command("bob", "paper search", query="speculative decoding"),
+            )
+        assert search.ok
+        assert "matched" in search.text
+        assert "rejected **1**" in ingest.text
+        assert "papers.json.gz: holds more than 16 MB once decompressed" in ingest.text
+        assert "PAPERBOT\\_MAX\\_DECOMPRESSED\\_MB" in ingest.text  # (escaped for Markdown)
+        assert await _paper_count(e2e) == before
+        assert paused[0] < 0.5, f"the bot stopped answering for {paused[0]:.1f} s"
 
 
 async def test_stats_shows_counts_last_fetch_and_next_digests(e2e: E2E) -> None:

@@ -23,6 +23,7 @@ from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MA
 
 from bot.services.digests.schedule import make_schedule, next_delivery
 from bot.services.digests.subscriptions import subscription_schedule
+from storage.leadership import FileLeaderLock
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -560,3 +561,179 @@ async def test_feed_without_permission_to_post_is_refused_then_paused_when_permi
     reason = await e2e.db.fetchval("SELECT paused_reason FROM subscriptions WHERE id = ?", (feed.id,))
     assert "50013" in reason
     assert server.messages_in(open_channel) == []
+
+
+@contextlib.asynccontextmanager
+async def another_process_leads(e2e: E2E) -> AsyncIterator[None]:
+    """This process loses the store's leader lock to another one and stops the background work, as
+    its leadership loop does when it finds the lock gone."""
+    leadership = e2e.bot.leadership
+    assert leadership is not None
+    assert leadership.leading
+    lock = leadership.lock
+    assert isinstance(lock, FileLeaderLock)
+    await lock.release()
+    other = FileLeaderLock(lock.path)
+    assert await other.acquire()
+    try:
+        await leadership.step()
+        assert not leadership.leading
+        yield
+    finally:
+        await other.release()
+
+
+async def test_digest_now_works_in_a_process_that_stopped_leading(e2e: E2E) -> None:
+    """Another process took the lead: /paper digest asked of this one still sends the digest (with a
+    subscription and without one) and says so, never "Something went wrong"."""
+    server = e2e.server
+    await server.run_command("bob", "paper subscribe", topics="reinforcement learning", count=2)
+    await server.run_command("carol", "paper interests add", topic="language models")
+    async with another_process_leads(e2e):
+        note = await server.run_command("bob", "paper digest")
+        assert "Sent 2 papers to your DMs" in ephemeral_text(note)
+        papers = await wait_for_papers(e2e, lambda: server.dm_messages("bob"), 2)
+        assert len(set(await posted_paper_ids(e2e, papers))) == 2
+        other = await server.run_command("carol", "paper digest")
+        assert "to your DMs" in ephemeral_text(other)
+        assert paper_messages(server.dm_messages("carol"))
+    runs = await e2e.services.digests.repository.runs(await subscription_id(e2e, server.bob.id))
+    assert [run.status for run in runs] == ["sent"], "the run is finished here, not left to the leader"
+
+
+async def test_digest_now_stopped_by_a_shutdown_says_so_and_the_rest_arrives_once(e2e: E2E) -> None:
+    """The process starts shutting down while bob's /paper digest goes out: it stops after the paper in
+    flight and tells him the rest follows; the process running the digests next sends the rest —
+    every paper once, one header."""
+    server = e2e.server
+    await server.run_command("bob", "paper subscribe", topics="reinforcement learning", count=3)
+    closing = e2e.bot._stopped  # what PaperBot.close() sets first
+
+    def shut_down_at_the_first_paper(kind: str, message: SandboxMessage) -> None:
+        if kind == "create" and message.embeds and len(paper_messages(server.dm_messages("bob"))) == 1:
+            closing.set()
+
+    unsubscribe = server.subscribe(shut_down_at_the_first_paper)
+    note = await server.run_command("bob", "paper digest")
+    unsubscribe()
+    assert "stop sending your digest partway" in ephemeral_text(note)
+    assert "follows shortly" in ephemeral_text(note)
+    assert len(paper_messages(server.dm_messages("bob"))) == 1
+
+    closing.clear()  # the process running the digests next (here: this one, as if started again)
+    papers = await wait_for_papers(e2e, lambda: server.dm_messages("bob"), 3)
+    assert len(set(await posted_paper_ids(e2e, papers))) == 3
+    assert len(text_messages(server.dm_messages("bob"))) == 1
+
+
+def nth_reaction_on_paper(n: int, server: Any) -> Callable[[str, str, Any], bool]:
+    """A fault filter: the bot's reactions on the n-th (1-based) paper message it posted."""
+
+    def matches(method: str, path: str, body: Any) -> bool:
+        papers = [m.id for m in server.messages_in("daily-papers") if m.embeds]
+        return len(papers) >= n and f"/messages/{papers[n - 1]}/" in path
+
+    return matches
+
+
+@pytest.mark.both_engines
+async def test_a_feed_paper_whose_reactions_lose_the_connection_is_posted_once_and_recorded(
+    e2e: E2E, clock: Clock
+) -> None:
+    """The connection drops while the bot adds 👍 to a feed's first paper (Discord added it, the answer
+    is lost) and again before Discord gets the 👎 of the second: each paper is posted once, recorded
+    (a reaction on it trains the reactor), and gets its 👍 👎 🔖; a retry long after Discord forgot the
+    nonces posts nothing again."""
+    server = e2e.server
+    jobs = e2e.bot.digest_jobs
+    jobs.retry_delay = timedelta(days=30)  # any retry is run by the test itself, below
+    channel = server.add_channel("daily-papers")
+    await server.run_command(
+        "alice",
+        "paperadmin feed set",
+        channel=channel,
+        topics="reinforcement learning",
+        count=3,
+        time="09:00",
+        timezone="Europe/Berlin",
+    )
+    feed = await e2e.services.digests.subscriptions.for_channel(channel.id)
+    assert feed is not None
+    reactions = "PUT /channels/*/messages/*/reactions/**"
+    # (twice: aiohttp sends a PUT once more by itself when a reused connection drops)
+    server.faults.add(reactions, "drop_response", times=2, when=nth_reaction_on_paper(1, server))
+    server.faults.add(reactions, "drop_request", times=2, when=nth_reaction_on_paper(2, server))
+    clock.now = BERLIN_0900
+    await fire(e2e, feed.id)
+    papers = await wait_for_papers(e2e, lambda: server.messages_in(channel), 3)
+    dropped = [r.fault for r in server.requests_matching(reactions) if r.fault]
+    assert set(dropped) == {"drop_response", "drop_request"}
+    assert len(set(await posted_paper_ids(e2e, papers))) == 3
+    run = await e2e.services.digests.repository.run_for(feed.id, "2026-11-30")
+    assert run is not None
+    assert run.status == "sent"
+
+    # Discord forgot the nonces (its window is a few minutes); whatever runs again posts nothing new
+    server.clock.advance(10 * 60)
+    clock.now = BERLIN_0900 + timedelta(minutes=10)
+    await jobs.retry_job(feed.id)
+    await fire(e2e, feed.id)
+    await server.wait_quiet(quiet=0.3)
+    assert len(paper_messages(server.messages_in(channel))) == 3
+
+    await server.react("bob", papers[0], "👍")
+    await server.eventually(
+        lambda: e2e.db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (server.bob.id,)),
+        what="bob's 👍 on the first paper stored for bob",
+    )
+
+
+async def test_a_feed_paper_posted_without_any_answer_is_found_later_and_recorded_not_posted_again(
+    e2e: E2E, clock: Clock
+) -> None:
+    """Every attempt at the feed's second paper loses its answer (Discord posted it once); the retry
+    comes after Discord forgot the nonce: the bot finds the paper in the channel and records it — a 👍
+    on it trains the reactor — and posts nothing twice."""
+    server = e2e.server
+    jobs = e2e.bot.digest_jobs
+    jobs.retry_delay = timedelta(days=30)  # the test runs the retry itself, below
+    e2e.services.digests.delivery.resend_delays = (0.05, 0.05, 0.05)
+    e2e.allow_error("failed")  # the scheduler logs the failed delivery before retrying it
+    channel = server.add_channel("daily-papers")
+    await server.run_command(
+        "alice",
+        "paperadmin feed set",
+        channel=channel,
+        topics="reinforcement learning",
+        count=3,
+        time="09:00",
+        timezone="Europe/Berlin",
+    )
+    feed = await e2e.services.digests.subscriptions.for_channel(channel.id)
+    assert feed is not None
+    attempts = 1 + len(e2e.services.digests.delivery.resend_delays)
+    fault = server.faults.add(
+        "POST /channels/*/messages", "drop_response", times=attempts, when=nth_paper_post(2)
+    )
+    clock.now = BERLIN_0900
+    await fire(e2e, feed.id)
+    await server.eventually(lambda: fault.exhausted, what="every answer about paper 2 lost")
+    await jobs.wait_idle()
+    second = paper_messages(server.messages_in(channel))[1]
+    assert await e2e.services.messages.paper_for(second.id) is None
+
+    server.clock.advance(10 * 60)  # past the few minutes Discord remembers a nonce
+    clock.now = BERLIN_0900 + timedelta(minutes=10)
+    await jobs.retry_job(feed.id)
+    await server.wait_quiet()
+    papers = paper_messages(server.messages_in(channel))
+    assert len(papers) == 3
+    assert len(set(await posted_paper_ids(e2e, papers))) == 3
+    run = await e2e.services.digests.repository.run_for(feed.id, "2026-11-30")
+    assert run is not None
+    assert run.status == "sent"
+    await server.react("bob", second, "👍")
+    await server.eventually(
+        lambda: e2e.db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (server.bob.id,)),
+        what="bob's 👍 on the paper found later stored for bob",
+    )

@@ -77,6 +77,7 @@ async def _follows(e2e: E2E, user_id: int) -> list[tuple[str, int | None]]:
 
 
 async def test_a_followed_authors_new_paper_comes_first_with_the_reason_once(e2e: E2E) -> None:
+    e2e.services.limits.enabled = False  # a few days' digests, seconds apart
     server = e2e.server
     bob = server.bob
     await add_papers(e2e, LAB)

@@ -113,7 +113,10 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
     mostly multi-agent, and `/paper interests show` lists multi-agent words as learned (none of them
     against); while learning is paused, 👎 on all of it changes nothing; once resumed, 👎s
     move the digests away from multi-agent papers within three digests."""
-    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
+    # days of digests, seconds apart: without the per-person limit on /paper digest
+    async with start_paperbot(
+        store=await _library(tmp_path), load_shipped_corpus=False, person_limits=False
+    ) as e2e:
         server = e2e.server
         await server.run_command("alice", "paper subscribe", topics="reinforcement learning", count=5)
         seen = 0
@@ -208,6 +211,47 @@ async def test_search_orders_close_matches_by_the_persons_reactions_unless_pause
         paused = await server.run_command("alice", "paper search", **query)
         assert "ordered for you" not in paused.embed["footer"]["text"]
         assert _listed_ids(paused) == _listed_ids(plain)
+
+
+async def test_anothers_page_press_keeps_the_searchers_order_and_never_says_for_you(
+    start_paperbot: Any, tmp_path: Path
+) -> None:
+    """Alice (👍 on multi-agent papers) searches in #general; Bob (👍 on offline papers) presses ▶ on
+    her result list. The page he turns to is in Alice's order — the one she gets pressing ▶ herself —
+    not his, and it says whose reactions ordered it instead of "for you"; his own search of the same
+    words has another second page."""
+    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
+        server = e2e.server
+        query = {"query": "reinforcement learning", "limit": 5}
+        for person, words in (
+            ("alice", "cooperative agents coordination"),
+            ("bob", "offline dataset conservative"),
+        ):
+            found = await server.run_command(person, "paper search", query=words, limit=3)
+            for paper_id in _listed_ids(found):
+                await server.click(person, found, f"pb:like:{paper_id}")
+            user_id = server.user(person).id
+            await server.eventually(
+                lambda u=user_id: _stored(e2e, u, 3), what=f"{person}'s three likes stored"
+            )
+
+        hers = await server.run_command("alice", "paper search", **query)
+        assert "close matches ordered for you by your reactions" in hers.embed["footer"]["text"]
+        pressed = await server.click("bob", hers, "Next ▶")
+        footer = pressed.message.embed["footer"]["text"]
+        assert footer.startswith("page 2 of"), footer
+        assert "ordered for you" not in footer
+        assert "close matches ordered by the reactions of whoever searched" in footer
+        by_bob = _listed_ids(pressed)
+
+        await server.click("alice", hers, "◀ Previous")
+        again = await server.click("alice", hers, "Next ▶")
+        assert "close matches ordered for you by your reactions" in again.message.embed["footer"]["text"]
+        assert by_bob == _listed_ids(again)
+
+        his = await server.run_command("bob", "paper search", **query)
+        his_second = await server.click("bob", his, "Next ▶")
+        assert _listed_ids(his_second) != by_bob, "Bob's own order differs, so the check above could fail"
 
 
 async def _areas_of(e2e: E2E, paper_ids: list[int]) -> list[str]:

@@ -1,9 +1,10 @@
-"""What paperbot keeps about people: INFO logs hold no one's topics, queries or ratings; stored searches
-expire; forget-me says what it cannot reach (backups)."""
+"""What paperbot keeps about people: INFO logs hold no one's topics, queries or ratings (when a button
+fails too); stored searches expire; forget-me says what it cannot reach (backups)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -12,9 +13,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from bot.services.ingest import ingest_bytes
 from bot.services.privacy import BACKUP_RETENTION_DAYS
+from bot.tree import GENERIC_FAILURE
 from storage.db import Database
 from storage.store import open_database
+from tests.services.test_topic_breadth import library
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -81,6 +85,89 @@ async def test_info_logs_hold_no_topics_queries_or_ratings(
     debug = [r for r in caplog.records if r.levelno == logging.DEBUG and r.name.startswith("bot.")]
     assert ties(debug, bob.id, similar_of)
     assert ties(debug, bob.id, saved_id)
+
+
+async def library_store(tmp_path: Path) -> Path:
+    """A store where "reinforcement learning" is broad (60 of 200 papers, three sub-areas) and 70
+    papers are about object detection (tests/services/test_topic_breadth.py's library, each abstract
+    longer)."""
+    path = tmp_path / "library.db"
+    papers = [
+        {
+            "id": f"p{row.paper_id}",
+            "title": row.title,
+            # longer, so a digest shows its gist with a "Full abstract" button
+            "abstract": f"{row.abstract} Earlier work on {row.title.lower()} needs labels for every "
+            "example. In this paper, we propose a method trained from a handful of labelled examples. "
+            "It matches fully supervised methods on three benchmarks.",
+        }
+        for row in library()
+    ]
+    async with await open_database(path) as db:
+        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in papers).encode())
+    return path
+
+
+async def test_a_failed_button_logs_the_button_and_the_person_but_not_the_paper_or_topic(
+    start_paperbot: StartBot,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """👍, "Full abstract" and "More like this" on a digest paper and a narrower topic's button, each
+    failing on the store: the person is told, the ERROR line names the button and the person, and which
+    paper or topic it was pressed for is logged at DEBUG only."""
+    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG, logger="bot")
+    async with start_paperbot(store=await library_store(tmp_path), load_shipped_corpus=False) as e2e:
+        server = e2e.server
+        broad = await server.run_command("bob", "paper interests add", topic="reinforcement learning")
+        await server.run_command("bob", "paper subscribe", topics="object detection", count=3)
+        await server.run_command("bob", "paper digest")
+        await server.eventually(lambda: len([m for m in server.dm_messages("bob") if m.embeds]) == 3)
+        await server.wait_quiet()
+        digest_paper = next(m for m in server.dm_messages("bob") if m.embeds)
+        paper_id = await e2e.services.messages.paper_for(digest_paper.id)
+        assert paper_id is not None
+
+        async def store_fails(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("the store failed")
+
+        for service, method in (
+            (e2e.services.feedback, "plan_button"),
+            (e2e.services.papers, "get"),
+            (e2e.services.search_service, "similar"),
+            (e2e.services.profiles, "narrow_topic"),
+        ):
+            monkeypatch.setattr(service, method, store_fails)
+        caplog.clear()
+        pressed = [
+            await server.click("bob", digest_paper, "👍"),
+            await server.click("bob", digest_paper, "Full abstract"),
+            await server.click("bob", digest_paper, "More like this"),
+            await server.click("bob", broad, "offline reinforcement learning"),
+        ]
+        for button in (
+            "rating button",
+            "full abstract button",
+            "more like this button",
+            "narrower topic button",
+        ):
+            e2e.allow_error(f"{button} failed")
+
+    assert all(GENERIC_FAILURE in result.text for result in pressed)
+    bob = server.bob.id
+    shown = logging.Formatter()  # the whole line, traceback included
+    above = [shown.format(r) for r in paperbot_records(caplog)]
+    assert sum(f"user={bob}" in line and " button failed" in line for line in above) == 4
+    detail = re.compile(rf"(?:[:#]|paper |button ){paper_id}\b")
+    assert not [line for line in above if detail.search(line)], "a line names the paper bob pressed for"
+    assert not [line for line in above if "offline reinforcement" in line], "a line names bob's topic"
+    debug = [
+        r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and r.name.startswith("bot.")
+    ]
+    assert any(f"like on paper {paper_id}" in line and str(bob) in line for line in debug)
+    assert any("offline reinforcement learning" in line and str(bob) in line for line in debug)
 
 
 def ties(records: list[logging.LogRecord], user_id: int, paper_id: int) -> list[str]:

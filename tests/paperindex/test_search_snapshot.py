@@ -10,7 +10,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import pickle
+import stat
+import subprocess
+import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -313,3 +317,45 @@ def test_a_loaded_snapshot_scores_exactly_as_the_engine_that_saved_it(
     for query in queries:
         terms = tokenize(" ".join(query))
         assert loaded.index.scores(terms) == engine.index.scores(terms)
+
+
+SAVE_MANY = """
+import sys
+from pathlib import Path
+import numpy as np
+from paperindex import snapshot
+
+path, writer = Path(sys.argv[1]), int(sys.argv[2])
+values = np.full(2_000_000, writer, dtype=np.int64)
+for _ in range(8):
+    snapshot.write(path, {"writer": writer}, {"values": values}, {"names": [str(writer)] * 1000})
+"""
+
+
+def test_two_processes_saving_at_once_leave_one_whole_snapshot(tmp_path: Path) -> None:
+    """Two processes on one state folder (a bot and a `paperbot search`) save the snapshot at the same
+    time, again and again: neither fails, and the file is always one writer's whole snapshot."""
+    repo = Path(__file__).resolve().parents[2]
+    path = tmp_path / "paperbot.db.search-index"
+    command = [sys.executable, "-c", SAVE_MANY, str(path)]
+    writers = [
+        subprocess.Popen([*command, str(n)], cwd=repo, stderr=subprocess.PIPE, text=True) for n in (1, 2)
+    ]
+    errors = [writer.communicate(timeout=120)[1] for writer in writers]
+    assert [writer.returncode for writer in writers] == [0, 0], "\n".join(errors)
+    with snapshot.Snapshot(path) as saved:
+        writer = saved.meta["writer"]
+        assert writer in (1, 2)
+        assert bool(np.all(saved.array("values", (np.int64,), length=2_000_000) == writer))
+        assert saved.strings("names", length=1000) == [str(writer)] * 1000
+    assert [p.name for p in tmp_path.iterdir()] == [path.name], "no temporary file left behind"
+
+
+def test_the_snapshot_is_owner_only_whatever_the_umask(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        path = saved_snapshot(tmp_path / "state" / "paperbot.search-index")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700

@@ -850,6 +850,25 @@ async def test_a_dropped_answer_hides_a_message_that_was_created(
         ]
 
 
+async def test_a_dropped_request_is_not_carried_out(sandbox: SandboxServer, start_bot: Any) -> None:
+    """The drop_request fault: the connection closes before the request is carried out, so the client
+    gets the same error as for a lost answer but nothing happened; sending again does it. (aiohttp sends
+    an idempotent request such as this PUT once more by itself on a reused connection: both dropped.)"""
+    async with start_bot() as bot:
+        channel = bot.get_channel(sandbox.channel("general").id)
+        assert isinstance(channel, discord.TextChannel)
+        message = await channel.send("react to me")
+        sandbox.faults.add("PUT /channels/*/messages/*/reactions/**", "drop_request", times=2)
+        with pytest.raises(aiohttp.ServerDisconnectedError):
+            await message.add_reaction("👍")
+        assert sandbox.message(message.id).reactions == {}
+        await message.add_reaction("👍")
+        assert sandbox.message(message.id).reactions == {"👍": [sandbox.bot_user.id]}
+        answers = [(r.fault, r.status) for r in sandbox.requests_matching("PUT /channels/**")]
+        assert answers[-1] == (None, 204)
+        assert set(answers[:-1]) == {("drop_request", 0)}
+
+
 async def test_json_content_type_and_rate_limit_headers(sandbox: SandboxServer) -> None:
     async with aiohttp.ClientSession() as session:
         headers = {"Authorization": f"Bot {sandbox.token}"}

@@ -5,7 +5,7 @@ A real database, the real engine over it and the real write-behind (its outbox i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository
 
 USER = 42
+OTHER = 43
 
 RECORDS = [
     PaperRecord(
@@ -91,7 +92,7 @@ async def test_a_search_is_paged_and_each_page_knows_its_place(service: SearchSe
     assert [hit.paper.id for hit in first.hits] == ranked[:2], "the engine's order, read from the store"
     assert all("**" in hit.snippet for hit in first.hits), "the query's words in bold"
     assert all(hit.matched for hit in first.hits)
-    second = await service.page(1001, 1)
+    second = await service.page(1001, 1, user_id=USER)
     assert (second.page, second.offset, second.total) == (1, 2, 3)
     assert [hit.paper.id for hit in second.hits] == ranked[2:]
 
@@ -101,10 +102,10 @@ async def test_a_listing_pages_before_the_store_has_it_and_after(
 ) -> None:
     await service.search(1002, user_id=USER, query="quantization", venue="icml", page_size=1)
     assert service.writes.pending_listing(1002) is not None or await SearchRepository(db).get(1002)
-    assert (await service.page(1002, 1)).listing.venue == "icml"
+    assert (await service.page(1002, 1, user_id=USER)).listing.venue == "icml"
     await service.writes.drained()
     assert await SearchRepository(db).get(1002) is not None
-    stored = await service.page(1002, 1)
+    stored = await service.page(1002, 1, user_id=USER)
     assert stored.total == 2
     assert [hit.paper.title for hit in stored.hits] == ["Quantization of Vision Transformers"]
 
@@ -133,7 +134,7 @@ async def test_a_query_that_cannot_be_searched_is_refused_before_anything_runs(
 
 async def test_an_expired_listing_says_so(service: SearchService) -> None:
     with pytest.raises(NotFoundError, match=r"^This result list has expired; run the search again\.$"):
-        await service.page(999_999, 0)
+        await service.page(999_999, 0, user_id=USER)
 
 
 async def test_papers_like_one_paper_leave_it_out_and_carry_its_title(
@@ -146,7 +147,7 @@ async def test_papers_like_one_paper_leave_it_out_and_carry_its_title(
     ids = [hit.paper.id for hit in first.hits]
     assert source not in ids
     assert ids == [hit.paper_id for hit in service.engine.similar(source, limit=5).hits]
-    assert (await service.page(1006, 0)).hits == first.hits
+    assert (await service.page(1006, 0, user_id=USER)).hits == first.hits
 
 
 async def test_a_paper_is_named_by_id_external_id_or_title(service: SearchService, db: Database) -> None:
@@ -196,3 +197,27 @@ async def test_autocomplete_offers_a_paper_by_its_ids_from_the_store(
     assert more.added == 1
     service.engine.add((await service.papers.changes_after(0)).changed)
     assert service.autocomplete("2501.00007")[0][1] == "Later", "and papers it follows after"
+
+
+async def test_a_page_is_in_its_searchers_order_whoever_presses(service: SearchService) -> None:
+    """A listing's close matches are ordered by the model of the person who ran it, on its first page
+    and on every page anyone turns to; another person's press never asks for their own order, and the
+    page says whether it is shown to its searcher."""
+    asked: list[int] = []
+
+    async def order(user_id: int, paper_ids: Sequence[int], scores: Sequence[float]) -> list[int]:
+        asked.append(user_id)
+        return list(reversed(paper_ids)) if user_id == USER else list(paper_ids)
+
+    personal = SearchService(
+        service.engine, service.papers, service.searches, service.writes, personal_order=order
+    )
+    plain = [hit.paper_id for hit in service.engine.search("transformer cache", limit=3).hits]
+    first = await personal.search(1007, user_id=USER, query="transformer cache", page_size=2)
+    assert [hit.paper.id for hit in first.hits] == plain[::-1][:2]
+    theirs = await personal.page(1007, 1, user_id=OTHER)
+    mine = await personal.page(1007, 1, user_id=USER)
+    assert [hit.paper.id for hit in theirs.hits] == [hit.paper.id for hit in mine.hits] == plain[::-1][2:]
+    assert (theirs.personal, theirs.for_searcher) == (True, False)
+    assert (mine.personal, mine.for_searcher) == (True, True)
+    assert OTHER not in asked

@@ -1,9 +1,12 @@
 """The outbox: every addition is on disk when its add returns, additions made together are written
-together, removals of many entries remove every one, and the dead letter keeps what it is given."""
+together, removals of many entries remove every one, its files are the bot user's alone, and
+the dead letter keeps what it is given."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from pathlib import Path
 
 from storage.outbox import Outbox
@@ -48,6 +51,29 @@ async def test_removing_more_entries_than_one_statement_takes_removes_them_all(t
         assert [w.payload["n"] for w in await outbox.all()] == list(range(1100, 1200))
     finally:
         await outbox.close()
+
+
+async def test_the_outbox_files_are_owner_only_whatever_the_umask(tmp_path: Path) -> None:
+    """What people did, waiting to be stored: 0600 (and its -wal, -shm) under the usual umask 022."""
+    previous = os.umask(0o022)
+    try:
+        (tmp_path / "state").mkdir()
+        outbox = await Outbox.open(tmp_path / "state" / "paperbot.pending")
+        try:
+            await outbox.add("rating", {"user_id": 1, "paper_id": 2, "signal": "like", "added": True})
+            files = sorted((tmp_path / "state").iterdir())
+            assert [f.name for f in files] == [
+                "paperbot.pending",
+                "paperbot.pending-shm",
+                "paperbot.pending-wal",
+            ]
+            assert {f.name: oct(stat.S_IMODE(f.stat().st_mode)) for f in files} == {
+                f.name: "0o600" for f in files
+            }
+        finally:
+            await outbox.close()
+    finally:
+        os.umask(previous)
 
 
 async def test_an_entry_moved_to_the_dead_letter_stays_in_the_file_until_it_is_removed(

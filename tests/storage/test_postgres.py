@@ -47,6 +47,20 @@ def test_locations_are_a_sqlite_path_or_a_postgresql_url() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://paperbot:hunter2-pw@127.0.0.1:1/paperbot",
+        "postgresql://paperbot@127.0.0.1:1/paperbot?password=hunter2-pw",
+    ],
+)
+async def test_an_unreachable_store_is_named_without_its_password(url: str) -> None:
+    with pytest.raises(StoreBusyError) as refused:
+        await open_database(url)
+    assert "127.0.0.1:1/paperbot" in str(refused.value)
+    assert "hunter2" not in str(refused.value)
+
+
 @pytest.fixture
 async def pg(postgres_store: StoreLocation) -> AsyncIterator[Database]:
     async with await open_database(postgres_store) as db:

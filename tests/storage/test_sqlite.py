@@ -1,16 +1,19 @@
 """What is particular to the SQLite store: WAL and its PRAGMAs, one writer at a time and the wait for
 another process's write lock (reads never wait for it, a write takes the first gap, gives up cleanly
-after its patience, and a cancelled wait leaves no transaction open), the online backup, and a leaked
-connection failing its test."""
+after its patience, and a cancelled wait leaves no transaction open), the online backup (beside an open
+transaction too), files owner-only whatever the umask, and a leaked connection failing its test."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -163,6 +166,74 @@ async def test_online_backup_is_a_complete_consistent_copy(sqlite_db: SQLiteData
         assert copy.execute("SELECT COUNT(*) FROM users").fetchone()[0] == 50
     finally:
         copy.close()
+
+
+BACKUP_BESIDE_A_TRANSACTION = """
+import asyncio, sys
+from pathlib import Path
+from storage.store import open_database
+
+async def main(folder):
+    folder = Path(folder)
+    async with await open_database(folder / "paperbot.db") as db:
+        await db.execute("INSERT INTO users (id, created_at) VALUES (1, 'now')")
+        async with db.transaction() as conn:
+            await conn.execute("INSERT INTO users (id, created_at) VALUES (2, 'now')")
+            await db.backup(folder / "backup.db")
+            print("backed up", flush=True)
+        print("committed", await db.fetchval("SELECT COUNT(*) FROM users"), flush=True)
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_a_backup_while_a_write_transaction_is_open_neither_waits_nor_blocks_writes(tmp_path: Path) -> None:
+    """A backup taken while this process has a write transaction open copies what was committed and
+    returns, and the transaction then commits (in a child process: a backup stuck behind the open
+    transaction would hang the process that took it)."""
+    repo = Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", BACKUP_BESIDE_A_TRANSACTION, str(tmp_path)],
+            cwd=repo, capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as stuck:
+        pytest.fail(f"the backup never finished while a transaction was open ({stuck.stdout!r})")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["backed up", "committed 2"]
+    copy = sqlite3.connect(tmp_path / "backup.db")
+    try:
+        assert copy.execute("SELECT id FROM users").fetchall() == [(1,)], "only what was committed"
+    finally:
+        copy.close()
+
+
+@contextlib.contextmanager
+def umask(mask: int) -> Iterator[None]:
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+async def test_the_store_and_its_backups_are_owner_only_whatever_the_umask(tmp_path: Path) -> None:
+    """Under the usual umask 022 (not systemd's): the database, its -wal and -shm, a backup, and the
+    folders made for them, are the bot user's alone."""
+    with umask(0o022):
+        async with await SQLiteDatabase.open(tmp_path / "data" / "paperbot.db") as db:
+            await db.execute("INSERT INTO users (id, created_at) VALUES (1, 'now')")
+            await db.backup(tmp_path / "backups" / "daily" / "copy.db")
+            made = sorted((tmp_path / "data").iterdir())
+            assert [p.name for p in made] == ["paperbot.db", "paperbot.db-shm", "paperbot.db-wal"]
+            for path in [*made, tmp_path / "backups" / "daily" / "copy.db"]:
+                assert mode(path) == 0o600, f"{path.name} is {mode(path):o}"
+    for folder in (tmp_path / "data", tmp_path / "backups", tmp_path / "backups" / "daily"):
+        assert mode(folder) == 0o700, f"{folder.name} is {mode(folder):o}"
 
 
 def test_a_test_that_leaks_a_connection_fails(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from bot.errors import NotFoundError, UserFacingError
 from bot.services.feedback import FeedbackService, signal_for_emoji
 from storage.db import Database
 from storage.models import PaperRecord
-from storage.repositories.feedback import FeedbackRepository
+from storage.repositories.feedback import POPULAR_LIKERS, FeedbackRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
 
@@ -210,31 +210,42 @@ async def test_deleting_a_paper_deletes_its_messages_and_feedback(
     assert await _signals(db) == set()
 
 
-async def test_popular_counts_people_per_guild(db: Database, service: FeedbackService) -> None:
-    """Server popularity: likes and saves count up, dislikes down, only in that guild."""
-    papers = await _papers(db)
-    await service.set(1, papers[0], "like", guild_id=GUILD)
-    await service.set(2, papers[0], "save", guild_id=GUILD)
-    await service.set(3, papers[1], "like", guild_id=GUILD)
-    await service.set(4, papers[1], "dislike", guild_id=GUILD)
-    await service.set(5, papers[2], "like", guild_id=GUILD + 1)
-    repo = FeedbackRepository(db)
-    assert await repo.popular(guild_id=GUILD, limit=5) == [(papers[0], 2)]
-    assert await repo.popular(guild_id=GUILD, limit=5, exclude={papers[0]}) == []
-
-
-async def test_popular_counts_a_like_and_a_save_of_one_person_as_one_vote(
+async def test_popular_here_takes_three_people_who_liked_it_in_this_server(
     db: Database, service: FeedbackService
 ) -> None:
-    """One person who liked and saved a paper is one vote; two people who liked another are two, so
-    that paper ranks first. Someone who disliked but saved a paper is neither for nor against it."""
-    papers = await _papers(db)
-    await service.set(1, papers[0], "like", guild_id=GUILD)
-    await service.set(1, papers[0], "save", guild_id=GUILD)
-    await service.set(2, papers[1], "like", guild_id=GUILD)
-    await service.set(3, papers[1], "save", guild_id=GUILD)
-    await service.set(4, papers[2], "like", guild_id=GUILD)
-    await service.set(5, papers[2], "dislike", guild_id=GUILD)
-    await service.set(5, papers[2], "save", guild_id=GUILD)
+    """A paper is popular in a server once three people there 👍'd it, and more 👍'd than 👎'd it;
+    the most liked first. Bookmarks never count, nor 👍 given in a DM or another server."""
+    papers = await _papers(db, 6)
+    for user in (1, 2, 3, 4):
+        await service.set(user, papers[0], "like", guild_id=GUILD)
+    for user in (1, 2, 3):
+        await service.set(user, papers[1], "like", guild_id=GUILD)
+    for user in (1, 2):  # two 👍 and three 🔖: bookmarks are private
+        await service.set(user, papers[2], "like", guild_id=GUILD)
+    for user in (3, 4, 5):
+        await service.set(user, papers[2], "save", guild_id=GUILD)
+    await service.set(1, papers[3], "like", guild_id=GUILD)  # two here, one in a DM, one elsewhere
+    await service.set(2, papers[3], "like", guild_id=GUILD)
+    await service.set(3, papers[3], "like", guild_id=None)
+    await service.set(4, papers[3], "like", guild_id=GUILD + 1)
+    for user in (1, 2, 3):  # as many 👎 as 👍
+        await service.set(user, papers[4], "like", guild_id=GUILD)
+    for user in (4, 5, 6):
+        await service.set(user, papers[4], "dislike", guild_id=GUILD)
+    for user in (1, 2, 3):  # liked by three, in another server only
+        await service.set(user, papers[5], "like", guild_id=GUILD + 1)
     repo = FeedbackRepository(db)
-    assert await repo.popular(guild_id=GUILD, limit=5) == [(papers[1], 2), (papers[2], 1), (papers[0], 1)]
+    assert POPULAR_LIKERS == 3
+    assert await repo.popular(guild_id=GUILD, limit=5) == [(papers[0], 4), (papers[1], 3)]
+    assert await repo.popular(guild_id=GUILD, limit=5, exclude={papers[0]}) == [(papers[1], 3)]
+    assert await repo.popular(guild_id=GUILD, limit=1) == [(papers[0], 4)]
+    assert await repo.popular(guild_id=GUILD + 1, limit=5) == [(papers[5], 3)]
+
+
+async def test_a_dm_has_nothing_popular(db: Database, service: FeedbackService) -> None:
+    """Without a server there is no "here": nothing is popular, however many liked a paper anywhere."""
+    papers = await _papers(db)
+    for user in (1, 2, 3):
+        await service.set(user, papers[0], "like", guild_id=GUILD)
+        await service.set(user, papers[1], "like", guild_id=None)
+    assert await FeedbackRepository(db).popular(guild_id=None, limit=5) == []

@@ -207,12 +207,12 @@ async def test_popular_papers_start_a_newcomer(setup) -> None:  # type: ignore[n
     """Someone with no profile gets the server's most liked papers."""
     recommender, feedback, ids = setup
     liked = ids["Graph neural networks for molecules"]
-    await feedback.set(100, liked, "like", guild_id=42)
-    await feedback.set(101, liked, "save", guild_id=42)
+    for user in (100, 101, 102):
+        await feedback.set(user, liked, "like", guild_id=42)
     result = await recommender.personal(USER, guild_id=42, count=5)
     assert result.status == "popular"
     assert [p.paper_id for p in result.popular] == [liked]
-    assert result.popular[0].votes == 2
+    assert result.popular[0].votes == 3
 
 
 def test_older_signals_count_less() -> None:

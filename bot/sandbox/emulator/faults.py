@@ -4,10 +4,12 @@ server.faults.add("POST /channels/*/messages", "50007")          # cannot DM thi
 server.faults.add("PUT /channels/**", "429", retry_after=0.2)     # rate limited, retried by discord.py
 server.faults.add("/interactions/**", "500", times=2)
 server.faults.add("POST /channels/*/messages", "drop_response")  # done, but the answer is lost
+server.faults.add("PUT /channels/**", "drop_request")               # the connection drops: not done
 
 ``drop_response`` is the fault a timeout hides: Discord carries the request out (the message is
 created, MESSAGE_CREATE is dispatched) and the connection closes before the answer arrives, so the
-client cannot tell whether it happened (aiohttp raises ServerDisconnectedError).
+client cannot tell whether it happened (aiohttp raises ServerDisconnectedError). ``drop_request`` looks
+the same to the client, but the connection closed before Discord acted on the request: nothing happened.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ ERRORS: dict[str, tuple[int, JSON]] = {
 }
 #: the request is handled, then the connection closes without an answer
 DROP_RESPONSE = "drop_response"
+#: the connection closes before the request is handled: nothing is done, no answer
+DROP_REQUEST = "drop_request"
 ALIASES = {
     "ratelimit": "429",
     "rate_limit": "429",
@@ -48,6 +52,7 @@ ALIASES = {
     "server_error": "500",
     "lost_response": DROP_RESPONSE,
     "timeout_after_accept": DROP_RESPONSE,
+    "connection_reset": DROP_REQUEST,
 }
 
 
@@ -64,10 +69,10 @@ class Fault:
 
     def __post_init__(self) -> None:
         self.kind = ALIASES.get(str(self.kind), str(self.kind))
-        if self.kind not in ("429", DROP_RESPONSE) and self.kind not in ERRORS:
+        if self.kind not in ("429", DROP_RESPONSE, DROP_REQUEST) and self.kind not in ERRORS:
             raise ValueError(
-                f"unknown fault kind {self.kind!r}; one of 429, {DROP_RESPONSE}, {', '.join(ERRORS)}, "
-                f"{', '.join(ALIASES)}"
+                f"unknown fault kind {self.kind!r}; one of 429, {DROP_RESPONSE}, {DROP_REQUEST}, "
+                f"{', '.join(ERRORS)}, {', '.join(ALIASES)}"
             )
         self._match = route_matcher(self.pattern)
 
@@ -75,6 +80,11 @@ class Fault:
     def drops_response(self) -> bool:
         """The request is carried out and its answer lost (not an error answer)."""
         return self.kind == DROP_RESPONSE
+
+    @property
+    def drops_request(self) -> bool:
+        """The connection closes before the request is carried out (nothing happens, no answer)."""
+        return self.kind == DROP_REQUEST
 
     @property
     def exhausted(self) -> bool:
@@ -124,7 +134,8 @@ class Faults:
 
         `kind`: "429" (with `retry_after`), "50007", "10003", "10008", "10013", "10062", "50001",
         "50013", "500", "502", "503", "504", "drop_response" (carried out, then the connection
-        closes before the answer), or an alias such as "cannot_dm".
+        closes before the answer), "drop_request" (the connection closes first: nothing is done), or an
+        alias such as "cannot_dm".
         `when(method, path, json_body)` narrows it further.
         """
         fault = Fault(

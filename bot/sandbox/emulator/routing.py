@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from .addresses import API_PREFIX
-from .faults import Faults
+from .faults import DROP_REQUEST, Faults
 from .interactions import InteractionRecord, Interactions
 from .ratelimits import RateLimits, Refusal
 from .recorder import Changes, RecordedRequest, Recorder
@@ -70,7 +70,7 @@ class ApiRouter:
             record.json = body
             record.files = [(f.filename, len(f.data)) for f in files]
             response = await self._route(request, handler, record, path)
-        record.status = response.status
+        record.status = 0 if record.fault == DROP_REQUEST else response.status  # 0: no answer
         if response.status == 429:
             record.scope = response.headers.get("X-RateLimit-Scope")
         self.rates.answered(response.status, record.scope)
@@ -116,6 +116,10 @@ class ApiRouter:
         fault = self.faults.take(request.method, path, record.json)
         if fault is not None:
             record.fault = fault.kind
+        if fault is not None and fault.drops_request:
+            if request.transport is not None:
+                request.transport.close()  # gone before it was carried out: nothing happens
+            return web.Response(status=204)  # (never reaches the client)
         if fault is not None and fault.drops_response:
             response = await self._answer(request, handler, path, refusal, headers)
             if request.transport is not None:

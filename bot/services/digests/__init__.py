@@ -9,6 +9,7 @@
 | ``leases`` | how this process holds the runs it sends, so that another one takes over the runs of a process that died |
 | ``recovery`` | at start and meanwhile: runs a stopped or dead process left half sent, and periods missed while nothing ran |
 | ``jobs`` | one APScheduler job per subscription on the bot's process scheduler, retries, pacing between deliveries |
+| ``retention`` | how long finished runs and the bot's paper messages are kept (what was sent to whom is kept) |
 
 Nothing here imports discord: the Discord sender is ``bot.digest_sender``; the commands are
 ``bot.exts.subscriptions`` and ``bot.exts.admin_feeds``.
@@ -25,10 +26,12 @@ from bot.services.digests.delivery import RESEND_DELAYS, DigestDelivery
 from bot.services.digests.leases import DEFAULT_LEASE, Leases
 from bot.services.digests.planning import DigestPlanner, FollowedLike, PaperLookup, RecommenderLike
 from bot.services.digests.recovery import DigestRecovery
+from bot.services.digests.retention import DEFAULT_HISTORY_DAYS, DigestHistory
 from bot.services.digests.schedule import Clock, utc_now
-from bot.services.digests.subscriptions import SubscriptionService
+from bot.services.digests.subscriptions import DEFAULT_FEEDS_PER_SERVER, SubscriptionService
 from storage.db import Database
 from storage.repositories.digests import DigestRepository
+from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.subscriptions import SubscriptionRepository
 
 #: A digest missed while the bot was down is sent on start-up if it fell due at most this long ago.
@@ -37,7 +40,7 @@ DEFAULT_GRACE = timedelta(hours=6)
 
 class Digests:
     """The digest parts of one store, sharing one clock: ``subscriptions``, ``planner``, ``delivery``,
-    ``recovery``; ``repository`` holds the runs and what was sent."""
+    ``recovery``, ``history`` (kept ``history_days``); ``repository`` holds the runs and what was sent."""
 
     def __init__(
         self,
@@ -55,6 +58,8 @@ class Digests:
         lease: timedelta = DEFAULT_LEASE,
         lease_wall: Callable[[], float] = time.time,
         followed: FollowedLike | None = None,
+        history_days: int = DEFAULT_HISTORY_DAYS,
+        feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
     ) -> None:
         self.db = db
         self.clock: Clock = clock if clock is not None else utc_now
@@ -62,7 +67,9 @@ class Digests:
         self.repository = DigestRepository(db)
         #: how this process (``owner``) holds the runs it sends, for ``lease`` at a time
         self.leases = Leases(self.repository, owner=owner, duration=lease, wall=lease_wall)
-        self.subscriptions = SubscriptionService(SubscriptionRepository(db), clock=self.clock, spread=spread)
+        self.subscriptions = SubscriptionService(
+            SubscriptionRepository(db), clock=self.clock, spread=spread, feeds_per_server=feeds_per_server
+        )
         self.planner = DigestPlanner(
             self.repository,
             papers=papers,
@@ -87,4 +94,7 @@ class Digests:
             clock=self.clock,
             grace=grace,
             leases=self.leases,
+        )
+        self.history = DigestHistory(
+            self.repository, PostedMessageRepository(db), clock=self.clock, keep=timedelta(days=history_days)
         )

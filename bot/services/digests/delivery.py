@@ -17,7 +17,10 @@ fake), so every rule here is testable without a gateway:
   sends it twice;
 * a crash mid-digest leaves the run ``claimed``; resuming it sends the papers not yet attempted, and
   those attempted without an answer only while Discord still remembers their nonce
-  (:data:`NONCE_TRUST`); older ones are never sent again (never twice beats once more);
+  (:data:`NONCE_TRUST`); older ones are never sent again (never twice beats once more), but looked for
+  among the recipient's latest messages and recorded when found, so reactions on them count;
+* a paper's message is recorded as soon as it is out, before anything else is done to it (a
+  channel's 👍 👎 🔖 reactions): whatever happens to those, the paper counts as sent;
 * closed DMs (Discord 50007) or a gone channel pause the subscription and leave a notice that the
   user sees at their next command.
 """
@@ -43,7 +46,7 @@ from bot.services.digests.subscriptions import (
     subscription_schedule,
 )
 from storage.models import Paper, Subscription
-from storage.repositories.digests import ClaimLostError, DigestRepository, DigestRun, Recipient
+from storage.repositories.digests import ClaimLostError, DigestItem, DigestRepository, DigestRun, Recipient
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +92,14 @@ class SentThenDeletedError(Exception):
 
 
 class DigestInterruptedError(Exception):
-    """Delivery stopped between two papers because the process is shutting down (the run stays claimed
-    and resumes with the papers not yet sent at the next start), or another process took the run over
-    (it sends the rest)."""
+    """Delivery stopped between two papers: this process stopped running the scheduled digests or is
+    shutting down (the run is let go of and the process running the digests resumes it with the papers
+    not yet sent), or another process took the run over (it sends the rest). ``resumes`` is False for an
+    on-demand digest without a subscription: it has no run, so nothing sends the rest."""
+
+    def __init__(self, detail: str, *, resumes: bool = True) -> None:
+        super().__init__(detail)
+        self.resumes = resumes
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +120,16 @@ class DigestSender(Protocol):
     async def send_header(self, text: str, *, nonce: str) -> SentMessage: ...
 
     async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
-        """One message for one paper, with 👍 👎 🔖 already added."""
+        """One message for one paper."""
+        ...
+
+    async def finish_paper(self, message: SentMessage) -> None:
+        """What goes on a paper's message once it is recorded (a channel's 👍 👎 🔖 reactions). The paper
+        is out: a failure here is the sender's to log, never raised."""
+        ...
+
+    async def find_paper(self, paper_id: int) -> SentMessage | None:
+        """The message this sender posted for the paper, if the recipient's latest messages show it."""
         ...
 
     async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage: ...
@@ -173,15 +190,20 @@ class DigestDelivery:
         self.leases = leases
         self.resend_delays = tuple(resend_delays)
         self._sleep = sleep
-        self._stopping = False
+        self._stopping = False  # the scheduled digests stop here (another process leads, or a stop)
 
     def request_stop(self) -> None:
-        """The process is shutting down: deliveries stop at the next paper boundary (and resume at start)."""
+        """This process stops running the scheduled digests (another one leads now, or it stops): they
+        stop at the next paper boundary, for the process that runs them next to resume. A person's
+        ``/paper digest`` goes on: it is answered by whichever process got the command."""
         self._stopping = True
 
     def resume_work(self) -> None:
-        """Deliveries may go ahead again (the process runs the digests again)."""
+        """Scheduled deliveries may go ahead again (the process runs the digests again)."""
         self._stopping = False
+
+    def _background_stopping(self) -> bool:
+        return self._stopping
 
     def _stamp(self) -> str:
         """Now as stored in the database (ISO-8601 UTC, seconds), from the injected clock."""
@@ -202,18 +224,24 @@ class DigestDelivery:
             return DeliveryOutcome("already", period_key=period.key)
         return await self._deliver(run, sub, sender)
 
-    async def deliver_now(self, user_id: int, sender: DigestSender) -> DeliveryOutcome:
+    async def deliver_now(
+        self, user_id: int, sender: DigestSender, *, stopping: Callable[[], bool] = lambda: False
+    ) -> DeliveryOutcome:
         """``/paper digest``: a digest right now through the same pipeline (not a scheduled period).
 
         With a subscription it is a run of its own (``manual:<time>``), so it resumes after a crash and
-        never repeats papers; without one it uses the user's profile and the default count.
+        never repeats papers; without one it uses the user's profile and the default count. Only
+        ``stopping`` (the process shutting down) stops it between papers: not running the scheduled
+        digests does not.
         """
         began = self.clock().astimezone(UTC).isoformat(timespec="microseconds")
         sub = await self.subscriptions.for_user(user_id)
         if sub is None:
             plan = await self.planner.build(None, user_id=user_id, manual=True)
             texts = DigestTexts(plan.header, plan.nothing_text)
-            return await self._send_plan(None, plan.recipient, None, texts, plan.papers, sender, since=began)
+            return await self._send_plan(
+                None, plan.recipient, None, texts, plan.papers, sender, stopping=stopping, since=began
+            )
         now = self.clock()
         run = None
         for attempt in range(5):
@@ -223,7 +251,7 @@ class DigestDelivery:
                 break
         if run is None:  # pragma: no cover - five claims in the same microsecond
             return DeliveryOutcome("already", detail="another digest is being sent right now")
-        return await self._deliver(run, sub, sender, manual=True)
+        return await self._deliver(run, sub, sender, manual=True, stopping=stopping)
 
     async def resume(self, run: DigestRun, sender: DigestSender) -> DeliveryOutcome:
         """Finish a run that was claimed but not finished (the process stopped mid-digest)."""
@@ -248,22 +276,42 @@ class DigestDelivery:
         )
 
     async def _deliver(
-        self, run: DigestRun, sub: Subscription, sender: DigestSender, *, manual: bool = False
+        self,
+        run: DigestRun,
+        sub: Subscription,
+        sender: DigestSender,
+        *,
+        manual: bool = False,
+        stopping: Callable[[], bool] | None = None,
     ) -> DeliveryOutcome:
         """Deliver a run this process holds, renewing its lease meanwhile. A clean stop lets go of the
-        run (resumed at once at the next start); another process having taken it over stops this one."""
+        run (resumed at once by the process running the digests); another process having taken it over
+        stops this one. ``stopping``: someone's ``/paper digest``, which stops when that says so (the
+        scheduled digests stop when this process stops running them); it is let go of when it fails
+        too: nothing here retries it, the process running the digests does."""
+        on_demand = stopping is not None
         async with self.leases.holding(run.id):
             try:
-                return await self._deliver_held(run, sub, sender, manual=manual)
+                return await self._deliver_held(
+                    run, sub, sender, manual=manual, stopping=stopping or self._background_stopping
+                )
             except ClaimLostError as lost:
                 raise DigestInterruptedError(f"another process took over: {lost}") from lost
-            except DigestInterruptedError:
-                if run.id not in self.leases.lost:
+            except Exception as error:
+                if (
+                    on_demand or isinstance(error, DigestInterruptedError)
+                ) and run.id not in self.leases.lost:
                     await self.leases.release(run.id)
                 raise
 
     async def _deliver_held(
-        self, run: DigestRun, sub: Subscription, sender: DigestSender, *, manual: bool = False
+        self,
+        run: DigestRun,
+        sub: Subscription,
+        sender: DigestSender,
+        *,
+        manual: bool,
+        stopping: Callable[[], bool],
     ) -> DeliveryOutcome:
         run = await self.digests.get_run(run.id) or run  # the header's state as stored now
         opening = self._opening(run, sub)
@@ -288,13 +336,7 @@ class DigestDelivery:
                 len(resend),
             )
         if lost:
-            log.warning(
-                "run %s: %d paper(s) may or may not have reached %s, too long ago to send again safely; "
-                "not sending them again",
-                run.id,
-                len(lost),
-                recipient_of(sub),
-            )
+            lost = await self._look_for(run, sub, lost, sender)
         pending = [item for item in items if item.sent_at is None or item.paper_id in resend]
         if items and not pending:
             await self.digests.finish_run(run.id, "sent", "nothing left to send", at=self._stamp())
@@ -305,7 +347,15 @@ class DigestDelivery:
         )
         try:
             outcome = await self._send_plan(
-                run, recipient_of(sub), sub, texts, to_send, sender, opening=opening, resend=resend
+                run,
+                recipient_of(sub),
+                sub,
+                texts,
+                to_send,
+                sender,
+                opening=opening,
+                resend=resend,
+                stopping=stopping,
             )
         except RecipientUnreachableError as error:
             await self.subscriptions.pause_unreachable(sub, error)
@@ -317,6 +367,58 @@ class DigestDelivery:
             period_key=run.period_key,
             in_doubt=len(lost),
             paper_ids=outcome.paper_ids,
+        )
+
+    async def _look_for(
+        self, run: DigestRun, sub: Subscription, lost: list[DigestItem], sender: DigestSender
+    ) -> list[DigestItem]:
+        """Papers attempted without an answer too long ago to send again: those found among the
+        recipient's latest messages are recorded (a reaction on them counts); returns the others, never
+        sent again."""
+        missing = []
+        for item in lost:
+            try:
+                message = await sender.find_paper(item.paper_id)
+            except Exception:  # Discord away or the channel gone: the sends that follow will say
+                log.warning("run %s: could not look for paper %s", run.id, item.paper_id, exc_info=True)
+                message = None
+            if message is None:
+                missing.append(item)
+                continue
+            log.info(
+                "run %s: paper %s went out without an answer; found it, recording it", run.id, item.paper_id
+            )
+            await self._record(run.id, item.paper_id, message, recipient_of(sub), sub)
+        if missing:
+            log.warning(
+                "run %s: %d paper(s) may or may not have reached %s, too long ago to send again safely and "
+                "not among its latest messages; not sending them again",
+                run.id,
+                len(missing),
+                recipient_of(sub),
+            )
+        return missing
+
+    async def _record(
+        self,
+        run_id: int | None,
+        paper_id: int,
+        message: SentMessage,
+        recipient: Recipient,
+        sub: Subscription | None,
+        *,
+        since: str | None = None,
+    ) -> None:
+        await self.digests.record_message(
+            run_id,
+            paper_id,
+            message_id=message.message_id,
+            channel_id=message.channel_id,
+            guild_id=message.guild_id,
+            recipient_id=recipient.user_id,
+            kind="feed" if sub is not None and sub.is_channel else "digest",
+            at=self._stamp(),
+            since=since,
         )
 
     def _opening(self, run: DigestRun, sub: Subscription) -> str:
@@ -350,12 +452,14 @@ class DigestDelivery:
         *,
         opening: str = "send",
         resend: Collection[int] = (),
+        stopping: Callable[[], bool] | None = None,
         since: str | None = None,
     ) -> DeliveryOutcome:
         """Send the header and papers (or the nothing-new line); each paper reserved before it goes out.
 
         ``opening`` says what to do with the header (see :meth:`_opening`); ``resend`` are papers already
-        reserved and attempted without an answer, sent again with their nonce. Raises
+        reserved and attempted without an answer, sent again with their nonce; ``stopping`` says when to
+        stop between papers (default: when this process stops running the scheduled digests). Raises
         RecipientUnreachableError untouched (the caller pauses); any other error leaves the run claimed
         so it can be resumed. ``since``: when the digest began (default: now; a run's rows go with a
         forgotten person's subscription): the store refuses the rest of it for a person who asked to
@@ -369,7 +473,8 @@ class DigestDelivery:
             nonce = functools.partial(
                 message_nonce, recipient, None, f"{MANUAL_PREFIX}{self.clock().isoformat()}"
             )
-        self._check_stop(run)
+        stopping = stopping or self._background_stopping
+        self._check_stop(run, stopping)
         if not papers and opening != "done":
             await self._send_opening(
                 run,
@@ -385,7 +490,7 @@ class DigestDelivery:
             )
         sent: list[int] = []
         for planned in papers:
-            self._check_stop(run)
+            self._check_stop(run, stopping)
             paper_id = planned.paper.id
             again = paper_id in resend
             if not again and not await self.digests.reserve_item(
@@ -414,18 +519,12 @@ class DigestDelivery:
                 if not attempts.maybe_posted:
                     await self.digests.release_item(run_id, paper_id, recipient)
                 raise
-            await self.digests.record_message(
-                run_id,
-                paper_id,
-                message_id=message.message_id,
-                channel_id=message.channel_id,
-                guild_id=message.guild_id,
-                recipient_id=recipient.user_id,
-                kind="feed" if sub is not None and sub.is_channel else "digest",
-                at=self._stamp(),
-                since=since,
-            )
+            await self._record(run_id, paper_id, message, recipient, sub, since=since)
             sent.append(paper_id)
+            try:
+                await sender.finish_paper(message)
+            except Exception:  # the paper is out and recorded: its reactions are not worth failing for
+                log.warning("%s: could not finish its message", what, exc_info=True)
         if run is not None:
             await self.digests.finish_run(run.id, "sent", f"{len(sent)} papers", at=self._stamp())
         return DeliveryOutcome("sent", sent=len(sent), paper_ids=tuple(sent))
@@ -468,9 +567,12 @@ class DigestDelivery:
                 log.warning("%s: %s; sending it again with the same nonce in %g s", what, error, delay)
                 await self._sleep(delay)
 
-    def _check_stop(self, run: DigestRun | None) -> None:
+    def _check_stop(self, run: DigestRun | None, stopping: Callable[[], bool]) -> None:
         if run is not None and run.id in self.leases.lost:
             raise DigestInterruptedError(f"another process took over run {run.id}: it sends the rest")
-        if self._stopping:
-            where = f"run {run.id}" if run is not None else "an on-demand digest"
-            raise DigestInterruptedError(f"shutting down: {where} stops here and resumes at the next start")
+        if stopping():
+            if run is None:
+                raise DigestInterruptedError("stopping: an on-demand digest stops here", resumes=False)
+            raise DigestInterruptedError(
+                f"stopping: run {run.id} stops here, for the process running the digests to resume"
+            )

@@ -17,7 +17,8 @@
 * Each job catches and logs its own errors (one failing subscriber never stops the others) and
   retries a failed run a few times. At most ``concurrency`` deliveries run at once (the Discord layer
   sizes it to Discord's limits and paces every request its sender makes), so thousands of digests
-  due at 09:00 queue up.
+  due at 09:00 queue up — in turns between servers and people (``fairness``: a server's feeds hold at
+  most half the places, and a digest of another server waits behind its own lane's work only).
 
 Nothing here imports discord: the Discord layer passes a sender factory and ``wait_until_ready``.
 """
@@ -39,6 +40,7 @@ from apscheduler.triggers.date import DateTrigger
 
 from bot.services.digests import Digests
 from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, DigestSender, SentMessage
+from bot.services.digests.fairness import FairSlots, lane_of
 from bot.services.digests.schedule import Clock, Period, check_due
 from bot.services.digests.subscriptions import parse_stamp, subscription_schedule
 from storage.models import Paper, Subscription
@@ -97,7 +99,7 @@ class DigestScheduler:
         #: and stops it)
         self.scheduler = scheduler or AsyncIOScheduler(timezone=UTC)
         self._owns_scheduler = scheduler is None
-        self._slots = asyncio.Semaphore(max(1, concurrency))
+        self._slots = FairSlots(max(1, concurrency), per_lane=max(1, concurrency // 2))
         self._attempts: dict[int, int] = {}
         #: the subscriptions whose jobs are on the scheduler, and the version (updated_at) each was made
         #: from; empty until start() and after stop(): then this process schedules nothing
@@ -252,7 +254,8 @@ class DigestScheduler:
         try:
             self.schedule(sub)
         except Exception:
-            log.exception("could not schedule subscription %s (%s %s)", sub.id, sub.time_local, sub.timezone)
+            log.exception("could not schedule subscription %s", sub.id)
+            log.debug("subscription %s: %s %s", sub.id, sub.time_local, sub.timezone)
 
     def schedule(self, sub: Subscription) -> Job | None:
         """Add or replace a subscription's job (removes it when the subscription is paused). Nothing
@@ -343,9 +346,10 @@ class DigestScheduler:
         send: Callable[[DigestSender], Awaitable[DeliveryOutcome]],
         what: str,
     ) -> DeliveryOutcome | None:
-        """Run ``send`` with the subscription's sender inside one of ``concurrency`` delivery slots.
+        """Run ``send`` with the subscription's sender in one of ``concurrency`` delivery slots, in turn
+        with the other servers and people (its lane: :func:`~bot.services.digests.fairness.lane_of`).
         A failure is logged as ``what`` and retried later; a shutdown stops it quietly. Never raises."""
-        async with self._slots, self._in_flight():
+        async with self._slots.slot(lane_of(sub)), self._in_flight():
             try:
                 outcome = await send(self.sender_for(sub))
             except DigestInterruptedError as stop:
@@ -444,4 +448,10 @@ class _NoSender:
         raise RuntimeError("subscription removed")
 
     async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage:  # pragma: no cover
+        raise RuntimeError("subscription removed")
+
+    async def finish_paper(self, message: SentMessage) -> None:  # pragma: no cover - never called
+        raise RuntimeError("subscription removed")
+
+    async def find_paper(self, paper_id: int) -> SentMessage | None:  # pragma: no cover - never called
         raise RuntimeError("subscription removed")

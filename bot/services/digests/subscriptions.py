@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from bot.errors import InvalidScheduleError, NotFoundError
+from bot.errors import InvalidScheduleError, NotFoundError, UserFacingError
 from bot.services.digests.schedule import (
     Clock,
     Period,
@@ -23,9 +23,17 @@ from bot.services.digests.schedule import (
 )
 from storage.models import Subscription
 from storage.repositories.digests import Recipient
-from storage.repositories.subscriptions import ScheduleFields, SubscriptionRepository
+from storage.repositories.subscriptions import FeedLimitError, ScheduleFields, SubscriptionRepository
 
 log = logging.getLogger(__name__)
+
+#: Channel feeds one server may have (PAPERBOT_FEEDS_PER_SERVER): every thread and forum post could be
+#: one, and their posts share the bot's sending with every other server.
+DEFAULT_FEEDS_PER_SERVER = 25
+
+
+class TooManyFeedsError(UserFacingError):
+    """The server has as many channel feeds as it may have."""
 
 
 def subscription_schedule(sub: Subscription) -> Schedule:
@@ -52,12 +60,18 @@ def parse_stamp(text: str) -> datetime:
 
 class SubscriptionService:
     def __init__(
-        self, subscriptions: SubscriptionRepository, *, clock: Clock, spread: timedelta = timedelta(0)
+        self,
+        subscriptions: SubscriptionRepository,
+        *,
+        clock: Clock,
+        spread: timedelta = timedelta(0),
+        feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
     ) -> None:
         self.repository = subscriptions
         self.clock = clock
         #: digests due at the same time go out over this window, each subscription at its own offset
         self.spread = spread
+        self.feeds_per_server = feeds_per_server
 
     def _stamp(self) -> str:
         """Now as stored in the database (ISO-8601 UTC, seconds), from the injected clock."""
@@ -147,7 +161,9 @@ class SubscriptionService:
         count: int | None = None,
         weekday: str | int | None = None,
     ) -> Subscription:
-        """Create or change a channel's topic feed (a feed ranks by its topics only, so it needs some)."""
+        """Create or change a channel's topic feed (a feed ranks by its topics only, so it needs some).
+        A new feed in a server that has :attr:`feeds_per_server` already raises TooManyFeedsError
+        (nothing stored); changing one of its feeds is always allowed."""
         existing = await self.repository.for_channel(channel_id)
         if existing is not None and existing.guild_id not in (None, guild_id):
             raise NotFoundError("That channel belongs to another server.")
@@ -160,9 +176,20 @@ class SubscriptionService:
             raise InvalidScheduleError(
                 "A channel feed needs topics to pick papers by, e.g. topics: llm efficiency, kv cache."
             )
-        sub = await self.repository.upsert_channel(
-            channel_id, guild_id, _fields(schedule, new_topics), created_by=created_by, at=self._stamp()
-        )
+        try:
+            sub = await self.repository.upsert_channel(
+                channel_id,
+                guild_id,
+                _fields(schedule, new_topics),
+                created_by=created_by,
+                at=self._stamp(),
+                max_feeds=self.feeds_per_server,
+            )
+        except FeedLimitError as full:
+            raise TooManyFeedsError(
+                f"This server already has {full.feeds} paper feeds; it may have at most {full.limit}. Stop one "
+                "with `/paperadmin feed clear` (`/paperadmin feed list` shows them), then set this one again."
+            ) from full
         log.info(
             "feed set for channel %s (guild %s) by %s: %s",
             channel_id,

@@ -59,7 +59,7 @@ def unwrap_recorded(text: str) -> tuple[str, int | None] | None:
         return None
     try:
         document = json.loads(stripped)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # (not JSON, or nested too deeply: not a response)
         return None
     if not isinstance(document, dict) or not isinstance(document.get("body"), str):
         return None

@@ -69,6 +69,8 @@ _PDF_KEYS = ("pdf_url", "pdf", "pdf_link")
 _CODE_KEYS = ("code", "code_url", "github", "repository", "repo")
 _DATE_KEYS = ("published", "date", "publication_date", "publicationDate", "published_at")
 _LIST_KEYS = ("papers", "records", "data", "items", "results", "notes", "hits", "entries")
+#: why a record nested deeper than Python's JSON decoder goes (about 1,000 levels) is rejected
+TOO_DEEP = "JSON nested too deeply"
 
 
 def _first(obj: Mapping[str, Any], keys: Iterable[str]) -> Any:
@@ -219,6 +221,9 @@ def parse_jsonl(lines: Iterable[str], *, source: str) -> Iterator[PaperRecord | 
         except json.JSONDecodeError as error:
             yield Rejected(f"invalid JSON ({error.msg})", line=number)
             continue
+        except RecursionError:
+            yield Rejected(TOO_DEEP, line=number)
+            continue
         yield _convert(raw, source=source, line=number)
 
 
@@ -247,6 +252,8 @@ def parse_json(text: str, *, source: str) -> Iterator[PaperRecord | Rejected]:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise FileRejected(f"invalid JSON ({error.msg})", line=error.lineno) from None
+    except RecursionError:
+        raise FileRejected(TOO_DEEP) from None
     if isinstance(document, dict):
         items = _records_in_object(document)
         if items is None:
@@ -282,7 +289,11 @@ def _parse_json_list(text: str, index: int, *, source: str) -> Iterator[PaperRec
         except json.JSONDecodeError as error:
             yield Rejected(f"invalid JSON ({error.msg}); the rest of the file was skipped", line=error.lineno)
             return
-        yield _convert(raw, source=source, line=line)
+        except RecursionError:
+            yield Rejected(TOO_DEEP, line=line)
+            index = end_of_value(text, index)
+        else:
+            yield _convert(raw, source=source, line=line)
         index = skip(index)
         if index < end and text[index] == ",":
             index = skip(index + 1)
@@ -294,3 +305,25 @@ def _parse_json_list(text: str, index: int, *, source: str) -> Iterator[PaperRec
         yield Rejected("invalid JSON (expected ',' or ']'); the rest of the file was skipped", line=line)
         return
     yield Rejected("invalid JSON (the list is not closed)", line=text.count("\n") + 1)
+
+
+def end_of_value(text: str, index: int) -> int:
+    """Where the JSON array or object starting at `index` ends (just past its closing bracket), found
+    without decoding it, so nesting of any depth is stepped over; the end of `text` if it never closes."""
+    depth = 0
+    position = index
+    end = len(text)
+    while position < end:
+        char = text[position]
+        if char == '"':
+            position += 1
+            while position < end and text[position] != '"':
+                position += 2 if text[position] == "\\" else 1
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                return position + 1
+        position += 1
+    return end

@@ -10,11 +10,14 @@
   batches; after each commit the lock is left free for `BATCH_PAUSE`. A record is always merged whole
   within one batch, so a kill -9 (or any error) mid-file leaves a consistent store holding the
   batches committed so far, and ingesting the file again completes it (merging makes that harmless).
-- A file that cannot be read at all (not UTF-8, damaged gzip, not JSON, an arXiv error feed) is
-  reported and skipped, and writes nothing: a streamed file (JSONL) is read through once before its
-  first batch, so damage half-way leaves no half file behind. A bad record is reported with its line
-  and the rest go in.
-- JSONL is streamed, so memory stays flat, and batch N is merged while batch N+1 is parsed.
+- A file that cannot be read at all (not UTF-8, damaged gzip, not JSON, an arXiv error feed, more than
+  `max_bytes` once decompressed: `PAPERBOT_MAX_DECOMPRESSED_MB`) is reported and skipped, and writes
+  nothing: every file is read through once, a chunk at a time, before its first batch, so damage
+  half-way leaves no half file behind, and a gzip bomb is refused when its output passes the bound,
+  holding no more than a chunk of it. A bad record is reported with its line and the rest go in.
+- Decompressing, decoding and parsing run in a worker thread, a batch at a time, never on the event
+  loop (the bot answers people meanwhile); batch N is merged while batch N+1 is parsed. JSONL is
+  streamed, so memory stays flat; the other formats are read whole (at most `max_bytes`).
 - `progress(done, total)` is called after each batch, in bytes of input read (compressed bytes for
   `.gz`), so the CLI can draw a bar.
 """
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, TypeVar, cast
 
 from bot.services.ingest.arxiv_atom import is_atom, parse_atom, unwrap_recorded
 from bot.services.ingest.normalise import FileRejected, Rejected
@@ -43,6 +46,7 @@ from storage.repositories.papers import PaperRepository, UpsertCounts
 from storage.repositories.state import StateRepository
 
 __all__ = [
+    "MAX_DECOMPRESSED_BYTES",
     "IngestSummary",
     "detect_format",
     "ensure_shipped_corpus",
@@ -56,6 +60,7 @@ log = logging.getLogger(__name__)
 SHIPPED_CORPUS_KEY = "shipped_corpus"
 
 Progress = Callable[[int, int], None]
+_T = TypeVar("_T")
 
 BATCH = 1000  # records per transaction: about 0.1 s of SQLite's write lock
 BATCH_PAUSE = 0.03  # the longest the lock is left free after a batch (the bot's writers retry every 10 ms)
@@ -71,9 +76,12 @@ SUFFIXES = {
     ".xml": "atom",
     ".atom": "atom",
 }
+#: the most one file may hold once decompressed, unless the caller says otherwise (the default of
+#: PAPERBOT_MAX_DECOMPRESSED_MB, the setting that names it)
+MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+LIMIT_SETTING = "PAPERBOT_MAX_DECOMPRESSED_MB"
 _SNIFF_CHARS = 4096
 _CHECK_CHARS = 1 << 20
-_YIELD_EVERY = 50  # records parsed between chances for the running merge to proceed
 
 
 @dataclass
@@ -165,12 +173,68 @@ def detect_format(name: str, head: str) -> str:
     return "text"
 
 
-def _binary_stream(raw: IO[bytes]) -> IO[bytes]:
-    magic = raw.read(2)
-    raw.seek(0)
-    if magic == b"\x1f\x8b":
-        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
-    return raw
+class _Bounded(io.RawIOBase):
+    """The bytes of `inner` (a file, or its gzip reader), refused with FileRejected once more than
+    `limit` of them have been read."""
+
+    def __init__(self, inner: IO[bytes], limit: int, *, owns_inner: bool) -> None:
+        super().__init__()
+        self._inner = inner
+        self._left = limit
+        self._limit = limit
+        self._owns_inner = owns_inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self._inner.read(min(len(view), self._left + 1))
+        if len(data) > self._left:
+            raise FileRejected(
+                f"holds more than {self._limit / 1024 / 1024:g} MB once decompressed, the most one file "
+                f"may hold ({LIMIT_SETTING}); nothing of it was stored"
+            )
+        self._left -= len(data)
+        view[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if self._owns_inner:
+            self._inner.close()
+        super().close()
+
+
+class _Source:
+    """One file's bytes, as text (through gzip when they are gzipped, whatever the name says), within
+    the bound on what it may hold; each `text()` reads it again from the start."""
+
+    def __init__(self, raw: IO[bytes], limit: int) -> None:
+        self._raw = raw
+        self._limit = limit
+
+    def text(self) -> io.TextIOWrapper:
+        self._raw.seek(0)
+        gzipped = self._raw.read(2) == b"\x1f\x8b"
+        self._raw.seek(0)
+        inner = cast(IO[bytes], gzip.GzipFile(fileobj=self._raw, mode="rb")) if gzipped else self._raw
+        bounded = _Bounded(inner, self._limit, owns_inner=gzipped)
+        return io.TextIOWrapper(
+            io.BufferedReader(bounded), encoding="utf-8-sig", errors="strict", newline=None
+        )
+
+    def position(self) -> int:
+        """How far into the file (its compressed bytes, for gzip) reading has gone."""
+        return self._raw.tell()
+
+    def check(self, name: str) -> str:
+        """Read the whole file through, a chunk at a time, and say its format. Damaged gzip, text that
+        is not UTF-8, or more than the bound raise here, before anything of the file is stored."""
+        with self.text() as text:
+            fmt = detect_format(name, text.read(_SNIFF_CHARS))
+            while text.read(_CHECK_CHARS):
+                pass
+        return fmt
 
 
 def _items(fmt: str, text_stream: io.TextIOWrapper, name: str) -> Iterator[PaperRecord | Rejected]:
@@ -248,58 +312,86 @@ class _BatchWriter:
             self._free_until = loop.time() + min(BATCH_PAUSE, max(_MIN_PAUSE, held / 4))
 
 
+@dataclass
+class _Parsed:
+    """What the parsing thread read since it was last asked: records, rejections, and whether the
+    file is done."""
+
+    records: list[PaperRecord] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    done: bool = False
+    position: int = 0
+
+
+def _parse_batch(items: Iterator[PaperRecord | Rejected], source: _Source) -> _Parsed:
+    """The next batch (in the worker thread): up to `BATCH` records, or as many rejections."""
+    parsed = _Parsed()
+    for item in items:
+        if isinstance(item, Rejected):
+            parsed.rejected.append(item)
+        else:
+            parsed.records.append(item)
+        if len(parsed.records) >= BATCH or len(parsed.rejected) >= BATCH:
+            break
+    else:
+        parsed.done = True
+    parsed.position = source.position()
+    return parsed
+
+
+async def _in_thread(work: Callable[[], _T]) -> _T:
+    """`work()` in a worker thread. If the caller is cancelled meanwhile, the step in progress is let
+    finish first (it reads a file the caller is about to close)."""
+    step = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        return await asyncio.shield(step)
+    except asyncio.CancelledError:
+        await asyncio.wait({step})
+        raise
+
+
 async def _ingest_stream(
     db: Database,
     name: str,
     raw: IO[bytes],
     tally: _Tally,
     report: Callable[[int], None] | None = None,
+    *,
+    max_bytes: int = MAX_DECOMPRESSED_BYTES,
 ) -> None:
     """Ingest one file's bytes batch by batch; problems go to `tally`, counts once the file is done."""
     here = _Tally()
     writer = _BatchWriter(db)
-    text_stream: io.TextIOWrapper | None = None
+    source = _Source(raw, max_bytes)
     fmt = "unknown"
     try:
-        text_stream = io.TextIOWrapper(
-            _binary_stream(raw), encoding="utf-8-sig", errors="strict", newline=None
-        )
-        fmt = detect_format(name, text_stream.read(_SNIFF_CHARS))
-        if fmt == "jsonl":
-            # Streamed: its records are merged as they are read, so read it through once first. Not
-            # UTF-8 or damaged gzip is then found before any batch is written. (Other formats are
-            # read whole before their first record.)
-            while text_stream.read(_CHECK_CHARS):
-                pass
-        text_stream.seek(0)
-        seen = 0
-        # Batch N is merged (the store working in its driver's thread, or the server) while batch N+1 is
-        # parsed here; batches still merge one after another, so each sees the ones before it.
-        merging: asyncio.Task[UpsertCounts] | None = None
-        batch: list[PaperRecord] = []
-        try:
-            for item in _items(fmt, text_stream, name):
-                if isinstance(item, Rejected):
-                    here.reject(item.where(name), item.reason)
-                    continue
-                batch.append(item)
-                seen += 1
-                if len(batch) >= BATCH:
-                    if merging is not None:
-                        here.count(await merging)
-                        if report is not None:
-                            report(raw.tell())
-                    merging = asyncio.create_task(writer.merge(batch))
-                    batch = []
-                if seen % _YIELD_EVERY == 0 and merging is not None and not merging.done():
-                    await asyncio.sleep(0)  # let the merge take its next step
-            if merging is not None:
-                here.count(await merging)
-                merging = None
-            if batch:
-                here.count(await writer.merge(batch))
-        finally:
-            await _settle(merging)  # a merge still running ends (commits or rolls back) first
+        fmt = await _in_thread(lambda: source.check(name))
+        with source.text() as text:
+            items = _items(fmt, text, name)
+            seen = 0
+            # Batch N is merged (the store working in its driver's thread, or the server) while batch
+            # N+1 is parsed in a worker thread; batches still merge one after another, so each sees the
+            # ones before it.
+            merging: asyncio.Task[UpsertCounts] | None = None
+            try:
+                while True:
+                    parsed = await _in_thread(lambda: _parse_batch(items, source))
+                    for rejection in parsed.rejected:
+                        here.reject(rejection.where(name), rejection.reason)
+                    if parsed.records:
+                        seen += len(parsed.records)
+                        if merging is not None:
+                            here.count(await merging)
+                            if report is not None:
+                                report(parsed.position)
+                        merging = asyncio.create_task(writer.merge(parsed.records))
+                    if parsed.done:
+                        break
+                if merging is not None:
+                    here.count(await merging)
+                    merging = None
+            finally:
+                await _settle(merging)  # a merge still running ends (commits or rolls back) first
         if seen == 0 and here.rejected == 0:
             here.problem(f"{name}: no papers found")
     except FileRejected as error:
@@ -312,9 +404,6 @@ async def _ingest_stream(
     except (EOFError, gzip.BadGzipFile, zlib.error) as error:
         tally.reject(name, f"damaged gzip data ({error})")
         return
-    finally:
-        if text_stream is not None:
-            text_stream.close()  # also closes the gzip reader; the caller's file closes twice, harmlessly
     tally.absorb(here)
     log.info(
         "ingested %s (%s): %d added, %d merged, %d unchanged, %d rejected",
@@ -328,9 +417,14 @@ async def _ingest_stream(
 
 
 async def ingest_paths(
-    db: Database, paths: Sequence[Path], *, progress: Progress | None = None
+    db: Database,
+    paths: Sequence[Path],
+    *,
+    progress: Progress | None = None,
+    max_bytes: int = MAX_DECOMPRESSED_BYTES,
 ) -> IngestSummary:
-    """Ingest files and folders (see the module docstring), batch by batch."""
+    """Ingest files and folders (see the module docstring), batch by batch; a file holding more than
+    `max_bytes` once decompressed is refused."""
     files = expand_paths(paths)
     sizes = []
     for file in files:
@@ -349,7 +443,7 @@ async def ingest_paths(
 
         try:
             with file.open("rb") as raw:
-                await _ingest_stream(db, file.name, raw, tally, report)
+                await _ingest_stream(db, file.name, raw, tally, report, max_bytes=max_bytes)
         except OSError as error:
             tally.reject(str(file), f"cannot read ({error.strerror or error})")
         done += size
@@ -360,10 +454,13 @@ async def ingest_paths(
     return tally.summary()
 
 
-async def ingest_bytes(db: Database, name: str, data: bytes) -> IngestSummary:
-    """Ingest one uploaded file (`/paperadmin ingest`), batch by batch."""
+async def ingest_bytes(
+    db: Database, name: str, data: bytes, *, max_bytes: int = MAX_DECOMPRESSED_BYTES
+) -> IngestSummary:
+    """Ingest one uploaded file (`/paperadmin ingest`), batch by batch; refused if it holds more than
+    `max_bytes` once decompressed."""
     tally = _Tally()
-    await _ingest_stream(db, name, io.BytesIO(data), tally)
+    await _ingest_stream(db, name, io.BytesIO(data), tally, max_bytes=max_bytes)
     return tally.summary()
 
 

@@ -5,6 +5,7 @@ Fast: no gateway and no database; the message is checked against the sandbox's v
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -100,6 +101,23 @@ def test_the_last_page_numbers_on_and_cannot_go_further() -> None:
     assert previous["custom_id"] == "pb:page:777:1:p"
     assert following.get("disabled") is True
     assert _valid(rendered) == ""
+
+
+@pytest.mark.parametrize(
+    ("for_searcher", "note"),
+    [
+        (True, "close matches ordered for you by your reactions"),
+        (False, "close matches ordered by the reactions of whoever searched"),
+    ],
+)
+def test_a_page_ordered_by_the_searchers_reactions_says_for_whom(for_searcher: bool, note: str) -> None:
+    """ "For you" only on a page shown for the person who searched: another's ▶ on a shared list
+    turns it to a page in that person's order, which says whose it is."""
+    page = dataclasses.replace(_page(page=1, total=12), personal=True, for_searcher=for_searcher)
+    assert (
+        render_listing(page).embed.footer.text
+        == f"page 2 of 3 · 12 matches · {note} · buttons: rate or save a paper"
+    )
 
 
 def test_one_page_has_no_paging_buttons() -> None:

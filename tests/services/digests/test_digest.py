@@ -16,6 +16,7 @@ from bot.services.digests import Digests
 from bot.services.digests.delivery import (
     NONCE_TRUST,
     ChannelGoneError,
+    DeliveryOutcome,
     DMsClosedError,
     SendOutcomeUnknownError,
     SentMessage,
@@ -309,6 +310,55 @@ async def test_a_paper_in_doubt_is_not_sent_again_once_its_nonce_may_be_forgotte
     assert resumed.paper_ids == [3]
     assert resumed.headers == []
     assert outcome.in_doubt == 1
+
+
+async def test_a_paper_posted_without_an_answer_is_found_and_recorded_once_its_nonce_may_be_forgotten(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Every attempt at paper 2 went out without an answer; resumed past NONCE_TRUST, the run finds it
+    among the channel's latest messages and records it (a reaction on it counts), never posting it again."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscriptions.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    first = FakeSender(lose_answer_at={1, 2, 3, 4})  # paper 2 and its three repeats
+    with pytest.raises(SendOutcomeUnknownError):
+        await service.delivery.deliver_period(sub.id, first)
+    assert first.paper_ids == [1, 2]
+    clock.advance(seconds=NONCE_TRUST.total_seconds() + 60)
+    service = make_service(db, clock, scores(papers))  # the next start: another process
+    (run,) = await service.recovery.runs_to_resume()
+    resumed = FakeSender(history=first.history)
+    outcome = await service.delivery.resume(run, resumed)
+    assert (outcome.status, outcome.in_doubt) == ("sent", 0)
+    assert resumed.paper_ids == [3]
+    rows = await db.fetchall("SELECT paper_id, message_id FROM posted_messages ORDER BY paper_id")
+    assert [(r[0], r[1]) for r in rows][1] == (2, first.history[2].message_id)
+    assert [r[0] for r in rows] == [1, 2, 3]
+
+
+async def test_a_paper_whose_reactions_fail_stays_sent_and_recorded(
+    db: Database, clock: FakeClock, papers: list[int]
+) -> None:
+    """Adding the 👍 👎 🔖 after a paper's message fails (the connection dropped): the paper stays out
+    and recorded, the rest of the digest goes on, and nothing is sent twice."""
+
+    class ReactionsFail(FakeSender):
+        async def finish_paper(self, message: SentMessage) -> None:
+            await super().finish_paper(message)
+            raise ConnectionResetError("connection reset by peer")
+
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscriptions.subscribe(USER, count=3)
+    clock.set(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    sender = ReactionsFail()
+    outcome = await service.delivery.deliver_period(sub.id, sender)
+    assert (outcome.status, outcome.sent) == ("sent", 3)
+    assert len(sender.finished) == 3
+    rows = await db.fetchall("SELECT message_id FROM posted_messages ORDER BY paper_id")
+    assert [r[0] for r in rows] == sender.finished, "each message recorded before its reactions"
+    assert await service.delivery.deliver_period(sub.id, FakeSender()) == DeliveryOutcome(
+        "already", period_key="2026-11-30"
+    )
 
 
 async def test_a_lost_answer_is_sent_again_with_the_same_nonce_and_each_paper_goes_out_once(

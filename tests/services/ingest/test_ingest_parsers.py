@@ -196,6 +196,26 @@ def test_a_syntax_error_in_a_json_list_stops_there_and_keeps_what_came_before() 
     assert "skipped" in bad.reason
 
 
+DEEP = "[" * 50_000 + "]" * 50_000
+
+
+def test_a_record_nested_too_deeply_in_a_json_list_is_stepped_over() -> None:
+    """Its end is found without decoding it (brackets inside strings, escaped quotes too), and the
+    records after it are read."""
+    tricky = '{"title": "Deep", "note": "a ] } \\" [ string", "x": ' + DEEP + "}"
+    text = f'[\n  {{"title": "A", "abstract": "x"}},\n  {tricky},\n  {{"title": "C"}}\n]\n'
+    items = list(parse_json(text, source="f.json"))
+    assert [r.title for r in _records(items)] == ["A", "C"]
+    (deep,) = _rejected(items)
+    assert (deep.line, deep.reason) == (3, "JSON nested too deeply")
+
+
+def test_a_json_document_nested_too_deeply_rejects_the_file() -> None:
+    with pytest.raises(FileRejected, match="JSON nested too deeply"):
+        list(parse_json('{"papers": ' + DEEP + "}", source="deep.json"))
+    assert unwrap_recorded('{"body": ' + DEEP + "}") is None
+
+
 def test_a_json_object_holding_a_list_and_a_single_record() -> None:
     holder = json.dumps({"count": 2, "papers": [{"title": "A"}, {"title": "B", "abstract": OTHER}]})
     assert [r.title for r in _records(list(parse_json(holder, source="h.json")))] == ["A", "B"]

@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
+import io
 import json
 import os
 import signal
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -175,6 +177,51 @@ async def test_a_gzip_file_cut_short_midway_leaves_nothing_behind(db: Database) 
     assert summary.rejected == 1
     assert "damaged gzip data" in summary.problems[0]
     assert await PaperRepository(db).count() == 0
+
+
+def gzip_bomb(megabytes: int) -> bytes:
+    """That many MB of spaces, gzipped (about a thousandth of it), made a MB at a time."""
+    packed = io.BytesIO()
+    with gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=9) as out:
+        for _ in range(megabytes):
+            out.write(b" " * (1024 * 1024))
+    return packed.getvalue()
+
+
+@pytest.mark.parametrize("name", ["upload.jsonl.gz", "upload.json.gz", "upload.jsonl"])
+async def test_a_file_holding_more_than_the_bound_is_refused_whole(db: Database, name: str) -> None:
+    """Past `max_bytes` once decompressed, a file is refused, naming the bound and the setting, and
+    nothing of it is stored — not even the records before the point where it passed the bound."""
+    records = [{"title": f"T{n}", "abstract": abstract(n)} for n in range(3000)]
+    text = json.dumps(records) if ".json." in name else jsonl(records)
+    data = text.encode()
+    limit = len(data) - 1
+    packed = gzip.compress(data) if name.endswith(".gz") else data
+    summary = await ingest_bytes(db, name, packed, max_bytes=limit)
+    assert (summary.added, summary.rejected) == (0, 1)
+    assert summary.problems == (
+        f"{name}: holds more than {limit / 1024 / 1024:g} MB once decompressed, the most one file may hold "
+        "(PAPERBOT_MAX_DECOMPRESSED_MB); nothing of it was stored",
+    )
+    assert await PaperRepository(db).count() == 0
+    exactly = await ingest_bytes(db, name, packed, max_bytes=len(data))
+    assert (exactly.added, exactly.rejected) == (3000, 0), "a file of exactly the bound goes in"
+
+
+async def test_a_gzip_bomb_is_refused_holding_no_more_than_a_chunk_of_it(db: Database) -> None:
+    """A few hundred KB that expand to 256 MB: refused at the default bound, and reading it never
+    holds more than a few MB of it (the whole would be 256 MB, and as much again as text)."""
+    bomb = gzip_bomb(257)
+    assert len(bomb) < 300_000
+    tracemalloc.start()
+    try:
+        summary = await ingest_bytes(db, "bomb.json.gz", bomb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert summary.rejected == 1
+    assert "holds more than 256 MB once decompressed" in summary.problems[0]
+    assert peak < 16 * 1024 * 1024, f"held {peak / 1024 / 1024:.0f} MB"
 
 
 async def test_uploads_are_recognised_by_content(db: Database) -> None:

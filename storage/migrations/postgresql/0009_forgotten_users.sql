@@ -1,4 +1,4 @@
--- Who asked to be forgotten, and when (as ../0008_forgotten_users.sql).
+-- Who asked to be forgotten, and when (as ../0009_forgotten_users.sql).
 CREATE TABLE forgotten_users (
     user_id       BIGINT  PRIMARY KEY,
     forgotten_at  TEXT    NOT NULL
