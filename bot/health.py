@@ -115,5 +115,5 @@ def judge(path: Path, *, now: datetime | None = None) -> tuple[bool, str]:
     leading = {None: "", True: ", leading the background work", False: ", standing by"}[beat.leading]
     line = f"healthy: {beat.role} (pid {beat.pid}){leading}, heartbeat {max(age, 0):.0f} s ago"
     if beat.waiting:
-        line += f"; {beat.waiting} accepted writes waiting to be stored"
+        line += f"; accepted writes waiting to be stored: {beat.waiting}"
     return True, line

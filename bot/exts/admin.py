@@ -18,7 +18,7 @@ from bot.services.admin_stats import AdminStats, gather_guild_stats
 from bot.services.arxiv_fetch import last_fetch
 from bot.services.ingest.runner import IngestSummary, ingest_bytes
 from bot.services.operators import ApplicationOwnership, Operators, TeamMember, operators_of
-from bot.services.write_behind import OutboxState
+from bot.services.write_behind import DEAD_AFTER, DEAD_RETRY_EVERY, OutboxState
 from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
 from bot.ui.format import file_size
 
@@ -254,11 +254,14 @@ def render_stats(
 
 def _outbox_line(outbox: OutboxState) -> str:
     """What the process accepted (reactions, clicks, listings) and the store does not have yet."""
-    line = f"{outbox.waiting:,} reactions, clicks and listings waiting to be stored"
+    line = f"Waiting to be stored (reactions, clicks, listings): {outbox.waiting:,}"
     if outbox.refused_for is not None:
-        line += f" (the store has refused writes for {outbox.refused_for:.0f} s)"
+        line += f"; the store has refused writes for {outbox.refused_for:.0f} s"
     if outbox.dead:
-        line += f"\n{outbox.dead:,} in the dead letter: refused for an hour or more, still tried every few minutes"
+        line += (
+            f"\nIn the dead letter (refused for {DEAD_AFTER / 3600:g} h or more, tried every "
+            f"{DEAD_RETRY_EVERY / 60:g} min until stored): {outbox.dead:,}"
+        )
     return line
 
 

@@ -113,12 +113,12 @@ class OutboxState:
         found = []
         if self.waiting and self.refused_for is not None and self.refused_for >= STUCK_AFTER:
             found.append(
-                f"{self.waiting} accepted writes (reactions, clicks, listings) not stored for "
-                f"{self.refused_for:.0f} s: the store refuses them ({self.error}); kept in {self.path}"
+                f"accepted writes (reactions, clicks, listings) not stored for {self.refused_for:.0f} s: "
+                f"{self.waiting}, kept in {self.path}; the store refuses them ({self.error})"
             )
         if self.dead:
             found.append(
-                f"{self.dead} writes in the dead letter of {self.path}: the store refused them for "
+                f"writes in the dead letter of {self.path}: {self.dead}, refused by the store for "
                 f"{DEAD_AFTER / 3600:g} h or more; tried every {DEAD_RETRY_EVERY / 60:g} min until stored"
             )
         return found
@@ -438,7 +438,7 @@ class WriteBehind:
                     progress = True
             finally:
                 await self._outbox.remove(gone)
-            self._end_outage_if_over()
+        self._end_outage_if_over()
 
     async def _try(self, entry: _Entry) -> str:
         """Apply one write: "gone" (stored, or it never can be), "wait", or "busy" (stop the pass)."""

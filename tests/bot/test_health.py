@@ -115,7 +115,7 @@ def test_writes_waiting_in_the_outbox_are_reported_and_a_stuck_outbox_or_a_dead_
     write_beat(path, make_beat("gateway", None, moment.problems(), now=NOW, waiting=3))
     healthy, line = judge(path, now=NOW)
     assert healthy
-    assert line.endswith("; 3 accepted writes waiting to be stored")
+    assert line.endswith("; accepted writes waiting to be stored: 3")
 
     stuck = OutboxState(
         waiting=5,
@@ -127,9 +127,12 @@ def test_writes_waiting_in_the_outbox_are_reported_and_a_stuck_outbox_or_a_dead_
     write_beat(path, make_beat("gateway", None, stuck.problems(), now=NOW, waiting=5, dead=2))
     healthy, line = judge(path, now=NOW)
     assert not healthy
-    assert "5 accepted writes (reactions, clicks, listings) not stored for 75 s" in line
+    assert (
+        "accepted writes (reactions, clicks, listings) not stored for 75 s: 5, kept in /state/paperbot.pending"
+        in line
+    )
     assert "the store refuses them (ReadOnlySQLTransactionError (25006))" in line
-    assert "2 writes in the dead letter of /state/paperbot.pending" in line
+    assert "writes in the dead letter of /state/paperbot.pending: 2" in line
     assert Beat.from_json(Beat(NOW, 1, "all", True, (), 5, 2).to_json()) == Beat(
         NOW, 1, "all", True, (), 5, 2
     )

@@ -1,7 +1,7 @@
 """When the store refuses writes for a reason other than "busy" — PostgreSQL read-only after a failover,
-SQLite's disk full — people are answered as ever, `paperbot health` counts what waits, and nothing
-they did is lost: it is stored once the store takes writes again (`tests/store_refusals.py` makes the
-store refuse)."""
+SQLite's disk full — people are answered as ever, `paperbot health` and `/paperadmin stats` count what
+waits, and nothing they did is lost: it is stored once the store takes writes again
+(`tests/store_refusals.py` makes the store refuse)."""
 
 from __future__ import annotations
 
@@ -44,9 +44,14 @@ async def test_a_bookmark_clicked_while_the_store_refuses_writes_is_stored_once_
         assert health is not None
 
         def reported() -> bool:
-            return judge(health)[1].endswith("; 1 accepted writes waiting to be stored")
+            return judge(health)[1].endswith("; accepted writes waiting to be stored: 1")
 
         await server.eventually(reported, timeout=15, what="paperbot health to count the waiting click")
+        stats = await server.run_command("alice", "paperadmin stats")
+        waiting = next(f["value"] for f in stats.embed["fields"] if f["name"].startswith("Not stored yet"))
+        assert waiting.startswith(
+            "Waiting to be stored (reactions, clicks, listings): 1; the store has refused"
+        )
         assert await _feedback(e2e) == set()
 
         await refusing.accept(e2e.db)

@@ -372,7 +372,7 @@ async def test_a_write_the_store_keeps_refusing_goes_to_the_dead_letter_and_stay
                 await asyncio.sleep(0.05)
         assert await _signals(db) == {(USER, papers[0], "like")}
         (problem,) = writes.state().problems()
-        assert "1 writes in the dead letter" in problem
+        assert f"writes in the dead letter of {path}: 1" in problem
     finally:
         await writes.stop()
     outbox = await Outbox.open(path)
