@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -94,7 +94,7 @@ class _Entry:
 class _Outage:
     since: float  # clock()
     error: str  # the last refusal's kind and code
-    buried: int = 0  # writes moved to the dead letter during it
+    buried: bool = False  # a write moved to the dead letter during it (said once)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,27 +252,32 @@ class WriteBehind:
         None when it does not say, as on a removal: kept only if the bot knows the message,
         `knows_message`). False when it was not kept. One person's reactions on one message are kept
         in the order they came, though a look-up holds one of them up."""
-        key = (message_id, user_id)
+        async with self._in_turn((message_id, user_id)):
+            ours = on_our_message if on_our_message is not None else await self.knows_message(message_id)
+            if not ours:
+                return False
+            await self._accept(
+                REACTION,
+                {
+                    "user_id": user_id,
+                    "message_id": message_id,
+                    "emoji": emoji,
+                    "guild_id": guild_id,
+                    "added": added,
+                    "ours": ours,
+                    "at": utcnow(),
+                },
+            )
+            return True
+
+    @contextlib.asynccontextmanager
+    async def _in_turn(self, key: tuple[int, int]) -> AsyncIterator[None]:
+        """One at a time for `key`, in the order they asked."""
         lock, users = self._turns.get(key, (asyncio.Lock(), 0))
         self._turns[key] = (lock, users + 1)
         try:
             async with lock:
-                ours = on_our_message if on_our_message is not None else await self.knows_message(message_id)
-                if not ours:
-                    return False
-                await self._accept(
-                    REACTION,
-                    {
-                        "user_id": user_id,
-                        "message_id": message_id,
-                        "emoji": emoji,
-                        "guild_id": guild_id,
-                        "added": added,
-                        "ours": ours,
-                        "at": utcnow(),
-                    },
-                )
-                return True
+                yield
         finally:
             lock, users = self._turns[key]
             if users == 1:
@@ -480,6 +485,7 @@ class WriteBehind:
         )
         entry.dead, entry.next_try = True, now + DEAD_RETRY_EVERY
         if not outage.buried:
+            outage.buried = True
             log.warning(
                 "writes the store has refused for %.0f min move to the dead letter of %s, tried every %.0f min "
                 "until stored",
@@ -487,7 +493,6 @@ class WriteBehind:
                 self.path,
                 DEAD_RETRY_EVERY / 60,
             )
-        outage.buried += 1
 
     def _refused(self, error: Exception) -> _Outage:
         """The store refused a write (busy or not): the outage begins (said once) or goes on."""

@@ -1,5 +1,5 @@
-"""Retention: stored searches are deleted after their days; the shipped backups' retention is the one
-forget-me tells people about."""
+"""Retention: stored searches and the notes of who asked to be forgotten are deleted after their days;
+the shipped backups' retention is the one forget-me tells people about."""
 
 from __future__ import annotations
 
@@ -53,6 +53,19 @@ async def test_a_failed_prune_is_logged_not_raised(db: Database, caplog: pytest.
     with caplog.at_level(logging.ERROR):
         assert await privacy.prune_searches() == 0
     assert "could not delete search listings" in caplog.text
+
+
+async def test_notes_of_who_asked_to_be_forgotten_are_kept_90_days(db: Database) -> None:
+    """Forget-me notes the person and the time (so nothing they did before comes back); the daily prune
+    deletes the note after 90 days, with the searches."""
+    clock = {"now": NOW - timedelta(days=91)}
+    privacy = PrivacyService(db, clock=lambda: clock["now"])
+    await privacy.forget(7)
+    clock["now"] = NOW - timedelta(days=10)
+    await privacy.forget(8)
+    clock["now"] = NOW
+    await privacy.prune()
+    assert [int(r[0]) for r in await db.fetchall("SELECT user_id FROM forgotten_users")] == [8]
 
 
 def test_forget_me_names_the_retention_the_backup_unit_applies() -> None:
