@@ -10,8 +10,8 @@ Opens go one at a time, at most one per ``open_interval``. A 40003 pauses every 
 that doubles while Discord keeps refusing (up to ``max_cooldown``) and resets after an open succeeds,
 so a rush of people whose DM is not known yet becomes a queue, never a storm of refused opens.
 
-An id learnt while opening a DM is stored only if the person did not ask to be forgotten since the
-open began (`/paper forget-me` during a digest must not bring their row back).
+An id learnt while opening a DM is stored only if the person did not ask to be forgotten since what
+needed it began (`/paper forget-me` during their digest must not bring their row back).
 """
 
 from __future__ import annotations
