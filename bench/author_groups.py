@@ -4,7 +4,7 @@
     .venv/bin/python bench/author_groups.py --directory     # and the author directory on 35,712 papers
 
 paperbot stores names, not people. Where the papers under a name have no co-author in common they
-fall into several groups (``bot.services.authors.group_papers``), and ``/paper follow`` says the name
+fall into several groups (``bot.services.people.authors.group_papers``), and ``/paper follow`` says the name
 may be shared and shows what tells the groups apart. The papercopilot ICML 2024 list gives each
 author of each paper an OpenReview profile id (``~Wei_Wang1``), which stands in for the person here
 (a person with two profiles counts as two). Over the names with two papers or more:
@@ -41,9 +41,9 @@ sys.path.insert(0, str(REPO))
 
 from bench_common import MULTIVENUE, SHARED  # noqa: E402
 
-from bot.services.authors import AuthorDirectory, group_papers  # noqa: E402
-from bot.services.follows import FollowService  # noqa: E402
-from bot.services.ingest.runner import ingest_paths  # noqa: E402
+from bot.services.papers.ingest.runner import ingest_paths  # noqa: E402
+from bot.services.people.authors import AuthorDirectory, group_papers  # noqa: E402
+from bot.services.people.follows import FollowService  # noqa: E402
 from paperindex.engine import SearchEngine, fold  # noqa: E402
 from storage.repositories.papers import Credits, PaperRepository  # noqa: E402
 from storage.sqlite import SQLiteDatabase  # noqa: E402

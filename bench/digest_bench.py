@@ -43,10 +43,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bot.runtime import build_search_engine, one_blas_thread  # noqa: E402
+from bot.runtime import one_blas_thread  # noqa: E402
 from bot.services.digests import Digests  # noqa: E402
 from bot.services.digests.subscriptions import recipient_of  # noqa: E402
 from bot.services.recommender import Recommender  # noqa: E402
+from bot.services.search.live_index import LiveIndex  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import PaperRecord  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
@@ -187,7 +188,7 @@ async def prepare(db: Database, args: argparse.Namespace) -> None:
     print(f"setup: {count:,} papers stored in {time.perf_counter() - started:.1f} s", flush=True)
 
     started = time.perf_counter()
-    engine, _ = await build_search_engine(papers)
+    engine = (await LiveIndex.open(papers)).engine
     ids = [int(r[0]) for r in await db.fetchall("SELECT id FROM papers")]
     # Papers per topic, for believable reactions (a user likes papers of their own topics).
     per_topic = {
@@ -289,7 +290,7 @@ async def measure(db_path: Path) -> int:
     async with await open_database(db_path) as db:
         started = time.perf_counter()
         papers = PaperRepository(db)
-        engine, _ = await build_search_engine(papers)
+        engine = (await LiveIndex.open(papers)).engine
         recommender = Recommender(db, engine, engine.index)
         n_papers = len(engine)
         print(

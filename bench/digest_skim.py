@@ -15,7 +15,7 @@
    says "we propose / introduce / present …" followed by a name (a word with two capitals or a
    digit, as in MGit, LoRA, GPT-4, or "called / named / dubbed / termed …"): :func:`names_method`,
    written for this measure and not used by the gist rule. A hit: the shown text contains that
-   sentence (its first 80 characters). Side by side: the gist rule (``bot.services.gist``), the
+   sentence (its first 80 characters). Side by side: the gist rule (``bot.services.papers.gist``), the
    abstract's first sentence, its first two sentences, its first 320 characters, and the whole
    abstract as digests showed it before (first 1,500 characters).
 """
@@ -40,10 +40,10 @@ sys.path.insert(0, str(REPO))
 
 from bot.runtime import open_services  # noqa: E402
 from bot.services.digests.planning import DigestPlan  # noqa: E402
-from bot.services.gist import gist  # noqa: E402
-from bot.services.ingest.runner import ingest_paths  # noqa: E402
-from bot.services.ingest.titles import plain_text, sentences  # noqa: E402
-from bot.services.snippets import escape_markdown  # noqa: E402
+from bot.services.papers.gist import gist  # noqa: E402
+from bot.services.papers.ingest.runner import ingest_paths  # noqa: E402
+from bot.services.papers.ingest.titles import plain_text, sentences  # noqa: E402
+from bot.services.search.snippets import escape_markdown  # noqa: E402
 from bot.settings import Settings  # noqa: E402
 from bot.ui.embeds import GIST_LIMIT  # noqa: E402
 from bot.ui.format import display_title, links, paper_link, trim  # noqa: E402
@@ -137,7 +137,7 @@ async def digest_sizes(corpus: Path | None, count: int) -> tuple[list[int], list
         async with open_services(settings, load_shipped_corpus=corpus is None) as services:
             if corpus is not None:
                 await ingest_paths(services.db, [corpus])
-                await services.refresh_changed()
+                await services.index.refresh()
             for number, topics in enumerate(_topic_sets(count), 1):
                 sub = _subscription(number, topics)
                 plan = await services.digests.planner.build(sub, sent=())
@@ -227,7 +227,7 @@ def read_abstracts(path: Path) -> list[str]:
 
 
 def shipped_abstracts() -> list[str]:
-    from bot.services.ingest.runner import shipped_seed_files
+    from bot.services.papers.ingest.runner import shipped_seed_files
 
     return [
         p for _, data in shipped_seed_files() for p in data.decode("utf-8").split("\n\n")[1:] if p.strip()

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from bench_common import load_average  # noqa: E402
 
-from bot.services.ingest.runner import ingest_paths  # noqa: E402
+from bot.services.papers.ingest.runner import ingest_paths  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
 from storage.store import open_database  # noqa: E402
 

@@ -39,7 +39,7 @@ REAL_UPLOADS = {
 CHILD = r"""
 import asyncio, json, resource, sys, time
 from pathlib import Path
-from bot.services.ingest.runner import ingest_bytes
+from bot.services.papers.ingest.runner import ingest_bytes
 from storage.store import open_database
 
 def rss_mb():

@@ -125,7 +125,7 @@ class Result:
 async def prepare(store: StoreLocation, state_dir: Path, people: list[tuple[int, int]]) -> None:
     """The corpus, and one 3-paper daily digest per person (its time set later), their DM channel stored."""
     from bot.runtime import open_services
-    from bot.services.ingest.runner import ingest_paths
+    from bot.services.papers.ingest.runner import ingest_paths
     from bot.settings import Settings
     from storage.repositories.users import UserRepository
 

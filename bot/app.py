@@ -22,8 +22,8 @@ from bot.health import HEARTBEAT_SECONDS, make_beat, write_beat
 from bot.leadership import Leadership
 from bot.runtime import Services
 from bot.scheduler import ProcessScheduler
-from bot.services.arxiv_daily import run_daily_fetch
 from bot.services.digests.jobs import DigestScheduler
+from bot.services.papers.arxiv_daily import run_daily_fetch
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from bot.tree import PaperTree
@@ -252,7 +252,10 @@ class PaperBot(commands.AutoShardedBot):
         self.scheduler.daily_prune(self.prune)
         if self.settings.arxiv_categories:
             self.scheduler.daily_fetch(
-                lambda: run_daily_fetch(self.services), time_utc=self.settings.arxiv_fetch_time
+                lambda: run_daily_fetch(
+                    self.services.db, self.settings.arxiv_categories, self.services.index.refresh
+                ),
+                time_utc=self.settings.arxiv_fetch_time,
             )
 
     async def prune(self) -> None:

@@ -35,6 +35,7 @@ import discord
 
 from bot.discord_limits import ChannelSpacer, ChannelWindow, RequestPacer
 from bot.dm_channels import DMChannels
+from bot.services.admin.permission_notices import PermissionNotices
 from bot.services.digests.delivery import (
     ChannelGoneError,
     DMsClosedError,
@@ -43,7 +44,6 @@ from bot.services.digests.delivery import (
     SentThenDeletedError,
 )
 from bot.services.digests.fairness import SHARED_LANE, lane_of
-from bot.services.permission_notices import PermissionNotices
 from bot.ui.embeds import REACTIONS
 from bot.ui.paper_views import digest_message
 from bot.ui.views import paper_buttons
@@ -240,7 +240,7 @@ class DiscordDigestSender:
 
     async def may_react(self) -> bool:
         """Whether the bot may add reactions in the channel (as far as its cache knows). The first time
-        it finds it may not, an admin is told once (``bot.services.permission_notices``)."""
+        it finds it may not, an admin is told once (``bot.services.admin.permission_notices``)."""
         if self._may_react is None:
             channel = await self.destination()
             guild = getattr(channel, "guild", None)

@@ -14,26 +14,26 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from bot.services.authors import AuthorDirectory
+from bot.services.admin.permission_notices import PermissionNotices
 from bot.services.digests import Digests
-from bot.services.feedback import FeedbackService
-from bot.services.follows import FollowService
-from bot.services.ingest.runner import ensure_shipped_corpus
-from bot.services.permission_notices import PermissionNotices
-from bot.services.person_limits import PersonLimits
-from bot.services.privacy import PrivacyService
+from bot.services.papers.ingest.runner import ensure_shipped_corpus
+from bot.services.people.authors import AuthorDirectory
+from bot.services.people.feedback import FeedbackService
+from bot.services.people.follows import FollowService
+from bot.services.people.limits import PersonLimits
+from bot.services.people.privacy import PrivacyService
 from bot.services.profile import ProfileService
 from bot.services.recommender import Recommender
-from bot.services.search_service import SearchService
+from bot.services.search.listings import SearchService
+from bot.services.search.live_index import LiveIndex
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from paperindex import bulk_terms
-from paperindex.engine import TITLE_WEIGHT, SearchEngine
+from paperindex.engine import SearchEngine
 from paperindex.index import warm_up
 from storage.db import Database
-from storage.models import IndexRow
 from storage.repositories.messages import PostedMessageRepository
-from storage.repositories.papers import IndexPosition, PaperRepository
+from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository
 from storage.repositories.state import StateRepository
 from storage.repositories.subscriptions import SubscriptionRepository
@@ -46,8 +46,6 @@ log = logging.getLogger(__name__)
 #: How often the running bot looks for papers another process committed (`Database.data_version`: no
 #: papers are read unless something was committed).
 STORE_POLL_SECONDS = 2.0
-#: Papers added to the search index under one hold of its lock (searches wait for it meanwhile).
-INDEX_BATCH = 1000
 
 
 @dataclass
@@ -57,9 +55,8 @@ class Services:
     settings: Settings
     db: Database
     papers: PaperRepository
-    search: SearchEngine
-    #: the store the index was built from, and the change sequence it holds every paper up to
-    position: IndexPosition
+    #: the search engine, kept level with the store (``index.engine``)
+    index: LiveIndex
     # reactions, profiles, recommendations, forget-me: built from db and search
     messages: PostedMessageRepository = field(init=False)
     feedback: FeedbackService = field(init=False)
@@ -79,9 +76,11 @@ class Services:
     permission_notices: PermissionNotices = field(init=False)
     #: how often each person may run the costly commands, and their /paper digest in flight
     limits: PersonLimits = field(init=False)
-    _refreshing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     _placing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
-    _snapshot_seq: int = field(init=False, default=-1)  # the seq of the snapshot last saved
+
+    @property
+    def search(self) -> SearchEngine:
+        return self.index.engine
 
     def __post_init__(self) -> None:
         self.messages = PostedMessageRepository(self.db)
@@ -114,36 +113,11 @@ class Services:
         )
         self.permission_notices = PermissionNotices(StateRepository(self.db), SubscriptionRepository(self.db))
         self.limits = PersonLimits(enabled=self.settings.person_limits)
-        self._snapshot_seq = self.position.seq  # open_services loaded or saved it
 
     async def forget_user(self, user_id: int) -> ForgetCounts:
         """`/paper forget-me`: nothing about the user still waiting to be stored is stored after it."""
         await self.writes.discard_user(user_id)
         return await self.privacy.forget(user_id)
-
-    async def refresh_changed(self) -> int:
-        """Index every paper added or changed since the index last looked: after `/paperadmin ingest`
-        and the daily arXiv fetch, and whenever another process (`paperbot ingest`) committed papers.
-        Returns how many papers that was.
-
-        Follows the store's change sequence, so a paper committed while this runs is picked up next
-        time, whatever its timestamps say. On an error (raised) the position stays where it was, and
-        the next call indexes the same changes again (a paper indexed twice is replaced, not doubled).
-
-        The papers go in `INDEX_BATCH` at a time: each batch holds the index's lock, and a search on
-        the event loop waits for it, so one add of a whole ingest's papers (tens of thousands while
-        `paperbot ingest` runs beside the bot) held every interaction for seconds on a busy machine.
-        """
-        async with self._refreshing:
-            changes = await self.papers.changes_after(self.position.seq)
-            if changes.changed:
-                await asyncio.to_thread(self._index_in_batches, changes.changed)
-            self.position = self.position._replace(seq=changes.seq, papers=len(self.search))
-        return len(changes.changed)
-
-    def _index_in_batches(self, rows: list[IndexRow]) -> None:
-        for start in range(0, len(rows), INDEX_BATCH):
-            self.search.add(rows[start : start + INDEX_BATCH])
 
     async def place_papers(self) -> None:
         """Give newly indexed papers their place in the paper space the learned models use; once the
@@ -166,25 +140,6 @@ class Services:
             except Exception:  # the topic ranking stands in until the next try (after the next ingest)
                 log.exception("could not compute the paper space")
 
-    async def save_snapshot(self) -> bool:
-        """Save the index beside the database if it holds more than the saved snapshot; True if saved.
-
-        The snapshot records exactly what the index holds (store, change sequence, paper count), so
-        the next start loads it only for the very same store state.
-        """
-        path = snapshot_path(self.settings)
-        if path is None or self._snapshot_seq == self.position.seq:
-            return False
-        async with self._refreshing:
-            position = self.position
-            try:
-                await asyncio.to_thread(self.search.save, path, index_fingerprint(position))
-            except OSError as error:
-                log.warning("could not save the search snapshot %s: %s", path, error)
-                return False
-            self._snapshot_seq = position.seq
-            return True
-
     async def follow_store(self, *, every: float = STORE_POLL_SECONDS) -> None:
         """Run until cancelled: index what any connection commits, seconds after it commits.
 
@@ -201,10 +156,10 @@ class Services:
                 if now != version:
                     version, changed = now, True
                 if changed:
-                    await self.refresh_changed()
+                    await self.index.refresh()
                     changed = False
                 else:  # quiet: the work a burst of ingest batches should not wait for, once
-                    await self.save_snapshot()
+                    await self.index.save_snapshot()
                     await self.place_papers()
                     await self.authors.refresh()
             except Exception:
@@ -212,41 +167,10 @@ class Services:
             await asyncio.sleep(every)
 
 
-def index_fingerprint(position: IndexPosition) -> str:
-    """What a snapshot holds: this store's papers up to change `seq`, that many, with this title weight,
-    and their arXiv / OpenReview ids and DOIs (for autocomplete; snapshots saved before held none)."""
-    return (
-        f"store={position.store_id} seq={position.seq} papers={position.papers} title_weight={TITLE_WEIGHT} "
-        "ids=arxiv,openreview,doi"
-    )
-
-
 def snapshot_path(settings: Settings) -> Path | None:
     """Where the search index is saved between runs: beside a SQLite file, in the state folder for
     PostgreSQL (None for an in-memory database)."""
     return settings.local_file(".search-index")
-
-
-async def build_search_engine(
-    papers: PaperRepository, snapshot: Path | None = None
-) -> tuple[SearchEngine, IndexPosition]:
-    """The index over every stored paper and the store position it holds: loaded from the snapshot
-    when it was saved for exactly this store state, else built (and saved)."""
-    started = time.perf_counter()
-    position = await papers.index_position()
-    engine = None
-    if snapshot is not None:
-        engine = await asyncio.to_thread(SearchEngine.load, snapshot, index_fingerprint(position))
-    if engine is None:
-        position, rows = await papers.index_rows_at()
-        engine = await asyncio.to_thread(SearchEngine.build, rows)
-        if snapshot is not None:
-            try:
-                await asyncio.to_thread(engine.save, snapshot, index_fingerprint(position))
-            except OSError as error:
-                log.warning("could not save the search snapshot %s: %s", snapshot, error)
-    log.info("search index: %d papers in %.2fs", len(engine), time.perf_counter() - started)
-    return engine, position
 
 
 async def warm_up_adding() -> None:
@@ -305,9 +229,9 @@ async def open_services(
             if summary is not None:
                 log.info("empty database: loaded the shipped corpus (%d papers)", summary.added)
         papers = PaperRepository(db)
-        search, position = await build_search_engine(papers, snapshot_path(settings))
-        services = Services(settings=settings, db=db, papers=papers, search=search, position=position)
-        await ready_for_first_search(search)
+        index = await LiveIndex.open(papers, snapshot_path(settings))
+        services = Services(settings=settings, db=db, papers=papers, index=index)
+        await ready_for_first_search(index.engine)
         # beside the start: the loops of adding papers; the learned models' paper space (seconds at
         # 100k papers); the author names for /paper follow (a second at 100k)
         beside = (

@@ -302,7 +302,7 @@ class Settings:
         "stored searches (with their query text) are deleted after this many days (1–3650), at start and "
         "daily; their paging buttons then say the list expired",
     )
-    #: each person's limits on the costly commands (bot.services.person_limits); off for load tests
+    #: each person's limits on the costly commands (bot.services.people.limits); off for load tests
     person_limits: bool = setting(
         "PAPERBOT_PERSON_LIMITS",
         "on",

@@ -8,7 +8,7 @@ the distinct ones (a hash table over their bytes), and count each paper's terms;
 distinct piece once (:class:`PieceTable`), through the tokenizer's own cached functions, so the terms
 are the tokenizer's.
 
-Why the terms are the same (``tests/unit/test_bulk_terms.py`` checks it on every multivenue paper and on
+Why the terms are the same (``tests/paperindex/test_bulk_terms.py`` checks it on every multivenue paper and on
 adversarial text): a word (``WORD_RE``) never spans a byte mapped to a space, and each piece's terms are
 the tokenizer's terms of that piece. Text that is not ASCII is normalised first (NFKC, casefold,
 one apostrophe, as the tokenizer does) and cut the same way, its UTF-8 bytes beyond ASCII kept as they

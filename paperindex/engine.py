@@ -640,7 +640,7 @@ class SearchEngine:
 
     def authors_from(self, slot: int) -> tuple[int, list[tuple[int, str]]]:
         """How many slots the index has now, and for each slot from ``slot`` on its paper's id and its
-        authors' names folded (:func:`fold`), one per line: what ``bot.services.authors`` follows."""
+        authors' names folded (:func:`fold`), one per line: what ``bot.services.people.authors`` follows."""
         with self._lock:
             n = self.index.n_slots
             ids = self.index.slot_ids[slot:n].tolist()

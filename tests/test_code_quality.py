@@ -66,7 +66,19 @@ def test_contributing_names_only_paths_that_exist() -> None:
 
 
 @pytest.mark.parametrize(
-    "folder", ["paperindex", "bot/services", "bot/services/digests", "bot/ui", "bot/exts"]
+    "folder",
+    [
+        "paperindex",
+        "bot/services",
+        "bot/services/search",
+        "bot/services/people",
+        "bot/services/papers",
+        "bot/services/papers/ingest",
+        "bot/services/admin",
+        "bot/services/digests",
+        "bot/ui",
+        "bot/exts",
+    ],
 )
 def test_contributing_maps_every_module(folder: str) -> None:
     """Every module of the layers is on CONTRIBUTING.md's map (by its name in backticks)."""

@@ -142,7 +142,7 @@ async def _sandbox(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.services.ingest.runner import ingest_paths
+    from bot.services.papers.ingest.runner import ingest_paths
     from storage.store import open_database
 
     missing = [str(path) for path in args.paths if not path.exists()]
@@ -173,7 +173,7 @@ def ingest_exit_code(summary: IngestSummary) -> int:
 
 
 async def _fetch(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.services.arxiv_fetch import fetch_arxiv_live
+    from bot.services.papers.arxiv_fetch import fetch_arxiv_live
     from storage.store import open_database
 
     if not 1 <= args.days <= 30:
@@ -207,8 +207,8 @@ async def _migrate_store(args: argparse.Namespace, settings: Settings) -> int:
 async def _stats(args: argparse.Namespace, settings: Settings) -> int:
     from datetime import UTC, datetime
 
-    from bot.services.admin_stats import gather_admin_stats
-    from bot.services.arxiv_fetch import last_fetch
+    from bot.services.admin.stats import gather_admin_stats
+    from bot.services.papers.arxiv_fetch import last_fetch
     from storage.store import open_database
 
     async with await open_database(settings.store) as db:

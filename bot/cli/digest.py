@@ -30,9 +30,9 @@ from bot.runtime import open_services
 from bot.services.digests import Digests
 from bot.services.digests.delivery import DeliveryOutcome, RecipientUnreachableError
 from bot.services.digests.planning import DigestPlan
-from bot.services.digests.schedule import format_local
 from bot.services.digests.subscriptions import subscription_schedule
-from bot.services.gist import gist
+from bot.services.digests.timing import format_local
+from bot.services.papers.gist import gist
 from bot.settings import Settings
 from bot.ui.format import byline, display_title, paper_link
 from storage.repositories.users import UserRepository

@@ -14,10 +14,10 @@ from discord.ext import commands
 from bot.errors import UserFacingError
 from bot.exts._groups import Subcommands
 from bot.log import interaction_ids
-from bot.services.admin_stats import AdminStats, gather_guild_stats
-from bot.services.arxiv_fetch import last_fetch
-from bot.services.ingest.runner import IngestSummary, ingest_bytes
-from bot.services.operators import ApplicationOwnership, Operators, TeamMember, operators_of
+from bot.services.admin.operators import ApplicationOwnership, Operators, TeamMember, operators_of
+from bot.services.admin.stats import AdminStats, gather_guild_stats
+from bot.services.papers.arxiv_fetch import last_fetch
+from bot.services.papers.ingest.runner import IngestSummary, ingest_bytes
 from bot.services.write_behind import DEAD_AFTER, DEAD_RETRY_EVERY, OutboxState
 from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
 from bot.ui.format import file_size
@@ -110,7 +110,7 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
     summary = await ingest_bytes(
         services.db, file.filename, data, max_bytes=services.settings.max_decompressed_bytes
     )
-    indexed = await services.refresh_changed()
+    indexed = await services.index.refresh()
     log.info(
         "ingest %s: added %d, merged %d, unchanged %d, rejected %d; %d papers (re)indexed (%s)",
         file.filename,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from bot.services.feedback import signal_for_emoji
+from bot.services.people.feedback import signal_for_emoji
 
 if TYPE_CHECKING:
     from bot.app import PaperBot

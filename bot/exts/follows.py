@@ -12,7 +12,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.exts._groups import Subcommands
-from bot.services.snippets import escape_markdown
+from bot.services.search.snippets import escape_markdown
 from bot.ui.follow_views import (
     AuthorGroupsMenu,
     author_autocomplete,

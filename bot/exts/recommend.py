@@ -15,9 +15,9 @@ from discord.ext import commands
 
 from bot.errors import UserFacingError
 from bot.exts._groups import Subcommands
-from bot.services.export import FORMATS
-from bot.services.privacy import BACKUP_RETENTION_DAYS
-from bot.services.snippets import escape_markdown
+from bot.services.papers.export import FORMATS
+from bot.services.people.privacy import BACKUP_RETENTION_DAYS
+from bot.services.search.snippets import escape_markdown
 from bot.services.topic_breadth import breadth
 from bot.ui.paper_views import paper_autocomplete
 from bot.ui.profile_views import (

@@ -44,7 +44,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from bot.services.feedback import FeedbackService
+from bot.services.people.feedback import FeedbackService
 from storage.db import describe_error, is_busy, is_refused, utcnow
 from storage.models import Signal
 from storage.outbox import Outbox, PendingWrite

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Literal
 import discord
 from discord import app_commands
 
-from bot.services.digests.schedule import format_local, timezone_choices
 from bot.services.digests.subscriptions import subscription_schedule
+from bot.services.digests.timing import format_local, timezone_choices
 from storage.models import Subscription
 
 if TYPE_CHECKING:

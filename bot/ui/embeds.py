@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import discord
 
-from bot.services.feedback import SIGNAL_EMOJI
-from bot.services.snippets import escape_markdown
+from bot.services.people.feedback import SIGNAL_EMOJI
+from bot.services.search.snippets import escape_markdown
 from bot.ui.format import byline, display_title, links, paper_link, short_authors, trim, venue_line
 from storage.models import Paper
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord import app_commands
 
-from bot.services.follows import AuthorSuggestion, Followed, FollowOutcome
-from bot.services.snippets import escape_markdown
+from bot.services.people.follows import AuthorSuggestion, Followed, FollowOutcome
+from bot.services.search.snippets import escape_markdown
 from bot.ui.embeds import CONTENT_LIMIT, DESCRIPTION_LIMIT, PAPER_COLOUR, TITLE_LIMIT
 from bot.ui.format import trim
 from bot.ui.views import report_item_error

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.services.citation import landing_url
+from bot.services.papers.citation import landing_url
 from storage.models import Paper
 
 

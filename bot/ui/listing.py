@@ -1,6 +1,6 @@
 """A page of search or similar-papers results: one embed plus rating and paging buttons.
 
-Renders what `bot.services.search_service` returned; the paging button asks that service for the
+Renders what `bot.services.search.listings` returned; the paging button asks that service for the
 page it moves to and edits the message in place.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.services.search_service import ListingPage
+from bot.services.search.listings import ListingPage
 from bot.ui.embeds import ListedPaper, results_embed
 from bot.ui.format import trim
 from bot.ui.views import add_rating_buttons, report_item_error

@@ -15,7 +15,7 @@ import discord
 from discord import app_commands
 
 from bot.errors import NotFoundError
-from bot.services.gist import gist
+from bot.services.papers.gist import gist
 from bot.ui.embeds import GIST_LIMIT, abstract_embed, digest_embed
 from bot.ui.listing import render_listing
 from bot.ui.views import report_item_error, secondary_button

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from bot.errors import NotFoundError
-from bot.services.export import FORMATS, export
-from bot.services.privacy import BACKUP_RETENTION_DAYS
+from bot.services.papers.export import FORMATS, export
+from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.services.profile import ProfileSummary
-from bot.services.snippets import escape_markdown
+from bot.services.search.snippets import escape_markdown
 from bot.services.topic_breadth import Breadth
 from bot.ui.embeds import (
     BUTTON_LABEL_LIMIT,

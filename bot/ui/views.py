@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.services.feedback import SIGNAL_EMOJI, parse_signal
+from bot.services.people.feedback import SIGNAL_EMOJI, parse_signal
 from bot.tree import report_error
 from storage.models import Signal
 

@@ -1,7 +1,7 @@
 """The keys that make two records one paper: canonical arXiv / OpenReview / DOI ids and the content key.
 
 Pure functions, shared by the repository (merging, look-ups by external id) and the ingest parsers
-(`bot.services.ingest.normalise` re-exports them): storage may not import the application, so the
+(`bot.services.papers.ingest.normalise` re-exports them): storage may not import the application, so the
 definition of "the same paper" lives here, next to the UNIQUE columns that enforce it.
 """
 

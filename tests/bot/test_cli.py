@@ -17,7 +17,7 @@ import pytest
 from postgres_stores import with_password
 
 from bot.cli import main
-from bot.services.arxiv_fetch import LAST_FETCH_KEY
+from bot.services.papers.arxiv_fetch import LAST_FETCH_KEY
 from storage.db import Database, utcnow
 from storage.migrate import available_migrations
 from storage.repositories.state import StateRepository

@@ -16,7 +16,7 @@ from store_contents import fill_people, table_rows
 
 from bot.cli import main
 from bot.runtime import open_services
-from bot.services.ingest.runner import ingest_paths
+from bot.services.papers.ingest.runner import ingest_paths
 from bot.settings import Settings
 from storage.db import Database
 from storage.outbox import Outbox

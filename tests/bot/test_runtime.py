@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from bot import runtime
 from bot.runtime import open_services, snapshot_path
-from bot.services.ingest.normalise import Rejected
-from bot.services.ingest.records import parse_jsonl
-from bot.services.ingest.runner import ingest_bytes
+from bot.services.papers.ingest.normalise import Rejected
+from bot.services.papers.ingest.records import parse_jsonl
+from bot.services.papers.ingest.runner import ingest_bytes
+from bot.services.search import live_index
 from bot.settings import Settings
 from storage.models import PaperRecord
 from storage.repositories.papers import PaperRepository
@@ -85,10 +85,10 @@ async def test_papers_stored_by_another_process_become_searchable_while_running(
     async with open_services(settings) as services:
         await _ingest_elsewhere(settings.store, PAPER)
         assert not services.search.search("quokka curriculum", limit=3).hits
-        assert await services.refresh_changed() == 1
+        assert await services.index.refresh() == 1
         assert services.search.search("quokka curriculum", limit=3).hits
-        assert await services.refresh_changed() == 0  # nothing new: nothing re-indexed
-        assert await services.save_snapshot()
+        assert await services.index.refresh() == 0  # nothing new: nothing re-indexed
+        assert await services.index.save_snapshot()
     async with open_services(settings) as services:  # the refreshed snapshot matches the store
         assert services.search.search("quokka curriculum", limit=3).hits
 
@@ -98,7 +98,7 @@ async def test_a_refresh_of_more_papers_than_one_batch_indexes_them_all(
 ) -> None:
     """The papers another process stored go into the index a batch at a time (the index's lock is
     let go between batches, for the searches waiting on it): every one of them, the last odd batch too."""
-    monkeypatch.setattr(runtime, "INDEX_BATCH", 2)
+    monkeypatch.setattr(live_index, "INDEX_BATCH", 2)
     words = ["quokka", "wombat", "numbat", "bilby", "dingo"]
     lines = [
         {"id": f"x{n}", "title": f"A {word}-guided curriculum", "abstract": f"We study the {word}. " * 6}
@@ -108,10 +108,10 @@ async def test_a_refresh_of_more_papers_than_one_batch_indexes_them_all(
     async with open_services(settings) as services:
         async with await open_database(settings.store) as other:
             await ingest_bytes(other, "other.jsonl", "\n".join(map(json.dumps, lines)).encode())
-        assert await services.refresh_changed() == 5
+        assert await services.index.refresh() == 5
         for word in words:
             assert services.search.search(word, limit=1).hits, word
-        assert await services.refresh_changed() == 0
+        assert await services.index.refresh() == 0
 
 
 def _record(line: dict[str, str]) -> PaperRecord:
@@ -131,11 +131,11 @@ async def test_papers_committed_while_a_refresh_runs_are_indexed_and_survive_a_r
     async with open_services(settings) as services:
         async with await open_database(settings.store) as other, other.transaction() as conn:
             await PaperRepository(other).upsert_many([_record(PAPER)], conn=conn, now=started_long_ago)
-            assert await services.refresh_changed() == 0  # runs while the ingest is uncommitted
-            await services.save_snapshot()
-        assert await services.refresh_changed() == 1  # the ingest has committed
+            assert await services.index.refresh() == 0  # runs while the ingest is uncommitted
+            await services.index.save_snapshot()
+        assert await services.index.refresh() == 1  # the ingest has committed
         assert services.search.search("quokka curriculum", limit=3).hits
-        await services.save_snapshot()
+        await services.index.save_snapshot()
     async with open_services(settings) as services:
         assert services.search.search("quokka curriculum", limit=3).hits
 
@@ -148,8 +148,8 @@ async def test_a_snapshot_saved_mid_ingest_is_not_taken_for_the_finished_store(
     settings = Settings(store=store, state_dir=tmp_path)
     async with open_services(settings) as services:
         await _ingest_elsewhere(settings.store, PAPER)
-        await services.refresh_changed()
-        assert await services.save_snapshot()
+        await services.index.refresh()
+        assert await services.index.save_snapshot()
         other = dict(PAPER, id="x2", title="Wombat-scheduled replay buffers", abstract="Wombat replay. " * 20)
         await _ingest_elsewhere(settings.store, other)  # after the snapshot, never refreshed
     async with open_services(settings) as services:

@@ -13,7 +13,7 @@ import pytest
 from bot.cli import main
 from bot.errors import SettingsError
 from bot.log import OneLineFormatter, context_ids, setup_logging
-from bot.services.ingest.runner import MAX_DECOMPRESSED_BYTES
+from bot.services.papers.ingest.runner import MAX_DECOMPRESSED_BYTES
 from bot.settings import Settings, declarations, load_settings
 from storage.store import StoreLocation
 

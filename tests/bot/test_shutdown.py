@@ -115,7 +115,7 @@ async def test_sigterm_during_start_up_is_clean_too(tmp_path: Path) -> None:
 
 
 async def shipped_corpus_size(path: Path) -> int:
-    from bot.services.ingest.runner import ensure_shipped_corpus
+    from bot.services.papers.ingest.runner import ensure_shipped_corpus
     from storage.store import open_database
 
     async with await open_database(path) as db:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.services.ingest.runner import ingest_bytes
+from bot.services.papers.ingest.runner import ingest_bytes
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -51,7 +51,7 @@ async def add_papers(e2e: E2E, records: Sequence[dict[str, Any]], *, name: str =
     """Ingest ``records`` into the running bot's store, index them, and return their paper ids."""
     summary = await ingest_bytes(e2e.db, name, "\n".join(json.dumps(r) for r in records).encode())
     assert summary.rejected == 0, summary.problems
-    await e2e.services.refresh_changed()
+    await e2e.services.index.refresh()
     ids = []
     for record in records:
         paper = await e2e.services.papers.find_by_external(record.get("arxiv_id") or record["openreview_id"])

@@ -22,7 +22,7 @@ from answers import answer_text
 from shared_data import shared_path
 
 from bot.sandbox import ClientRefused, SandboxServer
-from tests.services.ingest.test_ingest_runner import gzip_bomb
+from tests.services.papers.ingest.test_ingest_runner import gzip_bomb
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E

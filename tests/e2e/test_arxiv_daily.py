@@ -13,9 +13,9 @@ import pytest
 
 from bot.runtime import Services, open_services
 from bot.scheduler import ARXIV_JOB_ID, ProcessScheduler
-from bot.services.arxiv_daily import run_daily_fetch
-from bot.services.arxiv_fetch import FetchSummary
-from bot.services.ingest.runner import ingest_bytes
+from bot.services.papers.arxiv_daily import run_daily_fetch
+from bot.services.papers.arxiv_fetch import FetchSummary
+from bot.services.papers.ingest.runner import ingest_bytes
 from bot.settings import Settings
 from storage.db import Database
 from storage.store import StoreLocation
@@ -55,7 +55,9 @@ async def fake_fetch(db: Database, *, categories: Sequence[str], days: int) -> F
 
 async def test_fetched_papers_are_searchable_at_once(services: Services) -> None:
     assert not services.search.search("zebrafish swarm routing", limit=5).hits
-    summary = await run_daily_fetch(services, fetch=fake_fetch)
+    summary = await run_daily_fetch(
+        services.db, services.settings.arxiv_categories, services.index.refresh, fetch=fake_fetch
+    )
     assert summary is not None
     assert summary.added == 1
     hits = services.search.search("zebrafish swarm routing", limit=5).hits
@@ -72,7 +74,12 @@ async def test_a_failed_fetch_is_logged_and_does_not_raise(
         raise TimeoutError("arXiv did not answer")
 
     with caplog.at_level(logging.ERROR):
-        assert await run_daily_fetch(services, fetch=broken) is None
+        assert (
+            await run_daily_fetch(
+                services.db, services.settings.arxiv_categories, services.index.refresh, fetch=broken
+            )
+            is None
+        )
     assert "daily arXiv fetch of cs.LG failed" in caplog.text
 
 
@@ -87,7 +94,9 @@ async def test_a_failed_index_refresh_is_logged_and_does_not_raise(
 
     monkeypatch.setattr(services.search, "add", broken)
     with caplog.at_level(logging.ERROR):
-        summary = await run_daily_fetch(services, fetch=fake_fetch)
+        summary = await run_daily_fetch(
+            services.db, services.settings.arxiv_categories, services.index.refresh, fetch=fake_fetch
+        )
     assert summary is not None
     assert summary.added == 1
     assert "could not be indexed" in caplog.text
@@ -103,7 +112,12 @@ async def test_nothing_is_fetched_without_categories(services: Services) -> None
         called = True
         raise AssertionError("must not fetch")
 
-    assert await run_daily_fetch(services, fetch=spy) is None
+    assert (
+        await run_daily_fetch(
+            services.db, services.settings.arxiv_categories, services.index.refresh, fetch=spy
+        )
+        is None
+    )
     assert not called
 
 

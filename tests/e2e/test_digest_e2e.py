@@ -21,8 +21,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, JobExecutionEvent
 
-from bot.services.digests.schedule import make_schedule, next_delivery
 from bot.services.digests.subscriptions import subscription_schedule
+from bot.services.digests.timing import make_schedule, next_delivery
 from storage.leadership import FileLeaderLock
 
 if TYPE_CHECKING:

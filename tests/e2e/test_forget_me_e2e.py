@@ -15,7 +15,7 @@ import pytest
 from bot_process import BotProcess
 
 from bot.sandbox import SandboxServer
-from bot.services.ingest.runner import ensure_shipped_corpus
+from bot.services.papers.ingest.runner import ensure_shipped_corpus
 from storage.db import Database
 from storage.store import StoreLocation, open_database
 

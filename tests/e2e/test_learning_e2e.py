@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from test_digest_e2e import paper_messages, posted_paper_ids, wait_for_papers
 
-from bot.services.ingest import ingest_bytes
+from bot.services.papers.ingest import ingest_bytes
 from paperindex.tokenizer import tokenize
 from storage.store import open_database
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bot.services.ingest import ingest_bytes
-from bot.services.privacy import BACKUP_RETENTION_DAYS
+from bot.services.papers.ingest import ingest_bytes
+from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.tree import GENERIC_FAILURE
 from storage.db import Database
 from storage.store import open_database

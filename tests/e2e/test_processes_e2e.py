@@ -22,7 +22,7 @@ from bot_process import BotProcess
 from bot.sandbox import SandboxServer
 from bot.sandbox.emulator.interactions import InteractionResult
 from bot.sandbox.emulator.state import SandboxMessage
-from bot.services.ingest.runner import ensure_shipped_corpus
+from bot.services.papers.ingest.runner import ensure_shipped_corpus
 from storage.repositories.subscriptions import ScheduleFields, SubscriptionRepository
 from storage.store import StoreLocation, open_database
 

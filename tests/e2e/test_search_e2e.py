@@ -15,7 +15,7 @@ import pytest
 from lab_papers import add_papers
 
 from bot.sandbox import ClientRefused
-from bot.services.ingest.runner import ingest_bytes
+from bot.services.papers.ingest.runner import ingest_bytes
 from storage.store import open_database
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.services.ingest import ingest_bytes
+from bot.services.papers.ingest import ingest_bytes
 from storage.store import open_database
 from tests.services.test_topic_breadth import NOUNS, library
 

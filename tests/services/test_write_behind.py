@@ -17,8 +17,8 @@ import asyncpg
 import pytest
 from store_refusals import RefusingStore
 
-from bot.services.feedback import FeedbackService
-from bot.services.privacy import PrivacyService
+from bot.services.people.feedback import FeedbackService
+from bot.services.people.privacy import PrivacyService
 from bot.services.write_behind import MESSAGE_GRACE, WriteBehind
 from storage.db import Database
 from storage.models import PaperRecord
@@ -176,8 +176,8 @@ async def test_what_a_stop_left_in_the_outbox_is_stored_at_the_next_start(
 CHILD = """
 import asyncio, sys
 from pathlib import Path
-from bot.services.feedback import FeedbackService
-from bot.services.privacy import PrivacyService
+from bot.services.people.feedback import FeedbackService
+from bot.services.people.privacy import PrivacyService
 from bot.services.write_behind import WriteBehind
 from storage.store import open_database
 from storage.repositories.messages import PostedMessageRepository

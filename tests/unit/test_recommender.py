@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.errors import UserFacingError
-from bot.services.feedback import FeedbackService
-from bot.services.privacy import PrivacyService
+from bot.services.people.feedback import FeedbackService
+from bot.services.people.privacy import PrivacyService
 from bot.services.profile import RankingParams, build_profile, decay
 from bot.services.recommender import Recommender, jaccard, recency_factor
 from paperindex.engine import SearchEngine

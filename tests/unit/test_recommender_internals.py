@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from bot.services.feedback import FeedbackService
+from bot.services.people.feedback import FeedbackService
 from bot.services.profile import indexed_vector
 from bot.services.recommender import Recommender
 from paperindex.engine import SearchEngine

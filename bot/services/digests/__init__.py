@@ -27,8 +27,8 @@ from bot.services.digests.leases import DEFAULT_LEASE, Leases
 from bot.services.digests.planning import DigestPlanner, FollowedLike, PaperLookup, RecommenderLike
 from bot.services.digests.recovery import DigestRecovery
 from bot.services.digests.retention import DEFAULT_HISTORY_DAYS, DigestHistory
-from bot.services.digests.schedule import Clock, utc_now
 from bot.services.digests.subscriptions import DEFAULT_FEEDS_PER_SERVER, SubscriptionService
+from bot.services.digests.timing import Clock, utc_now
 from storage.db import Database
 from storage.repositories.digests import DigestRepository
 from storage.repositories.messages import PostedMessageRepository

@@ -38,13 +38,13 @@ from typing import Protocol
 
 from bot.services.digests.leases import Leases
 from bot.services.digests.planning import DigestPlanner, DigestTexts, PaperLookup, PlannedPaper
-from bot.services.digests.schedule import Clock, Period, latest_due
 from bot.services.digests.subscriptions import (
     SubscriptionService,
     parse_stamp,
     recipient_of,
     subscription_schedule,
 )
+from bot.services.digests.timing import Clock, Period, latest_due
 from storage.models import Paper, Subscription
 from storage.repositories.digests import ClaimLostError, DigestItem, DigestRepository, DigestRun, Recipient
 

@@ -41,8 +41,8 @@ from apscheduler.triggers.date import DateTrigger
 from bot.services.digests import Digests
 from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, DigestSender, SentMessage
 from bot.services.digests.fairness import FairSlots, lane_of
-from bot.services.digests.schedule import Clock, Period, check_due
 from bot.services.digests.subscriptions import parse_stamp, subscription_schedule
+from bot.services.digests.timing import Clock, Period, check_due
 from storage.models import Paper, Subscription
 from storage.repositories.digests import DigestRun
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from bot.services.digests.schedule import Clock, Schedule, format_local, next_delivery
 from bot.services.digests.subscriptions import recipient_of, subscription_schedule
-from bot.services.snippets import one_line
+from bot.services.digests.timing import Clock, Schedule, format_local, next_delivery
+from bot.services.search.snippets import one_line
 from storage.models import Paper, Subscription
 from storage.repositories.digests import DigestRepository, Recipient
 
@@ -53,7 +53,7 @@ class FollowedPaperLike(Protocol):
 
 
 class FollowedLike(Protocol):
-    """``bot.services.follows.FollowService``: new papers by the authors a person follows."""
+    """``bot.services.people.follows.FollowService``: new papers by the authors a person follows."""
 
     async def new_papers(
         self, user_id: int, *, exclude: Collection[int] = (), limit: int

@@ -2,7 +2,7 @@
 
 A half-sent run within the grace window is resumed (the papers not yet sent); an older one is closed
 as failed. A period missed entirely is delivered once if the one due rule
-(:func:`bot.services.digests.schedule.check_due`) says so, otherwise recorded as skipped and logged,
+(:func:`bot.services.digests.timing.check_due`) says so, otherwise recorded as skipped and logged,
 so it is neither sent late nor reported again.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, timedelta
 
 from bot.services.digests.leases import Leases
-from bot.services.digests.schedule import Clock, Period, check_due
 from bot.services.digests.subscriptions import SubscriptionService, parse_stamp, subscription_schedule
+from bot.services.digests.timing import Clock, Period, check_due
 from storage.models import Subscription
 from storage.repositories.digests import DigestRepository, DigestRun
 

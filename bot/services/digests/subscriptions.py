@@ -1,6 +1,6 @@
 """Digest subscriptions: a person's DM digest, a channel's feed, and the notice a paused one leaves.
 
-Input is validated (:mod:`bot.services.digests.schedule`) before anything is stored: bad input gets an
+Input is validated (:mod:`bot.services.digests.timing`) before anything is stored: bad input gets an
 ``InvalidScheduleError`` and writes nothing. The subscriptions table is the scheduler's source of
 truth (:mod:`bot.services.digests.jobs` rebuilds its jobs from it at every start).
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from bot.errors import InvalidScheduleError, NotFoundError, UserFacingError
-from bot.services.digests.schedule import (
+from bot.services.digests.timing import (
     Clock,
     Period,
     Schedule,

@@ -9,8 +9,8 @@ from typing import Any
 import discord
 
 from bot.sandbox.emulator import limits
-from bot.services.authors import AuthorGroup
-from bot.services.follows import AuthorSuggestion, Followed, FollowOutcome
+from bot.services.people.authors import AuthorGroup
+from bot.services.people.follows import AuthorSuggestion, Followed, FollowOutcome
 from bot.ui.follow_views import follow_answer, following_embed, suggestion_label
 
 LONG = "Maximiliana Wilhelmina " * 6  # a name of 138 characters

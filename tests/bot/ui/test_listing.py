@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.sandbox.emulator import limits
-from bot.services.search_service import ListedHit, ListingPage
+from bot.services.search.listings import ListedHit, ListingPage
 from bot.ui.listing import Listing, render_listing
 from storage.models import Paper
 from storage.repositories.searches import StoredSearch

@@ -23,7 +23,7 @@ from bot.services.digests.delivery import (
     SentThenDeletedError,
     message_nonce,
 )
-from bot.services.privacy import PrivacyService
+from bot.services.people.privacy import PrivacyService
 from storage.db import Database
 from storage.migrate import available_migrations
 from storage.models import Paper

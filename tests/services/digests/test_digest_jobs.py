@@ -13,7 +13,7 @@ from digest_fakes import FakeClock, FakeSender, add_papers, make_service
 
 from bot.services.digests import Digests
 from bot.services.digests.jobs import DigestScheduler, job_id, make_trigger
-from bot.services.digests.schedule import latest_due, make_schedule, next_delivery, occurrence
+from bot.services.digests.timing import latest_due, make_schedule, next_delivery, occurrence
 from storage.db import Database
 from storage.models import Subscription
 

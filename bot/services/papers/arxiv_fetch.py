@@ -1,0 +1,334 @@
+"""Live arXiv: recent papers of some categories through the arXiv API, politely, resumably.
+
+`paperbot fetch arxiv --category cs.LG --days 2` asks `export.arxiv.org/api/query` for
+`cat:cs.LG` sorted by submission date, newest first, one page (`PAGE_SIZE` entries) per request, and
+stops at the first page that reaches papers submitted before the cut-off. Politeness and failure:
+
+- at most one request every `REQUEST_SPACING` (3) seconds, as arXiv's API terms ask, also between
+  retries and categories;
+- HTTP 5xx, 429, timeouts and connection errors are retried with exponential backoff (6, 12, 24,
+  48 s); arXiv's occasional empty page in the middle of a result set is retried the same way;
+- the arXiv error feed (HTTP 400, "incorrect id format …") is not retried: it is a bad query.
+
+Each page is merged into the store exactly as `paperbot ingest` merges (same repository, same
+rules) in one transaction together with the paging cursor (`app_state` key `arxiv:<category>`),
+so a fetch killed at any point resumes from the next page on the next run instead of starting
+over. A finished category clears its cursor and records `arxiv:last_fetch` (and
+`arxiv:last_fetch:<category>`).
+
+The HTTP transport is injectable (`http`), and so are `sleep` and `clock`, so tests run on recorded
+responses without a network and check the spacing and the backoff without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+import aiohttp
+
+from bot.errors import UserFacingError
+from bot.services.papers.ingest.arxiv_atom import ArxivApiError, parse_atom
+from storage.db import Database
+from storage.repositories.papers import PaperRepository
+from storage.repositories.state import StateRepository
+
+log = logging.getLogger(__name__)
+
+API_URL = "https://export.arxiv.org/api/query"
+PAGE_SIZE = 100
+REQUEST_SPACING = 3.0  # seconds between requests
+MAX_RETRIES = 4
+BACKOFF_BASE = 6.0  # first retry waits this long, then doubles
+BACKOFF_MAX = 120.0
+MAX_PAPERS = 10_000  # per category and run: a guard against a runaway --days
+CURSOR_MAX_AGE = timedelta(hours=24)  # an older cursor is stale: start over
+LAST_FETCH_KEY = "arxiv:last_fetch"
+USER_AGENT = "paperbot/0.1 (research paper digest bot; polite arXiv API client)"
+
+_CATEGORY = re.compile(r"[a-z\-]+(?:\.[A-Za-z\-]+)?")
+
+
+class ArxivFetchError(UserFacingError):
+    """The fetch could not finish (arXiv refused the query or kept failing); str() says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    status: int
+    body: bytes
+
+
+class Transport(Protocol):
+    """GET `url` with query `params`; raises TimeoutError / OSError / aiohttp.ClientError on failure."""
+
+    def __call__(self, url: str, params: Mapping[str, str]) -> Awaitable[HttpResponse]: ...
+
+
+class AiohttpTransport:
+    """The real transport: one aiohttp session, a total timeout per request."""
+
+    def __init__(self, session: aiohttp.ClientSession, *, timeout: float = 60.0) -> None:
+        self._session = session
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+
+    async def __call__(self, url: str, params: Mapping[str, str]) -> HttpResponse:
+        async with self._session.get(url, params=dict(params), timeout=self._timeout) as response:
+            return HttpResponse(response.status, await response.read())
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class _CategoryResult:
+    category: str
+    requests: int = 0
+    added: int = 0
+    merged: int = 0
+    unchanged: int = 0
+    rejected: int = 0
+    newest: str | None = None
+    oldest: str | None = None
+    resumed_at: int | None = None
+    complete: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSummary:
+    """What a fetch did, per category and in total."""
+
+    categories: tuple[str, ...]
+    requests: int
+    added: int
+    merged: int
+    unchanged: int
+    rejected: int
+    newest: str | None = None  # submission dates (YYYY-MM-DD) of the papers seen
+    oldest: str | None = None
+    resumed: tuple[str, ...] = ()  # categories that continued an interrupted fetch
+    incomplete: tuple[str, ...] = ()  # categories stopped early; the next run resumes them
+    details: tuple[str, ...] = field(default=())
+
+    def describe(self) -> str:
+        """A few lines for the terminal or an admin."""
+        lines = [
+            f"arXiv {' '.join(self.categories)}: {self.added} added, {self.merged} merged, "
+            f"{self.unchanged} unchanged, {self.rejected} rejected ({self.requests} requests)"
+        ]
+        if self.newest and self.oldest:
+            lines.append(f"  submitted {self.oldest} to {self.newest}")
+        lines.extend(f"  {line}" for line in self.details)
+        return "\n".join(lines)
+
+
+class _Fetcher:
+    def __init__(
+        self,
+        db: Database,
+        http: Transport,
+        sleep: Callable[[float], Awaitable[object]],
+        clock: Callable[[], datetime],
+        page_size: int,
+        max_papers: int,
+        url: str,
+    ) -> None:
+        self.db = db
+        self.http = http
+        self.sleep = sleep
+        self.clock = clock
+        self.page_size = page_size
+        self.max_papers = max_papers
+        self.url = url
+        self.papers = PaperRepository(db)
+        self.state = StateRepository(db)
+        self._last_request: datetime | None = None
+        self.requests = 0
+
+    async def _polite_get(self, params: Mapping[str, str]) -> HttpResponse:
+        """One request, at least REQUEST_SPACING after the previous one."""
+        if self._last_request is not None:
+            wait = REQUEST_SPACING - (self.clock() - self._last_request).total_seconds()
+            if wait > 0:
+                await self.sleep(wait)
+        self._last_request = self.clock()
+        self.requests += 1
+        return await self.http(self.url, params)
+
+    async def get_page(self, category: str, start: int) -> HttpResponse:
+        """A page of results, retrying 5xx, 429, timeouts and connection errors with backoff."""
+        params = {
+            "search_query": f"cat:{category}",
+            "sortBy": "submittedDate",
+            "sortOrder": "descending",
+            "start": str(start),
+            "max_results": str(self.page_size),
+        }
+        failure = ""
+        for attempt in range(MAX_RETRIES + 1):
+            if attempt:
+                delay = min(BACKOFF_BASE * 2 ** (attempt - 1), BACKOFF_MAX)
+                log.warning(
+                    "arXiv %s start=%d: %s; retry %d/%d in %.0fs",
+                    category,
+                    start,
+                    failure,
+                    attempt,
+                    MAX_RETRIES,
+                    delay,
+                )
+                await self.sleep(delay)
+            try:
+                response = await self._polite_get(params)
+            except (TimeoutError, OSError, aiohttp.ClientError) as error:
+                failure = f"{type(error).__name__}: {error}".rstrip(": ")
+                continue
+            if response.status >= 500 or response.status == 429:
+                failure = f"HTTP {response.status}"
+                continue
+            return response
+        raise ArxivFetchError(
+            f"arXiv did not answer for {category} after {MAX_RETRIES + 1} attempts ({failure})"
+        )
+
+    async def fetch_category(self, category: str, days: int) -> _CategoryResult:
+        result = _CategoryResult(category)
+        key = f"arxiv:{category}"
+        now = self.clock()
+        start, cutoff = 0, (now - timedelta(days=days)).date().isoformat()
+        started_at = now.isoformat(timespec="seconds")
+        saved = await self.state.get(key)
+        if saved:
+            try:
+                cursor = json.loads(saved)
+                started = datetime.fromisoformat(cursor["started"])
+                if now - started <= CURSOR_MAX_AGE and int(cursor["days"]) == days:
+                    start, cutoff, started_at = int(cursor["start"]), str(cursor["cutoff"]), cursor["started"]
+                    result.resumed_at = start
+                    log.info("arXiv %s: resuming an interrupted fetch at entry %d", category, start)
+            except (ValueError, KeyError, TypeError):
+                log.warning("arXiv %s: ignoring an unreadable cursor %r", category, saved)
+
+        empty_pages = 0
+        fetched = 0
+        while True:
+            response = await self.get_page(category, start)
+            result.requests += 1
+            try:
+                page = parse_atom(response.body, source=f"arxiv {category}", status=response.status)
+            except ArxivApiError as error:
+                raise ArxivFetchError(str(error)) from None
+            entries = len(page.records) + len(page.rejected)
+            total = page.total_results or 0
+            if entries == 0 and start < total and empty_pages < MAX_RETRIES:
+                # arXiv sometimes answers a page in the middle of a result set with no entries
+                empty_pages += 1
+                await self.sleep(min(BACKOFF_BASE * 2 ** (empty_pages - 1), BACKOFF_MAX))
+                continue
+            empty_pages = 0
+            fresh = [r for r in page.records if r.published is None or r.published >= cutoff]
+            reached_cutoff = any(r.published is not None and r.published < cutoff for r in page.records)
+            for record in fresh:
+                if record.published:
+                    result.newest = max(result.newest or record.published, record.published)
+                    result.oldest = min(result.oldest or record.published, record.published)
+            fetched += len(fresh)
+            next_start = start + entries
+            finished = entries == 0 or reached_cutoff or next_start >= total or fetched >= self.max_papers
+            if entries == 0 and start < total:
+                result.complete = False  # empty pages kept coming: resume next time
+            async with self.db.transaction() as conn:
+                counts = await self.papers.upsert_many(fresh, conn=conn)
+                if finished and result.complete:
+                    await self.state.delete(key, conn=conn)
+                    stamp = self.clock().isoformat(timespec="seconds")
+                    await self.state.set(LAST_FETCH_KEY, stamp, conn=conn)
+                    await self.state.set(f"{LAST_FETCH_KEY}:{category}", stamp, conn=conn)
+                else:
+                    cursor_start = start if not result.complete else next_start
+                    cursor = {"start": cursor_start, "cutoff": cutoff, "days": days, "started": started_at}
+                    await self.state.set(key, json.dumps(cursor), conn=conn)
+            result.added += counts.added
+            result.merged += counts.merged
+            result.unchanged += counts.unchanged
+            result.rejected += len(page.rejected)
+            log.info(
+                "arXiv %s start=%d: %d entries, %d new enough, %d added, %d merged",
+                category,
+                start,
+                entries,
+                len(fresh),
+                counts.added,
+                counts.merged,
+            )
+            if finished:
+                return result
+            start = next_start
+
+
+async def fetch_arxiv(
+    db: Database,
+    *,
+    categories: Sequence[str],
+    days: int,
+    http: Transport,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    clock: Callable[[], datetime] = _now,
+    page_size: int = PAGE_SIZE,
+    max_papers: int = MAX_PAPERS,
+    url: str = API_URL,
+) -> FetchSummary:
+    """Fetch the last `days` days of each category into the store (see the module docstring)."""
+    wanted = [c.strip() for c in categories if c.strip()]
+    if not wanted:
+        raise ArxivFetchError("name at least one arXiv category, e.g. cs.LG")
+    for category in wanted:
+        if not _CATEGORY.fullmatch(category):
+            raise ArxivFetchError(f"{category!r} is not an arXiv category (e.g. cs.LG, math.ST, hep-th)")
+    if days < 1:
+        raise ArxivFetchError("days must be at least 1")
+    fetcher = _Fetcher(db, http, sleep, clock, page_size, max_papers, url)
+    results = [await fetcher.fetch_category(category, days) for category in wanted]
+    newest = max((r.newest for r in results if r.newest), default=None)
+    oldest = min((r.oldest for r in results if r.oldest), default=None)
+    details = []
+    for r in results:
+        line = f"{r.category}: {r.added} added, {r.merged} merged, {r.unchanged} unchanged in {r.requests} requests"
+        if r.resumed_at is not None:
+            line += f" (resumed at entry {r.resumed_at})"
+        if not r.complete:
+            line += " (arXiv kept returning empty pages; the next run resumes here)"
+        details.append(line)
+    return FetchSummary(
+        categories=tuple(wanted),
+        requests=fetcher.requests,
+        added=sum(r.added for r in results),
+        merged=sum(r.merged for r in results),
+        unchanged=sum(r.unchanged for r in results),
+        rejected=sum(r.rejected for r in results),
+        newest=newest,
+        oldest=oldest,
+        resumed=tuple(r.category for r in results if r.resumed_at is not None),
+        incomplete=tuple(r.category for r in results if not r.complete),
+        details=tuple(details)
+        if len(results) > 1 or any(r.resumed_at is not None or not r.complete for r in results)
+        else (),
+    )
+
+
+async def fetch_arxiv_live(db: Database, *, categories: Sequence[str], days: int) -> FetchSummary:
+    """`fetch_arxiv` over the network (the CLI and the daily job)."""
+    async with aiohttp.ClientSession(headers={"User-Agent": USER_AGENT}) as session:
+        return await fetch_arxiv(db, categories=categories, days=days, http=AiohttpTransport(session))
+
+
+async def last_fetch(db: Database) -> str | None:
+    """When the last arXiv fetch finished (ISO-8601 UTC), or None if there has been none."""
+    return await StateRepository(db).get(LAST_FETCH_KEY)

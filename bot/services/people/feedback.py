@@ -1,0 +1,243 @@
+"""Feedback capture: 👍 like, 👎 not for me, 🔖 save — from reactions and from rating buttons.
+
+Rules:
+
+* like and dislike exclude each other; save is independent;
+* every write is idempotent (a repeated event changes nothing), and removing a reaction takes the
+  signal back;
+* while a user's learning is paused, new likes and dislikes are not recorded (saves still are:
+  a bookmark is not learning), but taking a signal back always works.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, MutableSet, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
+
+from bot.errors import NotFoundError, UserFacingError
+from bot.services.search.snippets import one_line
+from storage.db import Database
+from storage.models import Paper, Signal
+from storage.repositories.feedback import OPPOSITE, FeedbackRepository, as_signal
+from storage.repositories.messages import PostedMessageRepository
+from storage.repositories.papers import PaperRepository
+from storage.repositories.users import UserRepository
+
+log = logging.getLogger(__name__)
+
+SIGNAL_EMOJI: Final[dict[Signal, str]] = {"like": "👍", "dislike": "👎", "save": "🔖"}
+_EMOJI_SIGNAL: Final[dict[str, Signal]] = {emoji: signal for signal, emoji in SIGNAL_EMOJI.items()}
+# Emoji modifiers a client may attach: skin tones and the emoji variation selector.
+_MODIFIERS: Final = frozenset(chr(c) for c in range(0x1F3FB, 0x1F400)) | {"\ufe0f", "\ufe0e"}
+
+TITLE_IN_NOTE = 90
+
+
+def signal_for_emoji(emoji: str) -> Signal | None:
+    """👍 → like, 👎 → dislike, 🔖 → save (skin tones and variation selectors ignored); else None."""
+    base = "".join(ch for ch in emoji if ch not in _MODIFIERS)
+    return _EMOJI_SIGNAL.get(base)
+
+
+def parse_signal(value: str) -> Signal:
+    signal = as_signal(value)
+    if signal is None:
+        raise UserFacingError(f"Unknown rating {value!r}: use like, dislike or save.")
+    return signal
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackChange:
+    """What one feedback event did."""
+
+    paper_id: int
+    signal: Signal
+    added: bool  # True for a set, False for a take-back
+    changed: bool  # False when it was already so (idempotent repeat) or learning is paused
+    paused: bool = False  # True when a like/dislike was not recorded because learning is paused
+    replaced: Signal | None = None  # the opposite signal a like/dislike removed
+
+
+def _iso(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+class FeedbackService:
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] | None = None) -> None:
+        self.feedback = FeedbackRepository(db)
+        self.messages = PostedMessageRepository(db)
+        self.users = UserRepository(db)
+        self.papers = PaperRepository(db)
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    async def saved_papers(self, user_id: int) -> list[Paper]:
+        """The user's bookmarks, newest first."""
+        ids = await self.feedback.saved(user_id)
+        papers = await self.papers.get_many(ids)
+        return [papers[pid] for pid in ids if pid in papers]
+
+    # -- the three operations -----------------------------------------------------------------
+
+    async def set(
+        self,
+        user_id: int,
+        paper_id: int,
+        signal: Signal,
+        *,
+        guild_id: int | None = None,
+        now: datetime | None = None,
+        since: str | None = None,
+    ) -> FeedbackChange:
+        """Record a signal. Idempotent; like and dislike replace each other. ``since``: when it was given,
+        for one stored later (PersonForgottenError if the person asked to be forgotten since)."""
+        if signal != "save" and await self.users.learning_paused(user_id):
+            log.debug("learning paused: %s on paper %d by user %d not recorded", signal, paper_id, user_id)
+            return FeedbackChange(paper_id, signal, added=True, changed=False, paused=True)
+        result = await self.feedback.set_signal(
+            user_id, paper_id, signal, guild_id=guild_id, at=_iso(now or self._clock()), since=since
+        )
+        if result.added or result.replaced:
+            log.debug("feedback: user %d %s paper %d", user_id, signal, paper_id)  # content: DEBUG only
+        return FeedbackChange(
+            paper_id,
+            signal,
+            added=True,
+            changed=result.added or result.replaced is not None,
+            replaced=result.replaced,
+        )
+
+    async def unset(self, user_id: int, paper_id: int, signal: Signal) -> FeedbackChange:
+        """Take a signal back (always allowed, even while learning is paused)."""
+        removed = await self.feedback.remove_signal(user_id, paper_id, signal)
+        if removed:
+            log.debug("feedback: user %d took back %s on paper %d", user_id, signal, paper_id)
+        return FeedbackChange(paper_id, signal, added=False, changed=removed)
+
+    async def react(
+        self,
+        *,
+        user_id: int,
+        message_id: int,
+        emoji: str,
+        guild_id: int | None,
+        added: bool,
+        now: datetime | None = None,
+        since: str | None = None,
+    ) -> FeedbackChange | None:
+        """A reaction was added or removed; None when it is not a rating on one of our messages.
+        ``since``: as for `set`."""
+        signal = signal_for_emoji(emoji)
+        if signal is None:
+            return None
+        paper_id = await self.messages.paper_for(message_id)
+        if paper_id is None:
+            return None
+        if added:
+            return await self.set(user_id, paper_id, signal, guild_id=guild_id, now=now, since=since)
+        return await self.unset(user_id, paper_id, signal)
+
+    async def plan_button(
+        self,
+        *,
+        user_id: int,
+        paper_id: int,
+        signal: str,
+        pending: Sequence[tuple[bool, Signal]] = (),
+    ) -> ButtonPress:
+        """What a rating button does, from reads only: set the signal, or take it back when the user
+        already gave it, and the one-line confirmation.
+
+        `pending`: this user's (added, signal) changes on this paper that were accepted but are not in
+        the store yet, oldest first; they count as done (pressing twice quickly takes it back).
+        """
+        parsed = parse_signal(signal)
+        title, given = await self._given(user_id, paper_id, pending)
+        emoji = SIGNAL_EMOJI[parsed]
+        if parsed in given:
+            return ButtonPress(parsed, added=False, note=f"Removed your {emoji} on “{title}”.")
+        if parsed != "save" and await self.users.learning_paused(user_id):
+            return ButtonPress(
+                parsed,
+                added=None,
+                note=(
+                    f"Learning is paused, so I did not record your {emoji} on “{title}”. "
+                    "Turn it back on with `/paper interests pause`."
+                ),
+            )
+        return ButtonPress(parsed, added=True, note=confirmation(parsed, title))
+
+    async def plan_seed(
+        self, *, user_id: int, paper_id: int, pending: Sequence[tuple[bool, Signal]] = ()
+    ) -> ButtonPress:
+        """A paper someone starts from (`/paper interests add paper:`): it counts as their 👍, stored
+        as one, so every ranking that learns from 👍 learns from it. Reads only, like `plan_button`;
+        ``added`` is None when it already counts or learning is paused."""
+        title, given = await self._given(user_id, paper_id, pending)
+        if "like" in given:
+            return ButtonPress(
+                "like", added=None, note=f"You already like “{title}”: it counts for your picks."
+            )
+        if await self.users.learning_paused(user_id):
+            return ButtonPress(
+                "like",
+                added=None,
+                note=(
+                    f"Learning is paused, so “{title}” does not count yet. "
+                    "Turn it back on with `/paper interests pause`, then add it again."
+                ),
+            )
+        return ButtonPress(
+            "like",
+            added=True,
+            note=f"👍 “{title}” now counts as a paper you like: `/paper recommend` and your digest start from it.",
+        )
+
+    async def _given(
+        self, user_id: int, paper_id: int, pending: Sequence[tuple[bool, Signal]]
+    ) -> tuple[str, MutableSet[Signal]]:
+        """The paper's short title and the signals the user gave it, counting ``pending`` changes
+        (accepted, not stored yet; oldest first) as done."""
+        paper = await self.papers.get(paper_id)
+        if paper is None:
+            raise NotFoundError("That paper is no longer in the library.")
+        given = await self.feedback.signals_on(user_id, paper_id)
+        for added, earlier in pending:
+            if added:
+                if earlier in OPPOSITE:
+                    given.discard(OPPOSITE[earlier])  # a like takes a dislike back, and the other way
+                given.add(earlier)
+            else:
+                given.discard(earlier)
+        return one_line(paper.title, TITLE_IN_NOTE), given
+
+    async def apply_button(self, *, user_id: int, paper_id: int, signal: str, guild_id: int | None) -> str:
+        """A rating button, planned and stored at once; returns the one-line ephemeral confirmation."""
+        press = await self.plan_button(user_id=user_id, paper_id=paper_id, signal=signal)
+        if press.added:
+            await self.set(user_id, paper_id, press.signal, guild_id=guild_id)
+        elif press.added is False:
+            await self.unset(user_id, paper_id, press.signal)
+        return press.note
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """What pressing a rating button does: set the signal (added True), take it back (False), or
+    nothing (None: learning is paused); and what to tell the person."""
+
+    signal: Signal
+    added: bool | None
+    note: str
+
+
+def confirmation(signal: Signal, title: str) -> str:
+    if signal == "like":
+        return f"👍 Noted — I'll show you more like “{title}”."
+    if signal == "dislike":
+        return f"👎 Noted — I'll show you fewer papers like “{title}”."
+    return f"🔖 Saved “{title}”. See your bookmarks with `/paper saved`."

@@ -1,0 +1,103 @@
+"""The search engine kept level with the store: loaded from its snapshot or built at start, then
+following every paper any process commits, and saved again once a burst of changes is over."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+from paperindex.engine import TITLE_WEIGHT, SearchEngine
+from storage.models import IndexRow
+from storage.repositories.papers import IndexPosition, PaperRepository
+
+log = logging.getLogger(__name__)
+
+#: Papers added to the search index under one hold of its lock (searches wait for it meanwhile).
+INDEX_BATCH = 1000
+
+
+def index_fingerprint(position: IndexPosition) -> str:
+    """What a snapshot holds: this store's papers up to change `seq`, that many, with this title weight,
+    and their arXiv / OpenReview ids and DOIs (for autocomplete; snapshots saved before held none)."""
+    return (
+        f"store={position.store_id} seq={position.seq} papers={position.papers} title_weight={TITLE_WEIGHT} "
+        "ids=arxiv,openreview,doi"
+    )
+
+
+class LiveIndex:
+    """``engine`` holds every stored paper up to ``position`` (the store's change sequence)."""
+
+    def __init__(
+        self, engine: SearchEngine, papers: PaperRepository, position: IndexPosition, snapshot: Path | None
+    ) -> None:
+        self.engine = engine
+        self.papers = papers
+        self.position = position
+        self.snapshot = snapshot
+        self._refreshing = asyncio.Lock()
+        self._saved_seq = position.seq  # `open` loaded or saved the snapshot at this position
+
+    @classmethod
+    async def open(cls, papers: PaperRepository, snapshot: Path | None = None) -> LiveIndex:
+        """The index over every stored paper: loaded from the snapshot when it was saved for exactly this
+        store state, else built (and saved)."""
+        started = time.perf_counter()
+        position = await papers.index_position()
+        engine = None
+        if snapshot is not None:
+            engine = await asyncio.to_thread(SearchEngine.load, snapshot, index_fingerprint(position))
+        if engine is None:
+            position, rows = await papers.index_rows_at()
+            engine = await asyncio.to_thread(SearchEngine.build, rows)
+            if snapshot is not None:
+                try:
+                    await asyncio.to_thread(engine.save, snapshot, index_fingerprint(position))
+                except OSError as error:
+                    log.warning("could not save the search snapshot %s: %s", snapshot, error)
+        log.info("search index: %d papers in %.2fs", len(engine), time.perf_counter() - started)
+        return cls(engine, papers, position, snapshot)
+
+    async def refresh(self) -> int:
+        """Index every paper added or changed since the index last looked: after `/paperadmin ingest`
+        and the daily arXiv fetch, and whenever another process (`paperbot ingest`) committed papers.
+        Returns how many papers that was.
+
+        Follows the store's change sequence, so a paper committed while this runs is picked up next
+        time, whatever its timestamps say. On an error (raised) the position stays where it was, and
+        the next call indexes the same changes again (a paper indexed twice is replaced, not doubled).
+
+        The papers go in `INDEX_BATCH` at a time: each batch holds the index's lock, and a search on
+        the event loop waits for it, so one add of a whole ingest's papers (tens of thousands while
+        `paperbot ingest` runs beside the bot) held every interaction for seconds on a busy machine.
+        """
+        async with self._refreshing:
+            changes = await self.papers.changes_after(self.position.seq)
+            if changes.changed:
+                await asyncio.to_thread(self._index_in_batches, changes.changed)
+            self.position = self.position._replace(seq=changes.seq, papers=len(self.engine))
+        return len(changes.changed)
+
+    def _index_in_batches(self, rows: list[IndexRow]) -> None:
+        for start in range(0, len(rows), INDEX_BATCH):
+            self.engine.add(rows[start : start + INDEX_BATCH])
+
+    async def save_snapshot(self) -> bool:
+        """Save the index if it holds more than the saved snapshot; True if saved.
+
+        The snapshot records exactly what the index holds (store, change sequence, paper count), so
+        the next start loads it only for the very same store state.
+        """
+        if self.snapshot is None or self._saved_seq == self.position.seq:
+            return False
+        async with self._refreshing:
+            position = self.position
+            try:
+                await asyncio.to_thread(self.engine.save, self.snapshot, index_fingerprint(position))
+            except OSError as error:
+                log.warning("could not save the search snapshot %s: %s", self.snapshot, error)
+                return False
+            self._saved_seq = position.seq
+            return True
