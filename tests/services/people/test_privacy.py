@@ -15,7 +15,7 @@ from storage.db import Database
 from storage.repositories.searches import SearchRepository
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 
 
 async def _search_at(db: Database, query: str, when: datetime) -> None:

@@ -442,7 +442,7 @@ def test_real_icml_scifact_and_airas_records() -> None:
 @pytest.mark.shared
 def test_real_seed_files_match_the_shipped_copies() -> None:
     folder = shared_path("seeds")
-    shipped = Path(__file__).resolve().parents[3] / "bot" / "data" / "seeds"
+    shipped = Path(__file__).resolve().parents[4] / "bot" / "data" / "seeds"
     for path in sorted(folder.glob("*.txt")):
         assert (shipped / path.name).read_bytes() == path.read_bytes()
         items = list(parse_paper_list(path.read_text("utf-8"), source=path.name))

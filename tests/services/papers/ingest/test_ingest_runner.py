@@ -338,7 +338,7 @@ async def test_multivenue_corpus(db: Database) -> None:
 
 # ----------------------------------------------------------------------------- kill -9
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 CHILD = """
 import asyncio, sys, time
 from pathlib import Path
