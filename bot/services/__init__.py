@@ -1,0 +1,1 @@
+"""Business logic in rooms by domain (see CONTRIBUTING.md "Layout"); nothing here imports discord."""
