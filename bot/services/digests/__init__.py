@@ -2,7 +2,7 @@
 
 | module | holds |
 |---|---|
-| ``schedule`` | what a person typed (time, timezone, frequency, count, topics) validated; delivery times in their own zone (DST-safe); the one rule for a period that fell due (:func:`check_due`) |
+| ``timing`` | what a person typed (time, timezone, frequency, count, topics) validated; delivery times in their own zone (DST-safe); the one rule for a period that fell due (:func:`check_due`) |
 | ``subscriptions`` | subscribe, unsubscribe, channel feeds, pausing an unreachable recipient and the notice it leaves |
 | ``planning`` | the papers a digest would send now, with reasons, and its texts (writes nothing) |
 | ``delivery`` | claiming a period and sending it exactly once through a ``DigestSender`` (nonces, resends, resuming) |
