@@ -46,7 +46,7 @@ sys.path.insert(0, str(REPO))
 from bot.runtime import one_blas_thread  # noqa: E402
 from bot.services.digests import Digests  # noqa: E402
 from bot.services.digests.subscriptions import recipient_of  # noqa: E402
-from bot.services.recommender import Recommender  # noqa: E402
+from bot.services.recommend.recommender import Recommender  # noqa: E402
 from bot.services.search.live_index import LiveIndex  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import PaperRecord  # noqa: E402

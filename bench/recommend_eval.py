@@ -83,11 +83,11 @@ sys.path.insert(0, str(REPO))
 
 from bench_common import MULTIVENUE, multivenue_rows  # noqa: E402
 
-from bot.services.learner import LearningParams  # noqa: E402
-from bot.services.paper_space import PaperSpace  # noqa: E402
 from bot.services.people.feedback import FeedbackService  # noqa: E402
-from bot.services.recommender import Recommender  # noqa: E402
-from bot.services.topic_breadth import breadth, with_every_word  # noqa: E402
+from bot.services.recommend.learner import LearningParams  # noqa: E402
+from bot.services.recommend.paper_space import PaperSpace  # noqa: E402
+from bot.services.recommend.recommender import Recommender  # noqa: E402
+from bot.services.recommend.topic_breadth import breadth, with_every_word  # noqa: E402
 from paperindex.engine import SearchEngine  # noqa: E402
 from paperindex.tokenizer import tokenize  # noqa: E402
 from storage.db import Database  # noqa: E402

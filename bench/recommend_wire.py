@@ -56,7 +56,7 @@ from recommend_eval import (  # noqa: E402
 
 from bot.sandbox import SandboxServer  # noqa: E402
 from bot.sandbox.harness import running_paperbot, sandbox_settings  # noqa: E402
-from bot.services.learner import LearningParams  # noqa: E402
+from bot.services.recommend.learner import LearningParams  # noqa: E402
 
 RATING = re.compile(r"pb:like:(\d+)")
 SENT = re.compile(r"Sent (\d+) papers?")

@@ -22,8 +22,8 @@ from bot.services.people.feedback import FeedbackService
 from bot.services.people.follows import FollowService
 from bot.services.people.limits import PersonLimits
 from bot.services.people.privacy import PrivacyService
-from bot.services.profile import ProfileService
-from bot.services.recommender import Recommender
+from bot.services.recommend.profile import ProfileService
+from bot.services.recommend.recommender import Recommender
 from bot.services.search.listings import SearchService
 from bot.services.search.live_index import LiveIndex
 from bot.services.write_behind import WriteBehind

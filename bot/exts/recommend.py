@@ -17,8 +17,8 @@ from bot.errors import UserFacingError
 from bot.exts._groups import Subcommands
 from bot.services.papers.export import FORMATS
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
+from bot.services.recommend.topic_breadth import breadth
 from bot.services.search.snippets import escape_markdown
-from bot.services.topic_breadth import breadth
 from bot.ui.paper_views import paper_autocomplete
 from bot.ui.profile_views import (
     NO_SAVED_PAPERS,

@@ -18,7 +18,7 @@ from discord.ext import commands
 from bot.digest_sender import DiscordDigestSender
 from bot.exts._groups import Subcommands
 from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, RecipientUnreachableError
-from bot.services.topic_breadth import Breadth, TitledIndex, breadth
+from bot.services.recommend.topic_breadth import Breadth, TitledIndex, breadth
 from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
 from bot.ui.embeds import CONTENT_LIMIT
 from bot.ui.profile_views import breadth_note

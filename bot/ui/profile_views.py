@@ -13,9 +13,9 @@ import discord
 from bot.errors import NotFoundError
 from bot.services.papers.export import FORMATS, export
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
-from bot.services.profile import ProfileSummary
+from bot.services.recommend.profile import ProfileSummary
+from bot.services.recommend.topic_breadth import Breadth
 from bot.services.search.snippets import escape_markdown
-from bot.services.topic_breadth import Breadth
 from bot.ui.embeds import (
     BUTTON_LABEL_LIMIT,
     CUSTOM_ID_LIMIT,

@@ -88,7 +88,7 @@ async def ensure_user(
     )
 
 
-#: the most topics a person may follow (``bot.services.profile.MAX_TOPICS`` tells them before this)
+#: the most topics a person may follow (``bot.services.recommend.profile.MAX_TOPICS`` tells them before this)
 TOPIC_LIMIT: Final = 25
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from bot.services import topic_breadth
+from bot.services.recommend import topic_breadth
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E

@@ -18,7 +18,7 @@ from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.tree import GENERIC_FAILURE
 from storage.db import Database
 from storage.store import open_database
-from tests.services.test_topic_breadth import library
+from tests.services.recommend.test_topic_breadth import library
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E

@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.services.papers.ingest import ingest_bytes
 from storage.store import open_database
-from tests.services.test_topic_breadth import NOUNS, library
+from tests.services.recommend.test_topic_breadth import NOUNS, library
 
 BROAD_NOTE = "“reinforcement learning” is broad: 60 of 200 papers here have its words."
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from bot.errors import UserFacingError
-from bot.services.profile import MAX_TOPICS
-from bot.services.recommender import Recommender
+from bot.services.recommend.profile import MAX_TOPICS
+from bot.services.recommend.recommender import Recommender
 from bot.tree import friendly_message
 from paperindex.engine import SearchEngine
 from storage.db import Database

@@ -31,7 +31,7 @@ class RecommendationLike(Protocol):
 
 
 class RecommenderLike(Protocol):
-    """``bot.services.recommender.Recommender``: ranks unseen papers for a profile and/or topics."""
+    """``bot.services.recommend.recommender.Recommender``: ranks unseen papers for a profile and/or topics."""
 
     async def recommend(
         self,

@@ -28,7 +28,7 @@ PERSONAL_WINDOW = 20
 
 
 class PersonalOrder(Protocol):
-    """``bot.services.recommender.Recommender.personal_order``: results reordered by a person's model."""
+    """``bot.services.recommend.recommender.Recommender.personal_order``: results reordered by a person's model."""
 
     async def __call__(
         self, user_id: int, paper_ids: Sequence[int], scores: Sequence[float]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -9,8 +10,8 @@ import pytest
 from bot.errors import UserFacingError
 from bot.services.people.feedback import FeedbackService
 from bot.services.people.privacy import PrivacyService
-from bot.services.profile import RankingParams, build_profile, decay
-from bot.services.recommender import Recommender, jaccard, recency_factor
+from bot.services.recommend.profile import RankingParams, build_profile, decay
+from bot.services.recommend.recommender import Recommender, jaccard, recency_factor
 from paperindex.engine import SearchEngine
 from storage.db import Database
 from storage.models import PaperRecord
@@ -151,6 +152,26 @@ async def test_likes_pull_recommendations_toward_similar_papers(setup) -> None: 
     assert "like: Offline reinforcement learning" in picks[0].reason
 
 
+async def test_a_person_s_model_is_fitted_off_the_event_loop(setup) -> None:  # type: ignore[no-untyped-def]
+    """Fitting a model reads the whole corpus (tens of ms at 100k papers): `/paper recommend`, the
+    interests' learned words and a search ordered by reactions fit it in a worker thread, so the bot
+    keeps answering everyone else meanwhile."""
+    recommender, feedback, ids = setup
+    await feedback.set(USER, ids["Offline reinforcement learning with conservative critics"], "like")
+    fitted_on: list[threading.Thread] = []
+    fit = recommender.models.fit
+
+    def recording_fit(*args, **kwargs):  # type: ignore[no-untyped-def]
+        fitted_on.append(threading.current_thread())
+        return fit(*args, **kwargs)
+
+    recommender.models.fit = recording_fit
+    assert await recommender.recommend(USER, count=2)
+    await recommender.model_words(USER, 5, NOW)
+    assert len(fitted_on) == 2
+    assert all(thread is not threading.main_thread() for thread in fitted_on)
+
+
 async def test_dislikes_push_papers_down(setup) -> None:  # type: ignore[no-untyped-def]
     """Two people type the same topic, which the third robot-learning paper matches best; one 👎s
     the other two robot papers, the other two quantization papers. The robot paper leads the graph
@@ -224,7 +245,7 @@ def test_older_signals_count_less() -> None:
 
 def test_profile_subtracts_disliked_terms_and_keeps_topic_terms() -> None:
     """Rocchio: liked terms positive, disliked terms negative; the user's topic terms always kept."""
-    from bot.services.profile import PaperVector
+    from bot.services.recommend.profile import PaperVector
 
     vectors = {
         1: PaperVector({"quantiz": 0.8, "cach": 0.6}, {"quantiz": "quantization", "cach": "cache"}),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.services.paper_space import PaperSpace
+from bot.services.recommend.paper_space import PaperSpace
 from paperindex.index import BM25Index
 
 TOPICS = {
@@ -68,7 +68,7 @@ def test_leaving_out_unused_terms_changes_no_loading() -> None:
     vector has); its result is the one the whole vocabulary, empty columns included, gives."""
     import scipy.sparse as sp
 
-    from bot.services.paper_space import randomized_svd_loadings
+    from bot.services.recommend.paper_space import randomized_svd_loadings
 
     rng = np.random.default_rng(3)
     used = np.sort(rng.choice(5000, 300, replace=False))

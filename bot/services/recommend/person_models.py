@@ -1,4 +1,4 @@
-"""Each person's model (:mod:`bot.services.learner`) fitted over the search index and the paper space:
+"""Each person's model (:mod:`bot.services.recommend.learner`) fitted over the search index and the paper space:
 the training examples their reactions make, what the model says of papers, and its words."""
 
 from __future__ import annotations
@@ -13,9 +13,16 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from bot.services.learner import DEFAULT_LEARNING, Examples, LearningParams, PersonModel, fit, unit_rows
-from bot.services.paper_space import PaperSpace
-from bot.services.profile import decay
+from bot.services.recommend.learner import (
+    DEFAULT_LEARNING,
+    Examples,
+    LearningParams,
+    PersonModel,
+    fit,
+    unit_rows,
+)
+from bot.services.recommend.paper_space import PaperSpace
+from bot.services.recommend.profile import decay
 from paperindex.tokenizer import surface_form
 from storage.repositories.feedback import FeedbackRow, Signal
 

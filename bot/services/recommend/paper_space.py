@@ -3,7 +3,7 @@
 BM25 scores a paper by the words it shares with a query, and two papers of one sub-area often share
 few of them. A truncated SVD of every paper's unit-length BM25 vector gives each paper ``dims``
 coordinates in which papers about the same things lie close, whatever words they use; a person's
-model (:mod:`bot.services.learner`) learns in those coordinates which corner of the field they want
+model (:mod:`bot.services.recommend.learner`) learns in those coordinates which corner of the field they want
 from a handful of reactions.
 
 Papers indexed after the basis was computed are folded in with it (their BM25 vector times the term

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from bot.services.paper_space import PaperSpace
-from bot.services.person_models import PersonModels
+from bot.services.recommend.paper_space import PaperSpace
+from bot.services.recommend.person_models import PersonModels
 from paperindex.index import BM25Index
 from paperindex.tokenizer import tokenize
 from storage.repositories.feedback import FeedbackRow

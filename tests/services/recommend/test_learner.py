@@ -1,11 +1,11 @@
-"""The per-person model: its features, fitting, scoring, its words; choosing picks (bot.services.learner)."""
+"""The per-person model: its features, fitting, scoring, its words; choosing picks (bot.services.recommend.learner)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bot.services.learner import Examples, LearningParams, PersonModel, choose, fit, unit_rows
+from bot.services.recommend.learner import Examples, LearningParams, PersonModel, choose, fit, unit_rows
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from bot.services.topic_breadth import breadth
+from bot.services.recommend.topic_breadth import breadth
 from paperindex.engine import SearchEngine
 from storage.models import IndexRow
 

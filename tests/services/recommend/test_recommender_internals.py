@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bot.services.people.feedback import FeedbackService
-from bot.services.profile import indexed_vector
-from bot.services.recommender import Recommender
+from bot.services.recommend.profile import indexed_vector
+from bot.services.recommend.recommender import Recommender
 from paperindex.engine import SearchEngine
 from paperindex.index import BM25Index
 from storage.db import Database

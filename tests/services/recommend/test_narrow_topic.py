@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.services.recommender import Recommender
+from bot.services.recommend.recommender import Recommender
 from paperindex.engine import SearchEngine
 from storage.db import Database
 

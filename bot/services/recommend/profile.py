@@ -11,7 +11,7 @@ are divided by the square root of their total weight, so confidence grows with t
 reactions but one reaction cannot drown the user's topics.
 
 For a person with reactions the recommender ranks with their learned model instead
-(:mod:`bot.services.learner`); this query ranks for topics alone and channel feeds, and stands in
+(:mod:`bot.services.recommend.learner`); this query ranks for topics alone and channel feeds, and stands in
 for a large corpus while the paper space is being computed after a start.
 
 This module holds the pure part (vectors, profile building) and :class:`ProfileService`, which

@@ -1,15 +1,15 @@
 """Personal recommendations, and search results ordered for a person.
 
 For a person with reactions, :meth:`Recommender.recommend` fits their model
-(:mod:`bot.services.learner`, :mod:`bot.services.person_models`) over every paper's words, its place
-in the field (:mod:`bot.services.paper_space`) and the BM25 match of their typed topics, scores every
+(:mod:`bot.services.recommend.learner`, :mod:`bot.services.recommend.person_models`) over every paper's words, its place
+in the field (:mod:`bot.services.recommend.paper_space`) and the BM25 match of their typed topics, scores every
 paper with it, takes the best unseen ones, nudges newer papers up, picks (exploring until the first
-👍, :func:`bot.services.learner.choose`), skips
+👍, :func:`bot.services.recommend.learner.choose`), skips
 near-copies of a paper already picked (overlap of their distinctive terms, or the same title), and
 explains each pick: "matched: <topic words it has> · like: <the liked paper it lies closest to>".
 
 Without reactions (and for a channel's feed) the topics alone rank, through the search engine: the
-profile query (see :mod:`bot.services.profile`) picks a pool of candidates, which must match enough
+profile query (see :mod:`bot.services.recommend.profile`) picks a pool of candidates, which must match enough
 of the query ("nothing good" otherwise), with the same recency, near-copy guard and reasons.
 
 :meth:`Recommender.personal_order` lets the model reorder a search's close matches, and
@@ -19,6 +19,7 @@ it on simulated people the settings never saw.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -29,10 +30,10 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.learner import DEFAULT_LEARNING, LearningParams, choose, rows_and_lengths
-from bot.services.paper_space import PaperSpace
-from bot.services.person_models import IndexedPapers, PersonModels, wanted
-from bot.services.profile import (
+from bot.services.recommend.learner import DEFAULT_LEARNING, LearningParams, choose, rows_and_lengths
+from bot.services.recommend.paper_space import PaperSpace
+from bot.services.recommend.person_models import Fitted, IndexedPapers, PersonModels, wanted
+from bot.services.recommend.profile import (
     DEFAULT_PARAMS,
     PaperVector,
     Profile,
@@ -496,7 +497,7 @@ class Recommender:
     ) -> list[Recommendation] | None:
         """Rank unseen papers by the person's model over the whole corpus (no database writes); None
         when there is no model to rank with (:meth:`PersonModels.fit`)."""
-        fitted = self.models.fit(profile.topic_terms, signals, seen, now=now)
+        fitted = await self._fit(profile.topic_terms, signals, seen, now=now)
         if fitted is None:
             return None
         learning = self.learning
@@ -588,12 +589,7 @@ class Recommender:
         topic_query, _ = topic_terms(topics, self.params.topic_weight)
         # A search must answer within Discord's 3 s: while another thread holds the index (an
         # ingest adding a batch), the engine's own order it is.
-        if not self.index.lock.acquire(blocking=False):
-            return None
-        try:
-            fitted = self.models.fit(topic_query, signals, seen, now=now)
-        finally:
-            self.index.lock.release()
+        fitted = await self._fit(topic_query, signals, seen, now=now, wait=False)
         if fitted is None:
             return None
         n = len(self.space.coords)
@@ -616,11 +612,35 @@ class Recommender:
         topics, signals, seen = await self.feedback.learning_inputs(user_id)
         if not signals:
             return (), ()
-        fitted = self.models.fit(topic_terms(topics, self.params.topic_weight)[0], signals, seen, now=now)
+        fitted = await self._fit(topic_terms(topics, self.params.topic_weight)[0], signals, seen, now=now)
         if fitted is None:
             return (), ()
         liked, disliked = self.models.words(fitted.model, n)
         return liked, disliked[: max(1, n // 2)]
+
+    async def _fit(
+        self,
+        topic_query: Mapping[str, float],
+        signals: Sequence[FeedbackRow],
+        seen: Collection[int],
+        *,
+        now: datetime,
+        wait: bool = True,
+    ) -> Fitted | None:
+        """The person's model (:meth:`PersonModels.fit`), fitted in a worker thread: a fit reads the
+        whole corpus (tens of milliseconds at 100k papers), which nobody else's answer should wait
+        for. It holds the index's lock, so an ingest never changes the index under it; without
+        ``wait``, None while another thread holds it."""
+
+        def fit() -> Fitted | None:
+            if not self.index.lock.acquire(blocking=wait):
+                return None
+            try:
+                return self.models.fit(topic_query, signals, seen, now=now)
+            finally:
+                self.index.lock.release()
+
+        return await asyncio.to_thread(fit)
 
     def _index_busy(self) -> bool:
         """Another thread (an ingest adding a batch) holds the index right now."""

@@ -5,7 +5,7 @@ Per person, a logistic regression over three views of every paper:
 * its **words**: the paper's BM25 vector scaled to length 1 (as arxiv-sanity's SVM reads TF-IDF), one
   weight per word of the papers the person rated — two papers of one narrow sub-area share its rare
   words;
-* its **place in the field**: its LSA coordinates (:mod:`bot.services.paper_space`), so that a paper
+* its **place in the field**: its LSA coordinates (:mod:`bot.services.recommend.paper_space`), so that a paper
   about the same things in other words is lifted too;
 * how well it matches the person's typed **topics** (BM25, scaled to 0–1 by the best match).
 
