@@ -16,7 +16,9 @@ from threadpoolctl import threadpool_limits
 
 from bot.services.admin.permission_notices import PermissionNotices
 from bot.services.digests import Digests
+from bot.services.papers.arxiv_lookup import ArxivLookup
 from bot.services.papers.ingest.runner import ensure_shipped_corpus
+from bot.services.papers.linked import LinkedPapers
 from bot.services.people.authors import AuthorDirectory
 from bot.services.people.feedback import FeedbackService
 from bot.services.people.follows import FollowService
@@ -72,6 +74,8 @@ class Services:
     writes: WriteBehind = field(init=False)
     #: /paper search, show and similar: listings, their pages, paper references
     search_service: SearchService = field(init=False)
+    #: the paper a message's or a pasted link points to (fetched from arXiv when the store lacks it)
+    linked: LinkedPapers = field(init=False)
     #: telling an admin, once per channel, that the bot may not add reactions there
     permission_notices: PermissionNotices = field(init=False)
     #: how often each person may run the costly commands, and their /paper digest in flight
@@ -107,6 +111,10 @@ class Services:
             feedback=self.feedback,
             searches=searches,
             messages=self.messages,
+        )
+        url = self.settings.arxiv_lookup_url
+        self.linked = LinkedPapers(
+            self.papers, arxiv=ArxivLookup(self.db, url=url) if url else None, on_stored=self.index.refresh
         )
         self.search_service = SearchService(
             self.search, self.papers, searches, self.writes, personal_order=self.recommender.personal_order

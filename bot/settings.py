@@ -46,6 +46,10 @@ def _api_base(raw: str) -> str:
     return url
 
 
+def _lookup_url(raw: str) -> str:
+    return "" if raw.lower() == "off" else _api_base(raw)
+
+
 def _gateway_url(raw: str) -> str:
     if urlparse(raw).scheme not in ("ws", "wss") or not urlparse(raw).netloc:
         raise ValueError(f"must be a ws:// or wss:// URL, got {raw!r}")
@@ -274,6 +278,15 @@ class Settings:
     )
     arxiv_fetch_time: str = setting(
         "PAPERBOT_ARXIV_FETCH_TIME", "06:00", _utc_time, "when the daily arXiv fetch runs (UTC)"
+    )
+    #: where a paper someone links to and the store lacks is fetched from ("": never fetched)
+    arxiv_lookup_url: str = setting(
+        "PAPERBOT_ARXIV_LOOKUP",
+        "https://export.arxiv.org/api/query",
+        _lookup_url,
+        "where an arXiv paper someone links to (the “Save paper” and “Like paper” message commands, "
+        "`/paper show paper:<link>`) is fetched from when the store lacks it: arXiv's API, a mirror, "
+        "or `off` to answer that it is not here",
     )
     max_ingest_bytes: int = setting(
         "PAPERBOT_MAX_INGEST_MB", "25", _megabytes, "largest file `/paperadmin ingest` accepts"

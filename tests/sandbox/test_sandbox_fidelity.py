@@ -1101,3 +1101,24 @@ async def test_a_command_and_a_reaction_in_a_thread_reach_the_bot_as_the_thread(
         private = sandbox.add_thread(papers, "just-us", by="alice", private=True)
         with pytest.raises(ClientRefused):
             await sandbox.run_command("bob", "fid where", where=private)  # bob cannot see it
+
+
+async def test_at_most_15_message_commands_and_no_description_on_them(sandbox: SandboxServer) -> None:
+    """Discord takes 100 slash commands but only 15 message (and 15 user) commands per scope, and a
+    context-menu command has no description: the sandbox refuses the same, in bulk and one by one."""
+    url = f"{sandbox.api_base}/applications/{sandbox.world.application.id}/commands"
+    headers = {"Authorization": f"Bot {sandbox.token}"}
+    menu = [{"name": f"Menu {n}", "type": 3} for n in range(16)]
+    async with aiohttp.ClientSession(headers=headers) as session:
+        async with session.put(url, json=menu) as response:
+            assert response.status == 400
+            assert "MESSAGE" in await response.text()
+        async with session.put(url, json=menu[:15] + [{"name": "fidping", "description": "slash"}]) as response:
+            assert response.status == 200
+        async with session.post(url, json=menu[15]) as response:
+            assert response.status == 400
+            assert (await response.json())["code"] == 30032
+        async with session.post(url, json={"name": "Menu 0", "type": 3}) as response:
+            assert response.status == 200  # the same name again is an edit, not a sixteenth
+        async with session.post(url, json={"name": "Described", "type": 3, "description": "no"}) as response:
+            assert response.status == 400

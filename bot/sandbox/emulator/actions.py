@@ -20,6 +20,7 @@ from .gateway import Gateway
 from .interactions import (
     APPLICATION_COMMAND,
     AUTOCOMPLETE,
+    MESSAGE_COMMAND,
     MESSAGE_COMPONENT,
     MODAL_SUBMIT,
     InteractionRecord,
@@ -29,6 +30,7 @@ from .interactions import (
     check_can_use,
     find_command,
     interaction_payload,
+    message_payload,
     nest_options,
     split_command_path,
 )
@@ -125,6 +127,40 @@ class UserActions:
         if builder.resolved:
             data["resolved"] = builder.resolved
         record = self._create_interaction(APPLICATION_COMMAND, user, channel, data, label, locale=locale)
+        return await self._await_result(record, timeout=timeout, check=check)
+
+    async def message_command(
+        self,
+        user: SandboxUser | str,
+        message: SandboxMessage | InteractionResult,
+        name: str,
+        /,
+        *,
+        timeout: float = 10.0,  # noqa: ASYNC109
+        check: bool = True,
+    ) -> InteractionResult:
+        """Right-click (or long-press) `message`, Apps → the message command `name` ("Save paper").
+
+        Discord sends the message itself (``data.resolved.messages``) with the command, so the bot needs
+        no message-content intent. Raises ClientRefused for what Discord's client would not offer: a
+        command the bot did not sync, a message the person cannot see, an ephemeral message.
+        """
+        user = self.lookup.user(user)
+        target = self._visible_message(user, message)
+        channel = target.channel
+        guild = self.world.guilds.get(channel.guild_id) if channel.guild_id else None
+        definition = find_command(self.world, name, guild=guild, kind=MESSAGE_COMMAND)
+        check_can_use(self.world, definition, user, channel)
+        data: JSON = {
+            "id": definition["id"],
+            "name": definition["name"],
+            "type": MESSAGE_COMMAND,
+            "target_id": str(target.id),
+            "resolved": {"messages": {str(target.id): message_payload(self.world, target)}},
+        }
+        if definition.get("guild_id"):
+            data["guild_id"] = definition["guild_id"]
+        record = self._create_interaction(APPLICATION_COMMAND, user, channel, data, f"Apps → {name}")
         return await self._await_result(record, timeout=timeout, check=check)
 
     async def autocomplete(

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 JSON = dict[str, Any]
 
 APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 2, 3, 4, 5
+#: application command types (``data.type`` of an APPLICATION_COMMAND interaction)
+CHAT_INPUT_COMMAND, USER_COMMAND, MESSAGE_COMMAND = 1, 2, 3
 
 #: callback types each interaction type accepts
 ALLOWED_CALLBACKS: dict[int, set[int]] = {
@@ -243,7 +245,7 @@ def find_command(world: World, name: str, *, guild: SandboxGuild | None, kind: i
 
 def check_can_use(world: World, command: JSON, user: SandboxUser, channel: SandboxChannel) -> None:
     """What Discord's client enforces before a person can even pick a command."""
-    label = f"/{command['name']}"
+    label = f"/{command['name']}" if command.get("type", 1) == CHAT_INPUT_COMMAND else f"“{command['name']}”"
     contexts = command.get("contexts")
     if channel.is_dm:
         if command.get("guild_id"):

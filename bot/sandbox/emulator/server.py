@@ -125,6 +125,7 @@ class SandboxServer:
         # what users do
         self.run_command = self.actions.run_command
         self.autocomplete = self.actions.autocomplete
+        self.message_command = self.actions.message_command
         self.click = self.actions.click
         self.select = self.actions.select
         self.submit_modal = self.actions.submit_modal
