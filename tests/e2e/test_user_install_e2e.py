@@ -43,6 +43,11 @@ async def test_a_user_install_brings_paper_into_a_server_without_the_bot(
         server.install_app("dave")
         found = await server.run_command("dave", "paper search", where=general, query="quantization", limit=3)
         assert not found.ephemeral  # the answer is in the channel, for the club to see
+        # as Discord sends it: authorised by dave's own install alone, with @everyone's response permissions
+        sent = found.record.payload
+        assert sent["authorizing_integration_owners"] == {"1": str(server.user("dave").id)}
+        assert sent["context"] == 0
+        assert int(sent["app_permissions"]) & (1 << 6) == 0  # no ADD_REACTIONS
         assert "quantization" in answer_text(found).lower()
         paper_id = int(re.findall(r"pb:like:(\d+)", str(found.message.components))[0])
         liked = await server.click("dave", found, f"pb:like:{paper_id}")
