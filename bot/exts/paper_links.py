@@ -60,11 +60,15 @@ async def rate_linked(
 
 
 @app_commands.context_menu(name=SAVE_PAPER)
+@app_commands.allowed_installs(guilds=True, users=True)
+@app_commands.allowed_contexts(guilds=True, dms=True, private_channels=True)
 async def save_paper(interaction: discord.Interaction[PaperBot], message: discord.Message) -> None:
     await rate_linked(interaction, message, "save")
 
 
 @app_commands.context_menu(name=LIKE_PAPER)
+@app_commands.allowed_installs(guilds=True, users=True)
+@app_commands.allowed_contexts(guilds=True, dms=True, private_channels=True)
 async def like_paper(interaction: discord.Interaction[PaperBot], message: discord.Message) -> None:
     await rate_linked(interaction, message, "like")
 

@@ -59,7 +59,7 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
     )
     if reactions:
         await add_ratings(interaction.client, message, interaction.client.sending, paced=False)
-    elif in_guild:
+    elif in_guild and interaction.is_guild_integration():  # a server without the bot has nobody to tell
         await tell_reactions_missing(interaction, message.channel.id)
 
 

@@ -1113,7 +1113,9 @@ async def test_at_most_15_message_commands_and_no_description_on_them(sandbox: S
         async with session.put(url, json=menu) as response:
             assert response.status == 400
             assert "MESSAGE" in await response.text()
-        async with session.put(url, json=menu[:15] + [{"name": "fidping", "description": "slash"}]) as response:
+        async with session.put(
+            url, json=[*menu[:15], {"name": "fidping", "description": "slash"}]
+        ) as response:
             assert response.status == 200
         async with session.post(url, json=menu[15]) as response:
             assert response.status == 400

@@ -126,7 +126,9 @@ class UserActions:
             data["guild_id"] = definition["guild_id"]
         if builder.resolved:
             data["resolved"] = builder.resolved
-        record = self._create_interaction(APPLICATION_COMMAND, user, channel, data, label, locale=locale)
+        record = self._create_interaction(
+            APPLICATION_COMMAND, user, channel, data, label, locale=locale, command=definition
+        )
         return await self._await_result(record, timeout=timeout, check=check)
 
     async def message_command(
@@ -160,7 +162,9 @@ class UserActions:
         }
         if definition.get("guild_id"):
             data["guild_id"] = definition["guild_id"]
-        record = self._create_interaction(APPLICATION_COMMAND, user, channel, data, f"Apps → {name}")
+        record = self._create_interaction(
+            APPLICATION_COMMAND, user, channel, data, f"Apps → {name}", command=definition
+        )
         return await self._await_result(record, timeout=timeout, check=check)
 
     async def autocomplete(
@@ -198,7 +202,7 @@ class UserActions:
         if definition.get("guild_id"):
             data["guild_id"] = definition["guild_id"]
         record = self._create_interaction(
-            AUTOCOMPLETE, user, channel, data, f"autocomplete {label} {option}:{typed!r}"
+            AUTOCOMPLETE, user, channel, data, f"autocomplete {label} {option}:{typed!r}", command=definition
         )
         result = await self._await_result(record, timeout=timeout, check=check)
         return result.choices
@@ -393,6 +397,7 @@ class UserActions:
         *,
         message: SandboxMessage | None = None,
         locale: str = "en-US",
+        command: JSON | None = None,
     ) -> InteractionRecord:
         self._refuse_in_archived_thread(channel, "use the bot's commands or buttons")
         session = self.gateway.session_for(channel.guild_id)
@@ -413,6 +418,7 @@ class UserActions:
             attachment_size_limit=self.options.attachment_size_limit,
             message=message,
             locale=locale,
+            command=command,
         )
         record = InteractionRecord(
             id=interaction_id,

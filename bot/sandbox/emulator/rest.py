@@ -173,6 +173,8 @@ class Routes:
         guild = self.world.guilds.get(self._snowflake(request, "guild_id"))
         if guild is None:
             raise ApiError(404, 10004, "Unknown Guild")
+        if not self.world.bot_in(guild.id):
+            raise missing_access()  # a server the bot is not in
         return guild
 
     def _check_app(self, request: web.Request) -> None:

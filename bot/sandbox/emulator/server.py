@@ -142,6 +142,7 @@ class SandboxServer:
         # what admins and Discord change
         self.add_user = self.world_changes.add_user
         self.add_guild = self.world_changes.add_guild
+        self.install_app = self.world_changes.install_app
         self.add_to_guild = self.world_changes.add_to_guild
         self.set_application_team = self.world_changes.set_application_team
         self.remove_member = self.world_changes.remove_member

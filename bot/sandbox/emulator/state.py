@@ -798,7 +798,8 @@ class Application:
             "redirect_uris": [],
             "tags": [],
             "approximate_guild_count": 1,
-            "integration_types_config": {"0": {}},
+            # both installation contexts enabled in the Developer Portal: to servers, and to people
+            "integration_types_config": {"0": {}, "1": {}},
             "install_params": None,
             "role_connections_verification_url": None,
             "terms_of_service_url": None,
@@ -872,6 +873,9 @@ class World:
 
         self.messages: dict[int, SandboxMessage] = {}
         self.dm_channels: dict[int, SandboxChannel] = {}  # user id -> DM channel with the bot
+        #: the people who installed the application to their own account (a user install): its
+        #: commands that allow it follow them into servers without the bot
+        self.user_installs: set[int] = set()
         self.attachments: dict[int, SandboxAttachment] = {}
         #: guild id (None = global) -> command name/type key -> command JSON as Discord returns it
         self.commands: dict[int | None, dict[tuple[str, int], JSON]] = {None: {}}
@@ -909,10 +913,13 @@ class World:
         (guild or self.guild).members[user.id] = member
         return member
 
-    def add_guild(self, name: str, *, shard: tuple[int, int] | None = None) -> SandboxGuild:
+    def add_guild(
+        self, name: str, *, shard: tuple[int, int] | None = None, with_bot: bool = True
+    ) -> SandboxGuild:
         """Another server the bot is in, owned by the application's owner, with the roles of the first
         (@everyone, the bot's managed role, Moderators with Manage Server) and one #general channel.
-        ``shard=(shard_id, shard_count)``: an id that shard's sessions get the events of."""
+        ``shard=(shard_id, shard_count)``: an id that shard's sessions get the events of. Without
+        ``with_bot``, a server the bot was never added to (only people's user installs reach it)."""
         guild_id = self.snowflakes.next() if shard is None else self.snowflakes.next_on_shard(*shard)
         guild = SandboxGuild(id=guild_id, name=name, owner_id=self.owner.id)
         guild.roles = [
@@ -939,8 +946,18 @@ class World:
         self.channels[channel.id] = channel
         self.guilds[guild.id] = guild
         self.add_member(self.owner, guild=guild)
-        self.add_member(self.bot_user, roles=[guild.roles[1].id], guild=guild)
+        if with_bot:
+            self.add_member(self.bot_user, roles=[guild.roles[1].id], guild=guild)
         return guild
+
+    def bot_guilds(self) -> list[SandboxGuild]:
+        """The servers the bot is in: the only ones the gateway and the REST API tell it about."""
+        return [g for g in self.guilds.values() if self.bot_user.id in g.members]
+
+    def bot_in(self, guild_id: int | None) -> bool:
+        """Whether the bot is a member of that server (False for a DM)."""
+        guild = self.guilds.get(guild_id or 0)
+        return guild is not None and self.bot_user.id in guild.members
 
     @staticmethod
     def moderators_of(guild: SandboxGuild) -> SandboxRole:
