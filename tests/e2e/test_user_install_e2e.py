@@ -86,3 +86,29 @@ async def test_a_user_install_brings_paper_into_a_server_without_the_bot(
             await server.run_command("dave", "paperadmin stats", where=general)
         with pytest.raises(ClientRefused, match="has not installed it"):
             await server.run_command("erin", "paper search", where=general, query="graphs")
+
+
+async def test_in_a_group_dm_only_a_user_install_answers(
+    start_paperbot: Callable[..., contextlib.AbstractAsyncContextManager[E2E]],
+) -> None:
+    """A group DM has no bot in it: `/paper search` and "Like paper" answer there for the person who
+    installed the app to their account, with buttons that record their 👍; the others are refused."""
+    async with start_paperbot(dev_guild_id=None) as e2e:
+        server = e2e.server
+        group = server.group_dm("alice", "bob", "carol", name="reading")
+        with pytest.raises(ClientRefused, match="has not installed the app"):
+            await server.run_command("bob", "paper search", where=group, query="quantization")
+
+        server.install_app("bob")
+        found = await server.run_command("bob", "paper search", where=group, query="quantization", limit=3)
+        assert found.record.payload["context"] == 2
+        assert "quantization" in answer_text(found).lower()
+        paper_id = int(re.findall(r"pb:like:(\d+)", str(found.message.components))[0])
+        await server.click("carol", found, f"pb:save:{paper_id}")  # a button works for whoever presses it
+        await server.eventually(lambda: _has(e2e, server.carol.id, (paper_id, "save")), what="carol's 🔖")
+
+        post = await server.send_message("alice", group, "this one https://arxiv.org/abs/1605.08386?")
+        with pytest.raises(ClientRefused, match="has not installed the app"):
+            await server.message_command("alice", post, "Like paper")
+        with pytest.raises(ClientRefused, match="cannot be used in group DMs"):
+            await server.run_command("bob", "paperadmin stats", where=group)

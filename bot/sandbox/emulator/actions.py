@@ -519,7 +519,7 @@ class UserActions:
             and not self.world.user_permissions(current.channel, user) & Permissions.VIEW_CHANNEL
         ):
             raise ClientRefused(f"{user.username} cannot see {current.channel.label()}")
-        if current.channel.is_dm and current.channel.recipient is not user:
+        if current.channel.is_dm and not current.channel.has_participant(user):
             raise ClientRefused(f"message {current.id} is in someone else's DM")
         return current
 

@@ -66,7 +66,9 @@ class Effects:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def dispatch(self, event: str, data: JSON, guild_id: int | None) -> None:
-        self.gateway.dispatch(event, data, guild_id=guild_id)
+        channel = self.world.channel(int(data.get("channel_id") or 0))
+        if channel is None or not channel.is_group_dm:  # the bot is in no group DM: it hears nothing there
+            self.gateway.dispatch(event, data, guild_id=guild_id)
         self.changes.notify()
 
     def notify_listeners(self, kind: str, message: SandboxMessage) -> None:

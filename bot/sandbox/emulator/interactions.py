@@ -247,6 +247,17 @@ def check_can_use(world: World, command: JSON, user: SandboxUser, channel: Sandb
     """What Discord's client enforces before a person can even pick a command."""
     label = f"/{command['name']}" if command.get("type", 1) == CHAT_INPUT_COMMAND else f"“{command['name']}”"
     contexts = command.get("contexts")
+    if channel.is_group_dm:
+        if contexts is not None and PRIVATE_CHANNEL not in contexts:
+            raise ClientRefused(f"{label} cannot be used in group DMs")
+        if not user_installed(world, user, command):
+            raise ClientRefused(
+                f"{label} is not available in {channel.label()}: only a user install reaches a group DM, "
+                f"and {user.username} has not installed the app to their account"
+                if USER_INSTALL in command_installs(command)
+                else f"{label} is not available in {channel.label()}: it cannot be installed to a person"
+            )
+        return
     if channel.is_dm:
         if command.get("guild_id"):
             raise ClientRefused(f"{label} is a guild command: it is not available in DMs")
@@ -285,6 +296,8 @@ def check_can_use(world: World, command: JSON, user: SandboxUser, channel: Sandb
 
 
 GUILD_INSTALL, USER_INSTALL = 0, 1
+#: interaction contexts: a server, the bot's DM, another private channel (a group DM)
+GUILD_CONTEXT, BOT_DM, PRIVATE_CHANNEL = 0, 1, 2
 #: what an app may do in an interaction's response where only a person's user install brings it
 #: (Discord: @everyone's permissions, limited to these)
 USER_INSTALL_PERMISSIONS = (
@@ -315,7 +328,7 @@ def authorizing_owners(
     interaction is taken as coming from a command available to both installs)."""
     installs = [GUILD_INSTALL, USER_INSTALL] if command is None else command_installs(command)
     owners: JSON = {}
-    if GUILD_INSTALL in installs:
+    if GUILD_INSTALL in installs and not channel.is_group_dm:
         if channel.is_dm:
             owners["0"] = "0"
         elif world.bot_in(channel.guild_id):
@@ -573,7 +586,15 @@ def interaction_payload(
         "app_permissions": str(world.bot_permissions(channel)),
         "channel_id": str(channel.id),
     }
-    if channel.is_dm:
+    if channel.is_group_dm:
+        payload["user"] = user.payload()
+        payload["context"] = PRIVATE_CHANNEL
+        payload["authorizing_integration_owners"] = authorizing_owners(world, user, channel, command)
+        payload["app_permissions"] = str(
+            Permissions.ATTACH_FILES | Permissions.EMBED_LINKS | Permissions.MENTION_EVERYONE
+        )
+        payload["channel"] = channel.payload()
+    elif channel.is_dm:
         payload["user"] = user.payload()
         payload["context"] = 1
         payload["authorizing_integration_owners"] = authorizing_owners(world, user, channel, command)

@@ -159,8 +159,10 @@ class Routes:
         channel = self.world.channel(self._snowflake(request, "channel_id"))
         if channel is None:
             raise unknown_channel()
-        if not channel.is_dm and not self.world.bot_permissions(channel) & Permissions.VIEW_CHANNEL:
-            raise missing_access()
+        if channel.is_group_dm or (
+            not channel.is_dm and not self.world.bot_permissions(channel) & Permissions.VIEW_CHANNEL
+        ):
+            raise missing_access()  # a group DM (the bot is in none), or a channel it cannot see
         return channel
 
     def _message(self, request: web.Request, channel: SandboxChannel) -> SandboxMessage:

@@ -143,6 +143,7 @@ class SandboxServer:
         self.add_user = self.world_changes.add_user
         self.add_guild = self.world_changes.add_guild
         self.install_app = self.world_changes.install_app
+        self.group_dm = self.world_changes.group_dm
         self.add_to_guild = self.world_changes.add_to_guild
         self.set_application_team = self.world_changes.set_application_team
         self.remove_member = self.world_changes.remove_member

@@ -93,6 +93,7 @@ class Intents:
 class ChannelType:
     TEXT = 0
     DM = 1
+    GROUP_DM = 3
     CATEGORY = 4
     ANNOUNCEMENT_THREAD = 10
     PUBLIC_THREAD = 11
@@ -293,14 +294,23 @@ class SandboxChannel:
     topic: str | None = None
     parent_id: int | None = None
     overwrites: list[Overwrite] = field(default_factory=list)
-    recipient: SandboxUser | None = None  # DMs
+    recipient: SandboxUser | None = None  # the bot's DMs
+    participants: tuple[SandboxUser, ...] = ()  # group DMs (the bot is never one of them)
     last_message_id: int | None = None
     deleted: bool = False
     thread: ThreadState | None = None  # threads and forum posts
 
     @property
     def is_dm(self) -> bool:
-        return self.type == ChannelType.DM
+        """A private channel, outside every server: the bot's DM with someone, or a group DM."""
+        return self.type in (ChannelType.DM, ChannelType.GROUP_DM)
+
+    @property
+    def is_group_dm(self) -> bool:
+        return self.type == ChannelType.GROUP_DM
+
+    def has_participant(self, user: SandboxUser) -> bool:
+        return user is self.recipient or user in self.participants
 
     @property
     def is_thread(self) -> bool:
@@ -315,6 +325,8 @@ class SandboxChannel:
         return f"<#{self.id}>"
 
     def label(self) -> str:
+        if self.is_group_dm:
+            return f"group DM {self.name or ''} ({', '.join(u.username for u in self.participants)})"
         if self.is_dm and self.recipient is not None:
             return f"DM with {self.recipient.username}"
         return f"#{self.name}"
@@ -326,6 +338,11 @@ class SandboxChannel:
             "last_message_id": str(self.last_message_id) if self.last_message_id else None,
             "flags": 0,
         }
+        if self.is_group_dm:
+            data["name"] = self.name
+            data["owner_id"] = str(self.participants[0].id)
+            data["recipients"] = [u.payload() for u in self.participants if me is None or u.id != me.id]
+            return data
         if self.is_dm:
             data["recipients"] = [self.recipient.payload()] if self.recipient else []
             if me is not None:
@@ -1032,18 +1049,30 @@ class World:
             self.channels[channel.id] = channel
         return channel
 
+    def group_dm(
+        self, owner: SandboxUser, others: list[SandboxUser], name: str | None = None
+    ) -> SandboxChannel:
+        """A group DM `owner` started with `others` (the bot cannot be in one)."""
+        channel = SandboxChannel(
+            self.snowflakes.next(), ChannelType.GROUP_DM, name=name, participants=(owner, *others)
+        )
+        self.channels[channel.id] = channel
+        return channel
+
     def channel(self, channel_id: int) -> SandboxChannel | None:
         channel = self.channels.get(channel_id)
         return None if channel is None or channel.deleted else channel
 
     def bot_permissions(self, channel: SandboxChannel) -> int:
+        if channel.is_group_dm:
+            return 0
         if channel.is_dm:
             return Permissions.DM
         return self.guilds[channel.guild_id or 0].permissions_in(channel, self.bot_user.id)
 
     def user_permissions(self, channel: SandboxChannel, user: SandboxUser) -> int:
         if channel.is_dm:
-            return Permissions.DM
+            return Permissions.DM if channel.has_participant(user) else 0
         return self.guilds[channel.guild_id or 0].permissions_in(channel, user.id)
 
     def member_payload(

@@ -67,6 +67,12 @@ class WorldChanges:
         self.changes.notify()
         return guild
 
+    def group_dm(
+        self, owner: SandboxUser | str, *others: SandboxUser | str, name: str | None = None
+    ) -> SandboxChannel:
+        """A group DM `owner` starts with `others` (the bot is never in one: only user installs reach it)."""
+        return self.world.group_dm(self.lookup.user(owner), [self.lookup.user(o) for o in others], name)
+
     def install_app(self, user: SandboxUser | str) -> None:
         """`user` adds the application to their own account (a user install, Discord's "Add App" →
         "Try it now"): its commands that allow user installs are theirs in every server and DM."""
