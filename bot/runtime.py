@@ -22,6 +22,7 @@ from bot.services.papers.linked import LinkedPapers
 from bot.services.people.authors import AuthorDirectory
 from bot.services.people.feedback import FeedbackService
 from bot.services.people.follows import FollowService
+from bot.services.people.library import LibraryImporter, LibraryMatcher
 from bot.services.people.limits import PersonLimits
 from bot.services.people.privacy import PrivacyService
 from bot.services.recommend.profile import ProfileService
@@ -76,6 +77,8 @@ class Services:
     search_service: SearchService = field(init=False)
     #: the paper a message's or a pasted link points to (fetched from arXiv when the store lacks it)
     linked: LinkedPapers = field(init=False)
+    #: `/paper interests add file:`: a person's library as their 👍
+    library: LibraryImporter = field(init=False)
     #: telling an admin, once per channel, that the bot may not add reactions there
     permission_notices: PermissionNotices = field(init=False)
     #: how often each person may run the costly commands, and their /paper digest in flight
@@ -113,8 +116,15 @@ class Services:
             messages=self.messages,
         )
         url = self.settings.arxiv_lookup_url
-        self.linked = LinkedPapers(
-            self.papers, arxiv=ArxivLookup(self.db, url=url) if url else None, on_stored=self.index.refresh
+        arxiv = ArxivLookup(self.db, url=url) if url else None  # one per process: its requests take turns
+        self.linked = LinkedPapers(self.papers, arxiv=arxiv, on_stored=self.index.refresh)
+        self.library = LibraryImporter(
+            LibraryMatcher(
+                self.papers, title_lookup=lambda text: self.index.engine.autocomplete(text), arxiv=arxiv
+            ),
+            self.feedback,
+            self.writes,
+            on_fetched=self.index.refresh,
         )
         self.search_service = SearchService(
             self.search, self.papers, searches, self.writes, personal_order=self.recommender.personal_order

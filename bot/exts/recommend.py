@@ -16,9 +16,12 @@ from discord.ext import commands
 from bot.errors import UserFacingError
 from bot.exts._groups import Subcommands
 from bot.services.papers.export import FORMATS
+from bot.services.people.library import MAX_LIBRARY_BYTES
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.services.recommend.topic_breadth import breadth
 from bot.services.search.snippets import escape_markdown
+from bot.ui.format import file_size
+from bot.ui.library import library_answer
 from bot.ui.paper_views import paper_autocomplete
 from bot.ui.profile_views import (
     NO_SAVED_PAPERS,
@@ -112,16 +115,22 @@ async def interests_show(interaction: discord.Interaction[PaperBot]) -> None:
 @app_commands.describe(
     topic="A few words describing what you want to read about, e.g. kv cache quantization",
     paper="A paper you like: start typing its title, or give an arXiv/OpenReview id",
+    file="Your library: a BibTeX, RIS or CSL-JSON export (Zotero, Mendeley), or a list of arXiv ids and DOIs",
 )
 @app_commands.autocomplete(paper=paper_autocomplete)
 async def interests_add(
     interaction: discord.Interaction[PaperBot],
     topic: Topic | None = None,
     paper: app_commands.Range[str, 1, 200] | None = None,
+    file: discord.Attachment | None = None,
 ) -> None:
+    if file is not None:
+        await add_library(interaction, file)
+        return
     if topic is None and paper is None:
         raise UserFacingError(
-            "Give a topic (`topic:kv cache quantization`) or a paper you like (`paper:` and pick one), or both."
+            "Give a topic (`topic:kv cache quantization`) or a paper you like (`paper:` and pick one), or both; "
+            "or start from your own library (`file:` a BibTeX, RIS or CSL-JSON export)."
         )
     services = interaction.client.services
     user_id = interaction.user.id
@@ -149,6 +158,22 @@ async def interests_add(
         await interaction.response.send_message("\n".join(lines), ephemeral=True)
     else:  # the narrower topics of a broad one, as buttons
         await interaction.response.send_message("\n".join(lines), view=view, ephemeral=True)
+
+
+async def add_library(interaction: discord.Interaction[PaperBot], file: discord.Attachment) -> None:
+    """`/paper interests add file:`: the papers of a person's library count as their 👍."""
+    services = interaction.client.services
+    services.limits.take("library", interaction.user.id)
+    if file.size > MAX_LIBRARY_BYTES:  # refused before it is downloaded
+        raise UserFacingError(
+            f"That file is {file_size(file.size)}; a library may be at most {file_size(MAX_LIBRARY_BYTES)}. "
+            "Nothing was added."
+        )
+    await interaction.response.defer(ephemeral=True, thinking=True)  # arXiv fetches take seconds
+    done = await services.library.run(
+        interaction.user.id, await file.read(), file.filename, guild_id=interaction.guild_id
+    )
+    await interaction.followup.send(library_answer(done), ephemeral=True)
 
 
 async def _topic_autocomplete(
