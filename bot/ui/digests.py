@@ -11,6 +11,7 @@ from discord import app_commands
 
 from bot.services.digests.subscriptions import subscription_schedule
 from bot.services.digests.timing import format_local, timezone_choices
+from bot.services.search.snippets import echo
 from storage.models import Subscription
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def describe_subscription(sub: Subscription, arrives: datetime) -> str:
     """The schedule, count and topics, then when the next one ``arrives`` (in the subscriber's zone and
     relative), and why that is later than the time chosen when the deliveries of that time are spread."""
     schedule = subscription_schedule(sub)
-    topics = ", ".join(sub.topics) if sub.topics else "your interests and reactions"
+    topics = ", ".join(echo(topic) for topic in sub.topics) if sub.topics else "your interests and reactions"
     next_at = format_local(arrives, sub.timezone)
     relative = discord_time(arrives.timestamp())
     text = (

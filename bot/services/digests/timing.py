@@ -29,6 +29,7 @@ from typing import Final
 from zoneinfo import ZoneInfo
 
 from bot.errors import InvalidScheduleError
+from bot.services.search.snippets import echo
 
 #: Returns the current time as an aware UTC datetime; injected everywhere time matters.
 Clock = Callable[[], datetime]
@@ -91,18 +92,18 @@ def parse_time(text: str) -> str:
     """A local time of day, normalised to ``HH:MM``."""
     match = _TIME_RE.match(text.strip())
     if match is None:
-        raise InvalidScheduleError(f"{text.strip()[:40]!r} is not a time. {_TIME_HELP}")
+        raise InvalidScheduleError(f"“{echo(text, 40)}” is not a time. {_TIME_HELP}")
     hours, minutes = int(match[1]), int(match[2] or 0)
     meridiem = (match[3] or "").replace(".", "").lower()
     if meridiem:
         if not 1 <= hours <= 12:
-            raise InvalidScheduleError(f"{text.strip()!r} is not a time. {_TIME_HELP}")
+            raise InvalidScheduleError(f"“{echo(text, 40)}” is not a time. {_TIME_HELP}")
         hours = hours % 12 + (12 if meridiem == "pm" else 0)
     elif match[2] is None:
         # A bare number ("9") is too easy to misread (9 minutes? 9 pm?): insist on a clear form.
-        raise InvalidScheduleError(f"{text.strip()!r} is not a time. {_TIME_HELP}")
+        raise InvalidScheduleError(f"“{echo(text, 40)}” is not a time. {_TIME_HELP}")
     if not (0 <= hours <= 23 and 0 <= minutes <= 59):
-        raise InvalidScheduleError(f"{text.strip()!r} is not a time of day. {_TIME_HELP}")
+        raise InvalidScheduleError(f"“{echo(text, 40)}” is not a time of day. {_TIME_HELP}")
     return f"{hours:02d}:{minutes:02d}"
 
 
@@ -130,7 +131,7 @@ def parse_timezone(text: str) -> str:
         suggestions = timezone_choices(text, limit=3) if text.strip() else []
         hint = f" Did you mean {' or '.join(suggestions)}?" if suggestions else ""
         raise InvalidScheduleError(
-            f"{text.strip()[:60]!r} is not a timezone I know.{hint} Use an IANA name such as "
+            f"“{echo(text, 60)}” is not a timezone I know.{hint} Use an IANA name such as "
             "Europe/Berlin or America/New_York (start typing and pick one from the list)."
         )
     return name
@@ -172,7 +173,7 @@ def parse_frequency(text: str) -> str:
     value = aliases.get(value, value)
     if value not in FREQUENCIES:
         raise InvalidScheduleError(
-            f"Frequency must be one of {', '.join(FREQUENCIES)}, not {text.strip()!r}."
+            f"Frequency must be one of {', '.join(FREQUENCIES)}, not “{echo(text, 40)}”."
         )
     return value
 
@@ -187,7 +188,7 @@ def parse_weekday(value: str | int) -> int:
         matches = [i for i, day in enumerate(WEEKDAYS) if len(text) >= 2 and day.startswith(text)]
         if len(matches) == 1:
             return matches[0]
-    raise InvalidScheduleError(f"{value!r} is not a day of the week (monday … sunday).")
+    raise InvalidScheduleError(f"“{echo(str(value), 40)}” is not a day of the week (monday … sunday).")
 
 
 def validate_count(count: int) -> int:
@@ -207,7 +208,9 @@ def parse_topics(text: str | Sequence[str] | None) -> tuple[str, ...]:
         if not topic:
             continue
         if len(topic) > 100:
-            raise InvalidScheduleError(f"A topic can be at most 100 characters ({topic[:30]!r}… is longer).")
+            raise InvalidScheduleError(
+                f"A topic can be at most 100 characters (“{echo(topic, 30)}” is longer)."
+            )
         seen.setdefault(topic.casefold(), topic)
     if len(seen) > 20:
         raise InvalidScheduleError("At most 20 topics per digest; separate them with commas.")
