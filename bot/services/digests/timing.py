@@ -403,17 +403,43 @@ def check_due(schedule: Schedule, now: datetime, grace: timedelta, *, set_up_at:
     )
 
 
-#: 1/φ: the fractional parts of n/φ spread over [0, 1) as evenly as any sequence can (consecutive
-#: subscription ids land far apart, and every stretch of the window gets its share).
-_GOLDEN = (5**0.5 - 1) / 2
+# --------------------------------------------------------------------------------------------
+# Digests due in the same minute: on time while Discord's limits allow, the rest a minute or more later
 
 
-def spread_offset(subscription_id: int, spread: timedelta) -> timedelta:
-    """How long after its due time this subscription's digest goes out: its fixed place in ``spread``."""
-    seconds = int(spread.total_seconds())
-    if seconds <= 0:
-        return timedelta(0)
-    return timedelta(seconds=int((subscription_id * _GOLDEN) % 1.0 * seconds))
+def digest_calls(count: int, *, channel: bool) -> int:
+    """The requests one digest of ``count`` papers costs under Discord's global limit: its header and a
+    message per paper, and in a channel the bot's 👍 👎 🔖 under each paper."""
+    return 1 + count * (4 if channel else 1)
+
+
+@dataclass(frozen=True, slots=True)
+class DueDigest:
+    """One digest due at some minute, as :func:`moved_later` weighs it."""
+
+    subscription_id: int
+    #: its requests (:func:`digest_calls`)
+    calls: int
+    #: who goes first: the digests set up (or last changed) earlier
+    order: tuple[str, int]
+
+
+def moved_later(due: Sequence[DueDigest], calls_per_minute: int, most: timedelta) -> dict[int, timedelta]:
+    """How much later than its minute each digest due in that same minute goes out: not at all while
+    the requests of those before it and its own fit in what Discord lets the bot send in a minute
+    (``calls_per_minute``); the others a whole minute later for each minute's worth of requests before
+    them, at most ``most``. The digests set up first keep their minute, so a new subscription never moves
+    one that was told it comes on time."""
+    most_minutes = int(most.total_seconds() // 60)
+    moved: dict[int, timedelta] = {}
+    before = 0
+    for digest in sorted(due, key=lambda d: d.order):
+        minutes = 0
+        if calls_per_minute > 0 and most_minutes > 0:
+            minutes = min((before + digest.calls - 1) // calls_per_minute, most_minutes)
+        moved[digest.subscription_id] = timedelta(minutes=minutes)
+        before += digest.calls
+    return moved
 
 
 def format_local(moment: datetime, zone: str) -> str:
