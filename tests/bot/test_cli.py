@@ -544,3 +544,18 @@ def test_search_batch_answers_every_line_in_order_with_errors_in_place(
     assert lines[1]["results"] == []
     assert [r["title"] for r in lines[2]["results"]] == ["Graph neural networks at scale"]
     assert lines[3]["results"][0]["title"] == "Speculative decoding"
+
+
+@pytest.mark.parametrize(
+    "command", ["ingest", "fetch", "search", "digest", "stats", "backup", "migrate-store", "health"]
+)
+def test_every_operator_command_lists_its_exit_statuses_in_its_help(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit status:" in text
+    assert "0 " in text.split("exit status:")[1]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    assert "| 2 | nothing was done: bad usage or an invalid setting" in readme
