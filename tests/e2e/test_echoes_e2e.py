@@ -5,7 +5,7 @@ confirmation and in the errors that quote it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -55,3 +55,14 @@ async def test_subscribe_confirms_the_topics_as_typed(e2e: E2E) -> None:
     bad_time = await server.run_command("bob", "paper subscribe", topics="kv cache", time="**9** @here")
     assert "“\\*\\*9\\*\\* @\u200bhere” is not a time" in bad_time.text, bad_time.text
     _pinged_no_one(result.message, *result.followups, bad_time.message)
+
+
+async def test_an_ingested_files_name_is_shown_as_typed(start_paperbot: Any, sandbox: Any) -> None:
+    """An operator's upload named with markdown and a mention: the answer names the file as it is."""
+    async with start_paperbot(operator_ids=frozenset({sandbox.alice.id})) as e2e:
+        record = '{"title": "Echo test paper", "abstract": "It checks how names are shown back to people."}\n'
+        result = await e2e.server.run_command(
+            "alice", "paperadmin ingest", file=("@everyone **x**.jsonl", record)
+        )
+        assert "**@\u200beveryone \\*\\*x\\*\\*.jsonl**: added **1**" in result.text, result.text
+        _pinged_no_one(result.message, *result.followups)
