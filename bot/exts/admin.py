@@ -102,7 +102,9 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
     try:
         data = await file.read()
     except discord.HTTPException as error:
-        raise UserFacingError(f"I could not download {echo(file.filename)} from Discord; try again.") from error
+        raise UserFacingError(
+            f"I could not download {echo(file.filename)} from Discord; try again."
+        ) from error
     if len(data) > limit:  # the size Discord announced was wrong
         raise UserFacingError(f"{echo(file.filename)} is larger than {file_size(limit)}.")
 
