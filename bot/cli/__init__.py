@@ -132,9 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: What each operator command does with the store PAPERBOT_DB names: "read" one that must exist
-#: already, or "open" one that may be created (in a folder that must exist). `migrate-store` says so
-#: itself; `run` creates the store and its folder (the bot's first start).
+#: already, or "open" one that may be created (in a folder that must exist: Docker's volume, systemd's
+#: StateDirectory). `migrate-store` says so itself.
 STORE_USE = {
+    "run": "open",
     "ingest": "open",
     "fetch": "open",
     "search": "read",
@@ -215,6 +216,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _start(args: argparse.Namespace, settings: Settings) -> int:
     if settings.discord_token:
+        check_store(settings, STORE_USE["run"])
         print("paperbot: DISCORD_TOKEN is set: starting the bot on Discord.", file=sys.stderr)
         return await _run(args, settings)
     print(

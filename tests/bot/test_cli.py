@@ -559,3 +559,19 @@ def test_every_operator_command_lists_its_exit_statuses_in_its_help(
     assert "0 " in text.split("exit status:")[1]
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     assert "| 2 | nothing was done: bad usage or an invalid setting" in readme
+
+
+def test_run_refuses_a_store_in_a_folder_that_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt folder in PAPERBOT_DB would have started the bot on a new store of the shipped corpus."""
+    store = tmp_path / "var-lib-papperbot" / "paperbot.db"
+    monkeypatch.setenv("PAPERBOT_DB", str(store))
+    monkeypatch.setenv("DISCORD_TOKEN", "MTIzNDU2Nzg5MDEyMzQ1Njc4.GabcDE.never-used-token-0123456789abcdef")
+    for command in ("run", "start"):
+        code, _, err = cli(capsys, command)
+        assert code == 2
+        assert err.endswith(
+            f"its folder {store.parent} does not exist: create the folder or fix the path; nothing was created\n"
+        )
+    assert not store.parent.exists()
