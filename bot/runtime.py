@@ -14,8 +14,10 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from bot.discord_limits import BULK_CALLS_PER_MINUTE
 from bot.services.admin.permission_notices import PermissionNotices
 from bot.services.digests import Digests
+from bot.services.digests.subscriptions import StoredInterests
 from bot.services.papers.arxiv_lookup import ArxivLookup
 from bot.services.papers.ingest.runner import ensure_shipped_corpus
 from bot.services.papers.linked import LinkedPapers
@@ -103,10 +105,12 @@ class Services:
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
             spread=timedelta(minutes=self.settings.digest_spread_minutes),
+            calls_per_minute=BULK_CALLS_PER_MINUTE,
             lease=timedelta(seconds=self.settings.takeover_seconds),
             followed=self.follows,
             history_days=self.settings.digest_history_days,
             feeds_per_server=self.settings.feeds_per_server,
+            interests=StoredInterests(self.db),
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(

@@ -253,10 +253,12 @@ class Settings:
     )
     digest_spread_minutes: int = setting(
         "PAPERBOT_DIGEST_SPREAD_MINUTES",
-        "10",
+        "60",
         _spread_minutes,
-        "digests due at the same time go out over this many minutes after it (0-120), each subscription "
-        "at its own fixed minute, which its confirmation names; 0 sends each at the time chosen",
+        "a digest goes out at the minute chosen unless more are due in that minute than Discord's limits "
+        "let go out in it (some 2,700 requests: 450 five-paper DM digests); those set up last then move to "
+        "the next minutes, at most this many (0-120; 0: none moves, all start at their minute and queue). "
+        "Their confirmation says so",
     )
     digest_history_days: int = setting(
         "PAPERBOT_DIGEST_HISTORY_DAYS",

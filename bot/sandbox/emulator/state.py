@@ -13,6 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .mentions import NONE as NO_MENTIONS
+from .mentions import Mentions
+
 JSON = dict[str, Any]
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
@@ -596,6 +599,10 @@ class SandboxMessage:
     origin: str = "channel"
     #: the ``nonce`` it was created with (echoed in the create answer and MESSAGE_CREATE only)
     nonce: str | int | None = None
+    #: whom it pinged: the mentions in its content its ``allowed_mentions`` let through (``mentions``)
+    pings: Mentions = NO_MENTIONS
+    #: the users of ``pings`` the world knows, as the message's ``mentions`` shows them
+    pinged_users: list[SandboxUser] = field(default_factory=list)
 
     EPHEMERAL = 1 << 6
     LOADING = 1 << 7
@@ -646,9 +653,9 @@ class SandboxMessage:
             "timestamp": iso(self.created_at),
             "edited_timestamp": iso(self.edited_at) if self.edited_at else None,
             "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
+            "mention_everyone": self.pings.everyone,
+            "mentions": [user.payload() for user in self.pinged_users],
+            "mention_roles": [str(role) for role in self.pings.roles],
             "attachments": [a.payload() for a in self.attachments],
             "embeds": [dict(e) for e in self.embeds],
             "components": [dict(c) for c in self.components],
