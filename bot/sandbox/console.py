@@ -439,6 +439,10 @@ def _console_logging(level: str) -> Iterator[None]:
         voice.setLevel(previous[1])
 
 
+def _progress(line: str) -> None:
+    print(f"paperbot: {line}", flush=True)
+
+
 async def run_console(settings: Settings, *, db_path: Path | None, script: Path | None) -> int:
     """Start the sandbox server and paperbot, then the console (or run `script`). Returns an exit code."""
     if script is not None and not await asyncio.to_thread(script.is_file):
@@ -464,7 +468,7 @@ async def run_console(settings: Settings, *, db_path: Path | None, script: Path 
                 f"paperbot sandbox: a local Discord at {server.base_url} (nothing leaves this machine); {kind}."
             )
             with capture_errors() as errors:
-                async with running_paperbot(server, config) as running:
+                async with running_paperbot(server, config, progress=_progress) as running:
                     papers = len(running.services.search)
                     print(
                         f"paperbot is online in the server 'Paper Lab' with {papers:,} papers. You are alice."

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from paperindex import bulk_kernels, compiled, doc_terms, kernels, term_docs, tf
+from paperindex import bulk_kernels, compiled, doc_terms, kernels, prepare, term_docs, tf
 from paperindex.compiled import Kernel
 from paperindex.documents import Document
 from paperindex.engine import SearchEngine
@@ -194,3 +194,19 @@ def test_twins_compile_nothing() -> None:
     finally:
         compiled.use_twins(False)
     assert {name: len(k.signatures) for name, k in kernels_with_twins().items()} == before
+
+
+def test_the_background_compile_covers_what_the_index_is_asked(tmp_path: Path) -> None:
+    """What the child compiling in the background runs (:func:`paperindex.prepare.exercise`) prepares
+    every loop for every type the index's work passes: after the switch nothing compiles in the
+    process (numba holding the GIL for seconds)."""
+    all_kernels = {
+        f"{k.py_func.__module__}.{k.py_func.__name__}": k
+        for m in MODULES
+        for k in vars(m).values()
+        if isinstance(k, Kernel)
+    }
+    prepare.exercise()
+    before = {name: len(k.signatures) for name, k in all_kernels.items()}
+    workload(tmp_path)
+    assert {name: len(k.signatures) for name, k in all_kernels.items()} == before
