@@ -291,7 +291,8 @@ async def open_services(
             if summary is not None:
                 log.info("empty database: loaded the shipped corpus (%d papers)", summary.added)
         papers = PaperRepository(db)
-        say(f"loading {await papers.count():,} papers into the search index…")
+        count = await papers.count()
+        say(f"loading {count:,} {'paper' if count == 1 else 'papers'} into the search index…")
         index = await LiveIndex.open(papers, snapshot_path(settings))
         services = Services(settings=settings, db=db, papers=papers, index=index)
         if child is None:

@@ -25,10 +25,14 @@ from bot.sandbox.emulator.recorder import SandboxError
 from bot.sandbox.emulator.server import SandboxServer
 from bot.sandbox.emulator.state import SandboxChannel, SandboxMessage
 from bot.sandbox.harness import ErrorCapture, capture_errors, running_paperbot
+from bot.sandbox.papers import ArxivUnreachable, fetch_newest
 from bot.sandbox.render import render_choices, render_message, render_modal
-from storage.store import StoreLocation
+from bot.services.papers.arxiv_fetch import Transport
+from bot.services.papers.ingest.runner import shipped_seed_files
+from storage.store import StoreLocation, open_database
 
 if TYPE_CHECKING:
+    from bot.runtime import Services
     from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -532,8 +536,20 @@ def _progress(line: str) -> None:
     print(f"paperbot: {line}", flush=True)
 
 
-async def run_console(settings: Settings, *, db_path: Path | None, script: Path | None) -> int:
-    """Start the sandbox server and paperbot, then the console (or run `script`). Returns an exit code."""
+async def run_console(
+    settings: Settings,
+    *,
+    store: StoreLocation | Path | None,
+    script: Path | None,
+    arxiv: str | None = None,
+    arxiv_http: Transport | None = None,
+) -> int:
+    """Start the sandbox server and paperbot, then the console (or run `script`). Returns an exit code.
+
+    ``store``: the store to open (``PAPERBOT_DB``, ``--db``), else a temporary one; an empty store gets
+    the shipped corpus. ``arxiv``: a category whose newest papers are fetched into the store first
+    (``arxiv_http`` instead of the network, for tests); if arXiv cannot be reached the sandbox says so
+    and starts on the shipped corpus."""
     if script is not None and not await asyncio.to_thread(script.is_file):
         print(f"paperbot sandbox: no such script: {script}", file=sys.stderr)
         return 2
@@ -541,26 +557,33 @@ async def run_console(settings: Settings, *, db_path: Path | None, script: Path 
         tempfile.TemporaryDirectory(prefix="paperbot-sandbox-") as scratch,
         _console_logging(settings.log_level),
     ):
-        database = db_path if db_path is not None else Path(scratch) / "paperbot.db"
+        if isinstance(store, Path):
+            store = StoreLocation(path=store)
+        location = store if store is not None else StoreLocation(path=Path(scratch) / "paperbot.db")
+        where = "a temporary database" if store is None else f"the store {location}"
+        corpus = await _papers_for(location, arxiv, arxiv_http)
         async with SandboxServer() as server:
             config = dataclasses.replace(
                 settings,
                 discord_token=server.token,
-                store=StoreLocation(path=database),
+                store=location,
                 dev_guild_id=server.guild.id,
                 api_base=server.api_base,
                 gateway_url=server.gateway_url,
-                arxiv_categories=(),  # offline: no scheduled arXiv fetches
+                arxiv_categories=(),  # no scheduled arXiv fetches
             )
-            kind = "a temporary database with the shipped corpus" if db_path is None else str(database)
             print(
-                f"paperbot sandbox: a local Discord at {server.base_url} (nothing leaves this machine); {kind}."
+                f"paperbot sandbox: a local Discord at {server.base_url} (nothing you do there leaves "
+                f"this machine); {where}."
             )
             with capture_errors() as errors:
                 async with running_paperbot(server, config, progress=_progress) as running:
                     papers = len(running.services.search)
+                    corpus = corpus or await _only_shipped(running.services)
                     print(
-                        f"paperbot is online in the server 'Paper Lab' with {papers:,} papers. You are alice."
+                        f"paperbot is online in the server 'Paper Lab' with {papers:,} "
+                        f"{'paper' if papers == 1 else 'papers'}{corpus}. "
+                        "You are alice."
                     )
                     console = Console(server, errors, bot=running.bot, stored=running.services.writes.drained)
                     try:
@@ -570,3 +593,32 @@ async def run_console(settings: Settings, *, db_path: Path | None, script: Path 
                     finally:
                         console.close()
     return 0
+
+
+async def _papers_for(location: StoreLocation, arxiv: str | None, http: Transport | None) -> str:
+    """Fetch the newest papers of ``arxiv`` into the store, if asked; what the papers are, for the
+    online line ("" for a store of the user's own)."""
+    if arxiv is None:
+        return ""
+    _progress(f"fetching the newest {arxiv} papers from arXiv…")
+    try:
+        async with await open_database(location) as db:
+            listing = await fetch_newest(db, arxiv, http=http)
+    except ArxivUnreachable as error:
+        _progress(f"could not reach arXiv ({error}): starting on the shipped corpus instead")
+        return ""
+    if not listing.papers:
+        _progress(f"arXiv lists no {arxiv} papers: starting on the shipped corpus instead")
+        return ""
+    return f" ({listing.describe()})"
+
+
+async def _only_shipped(services: Services) -> str:
+    """What the online line says of a store holding the shipped corpus alone ("" otherwise)."""
+    seeds = [name for name, _ in shipped_seed_files()]
+    if await services.papers.count_from_other_sources(seeds) > 0:
+        return ""
+    return (
+        " (the shipped corpus: ICML 2024 abstracts, titles derived from them; with a network, "
+        "`paperbot start --arxiv cs.LG` starts on arXiv's newest cs.LG papers instead)"
+    )

@@ -32,7 +32,7 @@ def test_parse_options_like_discord() -> None:
 
 async def test_the_shipped_demo_script_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert DEMO_SCRIPT.is_file()
-    code = await run_console(Settings(), db_path=None, script=DEMO_SCRIPT)
+    code = await run_console(Settings(), store=None, script=DEMO_SCRIPT)
     out = capsys.readouterr().out
     assert code == 0, out
     assert "alice@#papers> /paper search" in out
@@ -49,7 +49,7 @@ async def test_the_shipped_demo_script_runs(capsys: pytest.CaptureFixture[str]) 
 async def test_a_script_stops_at_the_first_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "session.txt"
     script.write_text("/paper search query:quantization limit:1\nfrobnicate\n/paper search query:never run\n")
-    code = await run_console(Settings(), db_path=tmp_path / "kept.db", script=script)
+    code = await run_console(Settings(), store=tmp_path / "kept.db", script=script)
     out = capsys.readouterr().out
     assert code == 1
     assert "error (line 2): unknown command 'frobnicate'" in out
@@ -62,9 +62,9 @@ async def test_a_refused_or_failed_interaction_fails_the_script(
 ) -> None:
     script = tmp_path / "session.txt"
     script.write_text("/paper nosuchthing\n")
-    assert await run_console(Settings(), db_path=None, script=script) == 1
+    assert await run_console(Settings(), store=None, script=script) == 1
     assert "/paper has no subcommand 'nosuchthing'" in capsys.readouterr().out
-    assert await run_console(Settings(), db_path=None, script=tmp_path / "missing.txt") == 2
+    assert await run_console(Settings(), store=None, script=tmp_path / "missing.txt") == 2
 
 
 def readme_sandbox_block() -> str:
@@ -81,7 +81,7 @@ async def test_the_readme_sandbox_block_runs_as_printed(
     its comment says, waiting for what it needs (a reaction stored before /paper saved)."""
     script = tmp_path / "try.txt"
     script.write_text(readme_sandbox_block(), encoding="utf-8")
-    code = await run_console(Settings(), db_path=None, script=script)
+    code = await run_console(Settings(), store=None, script=script)
     out = capsys.readouterr().out
     assert code == 0, out
     assert "error (line" not in out, out
@@ -113,7 +113,7 @@ def test_a_comment_may_follow_a_line() -> None:
 async def test_quit_ends_a_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "session.txt"
     script.write_text("/paper search query:quantization limit:1   # first\nquit   # done\nfrobnicate\n")
-    assert await run_console(Settings(), db_path=None, script=script) == 0
+    assert await run_console(Settings(), store=None, script=script) == 0
     out = capsys.readouterr().out
     assert "unknown command" not in out
     assert "frobnicate" not in out
