@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -33,7 +34,7 @@ from bot.services.search.listings import SearchService
 from bot.services.search.live_index import LiveIndex
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
-from paperindex import bulk_terms
+from paperindex import bulk_terms, compiled, prepare
 from paperindex.engine import SearchEngine
 from paperindex.index import warm_up
 from storage.db import Database
@@ -225,6 +226,37 @@ async def ready_for_first_search(search: SearchEngine) -> None:
         log.info("compiled the search loops in %.0fs (once after an install; later starts load them)", took)
 
 
+async def compiled_in_background(child: subprocess.Popen[bytes], search: SearchEngine) -> None:
+    """While the twins answer: wait for the child compiling the loops into numba's cache, then load them
+    and switch to them (a second in a worker thread). If the child failed, the twins go on answering
+    (exactly, more slowly on a large corpus) and the next start tries again."""
+    started = time.perf_counter()
+    stop = threading.Event()
+    try:
+        # (polled: an asyncio child would be killed when the loop closes; this one outlives a stop)
+        while child.poll() is None:  # noqa: ASYNC110
+            await asyncio.sleep(0.5)
+        if child.returncode != 0:
+            log.warning(
+                "could not compile the search loops in the background (exit %s): %s; the numpy twins "
+                "answer meanwhile",
+                child.returncode,
+                prepare.last_words() or "no message",
+            )
+            return
+        if await asyncio.to_thread(prepare.switch_to_compiled, search.index, stop):
+            log.info(
+                "compiled the search loops in the background in %.0fs (once after an install); "
+                "searches now use them",
+                time.perf_counter() - started,
+            )
+    except asyncio.CancelledError:
+        stop.set()  # a bot stopped meanwhile: the child goes on, so that the next start finds them
+        raise
+    except Exception:
+        log.exception("could not switch to the compiled search loops; the numpy twins answer meanwhile")
+
+
 def one_blas_thread() -> None:
     """Keep numpy's BLAS (OpenBLAS) to one thread for the rest of the process. The bot's matrices are
     small (a person's model fit on the event loop) or computed in a thread beside the event loop (the
@@ -235,15 +267,45 @@ def one_blas_thread() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
+def start_compiling() -> subprocess.Popen[bytes] | None:
+    """Where numba's cache does not hold the loops yet (the first start after an install, or after an
+    upgrade): the numpy twins answer from now on, and a child process compiles the loops (about a
+    minute of a core). None when the cache holds them, or where numba keeps no cache (then this process
+    compiles them before it serves, as it must at each start)."""
+    if compiled.using_twins() or prepare.stamp_path() is None or prepare.ready():
+        return None
+    try:
+        child = prepare.compile_in_background()
+    except OSError as error:
+        log.warning("could not start compiling the search loops in the background: %s", error)
+        return None
+    compiled.use_twins(True)
+    log.info(
+        "compiling the search loops in the background (once after an install); the numpy twins answer meanwhile"
+    )
+    return child
+
+
 @contextlib.asynccontextmanager
 async def open_services(
-    settings: Settings, *, load_shipped_corpus: bool = True, beside_start: bool = True
+    settings: Settings,
+    *,
+    load_shipped_corpus: bool = True,
+    beside_start: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> AsyncIterator[Services]:
     """Open the store (migrating it), load the shipped corpus into an empty one, build the index.
 
     ``beside_start=False`` leaves out what the learned models and ``/paper follow`` need (the paper
-    space, the author directory), for a command that only searches (``paperbot search``)."""
+    space, the author directory), for a command that only searches (``paperbot search``).
+    ``progress`` is told, in a line each, what takes time (the console prints them)."""
+    say = progress or (lambda line: None)
     one_blas_thread()
+    child = start_compiling()
+    if child is not None:
+        say(
+            "preparing the search loops in the background (once after an install); answers meanwhile come from their numpy twins"
+        )
     db = await open_database(settings.store)
     try:
         if load_shipped_corpus:
@@ -251,24 +313,31 @@ async def open_services(
             if summary is not None:
                 log.info("empty database: loaded the shipped corpus (%d papers)", summary.added)
         papers = PaperRepository(db)
+        count = await papers.count()
+        say(f"loading {count:,} {'paper' if count == 1 else 'papers'} into the search index…")
         index = await LiveIndex.open(papers, snapshot_path(settings))
         services = Services(settings=settings, db=db, papers=papers, index=index)
-        await ready_for_first_search(index.engine)
+        if child is None:
+            await ready_for_first_search(index.engine)
         # beside the start: the loops of adding papers; the learned models' paper space (seconds at
         # 100k papers); the author names for /paper follow (a second at 100k)
         beside = (
             [
-                asyncio.create_task(warm_up_adding()),
+                asyncio.create_task(warm_up_adding() if child is None else asyncio.sleep(0)),
                 asyncio.create_task(services.place_papers()),
                 asyncio.create_task(services.authors.refresh()),
             ]
             if beside_start
             else []
         )
+        switching = asyncio.create_task(compiled_in_background(child, index.engine)) if child else None
         try:
             yield services
         finally:
             await services.writes.stop()  # if the bot did not (a failed start)
+            if switching is not None:
+                switching.cancel()
+                beside.append(switching)
             await asyncio.gather(*beside, return_exceptions=True)
     finally:
         await db.close()

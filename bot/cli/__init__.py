@@ -13,11 +13,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from dotenv import dotenv_values
+
 from bot.errors import USER_FACING, SettingsError, UserFacingError
 from bot.log import setup_logging
 from bot.services.papers.arxiv_fetch import ArxivUnreachableError
 from bot.settings import Settings, load_settings
 from storage.models import IngestSummary
+from storage.store import StoreLocation
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +46,20 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     commands.add_parser("run", help="run the bot on Discord (needs DISCORD_TOKEN)")
-    commands.add_parser(
+    start = commands.add_parser(
         "start", help="run on Discord when DISCORD_TOKEN is set, otherwise in the local sandbox"
     )
-    sandbox = commands.add_parser("sandbox", help="try paperbot offline against a local Discord server")
-    sandbox.add_argument("--db", type=Path, help="use this database instead of a temporary one")
+    arxiv_help = (
+        "in the sandbox: start on the newest papers of this arXiv category (e.g. cs.LG; needs a "
+        "network, else the shipped corpus); default: the first of PAPERBOT_ARXIV_CATEGORIES"
+    )
+    start.add_argument("--arxiv", metavar="CATEGORY", help=arxiv_help)
+    sandbox = commands.add_parser("sandbox", help="try paperbot against a local Discord server")
+    sandbox.add_argument(
+        "--db", type=Path, help="use this database (default: PAPERBOT_DB if set, else a temporary one)"
+    )
     sandbox.add_argument("--script", type=Path, help="run these console lines, then exit")
+    sandbox.add_argument("--arxiv", metavar="CATEGORY", help=arxiv_help)
 
     ingest = commands.add_parser(
         "ingest",
@@ -220,17 +231,27 @@ async def _start(args: argparse.Namespace, settings: Settings) -> int:
         print("paperbot: DISCORD_TOKEN is set: starting the bot on Discord.", file=sys.stderr)
         return await _run(args, settings)
     print(
-        "paperbot: no DISCORD_TOKEN set: starting the local sandbox (an offline Discord) "
-        "with the shipped corpus. Type 'help'.",
+        "paperbot: no DISCORD_TOKEN set: starting the local sandbox (a Discord on this machine, with a "
+        "console where you type slash commands). Type 'help'.",
         flush=True,
     )
-    return await _sandbox(argparse.Namespace(db=None, script=None), settings)
+    return await _sandbox(argparse.Namespace(db=None, script=None, arxiv=args.arxiv), settings)
 
 
 async def _sandbox(args: argparse.Namespace, settings: Settings) -> int:
     from bot.sandbox.console import run_console
 
-    return await run_console(settings, db_path=args.db, script=args.script)
+    store = StoreLocation(path=args.db) if args.db is not None else _given_store(settings)
+    arxiv = args.arxiv or (settings.arxiv_categories[0] if settings.arxiv_categories else None)
+    return await run_console(settings, store=store, script=args.script, arxiv=arxiv)
+
+
+def _given_store(settings: Settings, env_file: Path = Path(".env")) -> StoreLocation | None:
+    """The store PAPERBOT_DB names, if it is set (in the environment or `.env`): the sandbox opens it
+    rather than a temporary one."""
+    if "PAPERBOT_DB" in os.environ or (env_file.is_file() and dotenv_values(env_file).get("PAPERBOT_DB")):
+        return settings.store
+    return None
 
 
 async def _ingest(args: argparse.Namespace, settings: Settings) -> int:

@@ -189,13 +189,17 @@ async def running_paperbot(
     load_shipped_corpus: bool = True,
     ready_timeout: float = 30.0,
     client_options: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> AsyncIterator[RunningPaperBot]:
-    """The real paperbot (open_services + PaperBot) running against `server`."""
+    """The real paperbot (open_services + PaperBot) running against `server`; `progress` is told what
+    takes time at start, a line each."""
     from bot.app import PaperBot
     from bot.runtime import open_services
 
     options = SANDBOX_CLIENT_OPTIONS if client_options is None else client_options
-    async with open_services(settings, load_shipped_corpus=load_shipped_corpus) as services:
+    async with open_services(
+        settings, load_shipped_corpus=load_shipped_corpus, progress=progress
+    ) as services:
         bot = PaperBot(settings=settings, services=services, **options)
         async with running_client(
             bot, server, ready_timeout=ready_timeout, ready=bot.wait_until_serving
