@@ -27,6 +27,7 @@ from .state import (
     SandboxUser,
     World,
     emoji_payload,
+    make_poll,
 )
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,8 @@ class Effects:
             ),
             origin="channel",
             nonce=nonce,
+            poll=make_poll(payload["poll"], self.clock.now()) if payload.get("poll") else None,
+            poll_clock=self.clock.now,
         )
         if nonce is not None:
             self.nonces.remember(message.author.id, nonce, message)
