@@ -3,37 +3,9 @@ sends) and the papers members propose."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from storage.db import Connection, Database, utcnow
+from storage.db import Connection, Database, Row, utcnow
+from storage.models import ClubRow, ClubWeek
 from storage.repositories.users import ensure_user
-
-
-@dataclass(frozen=True, slots=True)
-class ClubRow:
-    channel_id: int
-    guild_id: int
-    weekday: int  # 0 = Monday
-    time: str  # HH:MM
-    timezone: str
-    topics: str
-    created_by: int | None
-    active: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ClubWeek:
-    channel_id: int
-    announce_at: str  # ISO-8601 UTC
-    state: str
-    candidates: tuple[int, ...]
-    poll_message_id: int | None
-    votes: tuple[int, ...] | None
-    winner_paper_id: int | None
-    announce_message_id: int | None
-    thread_id: int | None
-    paper_message_id: int | None
-
 
 _CLUB = "channel_id, guild_id, weekday, time, timezone, topics, created_by, active"
 _WEEK = (
@@ -46,7 +18,7 @@ def _ids(text: str | None) -> tuple[int, ...]:
     return tuple(int(part) for part in (text or "").split(",") if part)
 
 
-def _club(row: tuple) -> ClubRow:  # type: ignore[type-arg]
+def _club(row: Row) -> ClubRow:
     return ClubRow(
         int(row[0]),
         int(row[1]),
@@ -63,7 +35,7 @@ def _opt(value: object) -> int | None:
     return None if value is None else int(value)  # type: ignore[call-overload]
 
 
-def _week(row: tuple) -> ClubWeek:  # type: ignore[type-arg]
+def _week(row: Row) -> ClubWeek:
     return ClubWeek(
         int(row[0]),
         str(row[1]),
@@ -84,7 +56,7 @@ class ClubRepository:
 
     # -- clubs ---------------------------------------------------------------------------------------
 
-    async def set(self, club: ClubRow) -> None:
+    async def save(self, club: ClubRow) -> None:
         """Start the channel's club, or change its day, time, zone and topics (and turn it on)."""
         async with self._db.transaction() as conn:
             await conn.execute(

@@ -4,8 +4,8 @@ time (never twice), proposals once each under a cap and taken by a poll, and the
 from __future__ import annotations
 
 from storage.db import Database
-from storage.models import PaperRecord
-from storage.repositories.clubs import ClubRepository, ClubRow
+from storage.models import ClubRow, PaperRecord
+from storage.repositories.clubs import ClubRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import forget_user
 
@@ -38,21 +38,21 @@ async def _papers(db: Database, n: int) -> list[int]:
 
 async def test_a_club_is_set_changed_and_turned_off(db: Database) -> None:
     clubs = ClubRepository(db)
-    await clubs.set(_club())
-    await clubs.set(_club(weekday=3, time="09:30"))
+    await clubs.save(_club())
+    await clubs.save(_club(weekday=3, time="09:30"))
     assert await clubs.get(CHANNEL) == _club(weekday=3, time="09:30")
     assert [c.channel_id for c in await clubs.active()] == [CHANNEL]
     assert await clubs.turn_off(CHANNEL) is True
     assert await clubs.turn_off(CHANNEL) is False
     assert await clubs.active() == []
-    await clubs.set(_club())
+    await clubs.save(_club())
     assert (await clubs.get(CHANNEL)).active  # type: ignore[union-attr]
 
 
 async def test_a_week_moves_forward_once_per_step(db: Database) -> None:
     clubs = ClubRepository(db)
     ids = await _papers(db, 3)
-    await clubs.set(_club())
+    await clubs.save(_club())
     assert await clubs.open_week(CHANNEL, WEEK, ids) is True
     assert await clubs.open_week(CHANNEL, WEEK, ids[:1]) is False  # a second fire stores nothing
     assert await clubs.advance(CHANNEL, WEEK, frm="poll_sending", to="polling", poll_message_id=55)
@@ -83,7 +83,7 @@ async def test_a_week_moves_forward_once_per_step(db: Database) -> None:
 async def test_proposals_once_each_under_a_cap_then_taken_and_forgotten(db: Database) -> None:
     clubs = ClubRepository(db)
     ids = await _papers(db, 4)
-    await clubs.set(_club())
+    await clubs.save(_club())
     assert await clubs.propose(CHANNEL, ids[0], ALICE, limit=2) == "added"
     assert await clubs.propose(CHANNEL, ids[0], ALICE, limit=2) == "already"
     assert await clubs.propose(CHANNEL, ids[1], ALICE, limit=2) == "added"

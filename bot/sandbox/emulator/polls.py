@@ -160,7 +160,7 @@ class PollRoutes(Routes):
             raise ApiError.form(errors)
         thread = self.world.add_thread(channel, str(name), self.world.bot_user, thread_id=message.id)
         assert thread.thread is not None
-        thread.thread.auto_archive_duration = int(archive)
+        thread.thread.auto_archive_duration = int(str(archive))
         data = thread.payload()
         data["newly_created"] = True
         self.effects.dispatch("THREAD_CREATE", data, thread.guild_id)

@@ -28,8 +28,8 @@ from zoneinfo import ZoneInfo
 from bot.errors import NotFoundError, UserFacingError
 from bot.services.digests.timing import parse_time, parse_timezone, parse_topics, utc_now
 from paperindex.engine import SearchEngine
-from storage.models import Paper
-from storage.repositories.clubs import ClubRepository, ClubRow, ClubWeek
+from storage.models import ClubRow, ClubWeek, Paper
+from storage.repositories.clubs import ClubRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.subscriptions import SubscriptionRepository
@@ -58,6 +58,7 @@ class PollPlan:
     candidates: list[Paper]
     announce_at: datetime
     duration_hours: int
+    zone: str
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ class ClubService:
             created_by=by,
             active=True,
         )
-        await self.clubs.set(club)
+        await self.clubs.save(club)
         return club, self.first_announcement(club)
 
     def first_announcement(self, club: ClubRow) -> datetime:
@@ -292,11 +293,11 @@ class ClubService:
             except Exception:
                 log.exception("club %s: could not open the poll; trying again shortly", club.channel_id)
         for week in await self.clubs.unfinished_weeks():
-            club = await self.clubs.get(week.channel_id)
-            if club is None:
+            owner = await self.clubs.get(week.channel_id)
+            if owner is None:
                 continue
             try:
-                steps += await self._advance(club, week, now, sender)
+                steps += await self._advance(owner, week, now, sender)
             except Exception:
                 log.exception(
                     "club %s: the week of %s is stuck at %s; trying again shortly",
@@ -333,7 +334,9 @@ class ClubService:
         if week.state == "poll_sending":
             hours = max(1, min(768, math.ceil((announce - now).total_seconds() / 3600)))
             message_id = await sender.post_poll(
-                channel, PollPlan(candidates, announce, hours), nonce=nonce(channel, key, "poll")
+                channel,
+                PollPlan(candidates, announce, hours, club.timezone),
+                nonce=nonce(channel, key, "poll"),
             )
             await self.clubs.advance(
                 channel, key, frm="poll_sending", to="polling", poll_message_id=message_id
