@@ -54,9 +54,28 @@ class DiscordClubSender:
                 message: discord.Message = await target.send(nonce=nonce, **fields)  # type: ignore[call-overload]
         return message
 
-    async def post_poll(self, channel_id: int, plan: PollPlan, *, nonce: str) -> int:
+    async def post_poll(self, channel_id: int, plan: PollPlan, *, nonce: str) -> tuple[int, bool]:
+        """A Discord poll; where the bot may not post one (no Send Polls), a button per paper."""
+        channel = await self._channel(channel_id)
+        guild = getattr(channel, "guild", None)
+        me = guild.me if guild is not None else None
+        if me is not None and not channel.permissions_for(me).send_polls:  # type: ignore[attr-defined]
+            text, view = ui.button_poll(plan)
+            message = await self._send(channel_id, nonce=nonce, content=text, view=view)
+            view.stop()  # dynamic items: answered without keeping the view in memory
+            return message.id, True
         poll, text = ui.poll_message(plan)
-        return (await self._send(channel_id, nonce=nonce, content=text, poll=poll)).id
+        return (await self._send(channel_id, nonce=nonce, content=text, poll=poll)).id, False
+
+    async def close_buttons(self, channel_id: int, message_id: int) -> None:
+        """A button poll's buttons come off once the winner is known (the votes are counted already)."""
+        channel = await self._channel(channel_id)
+        message = channel.get_partial_message(message_id)  # type: ignore[attr-defined]
+        await self.sending.pacer.wait(SHARED_LANE)
+        try:
+            await message.edit(view=None)
+        except discord.HTTPException as error:  # a deleted poll message: the votes still count
+            log.warning("club %s: could not take the buttons off the poll: %s", channel_id, error)
 
     async def end_poll(self, channel_id: int, message_id: int, answers: int) -> tuple[int, ...]:
         channel = await self._channel(channel_id)

@@ -140,3 +140,5 @@ class ClubWeek:
     announce_message_id: int | None
     thread_id: int | None
     paper_message_id: int | None
+    #: the poll is buttons (the bot may not post Discord polls there); votes in ``club_votes``
+    buttons: bool = False

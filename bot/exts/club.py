@@ -29,7 +29,6 @@ NEEDED = (
     "send_messages",
     "embed_links",
     "read_message_history",
-    "send_polls",
     "create_public_threads",
     "send_messages_in_threads",
 )
@@ -86,7 +85,13 @@ async def club_set_command(
         topics=topics,
         by=interaction.user.id,
     )
-    await interaction.response.send_message(ui.club_set(row, first), ephemeral=True)
+    text = ui.club_set(row, first)
+    me = channel.guild.me
+    if me is not None and not channel.permissions_for(me).send_polls:
+        text += (
+            "\n⚠️ I may not post Discord polls there (Send Polls): the poll will be buttons, one vote each."
+        )
+    await interaction.response.send_message(text, ephemeral=True)
 
 
 @club_admin.command(name="off", description="Stop a channel's reading group (its history stays)")
@@ -133,3 +138,4 @@ async def club_history_command(interaction: discord.Interaction[PaperBot]) -> No
 async def setup(bot: commands.Bot) -> None:
     club_admin.add_to(bot)
     club.add_to(bot)
+    bot.add_dynamic_items(ui.ClubVoteButton)

@@ -4,7 +4,9 @@ reminder, and the answers to the club commands."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import discord
@@ -14,6 +16,9 @@ from bot.ui.embeds import CONTENT_LIMIT
 from bot.ui.format import byline, display_title, links, paper_link, trim
 from bot.ui.paper_views import PaperMessage, digest_message
 from storage.models import ClubRow, Paper
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
 
 QUESTION_LIMIT = 300
 ANSWER_LIMIT = 55
@@ -51,6 +56,63 @@ def poll_message(plan: PollPlan) -> tuple[discord.Poll, str]:
         lines.append(f"{number}. {_linked(paper)} — {trim(byline(paper), 120)}")
     lines.append("Put a paper forward for next week with `/paper club propose`.")
     return poll, _fit(lines)
+
+
+def button_poll(plan: PollPlan) -> tuple[str, discord.ui.View]:
+    """The poll as buttons (where Discord polls are not allowed): the same list, a numbered button per
+    paper (5 to a row, at most 10), each press this member's one vote, pressing again takes it back."""
+    _, text = poll_message(plan)
+    text = text.replace(
+        "(vote in the poll below)", "(vote with the buttons: one vote each, press again to take it back)"
+    )
+    view = discord.ui.View(timeout=None)
+    for number, _paper in enumerate(plan.candidates[:ANSWERS_LIMIT], start=1):
+        view.add_item(ClubVoteButton(plan.channel_id, plan.week, number))
+    return _fit([f"**{trim(poll_question(plan), QUESTION_LIMIT)}**", text]), view
+
+
+def poll_question(plan: PollPlan) -> str:
+    return trim(
+        f"📚 Reading group: which paper do we read? (winner {local(plan.announce_at, plan.zone)})",
+        QUESTION_LIMIT,
+    )
+
+
+class ClubVoteButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"pbclub:(?P<channel>\d+):(?P<week>\d+):(?P<answer>\d+)",
+):
+    """One paper of a reading group's button poll."""
+
+    def __init__(self, channel_id: int, week: int, answer: int) -> None:
+        self.channel_id, self.week, self.answer = channel_id, week, answer
+        super().__init__(
+            discord.ui.Button(
+                style=discord.ButtonStyle.secondary,
+                label=str(answer),
+                custom_id=f"pbclub:{channel_id}:{week}:{answer}",
+                row=(answer - 1) // 5,
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> ClubVoteButton:
+        return cls(int(match["channel"]), int(match["week"]), int(match["answer"]))
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        bot: PaperBot = interaction.client
+        outcome, paper = await bot.services.club.vote(
+            self.channel_id, self.week, interaction.user.id, self.answer
+        )
+        title = display_title(paper) if paper is not None else f"paper {self.answer}"
+        text = (
+            f"🗳️ Your vote: **{self.answer}. {trim(title, 200)}** (press it again to take it back)."
+            if outcome == "voted"
+            else f"Your vote for **{self.answer}. {trim(title, 200)}** is taken back."
+        )
+        await interaction.response.send_message(text, ephemeral=True)
 
 
 def announcement(outcome: Outcome) -> str:

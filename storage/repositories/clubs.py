@@ -10,7 +10,7 @@ from storage.repositories.users import ensure_user
 _CLUB = "channel_id, guild_id, weekday, time, timezone, topics, created_by, active"
 _WEEK = (
     "channel_id, announce_at, state, candidates, poll_message_id, votes, winner_paper_id, "
-    "announce_message_id, thread_id, paper_message_id"
+    "announce_message_id, thread_id, paper_message_id, buttons"
 )
 
 
@@ -47,6 +47,7 @@ def _week(row: Row) -> ClubWeek:
         _opt(row[7]),
         _opt(row[8]),
         _opt(row[9]),
+        bool(row[10]),
     )
 
 
@@ -134,6 +135,7 @@ class ClubRepository:
             "announce_message_id",
             "thread_id",
             "paper_message_id",
+            "buttons",
         }
         assert set(fields) <= allowed, fields
         values = [",".join(map(str, v)) if isinstance(v, tuple | list) else v for v in fields.values()]
@@ -145,6 +147,46 @@ class ClubRepository:
                 (to, utcnow(), *values, channel_id, announce_at, frm),
             )
         return changed > 0
+
+    async def vote(self, channel_id: int, announce_at: str, user_id: int, answer: int) -> str:
+        """A member's vote in a week's button poll: ``"voted"`` (their one vote is this answer now),
+        ``"removed"`` (the same answer again takes it back), ``"closed"`` (not a button poll taking
+        votes), ``"unknown"`` (no such answer)."""
+        async with self._db.transaction() as conn:
+            row = await conn.fetchone(
+                "SELECT state, buttons, candidates FROM club_weeks WHERE channel_id = ? AND announce_at = ?",
+                (channel_id, announce_at),
+            )
+            if row is None or str(row[0]) != "polling" or not int(row[1]):
+                return "closed"
+            if not 1 <= answer <= len(_ids(row[2])):
+                return "unknown"
+            earlier = await conn.fetchval(
+                "SELECT answer FROM club_votes WHERE channel_id = ? AND announce_at = ? AND user_id = ?",
+                (channel_id, announce_at, user_id),
+            )
+            if earlier is not None and int(earlier) == answer:
+                await conn.execute(
+                    "DELETE FROM club_votes WHERE channel_id = ? AND announce_at = ? AND user_id = ?",
+                    (channel_id, announce_at, user_id),
+                )
+                return "removed"
+            await ensure_user(conn, user_id)
+            await conn.execute(
+                "INSERT INTO club_votes (channel_id, announce_at, user_id, answer, voted_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (channel_id, announce_at, user_id) DO UPDATE SET answer = excluded.answer, "
+                "voted_at = excluded.voted_at",
+                (channel_id, announce_at, user_id, answer, utcnow()),
+            )
+        return "voted"
+
+    async def button_counts(self, channel_id: int, announce_at: str, answers: int) -> tuple[int, ...]:
+        rows = await self._db.fetchall(
+            "SELECT answer, COUNT(*) FROM club_votes WHERE channel_id = ? AND announce_at = ? GROUP BY answer",
+            (channel_id, announce_at),
+        )
+        counts = {int(row[0]): int(row[1]) for row in rows}
+        return tuple(counts.get(answer, 0) for answer in range(1, answers + 1))
 
     async def week(self, channel_id: int, announce_at: str) -> ClubWeek | None:
         row = await self._db.fetchone(

@@ -18,6 +18,7 @@ import pytest
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, JobExecutionEvent
 
 from bot.sandbox.emulator.recorder import ClientRefused
+from bot.sandbox.emulator.state import Permissions
 from bot.scheduler import CLUB_JOB_ID
 
 if TYPE_CHECKING:
@@ -217,19 +218,6 @@ async def test_what_a_club_refuses(e2e: E2E) -> None:
         await server.run_command(
             server.bob, "paperadmin club set", channel="papers", day="monday", time="18:00", timezone="UTC"
         )
-    from bot.sandbox.emulator.state import Permissions
-
-    server.set_permissions(server.channel("papers"), server.bot_user, deny=Permissions.SEND_POLLS)
-    no_polls = await server.run_command(
-        server.alice,
-        "paperadmin club set",
-        channel="papers",
-        day="monday",
-        time="18:00",
-        timezone="UTC",
-        where="papers",
-    )
-    assert "Send Polls" in no_polls.text
     assert await e2e.services.club.clubs.active() == []
 
 
@@ -272,3 +260,44 @@ async def test_a_lost_answer_and_a_restart_mid_week_post_nothing_twice(
         announced = [m for m in second.server.messages_in("papers") if "This week's paper" in m.content]
         assert len(announced) == 1
         assert "1 of 1 vote" in announced[0].content
+
+
+async def test_where_polls_are_not_allowed_the_poll_is_buttons(e2e: E2E, clock: Clock) -> None:
+    server = e2e.server
+    server.set_permissions(server.channel("papers"), server.bot_user, deny=Permissions.SEND_POLLS)
+    set_up = await server.run_command(
+        server.alice,
+        "paperadmin club set",
+        channel="papers",
+        day="wednesday",
+        time="18:00",
+        timezone="Europe/Berlin",
+        topics="speculative decoding",
+        where="papers",
+    )
+    assert "the poll will be buttons" in set_up.text
+    clock.now = FIRST_WINNER - timedelta(hours=47)
+    await fire(e2e)
+    assert polls(e2e) == []
+    (poll,) = [m for m in server.messages_in("papers") if m.buttons]
+    assert [b["label"] for b in poll.buttons] == [str(n) for n in range(1, len(poll.buttons) + 1)]
+    assert 2 <= len(poll.buttons) <= 10
+    first = await server.click(server.bob, poll, "1")
+    assert first.ephemeral
+    assert "Your vote: **1." in first.text
+    await server.click(server.bob, poll, "2")  # one vote each: now 2
+    await server.click(server.carol, poll, "2")
+    await server.click(server.alice, poll, "1")
+    back = await server.click(server.alice, poll, "1")
+    assert "taken back" in back.text
+    clock.now = FIRST_WINNER + timedelta(seconds=30)
+    await fire(e2e)
+    (announced,) = [m for m in server.messages_in("papers") if "This week's paper" in m.content]
+    assert "2 of 2 votes" in announced.content
+    assert poll.buttons == []  # the buttons come off once the winner is known
+    late = (
+        await server.click(server.carol, poll.history[-1] and poll, "1", check=False)
+        if poll.buttons
+        else None
+    )
+    assert late is None

@@ -93,3 +93,24 @@ async def test_proposals_once_each_under_a_cap_then_taken_and_forgotten(db: Data
     assert await clubs.waiting_proposals(CHANNEL) == [ids[0]]
     await forget_user(db, ALICE)
     assert await clubs.waiting_proposals(CHANNEL) == []
+
+
+async def test_button_votes_one_each_taken_back_and_closed_with_the_poll(db: Database) -> None:
+    clubs = ClubRepository(db)
+    ids = await _papers(db, 3)
+    await clubs.save(_club())
+    await clubs.open_week(CHANNEL, WEEK, ids)
+    assert await clubs.vote(CHANNEL, WEEK, ALICE, 1) == "closed"  # not polling yet
+    await clubs.advance(CHANNEL, WEEK, frm="poll_sending", to="polling", poll_message_id=5, buttons=1)
+    assert (await clubs.week(CHANNEL, WEEK)).buttons  # type: ignore[union-attr]
+    assert await clubs.vote(CHANNEL, WEEK, ALICE, 4) == "unknown"
+    assert await clubs.vote(CHANNEL, WEEK, ALICE, 1) == "voted"
+    assert await clubs.vote(CHANNEL, WEEK, ALICE, 2) == "voted"  # one vote each: moved
+    assert await clubs.vote(CHANNEL, WEEK, ALICE + 1, 2) == "voted"
+    assert await clubs.button_counts(CHANNEL, WEEK, 3) == (0, 2, 0)
+    assert await clubs.vote(CHANNEL, WEEK, ALICE + 1, 2) == "removed"
+    assert await clubs.button_counts(CHANNEL, WEEK, 3) == (0, 1, 0)
+    await clubs.advance(
+        CHANNEL, WEEK, frm="polling", to="announce_sending", votes=(0, 1, 0), winner_paper_id=ids[1]
+    )
+    assert await clubs.vote(CHANNEL, WEEK, ALICE, 3) == "closed"

@@ -55,6 +55,8 @@ class ClubError(UserFacingError):
 
 @dataclass(frozen=True)
 class PollPlan:
+    channel_id: int
+    week: int  # the announcement as a Unix time (what a vote button names)
     candidates: list[Paper]
     announce_at: datetime
     duration_hours: int
@@ -82,9 +84,13 @@ class Pick:
 class ClubSender(Protocol):
     """What a club needs of Discord (``bot.club_sender``); each post carries its nonce."""
 
-    async def post_poll(self, channel_id: int, plan: PollPlan, *, nonce: str) -> int: ...
+    async def post_poll(self, channel_id: int, plan: PollPlan, *, nonce: str) -> tuple[int, bool]:
+        """The poll's message id, and whether it is buttons (where Discord polls are not allowed)."""
+        ...
 
     async def end_poll(self, channel_id: int, message_id: int, answers: int) -> tuple[int, ...]: ...
+
+    async def close_buttons(self, channel_id: int, message_id: int) -> None: ...
 
     async def announce(self, channel_id: int, outcome: Outcome, *, nonce: str) -> int: ...
 
@@ -226,6 +232,18 @@ class ClubService:
             )
         return paper, await self.next_poll_announcement(club)
 
+    async def vote(self, channel_id: int, week: int, user_id: int, answer: int) -> tuple[str, Paper | None]:
+        """A vote button pressed (where polls are buttons): ``"voted"`` or ``"removed"`` and the paper."""
+        key = stamp(datetime.fromtimestamp(week, UTC))
+        outcome = await self.clubs.vote(channel_id, key, user_id, answer)
+        if outcome == "closed":
+            raise ClubError("This poll is closed: the winner is announced in the channel.")
+        if outcome == "unknown":
+            raise ClubError("That is not one of this poll's papers.")
+        stored = await self.clubs.week(channel_id, key)
+        paper_id = stored.candidates[answer - 1] if stored is not None else 0
+        return outcome, await self.papers.get(paper_id)
+
     async def next_poll_announcement(self, club: ClubRow) -> datetime:
         """The announcement of the next poll not opened yet."""
         announce = self.first_announcement(club)
@@ -333,18 +351,24 @@ class ClubService:
         candidates = [papers[i] for i in week.candidates if i in papers]
         if week.state == "poll_sending":
             hours = max(1, min(768, math.ceil((announce - now).total_seconds() / 3600)))
-            message_id = await sender.post_poll(
-                channel,
-                PollPlan(candidates, announce, hours, club.timezone),
-                nonce=nonce(channel, key, "poll"),
-            )
+            plan = PollPlan(channel, int(announce.timestamp()), candidates, announce, hours, club.timezone)
+            message_id, buttons = await sender.post_poll(channel, plan, nonce=nonce(channel, key, "poll"))
             await self.clubs.advance(
-                channel, key, frm="poll_sending", to="polling", poll_message_id=message_id
+                channel,
+                key,
+                frm="poll_sending",
+                to="polling",
+                poll_message_id=message_id,
+                buttons=int(buttons),
             )
             steps += 1
         elif week.state == "polling" and now >= announce:
             assert week.poll_message_id is not None
-            votes = await sender.end_poll(channel, week.poll_message_id, len(week.candidates))
+            if week.buttons:
+                await sender.close_buttons(channel, week.poll_message_id)
+                votes = await self.clubs.button_counts(channel, key, len(week.candidates))
+            else:
+                votes = await sender.end_poll(channel, week.poll_message_id, len(week.candidates))
             index, _ = winner_of(votes)
             winner = week.candidates[index]
             await self.clubs.advance(

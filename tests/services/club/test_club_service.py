@@ -83,6 +83,8 @@ def test_nonces_fit_discord_and_differ_by_step() -> None:
 def test_long_titles_stay_within_discords_poll_limits() -> None:
     long = "A " + "very " * 80 + "long title"
     plan = PollPlan(
+        1,
+        1_796_230_800,
         [_paper(n, f"{long} {n}") for n in range(1, 11)],
         datetime(2026, 12, 2, 17, tzinfo=UTC),
         48,
