@@ -226,7 +226,8 @@ async def test_a_lost_answer_and_a_restart_mid_week_post_nothing_twice(
 ) -> None:
     """The poll goes out but its answer is lost (as when the process dies right after sending): the
     next tick sends it again under the same nonce and Discord answers with the poll already there; a
-    new process on the same store then announces the winner of that poll, once."""
+    new process on the same store then announces the winner of that poll, once (a tie: the first
+    listed of the tied papers)."""
     async with start_paperbot() as first:
         server = first.server
         await server.run_command(
@@ -253,13 +254,16 @@ async def test_a_lost_answer_and_a_restart_mid_week_post_nothing_twice(
         week = (await first.services.club.clubs.unfinished_weeks())[0]
         assert (week.state, week.poll_message_id) == ("polling", poll.id)
         server.vote(server.bob, poll, 2)
+        server.vote(server.carol, poll, 1)
     async with start_paperbot() as second:  # the same store, a new process
         clock.now = FIRST_WINNER + timedelta(seconds=5)
         await fire(second)
         (poll,) = polls(second)
         announced = [m for m in second.server.messages_in("papers") if "This week's paper" in m.content]
         assert len(announced) == 1
-        assert "1 of 1 vote" in announced[0].content
+        assert "A tie at 1 vote: the first listed of the tied papers wins." in announced[0].content
+        winner = (await second.services.club.clubs.history(second.server.channel("papers").id))[0]
+        assert winner.winner_paper_id == winner.candidates[0]
 
 
 async def test_where_polls_are_not_allowed_the_poll_is_buttons(e2e: E2E, clock: Clock) -> None:
