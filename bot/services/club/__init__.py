@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -46,6 +47,8 @@ CANDIDATES = 5
 MAX_ANSWERS = 10
 #: proposals waiting for a club's next poll
 MAX_WAITING_PROPOSALS = MAX_ANSWERS
+#: a step that keeps failing is logged again this often
+FAILURE_LOG_SECONDS = 3600
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -156,6 +159,9 @@ class ClubService:
         self.feeds = feeds
         self._search = search
         self.clock = clock or utc_now
+        #: steps failing since (monotonic time of the last full log), so a step that keeps failing
+        #: is not logged in full every run
+        self._failing: dict[tuple[int, str], float] = {}
 
     # -- what admins and members do -----------------------------------------------------------------
 
@@ -285,47 +291,68 @@ class ClubService:
             feed = await self.feeds.for_channel(club.channel_id)
             topics = feed.topics if feed is not None else ()
         engine = self._search()
-        for topic in topics:
-            if len(chosen) >= CANDIDATES:
-                break
+
+        def matches(topic: str, limit: int) -> list[int]:
             try:
-                hits = engine.search(topic, limit=CANDIDATES, exclude=picked | set(chosen)).hits
+                return [
+                    hit.paper_id
+                    for hit in engine.search(topic, limit=limit, exclude=picked | set(chosen)).hits
+                ]
             except Exception:  # a topic the engine cannot search: the others still count
                 log.warning("club %s: could not search one of its topics", club.channel_id)
-                continue
-            take([hit.paper_id for hit in hits[:2]], CANDIDATES)
-        if len(chosen) < CANDIDATES and topics:
-            for topic in topics:
-                hits = engine.search(topic, limit=CANDIDATES * 2, exclude=picked | set(chosen)).hits
-                take([hit.paper_id for hit in hits], CANDIDATES)
+                return []
+
+        for topic in topics:  # the two best of each topic first, then the rest
+            take(matches(topic, CANDIDATES)[:2], CANDIDATES)
+        for topic in topics:
+            take(matches(topic, CANDIDATES * 2), CANDIDATES)
         return chosen
 
     async def run_due(self, sender: ClubSender) -> int:
         """Every step that fell due, for every running club; returns how many steps were taken. A step
-        that fails is logged and tried again at the next run (the week stays where it was)."""
+        that fails is logged (in full the first time, then a line an hour) and tried again at the next
+        run (the week stays where it was)."""
         now = self.clock()
         steps = 0
+        tried: set[tuple[int, str]] = set()
         for club in await self.clubs.active():
             try:
-                steps += await self._open_poll(club, now, sender)
-            except Exception:
-                log.exception("club %s: could not open the poll; trying again shortly", club.channel_id)
+                steps += await self._open_poll(club, now, sender, tried)
+                self._failing.pop((club.channel_id, "open"), None)
+            except Exception as error:
+                self._failed(
+                    (club.channel_id, "open"), error, f"club {club.channel_id}: could not open the poll"
+                )
         for week in await self.clubs.unfinished_weeks():
             owner = await self.clubs.get(week.channel_id)
-            if owner is None:
-                continue
+            if owner is None or (week.channel_id, week.announce_at) in tried:
+                continue  # (a week whose poll was just opened, or failed to be, waits for the next run)
             try:
                 steps += await self._advance(owner, week, now, sender)
-            except Exception:
-                log.exception(
-                    "club %s: the week of %s is stuck at %s; trying again shortly",
-                    week.channel_id,
-                    week.announce_at,
-                    week.state,
+                self._failing.pop((week.channel_id, week.announce_at), None)
+            except Exception as error:
+                self._failed(
+                    (week.channel_id, week.announce_at),
+                    error,
+                    f"club {week.channel_id}: the week of {week.announce_at} is stuck at {week.state}",
                 )
         return steps
 
-    async def _open_poll(self, club: ClubRow, now: datetime, sender: ClubSender) -> int:
+    def _failed(self, key: tuple[int, str], error: Exception, what: str) -> None:
+        """The first failure of a step in full; the same one again a line an hour (it may need a person:
+        a permission taken away, a channel deleted)."""
+        last = self._failing.get(key)
+        wall = time.monotonic()
+        if last is None:
+            self._failing[key] = wall
+            log.error("%s; trying again shortly", what, exc_info=error)
+        elif wall - last >= FAILURE_LOG_SECONDS:
+            self._failing[key] = wall
+            log.warning("%s, still: %r", what, error)
+
+    async def _open_poll(
+        self, club: ClubRow, now: datetime, sender: ClubSender, tried: set[tuple[int, str]]
+    ) -> int:
         announce = next_announcement(club, now)
         if now < announce - POLL_OPENS_BEFORE or announce - now < timedelta(hours=1):
             return 0
@@ -338,6 +365,7 @@ class ClubService:
             return 0
         if not await self.clubs.open_week(club.channel_id, key, ids):
             return 0
+        tried.add((club.channel_id, key))
         week = await self.clubs.week(club.channel_id, key)
         assert week is not None
         return await self._advance(club, week, now, sender)
