@@ -79,6 +79,7 @@ def polls(e2e: E2E) -> list[SandboxMessage]:
     return [m for m in e2e.server.messages_in("papers") if m.poll is not None]
 
 
+@pytest.mark.both_engines
 async def test_a_reading_group_week(e2e: E2E, clock: Clock) -> None:
     server = e2e.server
     set_up = await server.run_command(
@@ -221,6 +222,7 @@ async def test_what_a_club_refuses(e2e: E2E) -> None:
     assert await e2e.services.club.clubs.active() == []
 
 
+@pytest.mark.both_engines
 async def test_a_lost_answer_and_a_restart_mid_week_post_nothing_twice(
     clock: Clock, start_paperbot: StartBot
 ) -> None:
