@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from bot.discord_limits import BULK_CALLS_PER_MINUTE
 from bot.services.admin.permission_notices import PermissionNotices
+from bot.services.club import ClubService
 from bot.services.digests import Digests
 from bot.services.digests.subscriptions import StoredInterests
 from bot.services.papers.arxiv_lookup import ArxivLookup
@@ -38,6 +39,7 @@ from paperindex import bulk_terms, compiled, prepare
 from paperindex.engine import SearchEngine
 from paperindex.index import warm_up
 from storage.db import Database
+from storage.repositories.clubs import ClubRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository
@@ -86,6 +88,8 @@ class Services:
     permission_notices: PermissionNotices = field(init=False)
     #: how often each person may run the costly commands, and their /paper digest in flight
     limits: PersonLimits = field(init=False)
+    #: channels' reading groups: their polls, winners, threads, reminders and proposals
+    club: ClubService = field(init=False)
     _placing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
 
     @property
@@ -136,6 +140,13 @@ class Services:
         )
         self.permission_notices = PermissionNotices(StateRepository(self.db), SubscriptionRepository(self.db))
         self.limits = PersonLimits(enabled=self.settings.person_limits)
+        self.club = ClubService(
+            ClubRepository(self.db),
+            papers=self.papers,
+            messages=self.messages,
+            feeds=SubscriptionRepository(self.db),
+            search=lambda: self.index.engine,
+        )
 
     async def forget_user(self, user_id: int) -> ForgetCounts:
         """`/paper forget-me`: nothing about the user still waiting to be stored is stored after it."""

@@ -27,6 +27,7 @@ from .state import (
     SandboxUser,
     World,
     emoji_payload,
+    make_poll,
 )
 
 log = logging.getLogger(__name__)
@@ -189,6 +190,8 @@ class Effects:
             origin="channel",
             nonce=nonce,
             **self._pings(payload.get("content") or "", payload),
+            poll=make_poll(payload["poll"], self.clock.now()) if payload.get("poll") else None,
+            poll_clock=self.clock.now,
         )
         if nonce is not None:
             self.nonces.remember(message.author.id, nonce, message)
