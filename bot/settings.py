@@ -217,7 +217,8 @@ class Settings:
         "PAPERBOT_DB",
         "./paperbot.db",
         StoreLocation.parse,
-        "the SQLite database file (WAL files, the search-index snapshot and `paperbot.db.pending`, the "
+        "the store, also the one `paperbot sandbox` and `paperbot start` without a token open when it is "
+        "set: the SQLite database file (WAL files, the search-index snapshot and `paperbot.db.pending`, the "
         "outbox of reactions and clicks not stored yet, live beside it), or a `postgresql://USER@HOST/DB` "
         "URL of a PostgreSQL database several processes share",
     )
@@ -276,7 +277,12 @@ class Settings:
         "`/paperadmin feed set` for one more says so and stores nothing",
     )
     arxiv_categories: tuple[str, ...] = setting(
-        "PAPERBOT_ARXIV_CATEGORIES", "", _words, "e.g. `cs.LG cs.CL`: fetch these from arXiv daily", empty=()
+        "PAPERBOT_ARXIV_CATEGORIES",
+        "",
+        _words,
+        "e.g. `cs.LG cs.CL`: fetch these from arXiv daily; the sandbox (no `DISCORD_TOKEN`) starts on the "
+        "first one's newest papers",
+        empty=(),
     )
     arxiv_fetch_time: str = setting(
         "PAPERBOT_ARXIV_FETCH_TIME", "06:00", _utc_time, "when the daily arXiv fetch runs (UTC)"
