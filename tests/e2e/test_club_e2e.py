@@ -184,6 +184,11 @@ async def test_a_reading_group_week(e2e: E2E, clock: Clock) -> None:
 
     off = await server.run_command(server.alice, "paperadmin club off", channel="papers", where="papers")
     assert "stopped" in off.text
+    after_off = await server.run_command(
+        server.bob, "paper club propose", paper="FlashAttention", where="papers"
+    )
+    assert "reading group is off" in after_off.text
+    assert after_off.ephemeral
     before = len(server.messages_in("papers"))
     clock.now = FIRST_WINNER + timedelta(days=13)
     await fire(e2e)

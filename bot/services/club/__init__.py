@@ -227,12 +227,17 @@ class ClubService:
             "This channel has no reading group: an admin starts one with `/paperadmin club set`."
         )
 
-    async def propose(self, club: ClubRow, paper_id: int, user_id: int) -> tuple[Paper, datetime]:
-        """Put a paper forward for the club's next poll; returns it and that poll's announcement."""
+    @staticmethod
+    def check_open(club: ClubRow) -> None:
+        """ClubError when the club is off (it takes no proposals)."""
         if not club.active:
             raise ClubError(
                 "This channel's reading group is off: an admin turns it on with `/paperadmin club set`."
             )
+
+    async def propose(self, club: ClubRow, paper_id: int, user_id: int) -> tuple[Paper, datetime]:
+        """Put a paper forward for the club's next poll; returns it and that poll's announcement."""
+        self.check_open(club)
         paper = await self.papers.get(paper_id)
         if paper is None:
             raise NotFoundError("That paper is not stored here.")
