@@ -17,7 +17,7 @@ from datetime import datetime
 
 import discord
 
-from bot.digest_sender import SEND_TIMEOUT, Sending, add_ratings
+from bot.digest_sender import HISTORY_LOOKBACK, SEND_TIMEOUT, Sending, add_ratings
 from bot.services.club import Outcome, PollPlan
 from bot.services.digests.fairness import SHARED_LANE
 from bot.ui import club as ui
@@ -66,6 +66,38 @@ class DiscordClubSender:
             return message.id, True
         poll, text = ui.poll_message(plan)
         return (await self._send(channel_id, nonce=nonce, content=text, poll=poll)).id, False
+
+    async def find_poll(self, channel_id: int, plan: PollPlan) -> tuple[int, bool] | None:
+        question = ui.poll_question(plan)
+        buttons = f"pbclub:{plan.channel_id}:{plan.week}:"
+        for message in await self._mine(channel_id):
+            if message.poll is not None and message.poll.question == question:
+                return message.id, False
+            if any(custom_id.startswith(buttons) for custom_id in _custom_ids(message)):
+                return message.id, True
+        return None
+
+    async def find_posted(self, channel_id: int, kind: str, *, after: int | None) -> int | None:
+        for message in await self._mine(channel_id, after=after):
+            if (
+                (kind == "announce" and message.content.startswith(ui.ANNOUNCEMENT_MARK))
+                or (kind == "remind" and message.content.startswith(ui.REMINDER_MARK))
+                or (kind == "paper" and message.embeds)
+            ):
+                return message.id
+        return None
+
+    async def _mine(self, channel_id: int, *, after: int | None = None) -> list[discord.Message]:
+        """The bot's own posts (not answers to commands) among the channel's latest messages."""
+        channel = await self._channel(channel_id)
+        assert self.bot.user is not None
+        await self.sending.pacer.wait(SHARED_LANE)
+        found = []
+        since = discord.Object(after) if after is not None else None
+        async for message in channel.history(limit=HISTORY_LOOKBACK, after=since):
+            if message.author.id == self.bot.user.id and message.interaction_metadata is None:
+                found.append(message)
+        return found
 
     async def close_buttons(self, channel_id: int, message_id: int) -> None:
         """A button poll's buttons come off once the winner is known (the votes are counted already)."""
@@ -122,3 +154,12 @@ class DiscordClubSender:
         self, thread_id: int, paper: Paper, meeting_at: datetime, zone: str, *, nonce: str
     ) -> int:
         return (await self._send(thread_id, nonce=nonce, content=ui.reminder(paper, meeting_at, zone))).id
+
+
+def _custom_ids(message: discord.Message) -> list[str]:
+    return [
+        str(item.custom_id)
+        for row in message.components
+        for item in getattr(row, "children", ())
+        if getattr(item, "custom_id", None)
+    ]

@@ -123,6 +123,7 @@ async def club_propose_command(
 ) -> None:
     services = interaction.client.services
     here = await _club_here(interaction)
+    services.club.check_open(here)
     found = await services.search_service.resolve_paper(paper)
     chosen, announce_at = await services.club.propose(here, found.id, interaction.user.id)
     await interaction.response.send_message(ui.proposed(chosen, announce_at, here.timezone))

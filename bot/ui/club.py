@@ -24,6 +24,9 @@ QUESTION_LIMIT = 300
 ANSWER_LIMIT = 55
 ANSWERS_LIMIT = 10
 THREAD_NAME_LIMIT = 100
+#: how the announcement and the reminder begin (the bot finds its own after a lost answer by them)
+ANNOUNCEMENT_MARK = "🏆 **This week's paper:**"
+REMINDER_MARK = "⏰ Reminder:"
 
 
 def local(moment: datetime, zone: str) -> str:
@@ -126,7 +129,7 @@ def announcement(outcome: Outcome) -> str:
     else:
         how = f"{won} of {total} vote{'s' if total != 1 else ''}."
     lines = [
-        f"🏆 **This week's paper:** {_linked(outcome.winner)}",
+        f"{ANNOUNCEMENT_MARK} {_linked(outcome.winner)}",
         how,
         f"We meet **{local(outcome.meeting_at, outcome.zone)}** ({relative(outcome.meeting_at)}). "
         "Discussion in the thread below.",
@@ -146,7 +149,7 @@ def thread_paper(outcome: Outcome) -> PaperMessage:
 def reminder(paper: Paper, meeting_at: datetime, zone: str) -> str:
     found = " · ".join(f"[{name}](<{url}>)" for name, url in links(paper))
     lines = [
-        f"⏰ Reminder: we discuss {_linked(paper)} **tomorrow, {local(meeting_at, zone)}** ({relative(meeting_at)}).",
+        f"{REMINDER_MARK} we discuss {_linked(paper)} **tomorrow, {local(meeting_at, zone)}** ({relative(meeting_at)}).",
     ]
     if found:
         lines.append(found)

@@ -184,6 +184,11 @@ async def test_a_reading_group_week(e2e: E2E, clock: Clock) -> None:
 
     off = await server.run_command(server.alice, "paperadmin club off", channel="papers", where="papers")
     assert "stopped" in off.text
+    after_off = await server.run_command(
+        server.bob, "paper club propose", paper="FlashAttention", where="papers"
+    )
+    assert "reading group is off" in after_off.text
+    assert after_off.ephemeral
     before = len(server.messages_in("papers"))
     clock.now = FIRST_WINNER + timedelta(days=13)
     await fire(e2e)
@@ -228,8 +233,8 @@ async def test_a_lost_answer_and_a_restart_mid_week_post_nothing_twice(
 ) -> None:
     """The poll goes out but its answer is lost (as when the process dies right after sending): the
     next tick sends it again under the same nonce and Discord answers with the poll already there; a
-    new process on the same store then announces the winner of that poll, once (a tie: the first
-    listed of the tied papers)."""
+    new process on the same store then announces the winner of that poll (a tie: the first listed of
+    the tied papers) once, even when that answer too is lost and Discord has forgotten its nonce."""
     async with start_paperbot() as first:
         server = first.server
         await server.run_command(
@@ -257,14 +262,31 @@ async def test_a_lost_answer_and_a_restart_mid_week_post_nothing_twice(
         server.vote(server.bob, poll, 2)
         server.vote(server.carol, poll, 1)
     async with start_paperbot() as second:  # the same store, a new process
+        server = second.server
         clock.now = FIRST_WINNER + timedelta(seconds=5)
+        # the announcement goes out, its answer is lost, and the process is gone longer than Discord
+        # remembers a nonce: the next run finds it in the channel instead of posting it again
+        second.allow_error("is stuck at polling")
+        lost = server.faults.add(
+            "POST /channels/*/messages",
+            "drop_response",
+            times=None,
+            when=lambda method, path, body: "This week's paper" in str((body or {}).get("content", "")),
+        )
+        await fire(second)
+        server.faults.remove(lost)
+        week = (await second.services.club.clubs.unfinished_weeks())[0]
+        assert week.state == "announce_sending"
+        server.clock.advance(3600)  # the nonce is forgotten
         await fire(second)
         (poll,) = polls(second)
-        announced = [m for m in second.server.messages_in("papers") if "This week's paper" in m.content]
+        announced = [m for m in server.messages_in("papers") if "This week's paper" in m.content]
         assert len(announced) == 1
         assert "A tie at 1 vote: the first listed of the tied papers wins." in announced[0].content
-        winner = (await second.services.club.clubs.history(second.server.channel("papers").id))[0]
+        winner = (await second.services.club.clubs.history(server.channel("papers").id))[0]
         assert winner.winner_paper_id == winner.candidates[0]
+        assert winner.thread_id == announced[0].id
+        assert len(server.messages_in(server.channel(announced[0].id))) == 1
 
 
 async def test_where_polls_are_not_allowed_the_poll_is_buttons(e2e: E2E, clock: Clock) -> None:

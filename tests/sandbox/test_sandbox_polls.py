@@ -70,6 +70,8 @@ async def test_a_poll_is_voted_ended_and_counted(sandbox: SandboxServer, rest: a
     async with rest.get(url(f"/channels/{papers.id}/polls/{message.id}/answers/1")) as response:
         voters = (await response.json())["users"]
     assert sorted(u["username"] for u in voters) == ["bob", "carol"]
+    async with rest.get(url(f"/channels/{papers.id}/polls/{message.id}/answers/1?limit=101")) as response:
+        assert (response.status, (await response.json())["code"]) == (400, 50035)
     async with rest.post(url(f"/channels/{papers.id}/polls/{message.id}/expire")) as response:
         ended = await response.json()
     assert ended["poll"]["results"] == {
@@ -105,6 +107,7 @@ async def test_a_poll_expires_on_the_clock(sandbox: SandboxServer, rest: aiohttp
         (poll(duration=769), "duration"),
         (poll(duration=1.5), "duration"),
         (poll(layout_type=2), "layout_type"),
+        (poll(allow_multiselect="yes"), "allow_multiselect"),
     ],
 )
 async def test_what_discord_refuses_in_a_poll(
@@ -166,10 +169,11 @@ async def test_a_thread_from_a_message_and_a_post_in_it(
         assert r.status == 200
     in_thread = sandbox.channel(int(thread["id"]))
     assert [m.content for m in sandbox.messages_in(in_thread)] == ["Read it"]
+    (inside,) = sandbox.messages_in(in_thread)
     async with rest.post(
-        url(f"/channels/{thread['id']}/messages/{announced['id']}/threads"), json={"name": "x"}
+        url(f"/channels/{thread['id']}/messages/{inside.id}/threads"), json={"name": "x"}
     ) as r:
-        assert r.status in (400, 404)  # not from a message in a thread
+        assert (r.status, (await r.json())["code"]) == (400, 50024)  # not from a message in a thread
     sandbox.set_permissions(papers, sandbox.bot_user, deny=Permissions.CREATE_PUBLIC_THREADS)
     async with rest.post(url(f"/channels/{papers.id}/messages"), json={"content": "Other"}) as r:
         other = await r.json()

@@ -114,3 +114,23 @@ async def test_button_votes_one_each_taken_back_and_closed_with_the_poll(db: Dat
         CHANNEL, WEEK, frm="polling", to="announce_sending", votes=(0, 1, 0), winner_paper_id=ids[1]
     )
     assert await clubs.vote(CHANNEL, WEEK, ALICE, 3) == "closed"
+
+
+async def test_candidates_members_liked_or_saved_in_the_channel_most_first(db: Database) -> None:
+    from storage.repositories.feedback import FeedbackRepository
+    from storage.repositories.messages import PostedMessageRepository
+
+    clubs, feedback, posted = ClubRepository(db), FeedbackRepository(db), PostedMessageRepository(db)
+    ids = await _papers(db, 4)
+    elsewhere = CHANNEL + 1
+    for n, paper_id in enumerate(ids):
+        await posted.record(900 + n, CHANNEL if n < 3 else elsewhere, GUILD, paper_id)
+    await feedback.set_signal(ALICE, ids[0], "like", guild_id=GUILD)
+    await feedback.set_signal(ALICE, ids[1], "save", guild_id=GUILD)
+    await feedback.set_signal(ALICE + 1, ids[1], "like", guild_id=GUILD)
+    await feedback.set_signal(ALICE, ids[2], "dislike", guild_id=GUILD)  # not a candidate
+    await feedback.set_signal(ALICE, ids[3], "like", guild_id=GUILD)  # posted in another channel
+    await feedback.set_signal(ALICE + 2, ids[0], "like", guild_id=GUILD + 1)  # another server
+    assert await clubs.liked_in_channel([CHANNEL], GUILD, limit=10) == [ids[1], ids[0]]
+    assert await clubs.liked_in_channel([CHANNEL, elsewhere], GUILD, limit=1) == [ids[1]]
+    assert await clubs.liked_in_channel([], GUILD, limit=10) == []

@@ -95,6 +95,15 @@ class ClubSender(Protocol):
 
     async def close_buttons(self, channel_id: int, message_id: int) -> None: ...
 
+    async def find_poll(self, channel_id: int, plan: PollPlan) -> tuple[int, bool] | None:
+        """The week's poll if it went out already (a resend too late for its nonce)."""
+        ...
+
+    async def find_posted(self, channel_id: int, kind: str, *, after: int | None) -> int | None:
+        """The bot's ``announce``, ``paper`` or ``remind`` message there (after message ``after``), if
+        it went out already."""
+        ...
+
     async def announce(self, channel_id: int, outcome: Outcome, *, nonce: str) -> int: ...
 
     async def start_thread(self, channel_id: int, message_id: int, paper: Paper) -> int: ...
@@ -218,12 +227,17 @@ class ClubService:
             "This channel has no reading group: an admin starts one with `/paperadmin club set`."
         )
 
-    async def propose(self, club: ClubRow, paper_id: int, user_id: int) -> tuple[Paper, datetime]:
-        """Put a paper forward for the club's next poll; returns it and that poll's announcement."""
+    @staticmethod
+    def check_open(club: ClubRow) -> None:
+        """ClubError when the club is off (it takes no proposals)."""
         if not club.active:
             raise ClubError(
                 "This channel's reading group is off: an admin turns it on with `/paperadmin club set`."
             )
+
+    async def propose(self, club: ClubRow, paper_id: int, user_id: int) -> tuple[Paper, datetime]:
+        """Put a paper forward for the club's next poll; returns it and that poll's announcement."""
+        self.check_open(club)
         paper = await self.papers.get(paper_id)
         if paper is None:
             raise NotFoundError("That paper is not stored here.")
@@ -368,11 +382,16 @@ class ClubService:
         tried.add((club.channel_id, key))
         week = await self.clubs.week(club.channel_id, key)
         assert week is not None
-        return await self._advance(club, week, now, sender)
+        return await self._advance(club, week, now, sender, resumed=False)
 
-    async def _advance(self, club: ClubRow, week: ClubWeek, now: datetime, sender: ClubSender) -> int:
-        """Take every step of the week that is due now, in order."""
+    async def _advance(
+        self, club: ClubRow, week: ClubWeek, now: datetime, sender: ClubSender, *, resumed: bool = True
+    ) -> int:
+        """Take every step of the week that is due now, in order. ``resumed``: the week was left in its
+        state by an earlier run (perhaps a process that died after a send and before storing it): its
+        message is looked for before it is sent again, in case Discord no longer knows its nonce."""
         steps = 0
+        again = week.state if resumed else None
         channel, key = week.channel_id, week.announce_at
         announce = parse_stamp(key)
         papers = await self.papers.get_many(week.candidates)
@@ -380,7 +399,10 @@ class ClubService:
         if week.state == "poll_sending":
             hours = max(1, min(768, math.ceil((announce - now).total_seconds() / 3600)))
             plan = PollPlan(channel, int(announce.timestamp()), candidates, announce, hours, club.timezone)
-            message_id, buttons = await sender.post_poll(channel, plan, nonce=nonce(channel, key, "poll"))
+            found = await sender.find_poll(channel, plan) if again == "poll_sending" else None
+            message_id, buttons = found or await sender.post_poll(
+                channel, plan, nonce=nonce(channel, key, "poll")
+            )
             await self.clubs.advance(
                 channel,
                 key,
@@ -411,7 +433,12 @@ class ClubService:
             if outcome is None:
                 return steps
             if week.state == "announce_sending":
-                message_id = await sender.announce(channel, outcome, nonce=nonce(channel, key, "announce"))
+                sent = None
+                if again == "announce_sending":
+                    sent = await sender.find_posted(channel, "announce", after=week.poll_message_id)
+                message_id = sent or await sender.announce(
+                    channel, outcome, nonce=nonce(channel, key, "announce")
+                )
                 await self.clubs.advance(
                     channel, key, frm="announce_sending", to="announced", announce_message_id=message_id
                 )
@@ -425,7 +452,12 @@ class ClubService:
                 steps += 1
             if week.state == "threaded":
                 assert week.thread_id is not None
-                message_id = await sender.post_paper(
+                sent = (
+                    await sender.find_posted(week.thread_id, "paper", after=None)
+                    if again == "threaded"
+                    else None
+                )
+                message_id = sent or await sender.post_paper(
                     week.thread_id, outcome, nonce=nonce(channel, key, "paper")
                 )
                 await self.messages.record(message_id, week.thread_id, club.guild_id, outcome.winner.id)
@@ -435,13 +467,18 @@ class ClubService:
                 steps += 1
             if week.state == "open" and now >= outcome.meeting_at - REMINDER_BEFORE_MEETING:
                 assert week.thread_id is not None
+                sent = (
+                    await sender.find_posted(week.thread_id, "remind", after=None)
+                    if again == "open"
+                    else None
+                )
                 await sender.remind(
                     week.thread_id,
                     outcome.winner,
                     outcome.meeting_at,
                     club.timezone,
                     nonce=nonce(channel, key, "remind"),
-                )
+                ) if sent is None else None
                 await self.clubs.advance(channel, key, frm="open", to="reminded")
                 steps += 1
         return steps
