@@ -350,6 +350,32 @@ class Recommender:
             )
         return picks
 
+    async def ranking(self, user_id: int, *, now: datetime) -> list[int]:
+        """Every unseen indexed paper's id, in the order the person's model ranks them (best first):
+        what the model would pick from, beyond the few it shows (the evaluation's average precision
+        reads it). Without reactions, the typed topics' BM25 match orders them."""
+        topics, signals, seen = await self.feedback.learning_inputs(user_id)
+        topic_query, _ = topic_terms(topics, self.params.topic_weight)
+        fitted = await self._fit(topic_query, signals, seen, now=now) if signals else None
+        slots = np.flatnonzero(self.index.alive[: self.index.n_slots])
+        ids = self.index.slot_ids[slots]
+        if seen:
+            keep = ~np.isin(ids, np.fromiter(seen, dtype=np.int64, count=len(seen)))
+            slots, ids = slots[keep], ids[keep]
+        scores = np.full(len(slots), -np.inf)
+        first = np.zeros(len(slots), dtype=bool)  # the papers whose words were scored lead
+        if fitted is not None:
+            placed = np.flatnonzero(slots < len(self.space.coords))
+            at = slots[placed]
+            scores[placed] = fitted.model.place_scores(self.space.coords[at], fitted.topic_match[at])
+            best = placed[np.argsort(-scores[placed], kind="stable")[: self.learning.pool]]
+            scores[best] += self.models.word_scores(fitted.model, slots[best])
+            first[best] = True
+        elif topic_query:
+            scores = self.index.score_array(dict(topic_query))[slots]
+        order = np.lexsort((ids, -scores, ~first))
+        return [int(i) for i in ids[order]]
+
     async def personal(
         self, user_id: int, *, guild_id: int | None, count: int, mark_shown: bool = True
     ) -> PersonalPicks:

@@ -365,3 +365,22 @@ async def test_search_is_ordered_by_reactions_only_while_learning(setup) -> None
     assert await recommender.personal_order(USER, paper_ids, scores) is None
     await recommender.profiles.set_paused(USER, False)
     assert await recommender.personal_order(USER, paper_ids, scores) == learned
+
+
+async def test_ranking_orders_every_unseen_paper_by_the_person_s_model(setup) -> None:  # type: ignore[no-untyped-def]
+    """`ranking` lists every paper the person has not seen, those their model wants first: with a 👍 on
+    an offline-RL paper, the other reinforcement-learning papers lead and the rated one is absent."""
+    recommender, feedback, ids = setup
+    liked = ids["Offline reinforcement learning with conservative critics"]
+    await feedback.set(USER, liked, "like")
+    order = await recommender.ranking(USER, now=NOW)
+    assert sorted(order) == sorted(set(ids.values()) - {liked})
+    assert "reinforcement" in _title(ids, order[0]).lower() or "robot" in _title(ids, order[0]).lower()
+
+
+async def test_ranking_without_reactions_follows_the_topics(setup) -> None:  # type: ignore[no-untyped-def]
+    recommender, _, ids = setup
+    await recommender.profiles.add_topic(USER, "graph neural networks")
+    order = await recommender.ranking(USER, now=NOW)
+    assert len(order) == len(ids)
+    assert "graph" in _title(ids, order[0]).lower()
