@@ -172,7 +172,7 @@ async def test_forget_me_deletes_every_row_after_confirmation(e2e: E2E) -> None:
     assert "deleted everything" in done.content
     for table, column in (
         ("users", "id"),
-        ("user_topics", "user_id"),
+        ("interests", "user_id"),
         ("feedback", "user_id"),
         ("recommendations_shown", "user_id"),
         ("subscriptions", "user_id"),

@@ -31,6 +31,7 @@ from bot.services.digests.subscriptions import DEFAULT_FEEDS_PER_SERVER, Subscri
 from bot.services.digests.timing import Clock, utc_now
 from storage.db import Database
 from storage.repositories.digests import DigestRepository
+from storage.repositories.interests import InterestRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.subscriptions import SubscriptionRepository
 
@@ -68,7 +69,11 @@ class Digests:
         #: how this process (``owner``) holds the runs it sends, for ``lease`` at a time
         self.leases = Leases(self.repository, owner=owner, duration=lease, wall=lease_wall)
         self.subscriptions = SubscriptionService(
-            SubscriptionRepository(db), clock=self.clock, spread=spread, feeds_per_server=feeds_per_server
+            SubscriptionRepository(db),
+            clock=self.clock,
+            spread=spread,
+            feeds_per_server=feeds_per_server,
+            interests=InterestRepository(db),
         )
         self.planner = DigestPlanner(
             self.repository,

@@ -23,6 +23,7 @@ from bot.services.digests.timing import (
 )
 from storage.models import Subscription
 from storage.repositories.digests import Recipient
+from storage.repositories.interests import InterestLimitError, InterestRepository, topic_key
 from storage.repositories.subscriptions import FeedLimitError, ScheduleFields, SubscriptionRepository
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,11 @@ class SubscriptionService:
         clock: Clock,
         spread: timedelta = timedelta(0),
         feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
+        interests: InterestRepository | None = None,
     ) -> None:
         self.repository = subscriptions
+        #: a digest's topics are followed as interests too (None: only stored with the subscription)
+        self.interests = interests
         self.clock = clock
         #: digests due at the same time go out over this window, each subscription at its own offset
         self.spread = spread
@@ -135,7 +139,25 @@ class SubscriptionService:
         )
         log.info("user %s subscribed (subscription %s)", user_id, sub.id)
         log.debug("subscription %s: %s, topics=%s", sub.id, schedule.describe(), list(new_topics))
+        if topics is not None and self.interests is not None:
+            await self._follow_topics(user_id, new_topics)
         return sub
+
+    async def _follow_topics(self, user_id: int, topics: Sequence[str]) -> None:
+        """A digest's topics are the person's interests too (`/paper interests show` lists them; each
+        gets its share of every digest and learns from the reactions to its picks)."""
+        assert self.interests is not None
+        followed = {row.topic.casefold() for row in await self.interests.interests(user_id) if row.topic}
+        for topic in topics:
+            if topic.casefold() in followed:
+                continue
+            try:
+                await self.interests.add(
+                    user_id, "topic", topic_key(topic), topic=topic, origin="subscribe", at=self._stamp()
+                )
+            except InterestLimitError:
+                log.info("user %s follows as many interests as allowed: topic %r not added", user_id, topic)
+                return
 
     async def unsubscribe(self, user_id: int) -> Subscription | None:
         """Stop a user's digest; returns what was removed (None when there was none)."""

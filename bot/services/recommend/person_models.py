@@ -31,7 +31,8 @@ FloatArray = npt.NDArray[np.float64]
 WeightedWords = tuple[tuple[str, float], ...]
 
 SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on first use (well under 1 s)
-MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
+MIN_WORD_PAPERS: Final = 3  # a word shown as learned occurs in at least this many papers near the interest
+MIN_LIFT: Final = 2.0  # …and this many times as often there as in the corpus
 
 
 def wanted(signals: Sequence[FeedbackRow]) -> list[tuple[int, Signal]]:
@@ -108,6 +109,16 @@ class PersonModels:
             return None
         return slot if slot < n else None
 
+    def space_ready(self) -> bool:
+        """Whether every paper has its place yet: a small corpus gets its space on first use
+        (milliseconds); a large one's is computed by the runtime in a thread, seconds after a start."""
+        if self.space.ready:
+            return True
+        if len(self.index) > SYNC_SPACE_PAPERS:
+            return False
+        self.space.rebuild()
+        return True
+
     def fit(
         self,
         topic_query: Mapping[str, float],
@@ -120,10 +131,8 @@ class PersonModels:
         the index (nothing to learn from), or while the paper space of a large corpus is still being
         computed (then the topic ranking stands in)."""
         params, space = self.params, self.space
-        if not space.ready:
-            if len(self.index) > SYNC_SPACE_PAPERS:
-                return None  # the runtime is computing it in a thread (seconds after a start)
-            space.rebuild()  # a small corpus, on first use: milliseconds
+        if not self.space_ready():
+            return None
         coords = space.coords  # papers not placed yet (the runtime does, once ingest is quiet) have none
         n = len(coords)
         topic_match = np.zeros(n)
@@ -201,18 +210,31 @@ class PersonModels:
         place = fitted.model.place_scores(self.space.coords[slots], fitted.topic_match[slots])
         return place + self.word_scores(fitted.model, slots)
 
-    def words(self, model: PersonModel, n: int) -> tuple[WeightedWords, WeightedWords]:
+    def words(self, model: PersonModel, n: int, near: IntArray) -> tuple[WeightedWords, WeightedWords]:
         """The words the model counts most for and against a paper, with their weights, strongest
-        first (words of at least ``MIN_WORD_PAPERS`` papers: a name or a typo of one paper says little;
-        no numbers)."""
-        common = self.index.doc_freqs(model.terms) >= MIN_WORD_PAPERS
-        common &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
+        first: words of the field, not the stray rare words of one liked paper ("obviates", a name).
+        A word is shown when it is over-represented among ``near`` (slots of the papers the model
+        ranks best, or that lie closest to what was 👎'd): in at least ``MIN_WORD_PAPERS`` of them and
+        ``MIN_LIFT`` times as often as in the corpus. No numbers."""
+        field = self._over_represented(model.terms, near)
+        field &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
 
         def named(pairs: Iterable[tuple[int, float]]) -> WeightedWords:
             return tuple((surface_form(self.index.term_name(t)), round(w, 2)) for t, w in pairs)
 
-        kept = PersonModel(model.terms[common], model.term_weights[common], model.coord_weights, 0.0, 0.0)
+        kept = PersonModel(model.terms[field], model.term_weights[field], model.coord_weights, 0.0, 0.0)
         return (
             named(kept.strongest_words(n, positive=True)),
             named(kept.strongest_words(n, positive=False)),
         )
+
+    def _over_represented(self, terms: IntArray, near: IntArray) -> npt.NDArray[np.bool_]:
+        if not len(terms) or not len(near):
+            return np.zeros(len(terms), dtype=bool)
+        _, near_terms, _ = self.index.doc_weights(self.index.slot_ids[near].tolist())
+        counts = np.bincount(near_terms, minlength=int(max(terms.max(), near_terms.max(initial=0))) + 1)[
+            terms
+        ]
+        share_near = counts / len(near)
+        share_corpus = self.index.doc_freqs(terms) / max(1, len(self.index))
+        return np.asarray((counts >= MIN_WORD_PAPERS) & (share_near >= MIN_LIFT * share_corpus), dtype=bool)
