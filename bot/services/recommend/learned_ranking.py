@@ -67,10 +67,11 @@ class LearnedRanker:
         if not len(candidates):
             return []
         size = learning.candidates if fitted.liked else learning.candidates_unliked
-        if not fitted.liked and profile.topic_terms and learning.unliked_match:
-            # exploring a broad field stays inside it: the typed topics bound where it looks
-            within = candidates[fitted.topic_match[candidates] >= learning.unliked_match]
-            candidates = within if len(within) else candidates
+        bound = learning.liked_match if fitted.liked else learning.unliked_match
+        if profile.topic_terms and bound:
+            # an interest stays about its typed words (exploring a broad field stays inside it)
+            within = candidates[fitted.topic_match[candidates] >= bound]
+            candidates = within if len(within) >= limit else candidates
         # the words, on the papers best by their place and topic match
         candidates = best_of(candidates, scores, max(size, learning.pool))
         scores[candidates] += self.models.word_scores(fitted.model, candidates)

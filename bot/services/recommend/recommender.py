@@ -51,7 +51,9 @@ log = logging.getLogger(__name__)
 REASON_CHARS: Final = 200  # a reason is one line of a digest's message or a listing
 SEARCH_CLOSE: Final = 0.7  # search results scoring this share of the best are reordered by the person's model
 SHOWN_WORDS: Final = 8  # words for and against each interest in `/paper interests show`
-NEAR_PAPERS: Final = 200  # the papers an interest's shown words must be over-represented among
+NEAR_PAPERS: Final = 200  # the papers an interest's shown words must be over-represented among (at most)
+NEAR_SHARE: Final = 20  # …and at most this share of the corpus (one in 20), at least MIN_NEAR
+MIN_NEAR: Final = 10
 
 BoolArray = npt.NDArray[np.bool_]
 WeightedWords = tuple[tuple[str, float], ...]
@@ -374,12 +376,13 @@ class Recommender:
         out: dict[int, tuple[WeightedWords, WeightedWords]] = {}
         coords = self.space.coords
         n = len(coords)
+        near_size = max(MIN_NEAR, min(NEAR_PAPERS, n // NEAR_SHARE))
         for interest_id, entry in served.items():
             fitted = entry.fitted
             if fitted is None:
                 continue
             place = fitted.model.place_scores(coords, fitted.topic_match)
-            near = np.argsort(-place)[:NEAR_PAPERS]
+            near = np.argsort(-place)[:near_size]
             liked, _ = self.models.words(fitted.model, SHOWN_WORDS, near)
             disliked_at = [
                 slot
@@ -389,7 +392,7 @@ class Recommender:
             against: WeightedWords = ()
             if disliked_at:
                 centre = coords[disliked_at].astype(np.float64).sum(axis=0)
-                away = np.argsort(-(coords @ centre.astype(np.float32)))[:NEAR_PAPERS]
+                away = np.argsort(-(coords @ centre.astype(np.float32)))[:near_size]
                 _, against = self.models.words(fitted.model, SHOWN_WORDS // 2, away)
             out[interest_id] = (liked, against)
         return out
