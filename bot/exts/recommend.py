@@ -144,11 +144,13 @@ async def interests_add(
             view = narrower_view(stored, broad)
             lines.append(breadth_note(stored, broad, buttons=view is not None, ask_for_paper=paper is None))
     if seed is not None:
-        interest, new_interest = await services.profiles.add_paper(user_id, seed.id)
+        interest, new_interest = await services.recommender.add_paper(user_id, seed.id)
         if new_interest:
             lines.append(
                 f"Following papers like “{escape_markdown(interest.label)}” as an interest of its own."
             )
+        elif interest.row.kind == "topic":
+            lines.append(f"It teaches your interest in {escape_markdown(interest.described)}.")
         press = await services.feedback.plan_seed(
             user_id=user_id, paper_id=seed.id, pending=services.writes.pending_ratings(user_id, seed.id)
         )

@@ -138,7 +138,9 @@ async def test_a_dislike_moves_only_the_interest_that_brought_the_paper(
         after = await preview()
         n = min(len(before["locomotion"]), len(after["locomotion"]))
         assert n >= 3
-        assert after["locomotion"][:n] == before["locomotion"][:n], "the locomotion interest moved on an offline 👎"
+        assert after["locomotion"][:n] == before["locomotion"][:n], (
+            "the locomotion interest moved on an offline 👎"
+        )
         assert after["offline"] != before["offline"], "the offline interest did not learn from its 👎"
         shown = _shown(await server.run_command("alice", "paper interests show"))
         assert "against:" in next(v for k, v in shown.items() if k.startswith(OFFLINE))

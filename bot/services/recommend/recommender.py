@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.services.recommend.candidates import Candidate, NearCopyGuard, Pool
-from bot.services.recommend.interests import InterestService, InterestSummary, ProfileSummary
+from bot.services.recommend.interests import Interest, InterestService, InterestSummary, ProfileSummary
 from bot.services.recommend.learned_ranking import LearnedRanker
 from bot.services.recommend.learner import DEFAULT_LEARNING, LearningParams
 from bot.services.recommend.paper_facts import PaperFacts, word_cut
@@ -188,6 +188,17 @@ class Recommender:
         if popular:
             return PersonalPicks("popular", popular=tuple(popular))
         return PersonalPicks("no_profile")
+
+    async def add_paper(self, user_id: int, paper_id: int) -> tuple[Interest, bool]:
+        """`/paper interests add paper:`: the paper named is a 👍 (the caller stores it) and starts an
+        interest of its own when it lies far from every interest the person follows; close to one
+        (a broad topic it answers, say), it teaches that one instead. Returns the interest it counts
+        for and whether it is new."""
+        rows = [r for r in await self.interests.interests(user_id) if r.active]
+        near = await asyncio.to_thread(self.planner.closest, paper_id, rows)
+        if near is not None:
+            return (await self.profiles.named([near]))[0], False
+        return await self.profiles.add_paper(user_id, paper_id)
 
     async def mark_shown(
         self, user_id: int, paper_ids: Sequence[int], *, brought: Mapping[int, int | None] | None = None

@@ -21,7 +21,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.recommend.attribution import Attribution, Taught, attribute
+from bot.services.recommend.attribution import JOIN_COSINE, Attribution, Taught, attribute
 from bot.services.recommend.interests import Interest, InterestService
 from bot.services.recommend.person_models import Fitted, PersonModels
 from bot.services.recommend.profile import (
@@ -107,9 +107,9 @@ class PersonPlanner:
         stored_topics = {i.label.casefold() for i in named if i.row.kind == "topic"}
         plans: list[tuple[Served, dict[str, float], list[int]]] = []
         for interest in named:
-            if interest.paused:
-                continue
             taught = attribution.taught.get(interest.id)
+            if interest.paused or (interest.row.kind == "liked" and not (taught and taught.wanted)):
+                continue  # (a group of liked papers lasts as long as one of its 👍 does)
             plans.append(self.plan(interest, taught))
         for topic in dict.fromkeys(t for t in topics if t.strip()):
             if topic.casefold() not in stored_topics:
@@ -119,7 +119,12 @@ class PersonPlanner:
         if fitted is None:
             return None
         served = tuple(replace(plan, fitted=f) for (plan, _, _), f in zip(plans, fitted, strict=True))
-        return Person(served, inputs.seen if inputs else frozenset(), tuple(named), attribution.taught)
+        shown = tuple(
+            i
+            for i in named
+            if i.row.kind != "liked" or ((t := attribution.taught.get(i.id)) is not None and t.wanted)
+        )
+        return Person(served, inputs.seen if inputs else frozenset(), shown, attribution.taught)
 
     def plan(self, interest: Interest, taught: Taught | None) -> tuple[Served, dict[str, float], list[int]]:
         row = interest.row
@@ -131,7 +136,11 @@ class PersonPlanner:
         else:
             words = NO_WORDS
             fallback = self._seed_words(row.paper_id)
-            if row.paper_id is not None and all(s.paper_id != row.paper_id for s in signals):
+            if (
+                row.kind == "paper"
+                and row.paper_id is not None
+                and all(s.paper_id != row.paper_id for s in signals)
+            ):
                 # the paper named is the interest's first 👍, stored or not
                 signals.insert(0, FeedbackRow(row.paper_id, "like", row.added_at))
         wanted = len({s.paper_id for s in signals if s.signal != "dislike"})
@@ -168,6 +177,28 @@ class PersonPlanner:
                 )
                 break
         return list(await self.interests.interests(user_id, removed=True))
+
+    def closest(self, paper_id: int, rows: Sequence[InterestRow]) -> InterestRow | None:
+        """The interest among ``rows`` that a 👍 on the paper would teach (the closest within
+        ``JOIN_COSINE``), or None: far from all of them (or no place yet to tell)."""
+        with self.index.lock:
+            if not self.models.space_ready():
+                return None
+            coords = self.models.space.coords
+            slot = self.models.slot(paper_id, len(coords))
+            if slot is None:
+                return None
+            point = coords[slot].astype(np.float64)
+            best, best_cos = None, JOIN_COSINE
+            for row in rows:
+                if row.kind == "topic" and row.topic is not None:
+                    centre = self._centre(row.topic)
+                else:
+                    seed = self.models.slot(row.paper_id, len(coords)) if row.paper_id is not None else None
+                    centre = None if seed is None else coords[seed].astype(np.float64)
+                if centre is not None and (cos := float(centre @ point)) >= best_cos:
+                    best, best_cos = row, cos
+            return best
 
     def _space_ready(self) -> bool:
         with self.index.lock:
