@@ -198,7 +198,7 @@ async def prepare(db: Database, args: argparse.Namespace) -> None:
         for topic in TOPICS
     }
     now = datetime(2026, 11, 30, 6, 0, tzinfo=UTC).isoformat(timespec="seconds")
-    users, subs, feedback, sent = [], [], [], []
+    users, subs, feedback, sent, interests = [], [], [], [], []
     n_channels = args.subscribers // 20
     for i in range(args.subscribers):
         topics = rng.sample(TOPICS, rng.randint(1, 3))
@@ -218,6 +218,8 @@ async def prepare(db: Database, args: argparse.Namespace) -> None:
             user_id = 1_000_000 + i
             users.append((user_id, now))
             subs.append(("user", user_id, None, None, json.dumps(topics), *schedule, user_id, now, now))
+            # a digest's topics are the person's interests too, as `/paper subscribe` stores them
+            interests.extend((user_id, f"topic:{topic}", topic, now) for topic in topics)
             recipient = ("user", user_id)
             if rng.random() < 0.30:
                 pool = [p for t in topics for p in per_topic[t]] or ids
@@ -240,6 +242,10 @@ async def prepare(db: Database, args: argparse.Namespace) -> None:
         "INSERT INTO subscriptions (kind, user_id, guild_id, channel_id, topics, time_local, timezone, frequency, "
         "weekday, count, active, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
         subs,
+    )
+    await db.executemany(
+        "INSERT INTO interests (user_id, kind, key, topic, origin, added_at) VALUES (?, 'topic', ?, ?, 'subscribe', ?)",
+        interests,
     )
     await db.executemany(
         "INSERT OR IGNORE INTO feedback (user_id, paper_id, signal, created_at) VALUES (?, ?, ?, ?)", feedback

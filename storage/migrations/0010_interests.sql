@@ -24,6 +24,15 @@ SELECT user_id, 'topic', 'topic:' || topic, topic, added_at FROM user_topics
 ORDER BY added_at, rowid;
 DROP TABLE user_topics;
 
+-- The topics of a person's digest are their interests too.
+INSERT INTO interests (user_id, kind, key, topic, origin, added_at)
+SELECT s.user_id, 'topic', 'topic:' || j.value, j.value, 'subscribe', s.created_at
+FROM subscriptions AS s, json_each(s.topics) AS j
+WHERE s.kind = 'user' AND s.user_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM interests AS i WHERE i.user_id = s.user_id AND lower(i.topic) = lower(j.value)
+)
+ON CONFLICT DO NOTHING;
+
 -- The interest that brought each paper shown or sent to a person (NULL: none did, or a channel feed's).
 ALTER TABLE recommendations_shown ADD COLUMN interest_id INTEGER;
 ALTER TABLE digest_sent ADD COLUMN interest_id INTEGER;

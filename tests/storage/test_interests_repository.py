@@ -126,7 +126,8 @@ async def test_forget_me_deletes_every_interest(db: Database) -> None:
 
 
 async def test_upgrading_makes_every_topic_an_interest(db: Database) -> None:
-    """Migration 0010's take-over, on each engine, of the topics an older version kept."""
+    """Migration 0010's take-over, on each engine, of the topics an older version kept (followed, and
+    given to a digest)."""
     migration = next(m for m in available_migrations(db.dialect) if m.name == "0010_interests.sql")
     rowid = "" if db.dialect == "sqlite" else ", rowid BIGINT GENERATED ALWAYS AS IDENTITY"
     async with db.transaction() as conn:
@@ -138,13 +139,20 @@ async def test_upgrading_makes_every_topic_an_interest(db: Database) -> None:
             await conn.execute(
                 "INSERT INTO user_topics (user_id, topic, added_at) VALUES (?, ?, ?)", (PERSON, topic, at)
             )
+        await conn.execute(
+            "INSERT INTO subscriptions (kind, user_id, topics, created_at, updated_at) "
+            "VALUES ('user', ?, '[\"KV cache\", \"graphs\"]', '2026-01-03', '2026-01-03')",
+            (PERSON,),
+        )
     start = migration.sql.index("INSERT INTO interests")
-    end = migration.sql.index("DROP TABLE user_topics;") + len("DROP TABLE user_topics;")
+    end = migration.sql.index("ALTER TABLE recommendations_shown")
     for statement in migration.sql[start:end].split(";"):
-        if statement.strip():
-            await db.execute(statement)
+        code = "\n".join(line for line in statement.splitlines() if not line.lstrip().startswith("--"))
+        if code.strip():
+            await db.execute(code)
     rows = await InterestRepository(db).interests(PERSON)
-    assert [(r.kind, r.topic, r.key) for r in rows] == [
-        ("topic", "offline RL", "topic:offline RL"),
-        ("topic", "kv cache", "topic:kv cache"),
+    assert [(r.kind, r.topic, r.key, r.origin) for r in rows] == [
+        ("topic", "offline RL", "topic:offline RL", "interests"),
+        ("topic", "kv cache", "topic:kv cache", "interests"),
+        ("topic", "graphs", "topic:graphs", "subscribe"),  # the digest's "KV cache" was followed already
     ]

@@ -20,6 +20,14 @@ SELECT user_id, 'topic', 'topic:' || topic, topic, added_at FROM user_topics
 ORDER BY added_at, rowid;
 DROP TABLE user_topics;
 
+INSERT INTO interests (user_id, kind, key, topic, origin, added_at)
+SELECT s.user_id, 'topic', 'topic:' || j.value, j.value, 'subscribe', s.created_at
+FROM subscriptions AS s CROSS JOIN LATERAL jsonb_array_elements_text(s.topics::jsonb) AS j(value)
+WHERE s.kind = 'user' AND s.user_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM interests AS i WHERE i.user_id = s.user_id AND lower(i.topic) = lower(j.value)
+)
+ON CONFLICT DO NOTHING;
+
 ALTER TABLE recommendations_shown ADD COLUMN interest_id BIGINT;
 ALTER TABLE digest_sent ADD COLUMN interest_id BIGINT;
 ALTER TABLE digest_items ADD COLUMN interest_id BIGINT;
