@@ -56,13 +56,15 @@ class LearnedRanker:
         open_: BoolArray,
         limit: int,
         now: datetime,
+        pool: int | None = None,
     ) -> list[Candidate]:
         """Up to ``limit`` of the papers open to the person (``open_``, by slot), best first for this
-        model, each with the typed words it matches and the liked paper it lies closest to."""
+        model, each with the typed words it matches and the liked paper it lies closest to. ``pool``:
+        how many papers, best by place and topics, get their words scored (``LearningParams.pool``;
+        an interest with a small share of the picks needs fewer)."""
         learning = self.learning
         coords = self.models.space.coords
         n = len(coords)
-        scores = fitted.model.place_scores(coords, fitted.topic_match)
         candidates = np.flatnonzero(open_[:n])
         if not len(candidates):
             return []
@@ -72,8 +74,13 @@ class LearnedRanker:
             # an interest stays about its typed words (exploring a broad field stays inside it)
             within = candidates[fitted.topic_match[candidates] >= bound]
             candidates = within if len(within) >= limit else candidates
+        scores = np.zeros(n)
+        if 2 * len(candidates) < n:  # (the place of the few inside the bound only)
+            scores[candidates] = fitted.model.place_scores(coords[candidates], fitted.topic_match[candidates])
+        else:
+            scores = fitted.model.place_scores(coords, fitted.topic_match)
         # the words, on the papers best by their place and topic match
-        candidates = best_of(candidates, scores, max(size, learning.pool))
+        candidates = best_of(candidates, scores, max(size, learning.pool if pool is None else pool))
         scores[candidates] += self.models.word_scores(fitted.model, candidates)
         candidates = best_of(candidates, scores, size)
         await self.facts.sync()

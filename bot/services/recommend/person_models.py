@@ -4,6 +4,7 @@ the training examples their reactions make, what the model says of papers, and i
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +33,7 @@ WeightedWords = tuple[tuple[str, float], ...]
 
 SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on first use (well under 1 s)
 MIN_WORD_PAPERS: Final = 3  # a word shown as learned occurs in at least this many papers near the interest
+TOPIC_MATCHES: Final = 64  # topics whose match to every paper is kept (0.4 MB each at 100k papers)
 MIN_LIFT: Final = 2.0  # …and this many times as often there as in the corpus
 
 
@@ -100,6 +102,8 @@ class PersonModels:
         self.space = space
         self.params = params
         self._background_rows: tuple[tuple[int, int, int], IntArray, sp.csr_matrix] | None = None
+        self._matches: OrderedDict[tuple[tuple[str, float], ...], npt.NDArray[np.float32]] = OrderedDict()
+        self._matches_of: tuple[int, int, int] = (-1, -1, -1)
 
     def slot(self, paper_id: int, n: int) -> int | None:
         """The paper's slot if the space has coordinates for it."""
@@ -135,12 +139,7 @@ class PersonModels:
             return None
         coords = space.coords  # papers not placed yet (the runtime does, once ingest is quiet) have none
         n = len(coords)
-        topic_match = np.zeros(n)
-        if topic_query:
-            raw = self.index.score_array(dict(topic_query))[:n]
-            best = float(raw.max()) if len(raw) else 0.0
-            if best > 0:
-                topic_match = raw / best
+        topic_match = self.topic_match(topic_query, n)
 
         rated = self._rated(signals, n, now)
         if not rated:
@@ -172,6 +171,30 @@ class PersonModels:
             rated=len(rated),
         )
         return Fitted(fit(examples, params, liked=liked), topic_match, liked)
+
+    def topic_match(self, topic_query: Mapping[str, float], n: int) -> FloatArray:
+        """Every placed paper's BM25 match to the typed words, scaled to 0–1 by the best match (a
+        whole-corpus scan: kept for the last ``TOPIC_MATCHES`` topics until the index or space moves,
+        as many people follow the same topics)."""
+        if not topic_query:
+            return np.zeros(n)
+        generation = (n, self.index.n_slots, len(self.index))
+        if generation != self._matches_of:
+            self._matches.clear()
+            self._matches_of = generation
+        key = tuple(sorted(topic_query.items()))
+        match = self._matches.get(key)
+        if match is None:
+            raw = self.index.score_array(dict(topic_query))[:n]
+            best = float(raw.max()) if len(raw) else 0.0
+            match = (raw / best if best > 0 else np.zeros(n)).astype(np.float32)
+            match.flags.writeable = False
+            self._matches[key] = match
+            if len(self._matches) > TOPIC_MATCHES:
+                self._matches.popitem(last=False)
+        else:
+            self._matches.move_to_end(key)
+        return np.asarray(match, dtype=np.float64)
 
     def _background(self) -> tuple[IntArray, sp.csr_matrix]:
         """The background sample's slots and their unit BM25 rows over every term id, kept until the

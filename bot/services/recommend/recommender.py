@@ -250,19 +250,30 @@ class Recommender:
         self, served: Sequence[Served], *, count: int, exclude: frozenset[int], now: datetime
     ) -> list[Recommendation]:
         shares = allocate(count, {s.key: s.weight for s in served})
-        limit = 2 * count
-        open_: BoolArray | None = None
+        open_ = self._open(exclude) if any(entry.fitted is not None for entry in served) else None
         rankings: dict[str, list[Candidate]] = {}
         for entry in served:
-            if entry.fitted is not None:
-                if open_ is None:
-                    open_ = self._open(exclude)
+            share = shares[entry.key]
+            # each interest ranks enough for its share and some to spare (for near-copies, and for
+            # another interest that runs out)
+            limit = min(2 * count, 2 * share + 2)
+            if entry.fitted is not None and open_ is not None:
                 rankings[entry.key] = await self.by_model.rank(
-                    entry.fitted, entry.signals, entry.words, open_=open_, limit=limit, now=now
+                    entry.fitted,
+                    entry.signals,
+                    entry.words,
+                    open_=open_,
+                    limit=limit,
+                    now=now,
+                    pool=max(self.learning.candidates, self.learning.pool * max(share, 1) // count),
                 )
             elif not entry.fallback.empty:
                 rankings[entry.key] = await self.by_words.rank(
-                    entry.fallback, limit=limit, exclude=exclude, now=now
+                    entry.fallback,
+                    limit=limit,
+                    exclude=exclude,
+                    now=now,
+                    pool=self.params.pool * max(share, 1) // count,
                 )
         ids = list(dict.fromkeys(c.paper_id for ranking in rankings.values() for c in ranking))
         if not ids:
