@@ -76,15 +76,19 @@ def attribute(
     taught = {i.id: Taught(i) for i in interests if i.removed_at is None}
     seeds = {i.paper_id: i.id for i in interests if i.kind != "topic" and i.paper_id is not None}
     members: dict[int, list[npt.NDArray[np.float64]]] = {i: [] for i in taught}
-    for interest_id, entry in taught.items():
-        interest = entry.interest
-        if interest.kind == "topic" and interest.topic is not None:
-            entry.centre = topic_centre(interest.topic)
-        elif interest.paper_id is not None:
-            where = coords_of(interest.paper_id)
-            if where is not None:
-                members[interest_id].append(where.astype(np.float64))
-                entry.centre = _unit(members[interest_id][0])
+    placed = False
+
+    def place_interests() -> None:
+        """Where each interest lies (only once a reaction needs it: a topic's place costs a search)."""
+        for interest_id, entry in taught.items():
+            interest = entry.interest
+            if interest.kind == "topic" and interest.topic is not None:
+                entry.centre = topic_centre(interest.topic)
+            elif interest.paper_id is not None:
+                where = coords_of(interest.paper_id)
+                if where is not None:
+                    members[interest_id].insert(0, where.astype(np.float64))
+                    entry.centre = _unit(np.sum(members[interest_id], axis=0))
 
     by_paper: dict[int, list[FeedbackRow]] = {}
     for row in signals:
@@ -100,6 +104,9 @@ def attribute(
         where = coords_of(paper_id)
         if where is None:
             continue
+        if not placed:
+            place_interests()
+            placed = True
         point = where.astype(np.float64)
         best, best_cos = None, JOIN_COSINE
         for interest_id, entry in taught.items():

@@ -65,15 +65,16 @@ class LearnedRanker:
         learning = self.learning
         coords = self.models.space.coords
         n = len(coords)
-        candidates = np.flatnonzero(open_[:n])
-        if not len(candidates):
-            return []
         size = learning.candidates if fitted.liked else learning.candidates_unliked
         bound = learning.liked_match if fitted.liked else learning.unliked_match
+        candidates = np.zeros(0, dtype=np.int64)
         if profile.topic_terms and bound:
             # an interest stays about its typed words (exploring a broad field stays inside it)
-            within = candidates[fitted.topic_match[candidates] >= bound]
-            candidates = within if len(within) >= limit else candidates
+            candidates = np.flatnonzero(open_[:n] & (fitted.topic_match >= bound))
+        if len(candidates) < limit:
+            candidates = np.flatnonzero(open_[:n])
+        if not len(candidates):
+            return []
         scores = np.zeros(n)
         if 2 * len(candidates) < n:  # (the place of the few inside the bound only)
             scores[candidates] = fitted.model.place_scores(coords[candidates], fitted.topic_match[candidates])

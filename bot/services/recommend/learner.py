@@ -167,16 +167,13 @@ def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING, *, liked:
     any example is wanted; until one is, the topics' weight is held near ``prior_weight``."""
     n_words, dims = len(examples.terms), examples.coords.shape[1]
     rows = len(examples.labels)
-    features = sp.hstack(
-        [
-            examples.words,
-            sp.csr_matrix(examples.coords.astype(np.float64)),
-            sp.csr_matrix(examples.topic_match[:, None]),
-            sp.csr_matrix(np.ones((rows, 1))),
-        ],
-        format="csr",
-    )
-    transposed = features.T.tocsr()
+    # the words sparse, the rest (coordinates, topic match, bias) one dense block beside them
+    words = examples.words.tocsr()
+    words_t = words.T.tocsr()
+    dense = np.empty((rows, dims + 2))
+    dense[:, :dims] = examples.coords
+    dense[:, dims] = examples.topic_match
+    dense[:, dims + 1] = 1.0
     start = np.zeros(n_words + dims + 2)
     pull = np.concatenate([np.full(n_words, params.word_l2), np.full(dims, params.coord_l2), [0.0, 1e-3]])
     if liked:
@@ -194,11 +191,12 @@ def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING, *, liked:
     weights = examples.weights
 
     def loss_and_gradient(w: FloatArray) -> tuple[float, FloatArray]:
-        margin = sign * (features @ w)
+        margin = sign * (words @ w[:n_words] + dense @ w[n_words:])
         # Σ weight · log(1 + e^-margin), plus the L2 pull
         loss = float(weights @ np.logaddexp(0.0, -margin) + 0.5 * pull @ (w - start) ** 2)
         slope = -sign * weights / (1.0 + np.exp(np.clip(margin, -50.0, 50.0)))
-        return loss, np.asarray(transposed @ slope + pull * (w - start), dtype=np.float64)
+        gradient = np.concatenate([words_t @ slope, dense.T @ slope])
+        return loss, np.asarray(gradient + pull * (w - start), dtype=np.float64)
 
     w = lbfgs(loss_and_gradient, start)
     keep = np.flatnonzero(w[:n_words])

@@ -310,9 +310,8 @@ class Recommender:
         n = len(self.space.coords)
         open_ = self.index.alive[:n].copy()
         if exclude:
-            open_ &= ~np.isin(
-                self.index.slot_ids[:n], np.fromiter(exclude, dtype=np.int64, count=len(exclude))
-            )
+            slots = [slot for paper_id in exclude if (slot := self.models.slot(paper_id, n)) is not None]
+            open_[slots] = False
         return open_
 
     # -- search order and what was learned -------------------------------------------------------

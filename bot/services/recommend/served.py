@@ -96,10 +96,17 @@ class PersonPlanner:
         only). None when ``wait`` is off and another thread holds the index."""
         inputs = await self.interests.inputs(user_id) if user_id is not None else None
         rows = list(inputs.interests) if inputs is not None else []
-        ready = await asyncio.to_thread(self._space_ready)
+        # (a small corpus gets its space on first use: then in a thread, as a fit)
+        ready = self.models.space.ready or await asyncio.to_thread(self._space_ready)
         attribution = Attribution({}, ())
         if inputs is not None and ready:
-            attribution = await asyncio.to_thread(self._attribute, inputs, rows)
+            # every reaction brought by an interest: no place to look up, no thread needed
+            known = all(s.paper_id in inputs.brought for s in inputs.signals)
+            attribution = (
+                self._attribute(inputs, rows)
+                if known
+                else await asyncio.to_thread(self._attribute, inputs, rows)
+            )
             if attribution.new_groups and user_id is not None and not inputs.learning_paused:
                 rows = await self._start_groups(user_id, attribution.new_groups, rows)
                 attribution = await asyncio.to_thread(self._attribute, inputs, rows)
