@@ -71,6 +71,9 @@ class LearnedRanker:
         if profile.topic_terms and bound:
             # an interest stays about its typed words (exploring a broad field stays inside it)
             candidates = np.flatnonzero(open_[:n] & (fitted.topic_match >= bound))
+            if len(candidates) > learning.place_pool:  # the papers that match its words best
+                top = np.argpartition(-fitted.topic_match[candidates], learning.place_pool - 1)
+                candidates = np.sort(candidates[top[: learning.place_pool]])
         if len(candidates) < limit:
             candidates = np.flatnonzero(open_[:n])
         if not len(candidates):

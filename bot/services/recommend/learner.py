@@ -70,6 +70,7 @@ class LearningParams:
     candidates_unliked: int = 2000  # the same while nothing is liked (a broad start explores widely)
     unliked_match: float = 0.6  # while nothing is liked, picks match the topics this share of the best match
     liked_match: float = 0.25  # once something is liked, this share (an interest stays about its words)
+    place_pool: int = 5000  # of those, the papers matching the topics best are scored by place
 
 
 DEFAULT_LEARNING: Final = LearningParams()

@@ -265,7 +265,7 @@ class Recommender:
                     open_=open_,
                     limit=limit,
                     now=now,
-                    pool=max(self.learning.candidates, self.learning.pool * max(share, 1) // count),
+                    pool=None if share >= count else max(100, self.learning.pool * max(share, 1) // count),
                 )
             elif not entry.fallback.empty:
                 rankings[entry.key] = await self.by_words.rank(
