@@ -190,14 +190,19 @@ def _icml_kind(title: str, abstract: str) -> str:
 
 @pytest.mark.shared
 async def test_the_icml_2024_console_steps_serve_both_interests(start_paperbot: Any, sandbox: Any) -> None:
-    """On the ICML 2024 list: two topics, a search, 👍 on its first result, `/paper recommend count:10`
-    gives at least three papers of each interest (it gave none on offline RL when the first 👍
-    made the topics' weight start from zero)."""
+    """On the ICML 2024 list, README's console steps: two topics, a search, 👍 on its first result;
+    `/paper recommend count:10` gives at least three papers of each interest (it gave none on offline
+    RL when the first 👍 made the topics' weight start from zero); `interests show` lists both, the
+    search's 👍 teaching the kv-cache one; pausing that one leaves offline RL alone in the picks."""
     icml = shared_path("data", "icml2024", "icml2024_papers.jsonl.gz")
     async with start_paperbot(operator_ids=frozenset({sandbox.alice.id})) as e2e:
         server = e2e.server
         loaded = await server.run_command("alice", "paperadmin ingest", file=icml, timeout=60)
         assert "added **2572**" in loaded.text, loaded.text
+        space, index = e2e.services.recommender.space, e2e.services.search.index
+        await server.eventually(  # the bot places new papers in the paper space once the store is quiet
+            lambda: space.ready and space.placed == index.n_slots, what="the papers placed", timeout=30
+        )
         await server.run_command("bob", "paper interests add", topic="offline reinforcement learning")
         await server.run_command("bob", "paper interests add", topic="kv cache")
         found = await server.run_command("bob", "paper search", query="kv cache quantization", limit=3)
@@ -214,3 +219,17 @@ async def test_the_icml_2024_console_steps_serve_both_interests(start_paperbot: 
         assert kinds.count("offline") >= 3, listed
         assert kinds.count("kv") >= 3, listed
         assert "for your interest in offline reinforcement learning" in picks.text
+        assert kinds.count("offline") + kinds.count("kv") >= 9, listed
+        shown = _shown(await server.run_command("bob", "paper interests show"))
+        assert set(shown) == {"offline reinforcement learning", "kv cache"}, shown
+        assert re.search(r"\d+ picks, 0 👍", shown["offline reinforcement learning"])
+        summ = await e2e.services.recommender.summary(server.bob.id)
+        person = await e2e.services.recommender.planner.person(
+            server.bob.id, now=e2e.services.recommender._clock()
+        )
+        assert "for:" in shown["kv cache"]  # the 👍 from the search taught the kv cache interest
+        paused = await server.run_command("bob", "paper interests pause", interest="kv cache", paused=True)
+        assert "Paused “kv cache”" in paused.content
+        after = await server.run_command("bob", "paper recommend", count=5, timeout=30)
+        assert "for your interest in kv cache" not in after.text
+        assert after.text.count("for your interest in offline reinforcement learning") == 5
