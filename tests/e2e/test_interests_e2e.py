@@ -223,10 +223,6 @@ async def test_the_icml_2024_console_steps_serve_both_interests(start_paperbot: 
         shown = _shown(await server.run_command("bob", "paper interests show"))
         assert set(shown) == {"offline reinforcement learning", "kv cache"}, shown
         assert re.search(r"\d+ picks, 0 👍", shown["offline reinforcement learning"])
-        summ = await e2e.services.recommender.summary(server.bob.id)
-        person = await e2e.services.recommender.planner.person(
-            server.bob.id, now=e2e.services.recommender._clock()
-        )
         assert "for:" in shown["kv cache"]  # the 👍 from the search taught the kv cache interest
         paused = await server.run_command("bob", "paper interests pause", interest="kv cache", paused=True)
         assert "Paused “kv cache”" in paused.content
