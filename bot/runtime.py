@@ -14,12 +14,17 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from bot.discord_limits import BULK_CALLS_PER_MINUTE
 from bot.services.admin.permission_notices import PermissionNotices
 from bot.services.digests import Digests
+from bot.services.digests.subscriptions import StoredInterests
+from bot.services.papers.arxiv_lookup import ArxivLookup
 from bot.services.papers.ingest.runner import ensure_shipped_corpus
+from bot.services.papers.linked import LinkedPapers
 from bot.services.people.authors import AuthorDirectory
 from bot.services.people.feedback import FeedbackService
 from bot.services.people.follows import FollowService
+from bot.services.people.library import LibraryImporter, LibraryMatcher
 from bot.services.people.limits import PersonLimits
 from bot.services.people.privacy import PrivacyService
 from bot.services.recommend.interests import InterestService
@@ -72,6 +77,10 @@ class Services:
     writes: WriteBehind = field(init=False)
     #: /paper search, show and similar: listings, their pages, paper references
     search_service: SearchService = field(init=False)
+    #: the paper a message's or a pasted link points to (fetched from arXiv when the store lacks it)
+    linked: LinkedPapers = field(init=False)
+    #: `/paper interests add file:`: a person's library as their 👍
+    library: LibraryImporter = field(init=False)
     #: telling an admin, once per channel, that the bot may not add reactions there
     permission_notices: PermissionNotices = field(init=False)
     #: how often each person may run the costly commands, and their /paper digest in flight
@@ -96,10 +105,12 @@ class Services:
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
             spread=timedelta(minutes=self.settings.digest_spread_minutes),
+            calls_per_minute=BULK_CALLS_PER_MINUTE,
             lease=timedelta(seconds=self.settings.takeover_seconds),
             followed=self.follows,
             history_days=self.settings.digest_history_days,
             feeds_per_server=self.settings.feeds_per_server,
+            interests=StoredInterests(self.db),
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(
@@ -107,6 +118,17 @@ class Services:
             feedback=self.feedback,
             searches=searches,
             messages=self.messages,
+        )
+        url = self.settings.arxiv_lookup_url
+        arxiv = ArxivLookup(self.db, url=url) if url else None  # one per process: its requests take turns
+        self.linked = LinkedPapers(self.papers, arxiv=arxiv, on_stored=self.index.refresh)
+        self.library = LibraryImporter(
+            LibraryMatcher(
+                self.papers, title_lookup=lambda text: self.index.engine.autocomplete(text), arxiv=arxiv
+            ),
+            self.feedback,
+            self.writes,
+            on_fetched=self.index.refresh,
         )
         self.search_service = SearchService(
             self.search, self.papers, searches, self.writes, personal_order=self.recommender.personal_order

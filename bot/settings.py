@@ -46,6 +46,10 @@ def _api_base(raw: str) -> str:
     return url
 
 
+def _lookup_url(raw: str) -> str:
+    return "" if raw.lower() == "off" else _api_base(raw)
+
+
 def _gateway_url(raw: str) -> str:
     if urlparse(raw).scheme not in ("ws", "wss") or not urlparse(raw).netloc:
         raise ValueError(f"must be a ws:// or wss:// URL, got {raw!r}")
@@ -249,10 +253,12 @@ class Settings:
     )
     digest_spread_minutes: int = setting(
         "PAPERBOT_DIGEST_SPREAD_MINUTES",
-        "10",
+        "60",
         _spread_minutes,
-        "digests due at the same time go out over this many minutes after it (0-120), each subscription "
-        "at its own fixed minute, which its confirmation names; 0 sends each at the time chosen",
+        "a digest goes out at the minute chosen unless more are due in that minute than Discord's limits "
+        "let go out in it (some 2,700 requests: 450 five-paper DM digests); those set up last then move to "
+        "the next minutes, at most this many (0-120; 0: none moves, all start at their minute and queue). "
+        "Their confirmation says so",
     )
     digest_history_days: int = setting(
         "PAPERBOT_DIGEST_HISTORY_DAYS",
@@ -274,6 +280,15 @@ class Settings:
     )
     arxiv_fetch_time: str = setting(
         "PAPERBOT_ARXIV_FETCH_TIME", "06:00", _utc_time, "when the daily arXiv fetch runs (UTC)"
+    )
+    #: where a paper someone links to and the store lacks is fetched from ("": never fetched)
+    arxiv_lookup_url: str = setting(
+        "PAPERBOT_ARXIV_LOOKUP",
+        "https://export.arxiv.org/api/query",
+        _lookup_url,
+        "where an arXiv paper someone links to (the “Save paper” and “Like paper” message commands, "
+        "`/paper show paper:<link>`) is fetched from when the store lacks it: arXiv's API, a mirror, "
+        "or `off` to answer that it is not here",
     )
     max_ingest_bytes: int = setting(
         "PAPERBOT_MAX_INGEST_MB", "25", _megabytes, "largest file `/paperadmin ingest` accepts"

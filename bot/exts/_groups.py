@@ -19,6 +19,12 @@ from discord.app_commands.commands import CommandCallback
 
 AnyCommand = app_commands.Command[Any, ..., Any]
 
+#: `/paper` and the message commands: for a server that added the bot and for a person who installed
+#: the app to their account, in servers (with or without the bot), the bot's DMs, DMs and group DMs.
+#: `/paperadmin` is the server's own: installed with the bot, in that server only.
+ANYWHERE_INSTALLS = app_commands.AppInstallationType(guild=True, user=True)
+ANYWHERE_CONTEXTS = app_commands.AppCommandContext(guild=True, dm_channel=True, private_channel=True)
+
 
 @dataclass(frozen=True)
 class CommandGroups:
@@ -42,7 +48,12 @@ class CommandGroups:
 
 def make_groups() -> CommandGroups:
     """Fresh, empty groups (subgroups first, so they come first in /paper and /paperadmin)."""
-    paper = app_commands.Group(name="paper", description="Find, follow and rate research papers")
+    paper = app_commands.Group(
+        name="paper",
+        description="Find, follow and rate research papers",
+        allowed_installs=ANYWHERE_INSTALLS,
+        allowed_contexts=ANYWHERE_CONTEXTS,
+    )
     interests = app_commands.Group(
         name="interests", description="See and steer what paperbot learned about you", parent=paper
     )
@@ -52,7 +63,8 @@ def make_groups() -> CommandGroups:
         # Hidden from members without Manage Server (server admins can change who sees them);
         # each command also checks the permission when it runs.
         default_permissions=discord.Permissions(manage_guild=True),
-        guild_only=True,
+        allowed_installs=app_commands.AppInstallationType(guild=True, user=False),
+        allowed_contexts=app_commands.AppCommandContext(guild=True, dm_channel=False, private_channel=False),
     )
     feed = app_commands.Group(name="feed", description="A channel's own paper feed", parent=paperadmin)
     return CommandGroups(paper=paper, interests=interests, paperadmin=paperadmin, feed=feed)

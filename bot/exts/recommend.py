@@ -16,10 +16,12 @@ from discord.ext import commands
 from bot.errors import UserFacingError
 from bot.exts._groups import Subcommands
 from bot.services.papers.export import FORMATS
+from bot.services.people.library import MAX_LIBRARY_BYTES
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.services.recommend.topic_breadth import breadth
-from bot.services.search.snippets import escape_markdown
-from bot.ui.format import trim
+from bot.services.search.snippets import echo
+from bot.ui.format import file_size, trim
+from bot.ui.library import library_answer
 from bot.ui.paper_views import paper_autocomplete
 from bot.ui.profile_views import (
     NO_SAVED_PAPERS,
@@ -119,16 +121,22 @@ async def interests_show(interaction: discord.Interaction[PaperBot]) -> None:
 @app_commands.describe(
     topic="A few words describing what you want to read about, e.g. kv cache quantization",
     paper="A paper you like: start typing its title, or give an arXiv/OpenReview id",
+    file="Your library: a BibTeX, RIS or CSL-JSON export (Zotero, Mendeley), or a list of arXiv ids and DOIs",
 )
 @app_commands.autocomplete(paper=paper_autocomplete)
 async def interests_add(
     interaction: discord.Interaction[PaperBot],
     topic: Topic | None = None,
     paper: app_commands.Range[str, 1, 200] | None = None,
+    file: discord.Attachment | None = None,
 ) -> None:
+    if file is not None:
+        await add_library(interaction, file)
+        return
     if topic is None and paper is None:
         raise UserFacingError(
-            "Give a topic (`topic:kv cache quantization`) or a paper you like (`paper:` and pick one), or both."
+            "Give a topic (`topic:kv cache quantization`) or a paper you like (`paper:` and pick one), or both; "
+            "or start from your own library (`file:` a BibTeX, RIS or CSL-JSON export)."
         )
     services = interaction.client.services
     user_id = interaction.user.id
@@ -137,7 +145,7 @@ async def interests_add(
     view = None
     if topic is not None:
         stored, added = await services.profiles.add_topic(user_id, topic)
-        lines.append(added_line(stored) if added else f"You already follow “{escape_markdown(stored)}”.")
+        lines.append(added_line(stored) if added else f"You already follow “{echo(stored)}”.")
         # a tenth of a second or more for a broad topic at 36k papers: in a thread, off the event loop
         broad = await asyncio.to_thread(breadth, services.search, stored) if added else None
         if broad is not None:
@@ -146,11 +154,9 @@ async def interests_add(
     if seed is not None:
         interest, new_interest = await services.recommender.add_paper(user_id, seed.id)
         if new_interest:
-            lines.append(
-                f"Following papers like “{escape_markdown(interest.label)}” as an interest of its own."
-            )
+            lines.append(f"Following papers like “{echo(interest.label)}” as an interest of its own.")
         elif interest.row.kind == "topic":
-            lines.append(f"It teaches your interest in {escape_markdown(interest.described)}.")
+            lines.append(f"It teaches your interest in {echo(interest.described)}.")
         press = await services.feedback.plan_seed(
             user_id=user_id, paper_id=seed.id, pending=services.writes.pending_ratings(user_id, seed.id)
         )
@@ -163,6 +169,22 @@ async def interests_add(
         await interaction.response.send_message("\n".join(lines), ephemeral=True)
     else:  # the narrower topics of a broad one, as buttons
         await interaction.response.send_message("\n".join(lines), view=view, ephemeral=True)
+
+
+async def add_library(interaction: discord.Interaction[PaperBot], file: discord.Attachment) -> None:
+    """`/paper interests add file:`: the papers of a person's library count as their 👍."""
+    services = interaction.client.services
+    services.limits.take("library", interaction.user.id)
+    if file.size > MAX_LIBRARY_BYTES:  # refused before it is downloaded
+        raise UserFacingError(
+            f"That file is {file_size(file.size)}; a library may be at most {file_size(MAX_LIBRARY_BYTES)}. "
+            "Nothing was added."
+        )
+    await interaction.response.defer(ephemeral=True, thinking=True)  # arXiv fetches take seconds
+    done = await services.library.run(
+        interaction.user.id, await file.read(), file.filename, guild_id=interaction.guild_id
+    )
+    await interaction.followup.send(library_answer(done), ephemeral=True)
 
 
 async def _interest_autocomplete(
@@ -182,7 +204,7 @@ async def _interest_autocomplete(
 @app_commands.autocomplete(topic=_interest_autocomplete)
 async def interests_remove(interaction: discord.Interaction[PaperBot], topic: Topic) -> None:
     removed = await interaction.client.services.profiles.remove(interaction.user.id, topic)
-    await interaction.response.send_message(f"Removed “{escape_markdown(removed)}”.", ephemeral=True)
+    await interaction.response.send_message(f"Removed “{echo(removed)}”.", ephemeral=True)
 
 
 @interests_group.command(
@@ -211,7 +233,7 @@ async def interests_pause(
     profiles = interaction.client.services.profiles
     if interest is not None:
         label, now_paused = await profiles.pause(interaction.user.id, interest, paused)
-        shown = escape_markdown(label)
+        shown = echo(label)
         message = (
             f"Paused “{shown}”: it brings no picks and learns nothing until you resume it "
             "(`/paper interests pause interest:… paused:False`). Your other interests go on."

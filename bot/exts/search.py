@@ -10,7 +10,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.digest_sender import add_ratings
+from bot.errors import NotFoundError
 from bot.exts._groups import Subcommands
+from bot.services.papers.links import paper_links
 from bot.ui.embeds import paper_embed
 from bot.ui.listing import PageButton, render_listing
 from bot.ui.paper_views import FullAbstractButton, MoreLikeThisButton, paper_autocomplete, paper_view
@@ -38,9 +40,13 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
     in_guild = interaction.guild_id is not None
     reactions = in_guild and interaction.app_permissions.add_reactions
     view = paper_view(paper) if reactions else paper_buttons(paper.id, paper_view(paper))
-    answer = await interaction.response.send_message(embed=paper_embed(paper), view=view)
+    message: discord.Message | None
+    if interaction.response.is_done():  # deferred while the paper was fetched
+        message = await interaction.followup.send(embed=paper_embed(paper), view=view, wait=True)
+    else:
+        answer = await interaction.response.send_message(embed=paper_embed(paper), view=view)
+        message = answer.resource if isinstance(answer.resource, discord.InteractionMessage) else None
     view.stop()  # dynamic items: answered without keeping the view in memory
-    message = answer.resource if isinstance(answer.resource, discord.InteractionMessage) else None
     if message is None:
         message = await interaction.original_response()
     await interaction.client.services.writes.posted_message(
@@ -53,7 +59,7 @@ async def post_paper(interaction: discord.Interaction[PaperBot], paper: Paper) -
     )
     if reactions:
         await add_ratings(interaction.client, message, interaction.client.sending, paced=False)
-    elif in_guild:
+    elif in_guild and interaction.is_guild_integration():  # a server without the bot has nobody to tell
         await tell_reactions_missing(interaction, message.channel.id)
 
 
@@ -106,7 +112,20 @@ async def search_command(
 async def show_command(
     interaction: discord.Interaction[PaperBot], paper: app_commands.Range[str, 1, 200]
 ) -> None:
-    found = await interaction.client.services.search_service.resolve_paper(paper)
+    services = interaction.client.services
+    try:
+        found = await services.search_service.resolve_paper(paper)
+    except NotFoundError:
+        if not paper_links(paper):
+            raise
+        # a link to a paper not here yet: fetched from arXiv, which may take longer than Discord's 3 s
+        await interaction.response.defer(thinking=True)
+        try:
+            found = await services.linked.find(paper)
+        except NotFoundError as error:  # said to the person alone, not in the channel
+            await interaction.delete_original_response()
+            await interaction.followup.send(str(error), ephemeral=True)
+            return
     await post_paper(interaction, found)
 
 

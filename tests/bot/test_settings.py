@@ -56,6 +56,7 @@ VALID: dict[str, tuple[str, str, object]] = {
     "PAPERBOT_PERSON_LIMITS": ("OFF", "person_limits", False),
     "PAPERBOT_DIGEST_HISTORY_DAYS": ("30", "digest_history_days", 30),
     "PAPERBOT_FEEDS_PER_SERVER": ("5", "feeds_per_server", 5),
+    "PAPERBOT_ARXIV_LOOKUP": ("off", "arxiv_lookup_url", ""),
     "PAPERBOT_OPERATORS": (
         "123456789012345678, 223456789012345678  42",
         "operator_ids",
@@ -82,6 +83,7 @@ INVALID: dict[str, list[str]] = {
     "PAPERBOT_SEARCH_RETENTION_DAYS": ["0", "3651", "30.5", "-1", "forever"],
     "PAPERBOT_PERSON_LIMITS": ["yes", "0", "false"],
     "PAPERBOT_DIGEST_HISTORY_DAYS": ["13", "3651", "90.5", "forever"],
+    "PAPERBOT_ARXIV_LOOKUP": ["ftp://mirror.example/api", "export.arxiv.org", "no"],
     "PAPERBOT_FEEDS_PER_SERVER": ["0", "1001", "2.5", "many"],
     "PAPERBOT_OPERATORS": ["alice", "123;456", "-5", "12.5", "<@123456789012345678>", "0"],
 }

@@ -20,6 +20,7 @@ from .gateway import Gateway
 from .interactions import (
     APPLICATION_COMMAND,
     AUTOCOMPLETE,
+    MESSAGE_COMMAND,
     MESSAGE_COMPONENT,
     MODAL_SUBMIT,
     InteractionRecord,
@@ -29,6 +30,7 @@ from .interactions import (
     check_can_use,
     find_command,
     interaction_payload,
+    message_payload,
     nest_options,
     split_command_path,
 )
@@ -124,7 +126,45 @@ class UserActions:
             data["guild_id"] = definition["guild_id"]
         if builder.resolved:
             data["resolved"] = builder.resolved
-        record = self._create_interaction(APPLICATION_COMMAND, user, channel, data, label, locale=locale)
+        record = self._create_interaction(
+            APPLICATION_COMMAND, user, channel, data, label, locale=locale, command=definition
+        )
+        return await self._await_result(record, timeout=timeout, check=check)
+
+    async def message_command(
+        self,
+        user: SandboxUser | str,
+        message: SandboxMessage | InteractionResult,
+        name: str,
+        /,
+        *,
+        timeout: float = 10.0,  # noqa: ASYNC109
+        check: bool = True,
+    ) -> InteractionResult:
+        """Right-click (or long-press) `message`, Apps → the message command `name` ("Save paper").
+
+        Discord sends the message itself (``data.resolved.messages``) with the command, so the bot needs
+        no message-content intent. Raises ClientRefused for what Discord's client would not offer: a
+        command the bot did not sync, a message the person cannot see, an ephemeral message.
+        """
+        user = self.lookup.user(user)
+        target = self._visible_message(user, message)
+        channel = target.channel
+        guild = self.world.guilds.get(channel.guild_id) if channel.guild_id else None
+        definition = find_command(self.world, name, guild=guild, kind=MESSAGE_COMMAND)
+        check_can_use(self.world, definition, user, channel)
+        data: JSON = {
+            "id": definition["id"],
+            "name": definition["name"],
+            "type": MESSAGE_COMMAND,
+            "target_id": str(target.id),
+            "resolved": {"messages": {str(target.id): message_payload(self.world, target)}},
+        }
+        if definition.get("guild_id"):
+            data["guild_id"] = definition["guild_id"]
+        record = self._create_interaction(
+            APPLICATION_COMMAND, user, channel, data, f"Apps → {name}", command=definition
+        )
         return await self._await_result(record, timeout=timeout, check=check)
 
     async def autocomplete(
@@ -162,7 +202,7 @@ class UserActions:
         if definition.get("guild_id"):
             data["guild_id"] = definition["guild_id"]
         record = self._create_interaction(
-            AUTOCOMPLETE, user, channel, data, f"autocomplete {label} {option}:{typed!r}"
+            AUTOCOMPLETE, user, channel, data, f"autocomplete {label} {option}:{typed!r}", command=definition
         )
         result = await self._await_result(record, timeout=timeout, check=check)
         return result.choices
@@ -357,6 +397,7 @@ class UserActions:
         *,
         message: SandboxMessage | None = None,
         locale: str = "en-US",
+        command: JSON | None = None,
     ) -> InteractionRecord:
         self._refuse_in_archived_thread(channel, "use the bot's commands or buttons")
         session = self.gateway.session_for(channel.guild_id)
@@ -377,6 +418,7 @@ class UserActions:
             attachment_size_limit=self.options.attachment_size_limit,
             message=message,
             locale=locale,
+            command=command,
         )
         record = InteractionRecord(
             id=interaction_id,
@@ -477,7 +519,7 @@ class UserActions:
             and not self.world.user_permissions(current.channel, user) & Permissions.VIEW_CHANNEL
         ):
             raise ClientRefused(f"{user.username} cannot see {current.channel.label()}")
-        if current.channel.is_dm and current.channel.recipient is not user:
+        if current.channel.is_dm and not current.channel.has_participant(user):
             raise ClientRefused(f"message {current.id} is in someone else's DM")
         return current
 

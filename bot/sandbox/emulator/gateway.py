@@ -164,7 +164,14 @@ class Gateway:
     def dispatch(
         self, event: str, data: JSON, *, guild_id: int | None, only: GatewaySession | None = None
     ) -> int:
-        """Queue `event` for every session that should get it; returns how many do."""
+        """Queue `event` for every session that should get it; returns how many do. Of a server the bot
+        is not in, only interactions (people's user installs) reach it."""
+        if (
+            event != "INTERACTION_CREATE"
+            and guild_id in self.world.guilds
+            and not self.world.bot_in(guild_id)
+        ):
+            return 0
         delivered = 0
         for session in [only] if only is not None else self.live_sessions:
             if session.invalidated or not session.owns_guild(guild_id) or not session.wants(event, guild_id):
@@ -303,7 +310,7 @@ class Gateway:
             return
         session = GatewaySession(secrets.token_hex(16), intents, (int(shard[0]), int(shard[1])))
         if (
-            sum(session.owns_guild(guild_id) for guild_id in self.world.guilds)
+            sum(session.owns_guild(guild.id) for guild in self.world.bot_guilds())
             > self.options.max_guilds_per_shard
         ):
             await self._close(conn, SHARDING_REQUIRED)  # "you are required to shard your connection"
@@ -317,7 +324,7 @@ class Gateway:
         self.sessions[session.session_id] = session
         self._attach(conn, session, start_index=0)
         world = self.world
-        guilds = [g for g in world.guilds.values() if session.owns_guild(g.id)]
+        guilds = [g for g in world.bot_guilds() if session.owns_guild(g.id)]
         bot = world.bot_user.payload() | {"verified": True, "mfa_enabled": False, "email": None, "flags": 0}
         ready = {
             "v": 10,

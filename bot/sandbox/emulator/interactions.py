@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 JSON = dict[str, Any]
 
 APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 2, 3, 4, 5
+#: application command types (``data.type`` of an APPLICATION_COMMAND interaction)
+CHAT_INPUT_COMMAND, USER_COMMAND, MESSAGE_COMMAND = 1, 2, 3
 
 #: callback types each interaction type accepts
 ALLOWED_CALLBACKS: dict[int, set[int]] = {
@@ -243,8 +245,19 @@ def find_command(world: World, name: str, *, guild: SandboxGuild | None, kind: i
 
 def check_can_use(world: World, command: JSON, user: SandboxUser, channel: SandboxChannel) -> None:
     """What Discord's client enforces before a person can even pick a command."""
-    label = f"/{command['name']}"
+    label = f"/{command['name']}" if command.get("type", 1) == CHAT_INPUT_COMMAND else f"“{command['name']}”"
     contexts = command.get("contexts")
+    if channel.is_group_dm:
+        if contexts is not None and PRIVATE_CHANNEL not in contexts:
+            raise ClientRefused(f"{label} cannot be used in group DMs")
+        if not user_installed(world, user, command):
+            raise ClientRefused(
+                f"{label} is not available in {channel.label()}: only a user install reaches a group DM, "
+                f"and {user.username} has not installed the app to their account"
+                if USER_INSTALL in command_installs(command)
+                else f"{label} is not available in {channel.label()}: it cannot be installed to a person"
+            )
+        return
     if channel.is_dm:
         if command.get("guild_id"):
             raise ClientRefused(f"{label} is a guild command: it is not available in DMs")
@@ -256,6 +269,19 @@ def check_can_use(world: World, command: JSON, user: SandboxUser, channel: Sandb
     guild = world.guilds[channel.guild_id or 0]
     if user.id not in guild.members:
         raise ClientRefused(f"{user.username} is not a member of {guild.name}")
+    installs = command_installs(command)
+    if not (world.bot_in(guild.id) and GUILD_INSTALL in installs):
+        # the server has not added the app: only a user install brings its commands here
+        if not user_installed(world, user, command):
+            raise ClientRefused(
+                f"{label} is not available in {guild.name}: the app is not in that server"
+                + (
+                    f" and {user.username} has not installed it to their account"
+                    if USER_INSTALL in installs and not command.get("guild_id")
+                    else " and the command cannot be installed to a person's account"
+                )
+            )
+        return  # the server's command permissions and roles are for apps the server added
     if not world.user_permissions(channel, user) & Permissions.USE_APPLICATION_COMMANDS:
         raise ClientRefused(f"{user.username} cannot use application commands in {channel.label()}")
     required = command.get("default_member_permissions")
@@ -267,6 +293,49 @@ def check_can_use(world: World, command: JSON, user: SandboxUser, channel: Sandb
                 f"{user.username} cannot see {label}: it needs permissions {needed:#x} "
                 f"(default_member_permissions) and they have {have:#x}"
             )
+
+
+GUILD_INSTALL, USER_INSTALL = 0, 1
+#: interaction contexts: a server, the bot's DM, another private channel (a group DM)
+GUILD_CONTEXT, BOT_DM, PRIVATE_CHANNEL = 0, 1, 2
+#: what an app may do in an interaction's response where only a person's user install brings it
+#: (Discord: @everyone's permissions, limited to these)
+USER_INSTALL_PERMISSIONS = (
+    Permissions.ATTACH_FILES
+    | Permissions.EMBED_LINKS
+    | Permissions.MENTION_EVERYONE
+    | Permissions.USE_EXTERNAL_EMOJIS
+)
+
+
+def command_installs(command: JSON) -> list[int]:
+    """Where a command is available: a guild command only where the server added the app."""
+    if command.get("guild_id"):
+        return [GUILD_INSTALL]
+    return [int(kind) for kind in command.get("integration_types") or [GUILD_INSTALL]]
+
+
+def user_installed(world: World, user: SandboxUser, command: JSON | None) -> bool:
+    """Whether `user` has the app installed to their account and (for a command) it allows that."""
+    installs = [GUILD_INSTALL, USER_INSTALL] if command is None else command_installs(command)
+    return user.id in world.user_installs and USER_INSTALL in installs
+
+
+def authorizing_owners(
+    world: World, user: SandboxUser, channel: SandboxChannel, command: JSON | None
+) -> JSON:
+    """``authorizing_integration_owners``: the installs that let this interaction happen (a component's
+    interaction is taken as coming from a command available to both installs)."""
+    installs = [GUILD_INSTALL, USER_INSTALL] if command is None else command_installs(command)
+    owners: JSON = {}
+    if GUILD_INSTALL in installs and not channel.is_group_dm:
+        if channel.is_dm:
+            owners["0"] = "0"
+        elif world.bot_in(channel.guild_id):
+            owners["0"] = str(channel.guild_id)
+    if user_installed(world, user, command):
+        owners["1"] = str(user.id)
+    return owners
 
 
 def split_command_path(world: World, command: JSON, parts: list[str]) -> tuple[list[JSON], list[JSON], str]:
@@ -499,8 +568,10 @@ def interaction_payload(
     attachment_size_limit: int,
     message: SandboxMessage | None = None,
     locale: str = "en-US",
+    command: JSON | None = None,
 ) -> JSON:
-    """The INTERACTION_CREATE `d`, with every field discord.py reads."""
+    """The INTERACTION_CREATE `d`, with every field discord.py reads (``command``: the synced definition
+    an application command was built from)."""
     payload: JSON = {
         "id": str(interaction_id),
         "application_id": str(world.application.id),
@@ -515,10 +586,18 @@ def interaction_payload(
         "app_permissions": str(world.bot_permissions(channel)),
         "channel_id": str(channel.id),
     }
-    if channel.is_dm:
+    if channel.is_group_dm:
+        payload["user"] = user.payload()
+        payload["context"] = PRIVATE_CHANNEL
+        payload["authorizing_integration_owners"] = authorizing_owners(world, user, channel, command)
+        payload["app_permissions"] = str(
+            Permissions.ATTACH_FILES | Permissions.EMBED_LINKS | Permissions.MENTION_EVERYONE
+        )
+        payload["channel"] = channel.payload()
+    elif channel.is_dm:
         payload["user"] = user.payload()
         payload["context"] = 1
-        payload["authorizing_integration_owners"] = {"0": "0"}
+        payload["authorizing_integration_owners"] = authorizing_owners(world, user, channel, command)
         payload["channel"] = {
             "id": str(channel.id),
             "type": ChannelType.DM,
@@ -532,7 +611,9 @@ def interaction_payload(
         payload["guild_locale"] = "en-US"
         payload["guild"] = {"id": str(guild.id), "locale": "en-US", "features": []}
         payload["context"] = 0
-        payload["authorizing_integration_owners"] = {"0": str(guild.id)}
+        payload["authorizing_integration_owners"] = authorizing_owners(world, user, channel, command)
+        if not world.bot_in(guild.id):  # only a user install: @everyone's, as far as a response uses
+            payload["app_permissions"] = str(guild.everyone.permissions & USER_INSTALL_PERMISSIONS)
         payload["member"] = world.member_payload(guild, user, channel=channel)
         payload["channel"] = channel.payload(permissions=guild.permissions_in(channel, user.id))
     if message is not None:

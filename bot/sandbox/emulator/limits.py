@@ -48,6 +48,10 @@ COMMAND_DESCRIPTION_MAX = 100
 COMMAND_OPTIONS_MAX = 25
 COMMAND_CHOICES_MAX = 25
 COMMANDS_MAX = 100
+#: how many commands of each type an application may have in one scope (global, or one guild):
+#: 100 slash commands, 15 user commands and 15 message commands
+COMMANDS_MAX_BY_TYPE = {1: COMMANDS_MAX, 2: 15, 3: 15}
+COMMAND_TYPE_NAMES = {1: "CHAT_INPUT", 2: "USER", 3: "MESSAGE"}
 
 _COMMAND_NAME = re.compile(r"^[-_'\w]{1,32}$", re.UNICODE)
 
@@ -425,8 +429,14 @@ def validate_commands(commands: Any) -> FormErrors:
     if not isinstance(commands, list):
         errors.add((), "LIST_TYPE_CONVERT", "Only iterables may be used in a ListType.")
         return errors
-    if len(commands) > COMMANDS_MAX:
-        errors.add((), "BASE_TYPE_MAX_LENGTH", f"Must be {COMMANDS_MAX} or fewer in length.")
+    kinds = [int(c.get("type", 1) or 1) for c in commands if isinstance(c, dict)]
+    for kind, most in COMMANDS_MAX_BY_TYPE.items():
+        if kinds.count(kind) > most:
+            errors.add(
+                (),
+                "APPLICATION_COMMANDS_TOO_MANY",
+                f"Maximum number of {COMMAND_TYPE_NAMES[kind]} application commands reached ({most})",
+            )
     seen: set[tuple[str, int]] = set()
     for index, command in enumerate(commands):
         validate_command(command, prefix=(index,), errors=errors)

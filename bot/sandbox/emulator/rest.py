@@ -159,8 +159,10 @@ class Routes:
         channel = self.world.channel(self._snowflake(request, "channel_id"))
         if channel is None:
             raise unknown_channel()
-        if not channel.is_dm and not self.world.bot_permissions(channel) & Permissions.VIEW_CHANNEL:
-            raise missing_access()
+        if channel.is_group_dm or (
+            not channel.is_dm and not self.world.bot_permissions(channel) & Permissions.VIEW_CHANNEL
+        ):
+            raise missing_access()  # a group DM (the bot is in none), or a channel it cannot see
         return channel
 
     def _message(self, request: web.Request, channel: SandboxChannel) -> SandboxMessage:
@@ -173,6 +175,8 @@ class Routes:
         guild = self.world.guilds.get(self._snowflake(request, "guild_id"))
         if guild is None:
             raise ApiError(404, 10004, "Unknown Guild")
+        if not self.world.bot_in(guild.id):
+            raise missing_access()  # a server the bot is not in
         return guild
 
     def _check_app(self, request: web.Request) -> None:

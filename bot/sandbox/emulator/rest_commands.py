@@ -71,6 +71,9 @@ class CommandRoutes(Routes):
         commands = self.world.commands.setdefault(scope, {})
         key = (body["name"], int(body.get("type", 1) or 1))
         existed = key in commands
+        most = limits.COMMANDS_MAX_BY_TYPE.get(key[1], limits.COMMANDS_MAX)
+        if not existed and sum(1 for _, kind in commands if kind == key[1]) >= most:
+            raise ApiError(400, 30032, f"Maximum number of application commands reached ({most})")
         commands[key] = self._store_command(scope, body, commands)
         self.changes.notify()
         return json_response(commands[key], status=200 if existed else 201)

@@ -49,7 +49,7 @@ class UserRoutes(Routes):
     async def get_gateway_bot(self, request: web.Request) -> web.Response:
         """The recommended shard count (about one shard per 1000 guilds, as Discord recommends) and the
         session start limit, less the sessions started so far."""
-        guilds = len(self.world.guilds)
+        guilds = len(self.world.bot_guilds())
         return json_response(
             {
                 "url": self.addresses.gateway_url,

@@ -125,6 +125,7 @@ class SandboxServer:
         # what users do
         self.run_command = self.actions.run_command
         self.autocomplete = self.actions.autocomplete
+        self.message_command = self.actions.message_command
         self.click = self.actions.click
         self.select = self.actions.select
         self.submit_modal = self.actions.submit_modal
@@ -141,6 +142,8 @@ class SandboxServer:
         # what admins and Discord change
         self.add_user = self.world_changes.add_user
         self.add_guild = self.world_changes.add_guild
+        self.install_app = self.world_changes.install_app
+        self.group_dm = self.world_changes.group_dm
         self.add_to_guild = self.world_changes.add_to_guild
         self.set_application_team = self.world_changes.set_application_team
         self.remove_member = self.world_changes.remove_member

@@ -13,6 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .mentions import NONE as NO_MENTIONS
+from .mentions import Mentions
+
 JSON = dict[str, Any]
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
@@ -93,6 +96,7 @@ class Intents:
 class ChannelType:
     TEXT = 0
     DM = 1
+    GROUP_DM = 3
     CATEGORY = 4
     ANNOUNCEMENT_THREAD = 10
     PUBLIC_THREAD = 11
@@ -293,14 +297,23 @@ class SandboxChannel:
     topic: str | None = None
     parent_id: int | None = None
     overwrites: list[Overwrite] = field(default_factory=list)
-    recipient: SandboxUser | None = None  # DMs
+    recipient: SandboxUser | None = None  # the bot's DMs
+    participants: tuple[SandboxUser, ...] = ()  # group DMs (the bot is never one of them)
     last_message_id: int | None = None
     deleted: bool = False
     thread: ThreadState | None = None  # threads and forum posts
 
     @property
     def is_dm(self) -> bool:
-        return self.type == ChannelType.DM
+        """A private channel, outside every server: the bot's DM with someone, or a group DM."""
+        return self.type in (ChannelType.DM, ChannelType.GROUP_DM)
+
+    @property
+    def is_group_dm(self) -> bool:
+        return self.type == ChannelType.GROUP_DM
+
+    def has_participant(self, user: SandboxUser) -> bool:
+        return user is self.recipient or user in self.participants
 
     @property
     def is_thread(self) -> bool:
@@ -315,6 +328,8 @@ class SandboxChannel:
         return f"<#{self.id}>"
 
     def label(self) -> str:
+        if self.is_group_dm:
+            return f"group DM {self.name or ''} ({', '.join(u.username for u in self.participants)})"
         if self.is_dm and self.recipient is not None:
             return f"DM with {self.recipient.username}"
         return f"#{self.name}"
@@ -326,6 +341,11 @@ class SandboxChannel:
             "last_message_id": str(self.last_message_id) if self.last_message_id else None,
             "flags": 0,
         }
+        if self.is_group_dm:
+            data["name"] = self.name
+            data["owner_id"] = str(self.participants[0].id)
+            data["recipients"] = [u.payload() for u in self.participants if me is None or u.id != me.id]
+            return data
         if self.is_dm:
             data["recipients"] = [self.recipient.payload()] if self.recipient else []
             if me is not None:
@@ -579,6 +599,10 @@ class SandboxMessage:
     origin: str = "channel"
     #: the ``nonce`` it was created with (echoed in the create answer and MESSAGE_CREATE only)
     nonce: str | int | None = None
+    #: whom it pinged: the mentions in its content its ``allowed_mentions`` let through (``mentions``)
+    pings: Mentions = NO_MENTIONS
+    #: the users of ``pings`` the world knows, as the message's ``mentions`` shows them
+    pinged_users: list[SandboxUser] = field(default_factory=list)
 
     EPHEMERAL = 1 << 6
     LOADING = 1 << 7
@@ -629,9 +653,9 @@ class SandboxMessage:
             "timestamp": iso(self.created_at),
             "edited_timestamp": iso(self.edited_at) if self.edited_at else None,
             "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
+            "mention_everyone": self.pings.everyone,
+            "mentions": [user.payload() for user in self.pinged_users],
+            "mention_roles": [str(role) for role in self.pings.roles],
             "attachments": [a.payload() for a in self.attachments],
             "embeds": [dict(e) for e in self.embeds],
             "components": [dict(c) for c in self.components],
@@ -798,7 +822,8 @@ class Application:
             "redirect_uris": [],
             "tags": [],
             "approximate_guild_count": 1,
-            "integration_types_config": {"0": {}},
+            # both installation contexts enabled in the Developer Portal: to servers, and to people
+            "integration_types_config": {"0": {}, "1": {}},
             "install_params": None,
             "role_connections_verification_url": None,
             "terms_of_service_url": None,
@@ -872,6 +897,9 @@ class World:
 
         self.messages: dict[int, SandboxMessage] = {}
         self.dm_channels: dict[int, SandboxChannel] = {}  # user id -> DM channel with the bot
+        #: the people who installed the application to their own account (a user install): its
+        #: commands that allow it follow them into servers without the bot
+        self.user_installs: set[int] = set()
         self.attachments: dict[int, SandboxAttachment] = {}
         #: guild id (None = global) -> command name/type key -> command JSON as Discord returns it
         self.commands: dict[int | None, dict[tuple[str, int], JSON]] = {None: {}}
@@ -909,10 +937,13 @@ class World:
         (guild or self.guild).members[user.id] = member
         return member
 
-    def add_guild(self, name: str, *, shard: tuple[int, int] | None = None) -> SandboxGuild:
+    def add_guild(
+        self, name: str, *, shard: tuple[int, int] | None = None, with_bot: bool = True
+    ) -> SandboxGuild:
         """Another server the bot is in, owned by the application's owner, with the roles of the first
         (@everyone, the bot's managed role, Moderators with Manage Server) and one #general channel.
-        ``shard=(shard_id, shard_count)``: an id that shard's sessions get the events of."""
+        ``shard=(shard_id, shard_count)``: an id that shard's sessions get the events of. Without
+        ``with_bot``, a server the bot was never added to (only people's user installs reach it)."""
         guild_id = self.snowflakes.next() if shard is None else self.snowflakes.next_on_shard(*shard)
         guild = SandboxGuild(id=guild_id, name=name, owner_id=self.owner.id)
         guild.roles = [
@@ -939,8 +970,18 @@ class World:
         self.channels[channel.id] = channel
         self.guilds[guild.id] = guild
         self.add_member(self.owner, guild=guild)
-        self.add_member(self.bot_user, roles=[guild.roles[1].id], guild=guild)
+        if with_bot:
+            self.add_member(self.bot_user, roles=[guild.roles[1].id], guild=guild)
         return guild
+
+    def bot_guilds(self) -> list[SandboxGuild]:
+        """The servers the bot is in: the only ones the gateway and the REST API tell it about."""
+        return [g for g in self.guilds.values() if self.bot_user.id in g.members]
+
+    def bot_in(self, guild_id: int | None) -> bool:
+        """Whether the bot is a member of that server (False for a DM)."""
+        guild = self.guilds.get(guild_id or 0)
+        return guild is not None and self.bot_user.id in guild.members
 
     @staticmethod
     def moderators_of(guild: SandboxGuild) -> SandboxRole:
@@ -1015,18 +1056,30 @@ class World:
             self.channels[channel.id] = channel
         return channel
 
+    def group_dm(
+        self, owner: SandboxUser, others: list[SandboxUser], name: str | None = None
+    ) -> SandboxChannel:
+        """A group DM `owner` started with `others` (the bot cannot be in one)."""
+        channel = SandboxChannel(
+            self.snowflakes.next(), ChannelType.GROUP_DM, name=name, participants=(owner, *others)
+        )
+        self.channels[channel.id] = channel
+        return channel
+
     def channel(self, channel_id: int) -> SandboxChannel | None:
         channel = self.channels.get(channel_id)
         return None if channel is None or channel.deleted else channel
 
     def bot_permissions(self, channel: SandboxChannel) -> int:
+        if channel.is_group_dm:
+            return 0
         if channel.is_dm:
             return Permissions.DM
         return self.guilds[channel.guild_id or 0].permissions_in(channel, self.bot_user.id)
 
     def user_permissions(self, channel: SandboxChannel, user: SandboxUser) -> int:
         if channel.is_dm:
-            return Permissions.DM
+            return Permissions.DM if channel.has_participant(user) else 0
         return self.guilds[channel.guild_id or 0].permissions_in(channel, user.id)
 
     def member_payload(

@@ -46,19 +46,38 @@ class WorldChanges:
         return user
 
     def add_guild(
-        self, name: str, *, members: Mapping[str, bool] | None = None, shard: tuple[int, int] | None = None
+        self,
+        name: str,
+        *,
+        members: Mapping[str, bool] | None = None,
+        shard: tuple[int, int] | None = None,
+        with_bot: bool = True,
     ) -> SandboxGuild:
         """The bot is added to another server (GUILD_CREATE to a connected bot). ``members``: username →
         Manage Server (through that server's Moderators role); a name no one has yet becomes a new user.
         Its one channel is #general (``server.guild_channel(guild, "general")``). ``shard=(shard_id,
-        shard_count)``: its id routes it to that shard."""
-        guild = self.world.add_guild(name, shard=shard)
+        shard_count)``: its id routes it to that shard. ``with_bot=False``: a server the bot is not in
+        (no event of it reaches the bot; people who installed the app to their account use it there)."""
+        guild = self.world.add_guild(name, shard=shard, with_bot=with_bot)
         for username, manage_guild in (members or {}).items():
             user = self.world.user_named(username) or self.world.add_user(username, in_guild=False)
             self.add_to_guild(guild, user, manage_guild=manage_guild, announce=False)
-        self.gateway.announce_guild(guild.id)
+        if with_bot:
+            self.gateway.announce_guild(guild.id)
         self.changes.notify()
         return guild
+
+    def group_dm(
+        self, owner: SandboxUser | str, *others: SandboxUser | str, name: str | None = None
+    ) -> SandboxChannel:
+        """A group DM `owner` starts with `others` (the bot is never in one: only user installs reach it)."""
+        return self.world.group_dm(self.lookup.user(owner), [self.lookup.user(o) for o in others], name)
+
+    def install_app(self, user: SandboxUser | str) -> None:
+        """`user` adds the application to their own account (a user install, Discord's "Add App" →
+        "Try it now"): its commands that allow user installs are theirs in every server and DM."""
+        self.world.user_installs.add(self.lookup.user(user).id)
+        self.changes.notify()
 
     def add_to_guild(
         self,

@@ -27,7 +27,7 @@ from bot.services.digests.leases import DEFAULT_LEASE, Leases
 from bot.services.digests.planning import DigestPlanner, FollowedLike, PaperLookup, RecommenderLike
 from bot.services.digests.recovery import DigestRecovery
 from bot.services.digests.retention import DEFAULT_HISTORY_DAYS, DigestHistory
-from bot.services.digests.subscriptions import DEFAULT_FEEDS_PER_SERVER, SubscriptionService
+from bot.services.digests.subscriptions import DEFAULT_FEEDS_PER_SERVER, InterestsLookup, SubscriptionService
 from bot.services.digests.timing import Clock, utc_now
 from storage.db import Database
 from storage.repositories.digests import DigestRepository
@@ -52,6 +52,7 @@ class Digests:
         clock: Clock | None = None,
         grace: timedelta = DEFAULT_GRACE,
         spread: timedelta = timedelta(0),
+        calls_per_minute: int = 0,
         min_score: float = 0.0,
         resend_delays: Sequence[float] = RESEND_DELAYS,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
@@ -61,6 +62,7 @@ class Digests:
         followed: FollowedLike | None = None,
         history_days: int = DEFAULT_HISTORY_DAYS,
         feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
+        interests: InterestsLookup | None = None,
     ) -> None:
         self.db = db
         self.clock: Clock = clock if clock is not None else utc_now
@@ -72,8 +74,10 @@ class Digests:
             SubscriptionRepository(db),
             clock=self.clock,
             spread=spread,
+            calls_per_minute=calls_per_minute,
             feeds_per_server=feeds_per_server,
-            interests=InterestRepository(db),
+            interests=interests,
+            interest_store=InterestRepository(db),
         )
         self.planner = DigestPlanner(
             self.repository,

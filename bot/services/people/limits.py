@@ -39,12 +39,14 @@ DIGEST_NOW: Final = Limit("`/paper digest`", burst=2, every=600)
 RECOMMEND: Final = Limit("`/paper recommend`", burst=5, every=10)
 SEARCH: Final = Limit("searching (`/paper search`, `/paper similar`, ◀ ▶)", burst=20, every=2)
 SUBSCRIBE: Final = Limit("`/paper subscribe`", burst=5, every=10)
+LIBRARY: Final = Limit("`/paper interests add file:`", burst=2, every=60)
 #: the limit of each guarded action, by the name the commands use
 LIMITS: Final[Mapping[str, Limit]] = {
     "digest": DIGEST_NOW,
     "recommend": RECOMMEND,
     "search": SEARCH,
     "subscribe": SUBSCRIBE,
+    "library": LIBRARY,
 }
 #: buckets kept before the full ones (nothing to remember) are dropped
 _PRUNE_AT: Final = 10_000

@@ -18,6 +18,7 @@ from typing import Final
 
 from bot.errors import NotFoundError, UserFacingError
 from bot.services.recommend.paper_facts import short_title
+from bot.services.search.snippets import echo
 from paperindex.tokenizer import tokenize
 from storage.db import Database
 from storage.repositories.feedback import FeedbackCounts, FeedbackRepository
@@ -50,7 +51,7 @@ def clean_topic(topic: str) -> str:
         raise UserFacingError(f"Keep a topic under {MAX_TOPIC_CHARS} characters.")
     if not tokenize(cleaned):
         raise UserFacingError(
-            f"“{cleaned}” has no searchable words (only very common words); try something more specific."
+            f"“{echo(cleaned)}” has no searchable words (only very common words); try something more specific."
         )
     return cleaned
 
@@ -211,8 +212,8 @@ class InterestService:
                 return interest
         if not interests:
             raise UserFacingError("You have no interests yet. Add one with `/paper interests add`.")
-        listed = ", ".join(f"“{i.label}”" for i in interests[:10])
-        raise UserFacingError(f"“{name.strip()}” is not one of your interests ({listed}).")
+        listed = ", ".join(f"“{echo(i.label)}”" for i in interests[:10])
+        raise UserFacingError(f"“{echo(name.strip())}” is not one of your interests ({listed}).")
 
     async def remove(self, user_id: int, name: str) -> str:
         """Stop following an interest; returns its name."""

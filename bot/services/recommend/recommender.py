@@ -273,7 +273,7 @@ class Recommender:
                     limit=limit,
                     exclude=exclude,
                     now=now,
-                    pool=self.params.pool * max(share, 1) // count,
+                    fetch=self.params.pool * max(share, 1) // count,
                 )
         ids = list(dict.fromkeys(c.paper_id for ranking in rankings.values() for c in ranking))
         if not ids:

@@ -105,10 +105,10 @@ class TopicRanker:
         limit: int,
         exclude: Collection[int],
         now: datetime,
-        pool: int | None = None,
+        fetch: int | None = None,
     ) -> list[Candidate]:
         """Up to ``limit`` unseen papers for the words of ``profile``, best first (no writes).
-        ``pool``: candidates fetched (``RankingParams.pool``; fewer for a small share of the picks)."""
+        ``fetch``: candidates fetched (``RankingParams.pool``; fewer for a small share of the picks)."""
         params, facts = self.params, self.facts
         query = profile.query()
         positive = {t: w for t, w in query.items() if w > 0}
@@ -120,7 +120,7 @@ class TopicRanker:
         if len(positive) > params.probe_terms:
             strongest = sorted(positive, key=lambda t: (-positive[t] * facts.idf(t), t))
             probe = {t: positive[t] for t in strongest[: params.probe_terms]}
-        size = max(2 * limit, params.pool if pool is None else pool)
+        size = max(2 * limit, params.pool if fetch is None else fetch)
         hits = [
             h for h in self.engine.weighted(probe, limit=size, exclude=exclude, matched=False) if h.score > 0
         ]

@@ -1,0 +1,55 @@
+"""The answer to `/paper interests add file:`: what a library gave, in one message within Discord's limit."""
+
+from __future__ import annotations
+
+from bot.services.people.library import SHOWN_NOT_UNDERSTOOD, LibraryImport
+from bot.services.search.snippets import echo
+from bot.ui.embeds import CONTENT_LIMIT
+from bot.ui.format import trim
+
+SHOWN_MISSING = 3
+
+
+def library_answer(done: LibraryImport) -> str:
+    match = done.match
+    plural = "y" if match.entries == 1 else "ies"
+    lines = [f"Your {match.format} file: {match.entries:,} entr{plural}."]
+    found = len(match.papers)
+    if found:
+        fetched = f" ({match.fetched} fetched from arXiv just now)" if match.fetched else ""
+        lines.append(f"📚 {found:,} of them are papers I have{fetched}.")
+    if done.paused:
+        lines.append(
+            "Learning is paused, so none of them counts yet: turn it back on with `/paper interests pause`, "
+            "then add the file again."
+        )
+    elif found:
+        already = f" ({done.already:,} you had liked already)" if done.already else ""
+        lines.append(
+            f"👍 {done.liked:,} now count as papers you like{already}: `/paper recommend` and your digest "
+            "start from them, each group of related papers an interest of its own."
+        )
+    if match.missing:
+        titles = [echo(trim(e.title or ", ".join(e.ids), 60)) for e in match.missing[:SHOWN_MISSING]]
+        more = (
+            f" and {len(match.missing) - SHOWN_MISSING:,} more" if len(match.missing) > SHOWN_MISSING else ""
+        )
+        lines.append(
+            f"Not here ({len(match.missing):,}): " + "; ".join(f"“{t}”" for t in titles) + more + "."
+        )
+        if match.unfetched:
+            lines.append(
+                f"{match.unfetched:,} of those have an arXiv id I could not fetch now (arXiv unreachable, or "
+                "more than 20 in one file): add the file again later to fetch them."
+            )
+    if match.not_understood:
+        listed = "; ".join(
+            f"line {line}: “{echo(what)}”" for line, what in match.not_understood[:SHOWN_NOT_UNDERSTOOD]
+        )
+        rest = len(match.not_understood) - SHOWN_NOT_UNDERSTOOD
+        lines.append(
+            f"Not understood ({len(match.not_understood):,}): {listed}"
+            + (f" and {rest:,} more" if rest > 0 else "")
+            + "."
+        )
+    return trim("\n".join(lines), CONTENT_LIMIT)
