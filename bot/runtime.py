@@ -29,7 +29,7 @@ from bot.services.people.follows import FollowService
 from bot.services.people.library import LibraryImporter, LibraryMatcher
 from bot.services.people.limits import PersonLimits
 from bot.services.people.privacy import PrivacyService
-from bot.services.recommend.profile import ProfileService
+from bot.services.recommend.interests import InterestService
 from bot.services.recommend.recommender import Recommender
 from bot.services.search.listings import SearchService
 from bot.services.search.live_index import LiveIndex
@@ -69,7 +69,7 @@ class Services:
     messages: PostedMessageRepository = field(init=False)
     feedback: FeedbackService = field(init=False)
     recommender: Recommender = field(init=False)
-    profiles: ProfileService = field(init=False)
+    profiles: InterestService = field(init=False)
     privacy: PrivacyService = field(init=False)
     #: the author names on the indexed papers, and the authors people follow
     authors: AuthorDirectory = field(init=False)
@@ -99,8 +99,8 @@ class Services:
     def __post_init__(self) -> None:
         self.messages = PostedMessageRepository(self.db)
         self.feedback = FeedbackService(self.db)
-        self.recommender = Recommender(self.db, self.search, self.search.index)
-        self.profiles = self.recommender.profiles
+        self.profiles = InterestService(self.db)
+        self.recommender = Recommender(self.db, self.search, self.search.index, profiles=self.profiles)
         self.privacy = PrivacyService(self.db, search_retention_days=self.settings.search_retention_days)
         self.authors = AuthorDirectory(self.search, self.papers)
         self.follows = FollowService(self.db, self.authors, papers=self.papers)

@@ -9,7 +9,7 @@ import discord
 from discord import app_commands
 
 from bot.errors import USER_FACING
-from storage.repositories.users import TopicLimitError
+from storage.repositories.interests import InterestLimitError
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -26,8 +26,8 @@ def friendly_message(error: Exception) -> str | None:
     for candidate in (getattr(error, "original", None), error, error.__cause__):
         if isinstance(candidate, USER_FACING):
             return str(candidate)
-        if isinstance(candidate, TopicLimitError):  # several topics added at once, past the cap
-            return f"You already follow {candidate.limit} topics; remove one with `/paper interests remove` first."
+        if isinstance(candidate, InterestLimitError):  # several topics added at once, past the cap
+            return f"You already follow {candidate.limit} interests; remove one with `/paper interests remove` first."
     if isinstance(error, app_commands.MissingPermissions):
         return "You need the Manage Server permission for this command."
     if isinstance(error, app_commands.NoPrivateMessage):

@@ -32,6 +32,7 @@ class Rec:
     paper_id: int
     score: float
     reason: str
+    interest_id: int | None = None
 
 
 class FakeRecommender:

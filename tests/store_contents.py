@@ -12,6 +12,7 @@ from storage.repositories.clubs import ClubRepository
 from storage.repositories.digests import DigestRepository, Recipient
 from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.follows import FollowRepository, FollowRow
+from storage.repositories.interests import InterestRepository, topic_key
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository
 from storage.repositories.state import StateRepository
@@ -29,12 +30,12 @@ async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
     """Topics, reactions (some taken back), recommendations shown, followed authors (a name, one group
     under a name), a DM digest and a channel feed with runs half and wholly sent, posted messages,
     searches, operational state, and someone who asked to be forgotten."""
-    users, feedback = UserRepository(db), FeedbackRepository(db)
+    interests, feedback = InterestRepository(db), FeedbackRepository(db)
     subscriptions, digests = SubscriptionRepository(db), DigestRepository(db)
     fields = ScheduleFields(("graph networks", "rl"), "09:00", "Europe/Berlin", "daily", 0, 3)
     for n, person in enumerate(PEOPLE):
-        await users.add_topic(person, "graph networks")
-        await users.add_topic(person, f"topic {n}")
+        await interests.add(person, "topic", topic_key("graph networks"), topic="graph networks")
+        await interests.add(person, "topic", topic_key(f"topic {n}"), topic=f"topic {n}")
         for k, paper in enumerate(paper_ids[n : n + 6]):
             signal = ("like", "dislike", "save")[k % 3]
             await feedback.set_signal(
@@ -58,7 +59,7 @@ async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
         await follows.add(person, FollowRow("Ada Lovelace", "ada lovelace", None, None, at), limit=50)
         group = FollowRow("Wei Wang", "wei wang", paper_ids[n], "with Alan Turing · ICML 2024", at)
         await follows.add(person, group, limit=50)
-    await users.set_learning_paused(PEOPLE[1], True)
+    await UserRepository(db).set_learning_paused(PEOPLE[1], True)
     feed = await subscriptions.upsert_channel(CHANNEL, GUILD, fields, created_by=PEOPLE[0])
     clubs = ClubRepository(db)  # a reading group with a week in its poll, a proposal and a vote
     await clubs.save(ClubRow(CHANNEL, GUILD, 2, "18:00", "Europe/Berlin", "graph networks", PEOPLE[0], True))
@@ -72,7 +73,7 @@ async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
     await digests.finish_run(run.id, "empty")
     await PostedMessageRepository(db).record(123_456, CHANNEL, GUILD, paper_ids[0])
     await StateRepository(db).set("arxiv:last_fetch", "2026-11-30T06:00:00+00:00")
-    await users.add_topic(FORGOTTEN, "graph networks")
+    await interests.add(FORGOTTEN, "topic", topic_key("graph networks"), topic="graph networks")
     await forget_user(db, FORGOTTEN, at="2026-11-30T10:00:00.000001+00:00")
 
 

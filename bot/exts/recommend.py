@@ -20,7 +20,7 @@ from bot.services.people.library import MAX_LIBRARY_BYTES
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.services.recommend.topic_breadth import breadth
 from bot.services.search.snippets import echo
-from bot.ui.format import file_size
+from bot.ui.format import file_size, trim
 from bot.ui.library import library_answer
 from bot.ui.paper_views import paper_autocomplete
 from bot.ui.profile_views import (
@@ -95,17 +95,23 @@ async def recommend_command(interaction: discord.Interaction[PaperBot], count: C
     )
     if result.status == "picks":
         try:
-            await services.recommender.mark_shown(interaction.user.id, [p.paper_id for p in result.picks])
+            await services.recommender.mark_shown(
+                interaction.user.id,
+                [p.paper_id for p in result.picks],
+                brought={p.paper_id: p.interest_id for p in result.picks},
+            )
         except Exception:  # they went out: at worst they are offered again, which beats an error line
             log.warning("could not mark user %s's picks as shown", interaction.user.id, exc_info=True)
 
 
-@interests_group.command(name="show", description="Your topics, what your reactions taught, and counts")
+@interests_group.command(
+    name="show", description="Your interests, what each learned, and how its picks fared"
+)
 async def interests_show(interaction: discord.Interaction[PaperBot]) -> None:
-    # The summary fits the person's learned model, as /paper recommend does: it may take longer than
+    # The summary fits each interest's model, as /paper recommend does: it may take longer than
     # Discord's 3 s for a first response on a busy machine, so the answer follows a defer.
     await interaction.response.defer(ephemeral=True, thinking=True)
-    summary = await interaction.client.services.profiles.summary(interaction.user.id)
+    summary = await interaction.client.services.recommender.summary(interaction.user.id)
     await interaction.followup.send(embed=interests_embed(summary), ephemeral=True)
 
 
@@ -146,6 +152,11 @@ async def interests_add(
             view = narrower_view(stored, broad)
             lines.append(breadth_note(stored, broad, buttons=view is not None, ask_for_paper=paper is None))
     if seed is not None:
+        interest, new_interest = await services.recommender.add_paper(user_id, seed.id)
+        if new_interest:
+            lines.append(f"Following papers like “{echo(interest.label)}” as an interest of its own.")
+        elif interest.row.kind == "topic":
+            lines.append(f"It teaches your interest in {echo(interest.described)}.")
         press = await services.feedback.plan_seed(
             user_id=user_id, paper_id=seed.id, pending=services.writes.pending_ratings(user_id, seed.id)
         )
@@ -176,19 +187,23 @@ async def add_library(interaction: discord.Interaction[PaperBot], file: discord.
     await interaction.followup.send(library_answer(done), ephemeral=True)
 
 
-async def _topic_autocomplete(
+async def _interest_autocomplete(
     interaction: discord.Interaction[PaperBot], current: str
 ) -> list[app_commands.Choice[str]]:
-    topics = await interaction.client.services.profiles.topics(interaction.user.id)
+    interests = await interaction.client.services.profiles.interests(interaction.user.id)
     needle = current.casefold()
-    return [app_commands.Choice(name=t, value=t) for t in topics if needle in t.casefold()][:25]
+    return [
+        app_commands.Choice(name=trim(i.label + (" (paused)" if i.paused else ""), 100), value=i.label[:100])
+        for i in interests
+        if needle in i.label.casefold()
+    ][:25]
 
 
-@interests_group.command(name="remove", description="Stop following one of your topics")
-@app_commands.describe(topic="One of your topics")
-@app_commands.autocomplete(topic=_topic_autocomplete)
+@interests_group.command(name="remove", description="Stop following one of your interests")
+@app_commands.describe(topic="One of your interests: a topic, or the paper it started from")
+@app_commands.autocomplete(topic=_interest_autocomplete)
 async def interests_remove(interaction: discord.Interaction[PaperBot], topic: Topic) -> None:
-    removed = await interaction.client.services.profiles.remove_topic(interaction.user.id, topic)
+    removed = await interaction.client.services.profiles.remove(interaction.user.id, topic)
     await interaction.response.send_message(f"Removed “{echo(removed)}”.", ephemeral=True)
 
 
@@ -204,10 +219,30 @@ async def interests_reset(interaction: discord.Interaction[PaperBot]) -> None:
     )
 
 
-@interests_group.command(name="pause", description="Pause or resume learning from your reactions")
-@app_commands.describe(paused="True to pause, False to resume; leave empty to switch")
-async def interests_pause(interaction: discord.Interaction[PaperBot], paused: bool | None = None) -> None:
-    now_paused = await interaction.client.services.profiles.set_paused(interaction.user.id, paused)
+@interests_group.command(
+    name="pause", description="Pause or resume one interest, or learning from your reactions as a whole"
+)
+@app_commands.describe(
+    paused="True to pause, False to resume; leave empty to switch",
+    interest="One of your interests: it brings no picks and learns nothing until resumed",
+)
+@app_commands.autocomplete(interest=_interest_autocomplete)
+async def interests_pause(
+    interaction: discord.Interaction[PaperBot], paused: bool | None = None, interest: Topic | None = None
+) -> None:
+    profiles = interaction.client.services.profiles
+    if interest is not None:
+        label, now_paused = await profiles.pause(interaction.user.id, interest, paused)
+        shown = echo(label)
+        message = (
+            f"Paused “{shown}”: it brings no picks and learns nothing until you resume it "
+            "(`/paper interests pause interest:… paused:False`). Your other interests go on."
+            if now_paused
+            else f"“{shown}” is back: it gets its share of your picks again."
+        )
+        await interaction.response.send_message(message, ephemeral=True)
+        return
+    now_paused = await profiles.set_paused(interaction.user.id, paused)
     message = (
         "Learning paused: your 👍 and 👎 are not learned until you resume (🔖 still saves). "
         "What I learned so far is kept and still used."

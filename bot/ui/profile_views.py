@@ -13,7 +13,7 @@ import discord
 from bot.errors import NotFoundError
 from bot.services.papers.export import FORMATS, export
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
-from bot.services.recommend.profile import ProfileSummary
+from bot.services.recommend.interests import InterestSummary, ProfileSummary
 from bot.services.recommend.topic_breadth import Breadth
 from bot.services.search.snippets import echo, escape_markdown
 from bot.ui.embeds import (
@@ -67,33 +67,39 @@ def _lines_within(lines: Sequence[str], limit: int, empty: str) -> str:
     return "\n".join(out) or empty
 
 
+_KIND_MARK = {"topic": "🔎", "paper": "📄", "liked": "👍"}
+
+
+def _words(words: Sequence[tuple[str, float]]) -> str:
+    return ", ".join(f"`{escape_markdown(w)}`" for w, _ in words)
+
+
+def interest_lines(entry: InterestSummary) -> str:
+    """One interest: its name, whether paused, its picks and how many were liked, what it learned."""
+    interest = entry.interest
+    name = escape_markdown(trim(interest.label, 100))
+    if interest.row.kind == "paper":
+        name = f"papers like “{name}”"
+    elif interest.row.kind == "liked":
+        name = f"papers like “{name}” (from your 👍)"
+    elif interest.row.origin == "subscribe":
+        name += " (from your digest)"
+    head = f"{_KIND_MARK.get(interest.row.kind, '•')} **{name}**" + (" · ⏸️ paused" if interest.paused else "")
+    lines = [head, f"{entry.picks} pick{'s' if entry.picks != 1 else ''}, {entry.liked} 👍"]
+    if entry.liked_words:
+        lines[-1] += f" · for: {_words(entry.liked_words)}"
+    if entry.disliked_words:
+        lines[-1] += f" · against: {_words(entry.disliked_words)}"
+    return "\n".join(lines)
+
+
 def interests_embed(summary: ProfileSummary) -> discord.Embed:
-    """Topics, learned terms with weights, counts, and whether learning is paused."""
+    """Each interest with what it learned and how its picks fared, then follows, counts and learning."""
     embed = discord.Embed(title="Your paper interests", colour=PAPER_COLOUR)
-    topics = [f"• {escape_markdown(t)}" for t in summary.topics]
-    embed.add_field(
-        name=f"Topics ({len(summary.topics)})",
-        value=_lines_within(topics, FIELD_VALUE_LIMIT, "*None yet — add one with `/paper interests add`.*"),
-        inline=False,
+    blocks = [interest_lines(entry) for entry in summary.interests]
+    embed.description = _lines_within(
+        blocks, DESCRIPTION_LIMIT, "*None yet — add one with `/paper interests add`.*"
     )
-    liked = [f"`{escape_markdown(w)}` {weight:+.2f}" for w, weight in summary.liked_terms]
-    embed.add_field(
-        name="Learned from your 👍 and 🔖",
-        value=_lines_within([" · ".join(liked)] if liked else [], FIELD_VALUE_LIMIT, "*Nothing yet.*"),
-        inline=False,
-    )
-    if summary.disliked_terms:
-        disliked = [f"`{escape_markdown(w)}` {weight:+.2f}" for w, weight in summary.disliked_terms]
-        embed.add_field(
-            name="Steering away from (👎)", value=trim(" · ".join(disliked), FIELD_VALUE_LIMIT), inline=False
-        )
-    if summary.recent_likes:
-        titles = [f"• {escape_markdown(trim(t, 120))}" for t in summary.recent_likes]
-        embed.add_field(
-            name="Papers that shape it most",
-            value=_lines_within(titles, FIELD_VALUE_LIMIT, "—"),
-            inline=False,
-        )
     if summary.followed:
         authors = [
             f"• {escape_markdown(name)}" + (f" ({escape_markdown(detail)})" if detail else "")

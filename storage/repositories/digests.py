@@ -26,7 +26,7 @@ lost its run sends nothing more of it, and the one that took it over sees everyt
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,13 +263,24 @@ class DigestRepository:
 
     # ---- items --------------------------------------------------------------------------------
 
-    async def plan_items(self, run_id: int, planned: Sequence[tuple[int, str]]) -> list[DigestItem]:
-        """Store the chosen ``(paper_id, reason)`` pairs in order (once: a re-plan keeps the first)."""
+    async def plan_items(
+        self,
+        run_id: int,
+        planned: Sequence[tuple[int, str]],
+        *,
+        brought: Mapping[int, int | None] | None = None,
+    ) -> list[DigestItem]:
+        """Store the chosen ``(paper_id, reason)`` pairs in order (once: a re-plan keeps the first), and
+        the interest that brought each (``brought``: paper id → interest id), for the paper's sending."""
+        brought = brought or {}
         async with self._db.transaction() as conn:
             await conn.executemany(
-                "INSERT INTO digest_items (run_id, paper_id, position, reason) VALUES (?, ?, ?, ?) "
+                "INSERT INTO digest_items (run_id, paper_id, position, reason, interest_id) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
-                [(run_id, paper_id, position, reason) for position, (paper_id, reason) in enumerate(planned)],
+                [
+                    (run_id, paper_id, position, reason, brought.get(paper_id))
+                    for position, (paper_id, reason) in enumerate(planned)
+                ],
             )
         return await self.items(run_id)
 
@@ -292,8 +303,10 @@ class DigestRepository:
         at: str | None = None,
         owner: str | None = None,
         since: str | None = None,
+        interest_id: int | None = None,
     ) -> bool:
-        """Mark a paper as going out to ``recipient`` (before sending). False: it already went to them,
+        """Mark a paper as going out to ``recipient`` (before sending), with the interest that brought
+        it (``interest_id``, else the one its run's plan noted). False: it already went to them,
         or (``since``: when the digest began) the person asked to be forgotten since. ClaimLostError
         when `owner` no longer holds the run.
 
@@ -316,9 +329,10 @@ class DigestRepository:
                 await ensure_user(conn, recipient.user_id, now)
             fresh = (
                 await conn.execute(
-                    "INSERT INTO digest_sent (user_id, channel_id, paper_id, sent_at) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT DO NOTHING",
-                    (recipient.user_id, recipient.channel_id, paper_id, now),
+                    "INSERT INTO digest_sent (user_id, channel_id, paper_id, sent_at, interest_id) "
+                    "VALUES (?, ?, ?, ?, COALESCE(?, (SELECT interest_id FROM digest_items "
+                    "WHERE run_id = ? AND paper_id = ?))) ON CONFLICT DO NOTHING",
+                    (recipient.user_id, recipient.channel_id, paper_id, now, interest_id, run_id, paper_id),
                 )
                 > 0
             )

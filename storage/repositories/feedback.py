@@ -6,7 +6,7 @@ save is independent. Every write is idempotent: repeating it changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -112,17 +112,27 @@ class FeedbackRepository:
             )
         return FeedbackCounts(likes=counts.get("like", 0), dislikes=counts.get("dislike", 0))
 
-    async def mark_shown(self, user_id: int, paper_ids: Iterable[int], *, at: str | None = None) -> None:
+    async def mark_shown(
+        self,
+        user_id: int,
+        paper_ids: Iterable[int],
+        *,
+        at: str | None = None,
+        brought: Mapping[int, int | None] | None = None,
+    ) -> None:
+        """The person was shown these papers (not recommended again); ``brought``: the interest that
+        brought each (paper id → interest id), so that their reactions to it teach that interest."""
         ids = list(dict.fromkeys(paper_ids))
         if not ids:
             return
         at = at or utcnow()
+        brought = brought or {}
         async with self._db.transaction() as conn:
             await ensure_user(conn, user_id, at)
             await conn.executemany(
-                "INSERT INTO recommendations_shown (user_id, paper_id, shown_at) VALUES (?, ?, ?) "
+                "INSERT INTO recommendations_shown (user_id, paper_id, shown_at, interest_id) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
-                [(user_id, paper_id, at) for paper_id in ids],
+                [(user_id, paper_id, at, brought.get(paper_id)) for paper_id in ids],
             )
 
     # -- reads ----------------------------------------------------------------------------------
@@ -179,10 +189,11 @@ class FeedbackRepository:
         return bool(value)
 
     async def learning_inputs(self, user_id: int) -> tuple[list[str], list[FeedbackRow], set[int]]:
-        """What ranking needs of a user, in one read: (topics oldest first, :meth:`signals_for`,
-        :meth:`seen_ids`)."""
+        """What ranking needs of a user, in one read: (their active typed topics oldest first,
+        :meth:`signals_for`, :meth:`seen_ids`)."""
         rows = await self._db.fetchall(
-            "SELECT 0, topic, NULL, added_at, rowid FROM user_topics WHERE user_id = ? "
+            "SELECT 0, topic, NULL, added_at, id FROM interests WHERE user_id = ? AND kind = 'topic' "
+            "AND removed_at IS NULL AND paused_at IS NULL "
             "UNION ALL SELECT 1, CAST(paper_id AS TEXT), signal, created_at, rowid FROM feedback WHERE user_id = ? "
             "UNION ALL SELECT 2, CAST(paper_id AS TEXT), NULL, NULL, NULL FROM recommendations_shown "
             "WHERE user_id = ? "

@@ -88,19 +88,6 @@ async def ensure_user(
     )
 
 
-#: the most topics a person may follow (``bot.services.recommend.profile.MAX_TOPICS`` tells them before this)
-TOPIC_LIMIT: Final = 25
-
-
-class TopicLimitError(Exception):
-    """A topic not added: the person follows ``limit`` topics already (found by the add itself, when
-    several adds at once passed the check made before it)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        super().__init__(f"the person follows {limit} topics already")
-
-
 class UserRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -136,57 +123,6 @@ class UserRepository:
             await conn.execute(
                 "UPDATE users SET learning_paused = ? WHERE id = ?", (1 if paused else 0, user_id)
             )
-
-    async def topics(self, user_id: int) -> list[str]:
-        """The user's topics, oldest first."""
-        rows = await self._db.fetchall(
-            "SELECT topic FROM user_topics WHERE user_id = ? ORDER BY added_at, rowid", (user_id,)
-        )
-        return [str(row[0]) for row in rows]
-
-    async def add_topic(self, user_id: int, topic: str, *, limit: int = TOPIC_LIMIT) -> bool:
-        """Add a topic; False when the user already had it (exact text). :class:`TopicLimitError`, and
-        nothing added, when they follow ``limit`` topics already: counted in the transaction that
-        adds, the person's row locked first on PostgreSQL, so that adds at the same moment cannot all
-        pass the count."""
-        async with self._db.transaction() as conn:
-            await ensure_user(conn, user_id)
-            if conn.dialect == "postgresql":
-                await conn.execute("SELECT 1 FROM users WHERE id = ? FOR UPDATE", (user_id,))
-            if await conn.fetchone(
-                "SELECT 1 FROM user_topics WHERE user_id = ? AND topic = ?", (user_id, topic)
-            ):
-                return False
-            if await conn.fetchval("SELECT COUNT(*) FROM user_topics WHERE user_id = ?", (user_id,)) >= limit:
-                raise TopicLimitError(limit)
-            added = await conn.execute(
-                "INSERT INTO user_topics (user_id, topic, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                (user_id, topic, utcnow()),
-            )
-            return added > 0
-
-    async def replace_topic(self, user_id: int, old: str, new: str) -> bool:
-        """Follow ``new`` in place of ``old`` (exact texts), in one transaction; False (and nothing
-        written) when the user does not follow ``old``."""
-        async with self._db.transaction() as conn:
-            if not await conn.execute(
-                "DELETE FROM user_topics WHERE user_id = ? AND topic = ?", (user_id, old)
-            ):
-                return False
-            await conn.execute(
-                "INSERT INTO user_topics (user_id, topic, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                (user_id, new, utcnow()),
-            )
-            return True
-
-    async def remove_topic(self, user_id: int, topic: str) -> bool:
-        """Remove a topic (exact text); False when the user did not have it."""
-        return (
-            await self._db.execute(
-                "DELETE FROM user_topics WHERE user_id = ? AND topic = ?", (user_id, topic)
-            )
-            > 0
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +163,7 @@ async def forget_user(db: Database, user_id: int, *, at: str | None = None) -> F
     """
     counts: dict[str, int] = {}
     statements = (
-        ("topics", "DELETE FROM user_topics WHERE user_id = ?"),
+        ("topics", "DELETE FROM interests WHERE user_id = ?"),
         ("feedback", "DELETE FROM feedback WHERE user_id = ?"),
         ("shown", "DELETE FROM recommendations_shown WHERE user_id = ?"),
         ("digests_sent", "DELETE FROM digest_sent WHERE user_id = ?"),

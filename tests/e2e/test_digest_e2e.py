@@ -193,7 +193,7 @@ async def test_subscribe_then_the_digest_arrives_at_local_time_and_learns_from_r
         assert not message.reactions
         lines = message.embeds[0]["description"].split("\n")
         assert lines[0] == "ICML 2024", "authors · venue year first (the seed lists name no authors)"
-        assert lines[1].startswith("*matched: "), "then why it was picked"
+        assert lines[1].startswith("*for your interest in "), "then why it was picked"
     assert not server.requests_matching("PUT /channels/*/messages/*/reactions/**")
     fetches = [r for r in server.requests_matching("GET /users/*") if r.route == "/users/{user_id}"]
     assert not fetches, "the DM needs no user fetch"

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 #: Where a person's rows are (the column naming them).
 PERSONAL = (
     ("users", "id"),
-    ("user_topics", "user_id"),
+    ("interests", "user_id"),
     ("feedback", "user_id"),
     ("recommendations_shown", "user_id"),
     ("subscriptions", "user_id"),

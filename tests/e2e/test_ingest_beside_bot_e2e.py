@@ -195,7 +195,9 @@ async def _ingest_beside_the_bot(e2e: E2E, paths: list[Path]) -> None:
     assert {(ids[who], pid, "like") for who, pid in people.reactions} <= stored, "every reaction"
     assert {(ids[who], pid, "save") for who, pid in people.saves} <= stored, "every click"
     erin = server.user("erin").id
-    topics = await e2e.db.fetchall("SELECT topic FROM user_topics WHERE user_id = ?", (erin,))
+    topics = await e2e.db.fetchall(
+        "SELECT topic FROM interests WHERE user_id = ? AND kind = 'topic'", (erin,)
+    )
     assert sorted(str(r[0]) for r in topics) == sorted(people.topics), "every command"
     assert people.reactions
     assert people.saves

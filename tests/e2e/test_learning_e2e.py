@@ -165,12 +165,16 @@ def _terms(words: list[str]) -> set[str]:
 
 
 async def _learned_words(e2e: E2E, user: str) -> tuple[list[str], list[str]]:
-    """The words `/paper interests show` lists as learned for and against, strongest first."""
+    """The words `/paper interests show` lists as learned for and against, strongest first (over
+    every interest: these people follow one)."""
     shown = await e2e.server.run_command(user, "paper interests show")
-    fields = {f["name"]: f["value"] for f in shown.embeds[0]["fields"]}
-    learned = next(v for name, v in fields.items() if name.startswith("Learned"))
-    against = next((v for name, v in fields.items() if name.startswith("Steering away")), "")
-    return re.findall(r"`([^`]+)` \+", learned), re.findall(r"`([^`]+)` -", against)
+    description = str(shown.embeds[0].get("description", ""))
+    learned = re.findall(r"for: ((?:`[^`]+`(?:, )?)+)", description)
+    against = re.findall(r"against: ((?:`[^`]+`(?:, )?)+)", description)
+    return (
+        [w for block in learned for w in re.findall(r"`([^`]+)`", block)],
+        [w for block in against for w in re.findall(r"`([^`]+)`", block)],
+    )
 
 
 def _listed_ids(result: Any) -> list[int]:

@@ -54,28 +54,28 @@ async def test_reaction_shapes_the_profile_and_removing_it_undoes_it(e2e: E2E) -
     assert shown.ephemeral
     text = answer_text(shown)
     assert "👍 1 · 👎 0 · 🔖 0" in text
-    learned = next(f["value"] for f in shown.embeds[0]["fields"] if f["name"].startswith("Learned"))
-    assert re.search(r"`[^`]+` \+\d", learned), learned
+    description = shown.embeds[0]["description"]
+    assert "(from your 👍)" in description, description  # far from every interest: one of its own
+    assert re.search(r"for: `[^`]+`", description), description
 
     await server.unreact("alice", message, "👍")
     await server.eventually(lambda: _signals_empty(e2e, alice.id), what="alice's like removed")
     again = answer_text(await server.run_command("alice", "paper interests show"))
     assert "👍 0 · 👎 0 · 🔖 0" in again
-    assert "Nothing yet" in again
+    assert "None yet" in again  # the interest that 👍 started went with it
 
 
 async def test_interests_show_answers_when_learning_takes_longer_than_discords_3_s(e2e: E2E) -> None:
     """Fitting the person's model past Discord's first-response deadline (the clock moved 3.5 s while
     it ran, as on a loaded machine) still gets them their interests, not "did not respond"."""
     server = e2e.server
-    fit = e2e.services.profiles.model_words
-    assert fit is not None
+    summary = e2e.services.recommender.summary
 
-    async def slow_fit(user_id: int, n: int, now: datetime) -> Any:
+    async def slow_summary(user_id: int, *, now: datetime | None = None) -> Any:
         server.clock.advance(3.5)
-        return await fit(user_id, n, now)
+        return await summary(user_id, now=now)
 
-    e2e.services.profiles.model_words = slow_fit
+    e2e.services.recommender.summary = slow_summary  # type: ignore[method-assign]
     await server.run_command("carol", "paper interests add", topic="language models")
     shown = await server.run_command("carol", "paper interests show")
     assert shown.ephemeral
@@ -105,7 +105,7 @@ async def test_recommend_uses_topics_and_leaves_rated_papers_out(e2e: E2E) -> No
     first = await server.run_command("carol", "paper recommend", count=3)
     assert first.ephemeral
     text = answer_text(first)
-    assert "matched:" in text
+    assert "for your interest in language models" in text
     ids = [int(i) for i in re.findall(r"pb:like:(\d+)", str(first.message.components))]
     assert len(ids) == 3
     # rate the first pick 👎 with its button: it must not come back
@@ -172,7 +172,7 @@ async def test_forget_me_deletes_every_row_after_confirmation(e2e: E2E) -> None:
     assert "deleted everything" in done.content
     for table, column in (
         ("users", "id"),
-        ("user_topics", "user_id"),
+        ("interests", "user_id"),
         ("feedback", "user_id"),
         ("recommendations_shown", "user_id"),
         ("subscriptions", "user_id"),

@@ -74,7 +74,7 @@ async def test_bad_seeds_get_a_clear_answer_and_write_nothing(e2e: E2E) -> None:
     assert "I don't know a paper matching “no such paper zzqx”" in unknown.content
     await server.wait_quiet()
     assert await e2e.db.fetchval("SELECT COUNT(*) FROM feedback") == 0
-    assert await e2e.db.fetchval("SELECT COUNT(*) FROM user_topics") == 0, (
+    assert await e2e.db.fetchval("SELECT COUNT(*) FROM interests") == 0, (
         "nothing partial: not the topic either"
     )
 

@@ -38,7 +38,7 @@ async def test_a_digest_paper_shows_its_gist_and_the_full_abstract_on_request(e2
     assert embed["url"] == "https://arxiv.org/abs/2405.00001"
     lines = embed["description"].split("\n")
     assert lines[0] == "Ada Lovelace, Alan Turing, Grace Hopper et al. (4 authors) · ICML 2024"
-    assert lines[1].startswith("*matched: ")
+    assert lines[1].startswith("*for your interest in ")
     assert lines[1].endswith("*")
     assert lines[3].startswith("> In this paper, we propose KVSquash, a per-channel quantization of keys")
     assert "LongBench" not in embed["description"], "a gist, not the abstract"

@@ -43,6 +43,8 @@ async def test_the_shipped_demo_script_runs(capsys: pytest.CaptureFixture[str]) 
     assert "📬 new message (DM for bob)" in out  # the digest arrived as it came
     assert "added **4**" in out  # a file beside the script, attached by its name
     assert "*by Ada Lovelace, whom you follow*" in out  # her new paper in bob's digest
+    assert "*for your interest in kv cache" in out  # the digest's topics are his interests
+    assert "Paused “quantization”" in out
     assert "error (line" not in out
 
 

@@ -108,7 +108,7 @@ class StoreLock:
                 await self._postgres.close()
 
 
-LOCKED_TABLES = ("users", "feedback", "searches", "posted_messages", "recommendations_shown", "user_topics")
+LOCKED_TABLES = ("users", "feedback", "searches", "posted_messages", "recommendations_shown", "interests")
 
 
 @pytest.fixture

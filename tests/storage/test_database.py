@@ -137,9 +137,11 @@ async def test_data_version_changes_when_another_connection_commits_papers(
 async def test_foreign_keys_cascade_when_a_user_is_deleted(db: Database) -> None:
     async with db.transaction() as conn:
         await conn.execute("INSERT INTO users (id, created_at) VALUES (7, 'now')")
-        await conn.execute("INSERT INTO user_topics (user_id, topic, added_at) VALUES (7, 'rl', 'now')")
+        await conn.execute(
+            "INSERT INTO interests (user_id, kind, key, topic, added_at) VALUES (7, 'topic', 'topic:rl', 'rl', 'now')"
+        )
     await db.execute("DELETE FROM users WHERE id = 7")
-    assert await db.fetchval("SELECT COUNT(*) FROM user_topics") == 0
+    assert await db.fetchval("SELECT COUNT(*) FROM interests") == 0
 
 
 async def test_discord_ids_and_returning_round_trip(db: Database) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from storage.db import Database
 from storage.models import PaperRecord
 from storage.repositories.feedback import FeedbackRepository
+from storage.repositories.interests import InterestRepository, topic_key
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
 
@@ -16,7 +17,7 @@ async def test_reactions_order_results_only_when_given_and_learning_is_not_pause
     feedback, users = FeedbackRepository(db), UserRepository(db)
 
     assert not await feedback.learns_from_reactions(7)  # a stranger to the store
-    await users.add_topic(7, "kv cache")
+    await InterestRepository(db).add(7, "topic", topic_key("kv cache"), topic="kv cache")
     assert not await feedback.learns_from_reactions(7)  # topics alone are not reactions
     await feedback.set_signal(7, paper_id, "save", guild_id=None)
     assert await feedback.learns_from_reactions(7)  # a bookmark is a reaction too

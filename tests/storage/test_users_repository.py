@@ -12,6 +12,7 @@ from storage.db import Database, PersonForgottenError, utcnow_precise
 from storage.migrate import available_migrations
 from storage.repositories.digests import DigestRepository, Recipient
 from storage.repositories.feedback import FeedbackRepository
+from storage.repositories.interests import InterestRepository, topic_key
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository
 from storage.repositories.subscriptions import ScheduleFields, SubscriptionRepository
@@ -64,20 +65,6 @@ async def test_upgrading_fills_in_the_dm_channel_of_everyone_a_paper_reached_by_
     assert await users.dm_channel(3) is None
 
 
-async def test_a_topic_is_replaced_in_one_step_and_only_when_it_is_followed(db: Database) -> None:
-    users = UserRepository(db)
-    await users.add_topic(11, "reinforcement learning")
-    await users.add_topic(11, "graphs")
-    assert await users.replace_topic(11, "reinforcement learning", "offline reinforcement learning")
-    assert sorted(await users.topics(11)) == ["graphs", "offline reinforcement learning"]
-    # not followed (any more): nothing written, not even the new topic
-    assert not await users.replace_topic(11, "reinforcement learning", "multi-agent reinforcement learning")
-    assert sorted(await users.topics(11)) == ["graphs", "offline reinforcement learning"]
-    # replacing with a topic already followed leaves it once
-    assert await users.replace_topic(11, "graphs", "offline reinforcement learning")
-    assert await users.topics(11) == ["offline reinforcement learning"]
-
-
 # ---- forgetting: nothing about a person comes back from a write that began before they asked -------
 
 PERSON, PAPER = 11, 1
@@ -95,7 +82,7 @@ async def _rows_about(db: Database, user_id: int) -> dict[str, int]:
         table: await db.fetchval(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (user_id,))
         for table, column in (
             ("users", "id"),
-            ("user_topics", "user_id"),
+            ("interests", "user_id"),
             ("feedback", "user_id"),
             ("digest_sent", "user_id"),
             ("posted_messages", "recipient_id"),
@@ -113,7 +100,7 @@ async def test_a_write_that_began_before_its_person_forgot_is_refused_and_one_af
     do after asking is stored: they may come back."""
     await _with_a_paper(db)
     before = utcnow_precise()
-    await UserRepository(db).add_topic(PERSON, "graph networks")
+    await InterestRepository(db).add(PERSON, "topic", topic_key("graph networks"), topic="graph networks")
     await forget_user(db, PERSON)
     feedback, digests = FeedbackRepository(db), DigestRepository(db)
     with pytest.raises(PersonForgottenError):

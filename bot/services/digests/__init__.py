@@ -31,6 +31,7 @@ from bot.services.digests.subscriptions import DEFAULT_FEEDS_PER_SERVER, Interes
 from bot.services.digests.timing import Clock, utc_now
 from storage.db import Database
 from storage.repositories.digests import DigestRepository
+from storage.repositories.interests import InterestRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.subscriptions import SubscriptionRepository
 
@@ -76,6 +77,7 @@ class Digests:
             calls_per_minute=calls_per_minute,
             feeds_per_server=feeds_per_server,
             interests=interests,
+            interest_store=InterestRepository(db),
         )
         self.planner = DigestPlanner(
             self.repository,

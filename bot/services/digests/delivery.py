@@ -323,7 +323,11 @@ class DigestDelivery:
                 return DeliveryOutcome("empty", period_key=run.period_key)
         elif not items:
             picks = await self.planner.choose(sub)
-            items = await self.digests.plan_items(run.id, [(pick.paper_id, pick.reason) for pick in picks])
+            items = await self.digests.plan_items(
+                run.id,
+                [(pick.paper_id, pick.reason) for pick in picks],
+                brought={pick.paper_id: pick.interest_id for pick in picks},
+            )
         texts = self.planner.texts(sub, len(items), manual=manual)
         in_doubt = [item for item in items if item.in_doubt]
         resend = {item.paper_id for item in in_doubt if self._nonce_trusted(item.sent_at)}
@@ -494,7 +498,13 @@ class DigestDelivery:
             paper_id = planned.paper.id
             again = paper_id in resend
             if not again and not await self.digests.reserve_item(
-                run_id, paper_id, recipient, at=self._stamp(), owner=self.leases.owner, since=since
+                run_id,
+                paper_id,
+                recipient,
+                at=self._stamp(),
+                owner=self.leases.owner,
+                since=since,
+                interest_id=planned.interest_id,
             ):
                 log.debug("paper %s already went to %s: skipped", paper_id, recipient)
                 continue

@@ -28,6 +28,8 @@ class RecommendationLike(Protocol):
     def score(self) -> float: ...
     @property
     def reason(self) -> str: ...
+    @property
+    def interest_id(self) -> int | None: ...
 
 
 class RecommenderLike(Protocol):
@@ -73,6 +75,7 @@ class Pick:
     paper_id: int
     reason: str
     score: float
+    interest_id: int | None = None  # the person's interest that brought it
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ class PlannedPaper:
     paper: Paper
     reason: str
     score: float
+    interest_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +171,7 @@ class DigestPlanner:
             mark_shown=False,
         )
         rest = [
-            Pick(pick.paper_id, one_line(pick.reason, REASON_MAX), float(pick.score))
+            Pick(pick.paper_id, one_line(pick.reason, REASON_MAX), float(pick.score), pick.interest_id)
             for pick in recommended
             if pick.score > self.min_score and pick.paper_id not in sent and pick.paper_id not in taken
         ]
@@ -188,7 +192,7 @@ class DigestPlanner:
         picks = await self.choose(sub, user_id=user_id, now=now, sent=sent)
         found = await self.papers.get_many([pick.paper_id for pick in picks]) if picks else {}
         papers = tuple(
-            PlannedPaper(found[pick.paper_id], pick.reason, pick.score)
+            PlannedPaper(found[pick.paper_id], pick.reason, pick.score, pick.interest_id)
             for pick in picks
             if pick.paper_id in found
         )

@@ -31,6 +31,7 @@ from storage.models import Subscription
 from storage.repositories.digests import Recipient
 from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.follows import FollowRepository
+from storage.repositories.interests import InterestLimitError, InterestRepository, topic_key
 from storage.repositories.subscriptions import FeedLimitError, ScheduleFields, SubscriptionRepository
 
 log = logging.getLogger(__name__)
@@ -133,10 +134,13 @@ class SubscriptionService:
         calls_per_minute: int = 0,
         feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
         interests: InterestsLookup | None = None,
+        interest_store: InterestRepository | None = None,
     ) -> None:
         self.repository = subscriptions
         #: whether a person has interests a digest without topics can go by (None: not checked)
         self.interests = interests
+        #: a digest's topics are followed as interests too (None: only stored with the subscription)
+        self.interest_store = interest_store
         self.clock = clock
         #: the most a digest is moved past its minute when more is due then than Discord's limits allow
         self.spread = spread
@@ -233,7 +237,25 @@ class SubscriptionService:
         )
         log.info("user %s subscribed (subscription %s)", user_id, sub.id)
         log.debug("subscription %s: %s, topics=%s", sub.id, schedule.describe(), list(new_topics))
+        if topics is not None and self.interest_store is not None:
+            await self._follow_topics(user_id, new_topics)
         return sub
+
+    async def _follow_topics(self, user_id: int, topics: Sequence[str]) -> None:
+        """A digest's topics are the person's interests too (`/paper interests show` lists them; each
+        gets its share of every digest and learns from the reactions to its picks)."""
+        assert self.interest_store is not None
+        followed = {row.topic.casefold() for row in await self.interest_store.interests(user_id) if row.topic}
+        for topic in topics:
+            if topic.casefold() in followed:
+                continue
+            try:
+                await self.interest_store.add(
+                    user_id, "topic", topic_key(topic), topic=topic, origin="subscribe", at=self._stamp()
+                )
+            except InterestLimitError:
+                log.info("user %s follows as many interests as allowed: topic %r not added", user_id, topic)
+                return
 
     async def unsubscribe(self, user_id: int) -> Subscription | None:
         """Stop a user's digest; returns what was removed (None when there was none)."""

@@ -1,6 +1,7 @@
 """A model of what one person wants, learned from their reactions (👍 🔖 for, 👎 against).
 
-Per person, a logistic regression over three views of every paper:
+Per interest of a person (:mod:`bot.services.recommend.attribution` says which reactions teach which), a
+logistic regression over three views of every paper:
 
 * its **words**: the paper's BM25 vector scaled to length 1 (as arxiv-sanity's SVM reads TF-IDF), one
   weight per word of the papers the person rated — two papers of one narrow sub-area share its rare
@@ -17,9 +18,10 @@ arxiv-sanity trains against every other paper does. L2 pulls every weight toward
 Before the first 👍 the topics lead: their weight is held near ``prior_weight``, the 👎 teach which
 corners of the typed field are not wanted, and the picks explore (:func:`choose`), so a broad phrase
 shows several corners and the first 👍 says which one is wanted. From the first 👍 on the
-topics' weight is learned like every other, from zero: a broad phrase stops pulling the picks back
-to whatever its words match best. (Holding it at a prior after that lost on the tuning split of
-``bench/recommend_eval.py``, where every setting here was chosen; see bench/README.md.)
+topics' weight is learned like every other, from a smaller prior (``prior_liked``): the typed words stay
+what the interest is about, as each interest keeps its own model. (With one model for all of a
+person's topics, holding it there lost on the tuning split of ``bench/recommend_eval.py``; learned from
+zero, an interest with no 👍 yet vanished from the picks.)
 
 Fitting is L-BFGS over the words of the rated papers plus ~dims+2 weights (milliseconds); scoring
 every paper's place and topic match is one matrix-vector product, and the words are added to the
@@ -52,7 +54,8 @@ class LearningParams:
 
     word_l2: float = 1.0  # pull of each word's weight towards zero
     coord_l2: float = 0.3  # the same for each LSA coordinate's
-    topic_l2: float = 1.0  # the same for the topics' weight, once something is liked (it starts at 0)
+    topic_l2: float = 1.0  # the same for the topics' weight, once something is liked
+    prior_liked: float = 1.0  # once something is liked the topics' weight starts here (0: learned from zero)
     prior_weight: float = 10.0  # the topics' weight while nothing is liked yet (score = weight · match)
     prior_l2: float = 1.0  # how firmly it stays there
     dislike_weight: float = 1.0  # a 👎 as an example, against a 👍's 1
@@ -66,6 +69,8 @@ class LearningParams:
     candidates: int = 200  # best-scored papers the picks are chosen from
     candidates_unliked: int = 2000  # the same while nothing is liked (a broad start explores widely)
     unliked_match: float = 0.6  # while nothing is liked, picks match the topics this share of the best match
+    liked_match: float = 0.25  # once something is liked, this share (an interest stays about its words)
+    place_pool: int = 5000  # of those, the papers matching the topics best are scored by place
 
 
 DEFAULT_LEARNING: Final = LearningParams()
@@ -163,20 +168,18 @@ def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING, *, liked:
     any example is wanted; until one is, the topics' weight is held near ``prior_weight``."""
     n_words, dims = len(examples.terms), examples.coords.shape[1]
     rows = len(examples.labels)
-    features = sp.hstack(
-        [
-            examples.words,
-            sp.csr_matrix(examples.coords.astype(np.float64)),
-            sp.csr_matrix(examples.topic_match[:, None]),
-            sp.csr_matrix(np.ones((rows, 1))),
-        ],
-        format="csr",
-    )
-    transposed = features.T.tocsr()
+    # the words sparse, the rest (coordinates, topic match, bias) one dense block beside them
+    words = examples.words.tocsr()
+    words_t = words.T.tocsr()
+    dense = np.empty((rows, dims + 2))
+    dense[:, :dims] = examples.coords
+    dense[:, dims] = examples.topic_match
+    dense[:, dims + 1] = 1.0
     start = np.zeros(n_words + dims + 2)
     pull = np.concatenate([np.full(n_words, params.word_l2), np.full(dims, params.coord_l2), [0.0, 1e-3]])
     if liked:
-        pull[-2] = params.topic_l2
+        # the typed words stay the interest's prior: its weight starts there and moves with the reactions
+        start[-2], pull[-2] = params.prior_liked, params.topic_l2
     else:
         start[-2], pull[-2] = params.prior_weight, params.prior_l2
         # With nothing wanted, a free bias would explain every 👎 by itself (all papers unwanted).
@@ -189,11 +192,12 @@ def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING, *, liked:
     weights = examples.weights
 
     def loss_and_gradient(w: FloatArray) -> tuple[float, FloatArray]:
-        margin = sign * (features @ w)
+        margin = sign * (words @ w[:n_words] + dense @ w[n_words:])
         # Σ weight · log(1 + e^-margin), plus the L2 pull
         loss = float(weights @ np.logaddexp(0.0, -margin) + 0.5 * pull @ (w - start) ** 2)
         slope = -sign * weights / (1.0 + np.exp(np.clip(margin, -50.0, 50.0)))
-        return loss, np.asarray(transposed @ slope + pull * (w - start), dtype=np.float64)
+        gradient = np.concatenate([words_t @ slope, dense.T @ slope])
+        return loss, np.asarray(gradient + pull * (w - start), dtype=np.float64)
 
     w = lbfgs(loss_and_gradient, start)
     keep = np.flatnonzero(w[:n_words])

@@ -4,6 +4,7 @@ the training examples their reactions make, what the model says of papers, and i
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +32,9 @@ FloatArray = npt.NDArray[np.float64]
 WeightedWords = tuple[tuple[str, float], ...]
 
 SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on first use (well under 1 s)
-MIN_WORD_PAPERS: Final = 2  # a word shown as learned occurs in at least this many papers
+MIN_WORD_PAPERS: Final = 3  # a word shown as learned occurs in at least this many papers near the interest
+TOPIC_MATCHES: Final = 64  # topics whose match to every paper is kept (0.4 MB each at 100k papers)
+MIN_LIFT: Final = 2.0  # …and this many times as often there as in the corpus
 
 
 def wanted(signals: Sequence[FeedbackRow]) -> list[tuple[int, Signal]]:
@@ -99,6 +102,8 @@ class PersonModels:
         self.space = space
         self.params = params
         self._background_rows: tuple[tuple[int, int, int], IntArray, sp.csr_matrix] | None = None
+        self._matches: OrderedDict[tuple[tuple[str, float], ...], npt.NDArray[np.float32]] = OrderedDict()
+        self._matches_of: tuple[int, int, int] = (-1, -1, -1)
 
     def slot(self, paper_id: int, n: int) -> int | None:
         """The paper's slot if the space has coordinates for it."""
@@ -107,6 +112,16 @@ class PersonModels:
         except KeyError:
             return None
         return slot if slot < n else None
+
+    def space_ready(self) -> bool:
+        """Whether every paper has its place yet: a small corpus gets its space on first use
+        (milliseconds); a large one's is computed by the runtime in a thread, seconds after a start."""
+        if self.space.ready:
+            return True
+        if len(self.index) > SYNC_SPACE_PAPERS:
+            return False
+        self.space.rebuild()
+        return True
 
     def fit(
         self,
@@ -120,18 +135,11 @@ class PersonModels:
         the index (nothing to learn from), or while the paper space of a large corpus is still being
         computed (then the topic ranking stands in)."""
         params, space = self.params, self.space
-        if not space.ready:
-            if len(self.index) > SYNC_SPACE_PAPERS:
-                return None  # the runtime is computing it in a thread (seconds after a start)
-            space.rebuild()  # a small corpus, on first use: milliseconds
+        if not self.space_ready():
+            return None
         coords = space.coords  # papers not placed yet (the runtime does, once ingest is quiet) have none
         n = len(coords)
-        topic_match = np.zeros(n)
-        if topic_query:
-            raw = self.index.score_array(dict(topic_query))[:n]
-            best = float(raw.max()) if len(raw) else 0.0
-            if best > 0:
-                topic_match = raw / best
+        topic_match = self.topic_match(topic_query, n)
 
         rated = self._rated(signals, n, now)
         if not rated:
@@ -163,6 +171,30 @@ class PersonModels:
             rated=len(rated),
         )
         return Fitted(fit(examples, params, liked=liked), topic_match, liked)
+
+    def topic_match(self, topic_query: Mapping[str, float], n: int) -> FloatArray:
+        """Every placed paper's BM25 match to the typed words, scaled to 0–1 by the best match (a
+        whole-corpus scan: kept for the last ``TOPIC_MATCHES`` topics until the index or space moves,
+        as many people follow the same topics)."""
+        if not topic_query:
+            return np.zeros(n)
+        generation = (n, self.index.n_slots, len(self.index))
+        if generation != self._matches_of:
+            self._matches.clear()
+            self._matches_of = generation
+        key = tuple(sorted(topic_query.items()))
+        match = self._matches.get(key)
+        if match is None:
+            raw = self.index.score_array(dict(topic_query))[:n]
+            best = float(raw.max()) if len(raw) else 0.0
+            match = (raw / best if best > 0 else np.zeros(n)).astype(np.float32)
+            match.flags.writeable = False
+            self._matches[key] = match
+            if len(self._matches) > TOPIC_MATCHES:
+                self._matches.popitem(last=False)
+        else:
+            self._matches.move_to_end(key)
+        return np.asarray(match, dtype=np.float64)
 
     def _background(self) -> tuple[IntArray, sp.csr_matrix]:
         """The background sample's slots and their unit BM25 rows over every term id, kept until the
@@ -201,18 +233,31 @@ class PersonModels:
         place = fitted.model.place_scores(self.space.coords[slots], fitted.topic_match[slots])
         return place + self.word_scores(fitted.model, slots)
 
-    def words(self, model: PersonModel, n: int) -> tuple[WeightedWords, WeightedWords]:
+    def words(self, model: PersonModel, n: int, near: IntArray) -> tuple[WeightedWords, WeightedWords]:
         """The words the model counts most for and against a paper, with their weights, strongest
-        first (words of at least ``MIN_WORD_PAPERS`` papers: a name or a typo of one paper says little;
-        no numbers)."""
-        common = self.index.doc_freqs(model.terms) >= MIN_WORD_PAPERS
-        common &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
+        first: words of the field, not the stray rare words of one liked paper ("obviates", a name).
+        A word is shown when it is over-represented among ``near`` (slots of the papers the model
+        ranks best, or that lie closest to what was 👎'd): in at least ``MIN_WORD_PAPERS`` of them and
+        ``MIN_LIFT`` times as often as in the corpus. No numbers."""
+        field = self._over_represented(model.terms, near)
+        field &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
 
         def named(pairs: Iterable[tuple[int, float]]) -> WeightedWords:
             return tuple((surface_form(self.index.term_name(t)), round(w, 2)) for t, w in pairs)
 
-        kept = PersonModel(model.terms[common], model.term_weights[common], model.coord_weights, 0.0, 0.0)
+        kept = PersonModel(model.terms[field], model.term_weights[field], model.coord_weights, 0.0, 0.0)
         return (
             named(kept.strongest_words(n, positive=True)),
             named(kept.strongest_words(n, positive=False)),
         )
+
+    def _over_represented(self, terms: IntArray, near: IntArray) -> npt.NDArray[np.bool_]:
+        if not len(terms) or not len(near):
+            return np.zeros(len(terms), dtype=bool)
+        _, near_terms, _ = self.index.doc_weights(self.index.slot_ids[near].tolist())
+        counts = np.bincount(near_terms, minlength=int(max(terms.max(), near_terms.max(initial=0))) + 1)[
+            terms
+        ]
+        share_near = counts / len(near)
+        share_corpus = self.index.doc_freqs(terms) / max(1, len(self.index))
+        return np.asarray((counts >= MIN_WORD_PAPERS) & (share_near >= MIN_LIFT * share_corpus), dtype=bool)

@@ -1,121 +1,70 @@
-"""Personal recommendations, and search results ordered for a person.
+"""Personal recommendations: every interest of a person served, each by what it learned.
 
-For a person with reactions, :meth:`Recommender.recommend` fits their model
-(:mod:`bot.services.recommend.learner`, :mod:`bot.services.recommend.person_models`) over every paper's words, its place
-in the field (:mod:`bot.services.recommend.paper_space`) and the BM25 match of their typed topics, scores every
-paper with it, takes the best unseen ones, nudges newer papers up, picks (exploring until the first
-👍, :func:`bot.services.recommend.learner.choose`), skips
-near-copies of a paper already picked (overlap of their distinctive terms, or the same title), and
-explains each pick: "matched: <topic words it has> · like: <the liked paper it lies closest to>".
+:meth:`Recommender.recommend` (`/paper recommend`, digests) makes the person's interests ready
+(:mod:`bot.services.recommend.served`), ranks each — by its own model (:mod:`bot.services.recommend.
+learned_ranking`) or, with no reactions of its own yet, by its words (:mod:`bot.services.recommend.
+topic_ranking`) — gives each its share of the count (:mod:`bot.services.recommend.shares`: at least one
+pick each while the count allows, the rest by how much the person engages with each), and interleaves
+them, never a paper twice nor a near-copy of one already picked. Each pick names the interest that
+brought it, the typed words it matches and the liked paper it lies closest to: "for your interest in
+offline RL · matched: offline, policy · like: <title>"; the interest is noted with the pick, so the
+reactions to it teach that interest.
 
-Without reactions (and for a channel's feed) the topics alone rank, through the search engine: the
-profile query (see :mod:`bot.services.recommend.profile`) picks a pool of candidates, which must match enough
-of the query ("nothing good" otherwise), with the same recency, near-copy guard and reasons.
-
-:meth:`Recommender.personal_order` lets the model reorder a search's close matches, and
-:meth:`Recommender.model_words` says what it learned, in words. ``bench/recommend_eval.py`` measures
-it on simulated people the settings never saw.
+A channel's feed serves each of its topics as an interest, without learning (reactions there teach
+the person who reacts). :meth:`Recommender.personal_order` lets the person's models reorder a search's
+close matches; :meth:`Recommender.summary` says what each interest learned, in words.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from typing import Final, Protocol
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.recommend.learner import DEFAULT_LEARNING, LearningParams, choose, rows_and_lengths
+from bot.services.recommend.candidates import Candidate, NearCopyGuard, Pool
+from bot.services.recommend.interests import Interest, InterestService, InterestSummary, ProfileSummary
+from bot.services.recommend.learned_ranking import LearnedRanker
+from bot.services.recommend.learner import DEFAULT_LEARNING, LearningParams
+from bot.services.recommend.paper_facts import PaperFacts, word_cut
 from bot.services.recommend.paper_space import PaperSpace
-from bot.services.recommend.person_models import Fitted, IndexedPapers, PersonModels, wanted
-from bot.services.recommend.profile import (
-    DEFAULT_PARAMS,
-    PaperVector,
-    Profile,
-    ProfileService,
-    RankingParams,
-    Source,
-    VectorCache,
-    topic_terms,
-)
+from bot.services.recommend.person_models import PersonModels
+from bot.services.recommend.profile import DEFAULT_PARAMS, RankingParams
+from bot.services.recommend.protocols import RecommendationEngine, TermIndex
+from bot.services.recommend.served import Person, PersonPlanner, Served
+from bot.services.recommend.shares import allocate, interleave
+from bot.services.recommend.topic_ranking import TopicRanker
 from storage.db import Database
-from storage.models import Paper
-from storage.repositories.feedback import FeedbackRepository, FeedbackRow
+from storage.repositories.feedback import FeedbackRepository
+from storage.repositories.follows import FollowRepository
+from storage.repositories.interests import InterestRepository
 from storage.repositories.papers import PaperRepository
 
 log = logging.getLogger(__name__)
 
-REASON_TERMS: Final = 3
-REASON_TITLE_CHARS: Final = 60
-MIN_SOURCE_SIMILARITY: Final = 0.05  # below this (decayed cosine) a liked paper is not named as the reason
-DUPLICATE_TERMS: Final = 12  # distinctive terms compared by the near-copy guard
-MIN_LIKE_COSINE: Final = 0.05  # a liked paper closer than this (in the paper space) is named as the reason
+REASON_CHARS: Final = 200  # a reason is one line of a digest's message or a listing
 SEARCH_CLOSE: Final = 0.7  # search results scoring this share of the best are reordered by the person's model
+SHOWN_WORDS: Final = 8  # words for and against each interest in `/paper interests show`
+NEAR_PAPERS: Final = 200  # the papers an interest's shown words must be over-represented among (at most)
+NEAR_SHARE: Final = 20  # …and at most this share of the corpus (one in 20), at least MIN_NEAR
+MIN_NEAR: Final = 10
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-
-
-class Hit(Protocol):
-    @property
-    def paper_id(self) -> int: ...
-
-    @property
-    def score(self) -> float: ...
-
-
-class RecommendationEngine(Protocol):
-    """What the recommender needs from the search engine (``paperindex.engine.SearchEngine``)."""
-
-    def weighted(
-        self,
-        query: Mapping[str, float],
-        *,
-        limit: int,
-        exclude: Collection[int] = (),
-        allowed: Collection[int] | None = None,
-        matched: bool = True,
-    ) -> Sequence[Hit]: ...
-
-    def title(self, paper_id: int) -> str: ...
-
-
-class TermIndex(IndexedPapers, Protocol):
-    """Per-term and per-paper statistics of the BM25 index (``paperindex.index.BM25Index``): what
-    the person models read, and more."""
-
-    k1: float
-    b: float
-
-    @property
-    def avgdl(self) -> float: ...
-
-    @property
-    def alive(self) -> npt.NDArray[np.bool_]: ...
-
-    def __contains__(self, doc_id: object) -> bool: ...
-
-    def idf(self, term: str) -> float: ...
-
-    def doc_terms(self, doc_id: int) -> Mapping[str, int]: ...
-
-    def doc_length(self, doc_id: int) -> int: ...
-
-    def term_ids(self, terms: Iterable[str]) -> IntArray: ...
-
-    def matched_terms(self, doc_id: int, terms: Iterable[str]) -> list[str]: ...
+BoolArray = npt.NDArray[np.bool_]
+WeightedWords = tuple[tuple[str, float], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Recommendation:
     paper_id: int
-    score: float
-    reason: str  # "matched: quantization, kv cache · like: <short title>"
+    score: float  # > 0; higher is better within one interest
+    reason: str  # "for your interest in kv cache · matched: quantization · like: <short title>"
+    interest_id: int | None = None  # the stored interest that brought it
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +75,10 @@ class PopularPaper:
 
 @dataclass(frozen=True, slots=True)
 class PersonalPicks:
-    """What `/paper recommend` shows: personal picks, or a start for someone without a profile.
+    """What `/paper recommend` shows: personal picks, or a start for someone without interests.
 
-    status: "picks" (personal picks), "popular" (no profile yet: the server's most liked papers),
-    "no_profile" (no profile and nothing popular), "nothing_new" (a profile, but nothing unseen
+    status: "picks" (personal picks), "popular" (no interests yet: the server's most liked papers),
+    "no_profile" (no interests and nothing popular), "nothing_new" (interests, but nothing unseen
     clears the bar).
     """
 
@@ -138,135 +87,28 @@ class PersonalPicks:
     popular: tuple[PopularPaper, ...] = ()
 
 
-_TITLE_WORD = re.compile(r"\w+")
+def reason(described: str, candidate: Candidate, like_title: str | None) -> str:
+    """ "for your interest in X · matched: a, b · like: <title>", within ``REASON_CHARS``, never cut
+    inside a word (the interest's name and the title are shortened first)."""
+    head = f"for your interest in {word_cut(described, 80)}"
+    parts = [head]
+    matched = {w.casefold() for w in candidate.words}
+    if candidate.words and not {w.casefold() for w in described.split()} <= matched:
+        # (words that only repeat the interest's whole name say nothing more)
+        parts.append(f"matched: {', '.join(candidate.words)}")
+    if like_title is not None:
+        label = "like" if candidate.like_signal == "like" else "saved"
+        parts.append(f"{label}: {like_title}")
+    text = " · ".join(parts)
+    while len(text) > REASON_CHARS and len(parts) > 1:
+        parts.pop(1)  # the matched words go before the liked paper
+        text = " · ".join(parts)
+    return word_cut(text, REASON_CHARS)
 
 
-def _title_key(title: str) -> str:
-    return " ".join(_TITLE_WORD.findall(title.casefold()))
-
-
-def _short_title(title: str) -> str:
-    title = " ".join(title.split())
-    return title if len(title) <= REASON_TITLE_CHARS else title[: REASON_TITLE_CHARS - 1].rstrip() + "…"
-
-
-def _date(published: str | None, year: int | None) -> date | None:
-    if published:
-        try:
-            return date.fromisoformat(published[:10])
-        except ValueError:
-            pass
-    if year:
-        try:
-            return date(int(year), 7, 1)
-        except ValueError:
-            return None
-    return None
-
-
-def paper_date(paper: Paper) -> date | None:
-    """When the paper came out: its `published` date, else the middle of its year."""
-    return _date(paper.published, paper.year)
-
-
-def _ordinal(published: str | None, year: int | None) -> int:
-    """date.toordinal() of :func:`paper_date`, 0 when unknown."""
-    day = _date(published, year)
-    return 0 if day is None else day.toordinal()
-
-
-def _title_hash(title: str) -> int:
-    """A number standing for the title's words (same words, same number; 0 for no words)."""
-    key = _title_key(title)
-    return (hash(key) or 1) if key else 0
-
-
-def recency_factor(published: date | None, today: date, params: RankingParams) -> float:
-    """1.0 for a paper out today, falling smoothly to `recency_floor` for very old papers.
-
-    A paper with no known date is treated as one half-life old.
-    """
-    age = params.recency_half_life_days if published is None else max(0, (today - published).days)
-    floor = params.recency_floor
-    return float(floor + (1.0 - floor) * 0.5 ** (age / params.recency_half_life_days))
-
-
-def jaccard(a: frozenset[str] | frozenset[int], b: frozenset[str] | frozenset[int]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / len(a | b)
-
-
-class _TermTable:
-    """Term id → position lookups by one gather from a reusable array (no sorting, no binary search).
-
-    ``positions(keys, values)``: for each value, the index of the equal key, else -1 (keys distinct and
-    ≥ 0). The array is left all -1 between calls, so a call costs O(len(keys) + len(values)).
-    """
-
-    def __init__(self) -> None:
-        self._table = np.full(0, -1, dtype=np.int64)
-
-    def positions(self, keys: IntArray, values: IntArray) -> IntArray:
-        if not len(keys) or not len(values):
-            return np.full(len(values), -1, dtype=np.int64)
-        top = max(int(keys.max()), int(values.max())) + 1
-        if top > len(self._table):
-            self._table = np.full(max(top, 2 * len(self._table)), -1, dtype=np.int64)
-        table = self._table
-        table[keys] = np.arange(len(keys))
-        try:
-            return table[values]
-        finally:
-            table[keys] = -1
-
-
-def _group_similarity(sims: FloatArray, k: int) -> FloatArray:
-    """Per candidate (row): the mean of its k largest similarities (fewer columns: all of them)."""
-    if sims.shape[1] == 0:
-        return np.zeros(sims.shape[0])
-    k = min(k, sims.shape[1])
-    if k < sims.shape[1]:
-        sims = -np.partition(-sims, k - 1, axis=1)[:, :k]
-    return np.asarray(sims.mean(axis=1), dtype=np.float64)
-
-
-@dataclass(slots=True)
-class _Pool:
-    """The candidate pool's terms as flat arrays (row = candidate, sorted), from the index."""
-
-    ids: list[int]
-    indptr: IntArray
-    row: IntArray
-    terms: IntArray  # index term id of each (candidate, term)
-    weights: FloatArray  # its BM25 weight in the candidate
-    unit: FloatArray  # the weight divided by the candidate's vector norm
-
-    def top_terms(self, n: int, k: int = DUPLICATE_TERMS) -> frozenset[int]:
-        """The candidate's k distinctive terms (largest BM25 weights), for the near-copy guard."""
-        lo, hi = int(self.indptr[n]), int(self.indptr[n + 1])
-        terms, weights = self.terms[lo:hi], self.weights[lo:hi]
-        if hi - lo > k:
-            terms = terms[np.argpartition(-weights, k - 1)[:k]]
-        return frozenset(terms.tolist())
-
-
-NO_VECTOR: Final = PaperVector({}, {})
-
-
-def best_of(candidates: IntArray, scores: FloatArray, k: int) -> IntArray:
-    """The ``k`` candidates with the best scores (all of them if there are no more), in no order."""
-    if len(candidates) <= k:
-        return candidates
-    return candidates[np.argpartition(-scores[candidates], k)[:k]]
-
-
-def values_of(values: IntArray, paper_ids: IntArray) -> IntArray:
-    """values[paper_ids], 0 for ids past the end (papers indexed after the last sync)."""
-    inside = paper_ids < len(values)
-    if not len(values):
-        return np.zeros(len(paper_ids), dtype=np.int64)
-    return np.where(inside, values[np.where(inside, paper_ids, 0)], 0)
+def _positive(score: float) -> float:
+    """A score above zero (digests keep picks scoring above zero): a model's logit as its probability."""
+    return max(1e-4, round(1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, score)))), 4))
 
 
 class Recommender:
@@ -279,7 +121,7 @@ class Recommender:
         params: RankingParams = DEFAULT_PARAMS,
         learning: LearningParams = DEFAULT_LEARNING,
         clock: Callable[[], datetime] | None = None,
-        profiles: ProfileService | None = None,
+        profiles: InterestService | None = None,
         space: PaperSpace | None = None,
     ) -> None:
         self.engine = engine
@@ -289,22 +131,15 @@ class Recommender:
         self.space = space or PaperSpace(index)
         self.models = PersonModels(index, self.space, learning)
         self.feedback = FeedbackRepository(db)
-        self.papers = PaperRepository(db)
+        self.interests = InterestRepository(db)
+        self.follows = FollowRepository(db)
         self._clock = clock or (lambda: datetime.now(UTC))
-        self.profiles = profiles or ProfileService(
-            db,
-            index,
-            params=params,
-            clock=self._clock,
-            vectors=VectorCache(index, top_k=params.terms_per_paper, documents=index),
-        )
-        self._day = np.zeros(0, dtype=np.int64)  # by paper id: date ordinal, 0 = unknown
-        self._title_hash = np.zeros(0, dtype=np.int64)  # by paper id: hash of the title key, 0 = none
-        self._synced_slots = 0
-        self._idfs: dict[str, float] = {}
-        self._table = _TermTable()
-        self._generation: tuple[int, int] = (-1, -1)
-        self.profiles.model_words = self.model_words
+        # the /paper interests service: the runtime hands in the one it built (a bench may not)
+        self.profiles = profiles if profiles is not None else InterestService(db, clock=self._clock)
+        self.facts = PaperFacts(index, PaperRepository(db), engine, params)
+        self.by_words = TopicRanker(engine, index, self.facts, params)
+        self.by_model = LearnedRanker(self.models, index, self.facts, learning)
+        self.planner = PersonPlanner(self.models, index, self.interests, self.profiles, params)
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -318,35 +153,24 @@ class Recommender:
         now: datetime | None = None,
         mark_shown: bool = True,
     ) -> list[Recommendation]:
-        """Up to `count` unseen papers for the user (or, with None, for a channel's `topics`).
-
-        Returns fewer — possibly none — when nothing clears the bar; the caller says so.
-        A user with no topics and no feedback gets nothing (see :meth:`popular`).
-        """
+        """Up to `count` unseen papers for the user (or, with None, for a channel's `topics`), each
+        interest with its share. Returns fewer — possibly none — when nothing clears the bar; the
+        caller says so. A user with no interests and no reactions gets nothing (see :meth:`popular`)."""
         if count <= 0:
             return []
         now = now or self._clock()
-        if user_id is None:
-            profile = await self.profiles.from_rows((), (), extra_topics=topics, now=now)
-            seen: set[int] = set()
-        else:
-            # One read for topics, reactions and what the user has seen. With reactions, the learned
-            # model ranks and needs only the topics of the profile (its learned terms are Rocchio's).
-            own_topics, signals, seen = await self.feedback.learning_inputs(user_id)
-            profile = await self.profiles.from_rows(own_topics, (), extra_topics=topics, now=now)
-        skip = seen | set(exclude) if exclude else seen
-        if user_id is not None and signals:
-            picks = await self.rank_learned(profile, signals, seen, count=count, exclude=skip, now=now)
-            if picks is None:  # nothing to learn from yet: the profile of topics and reactions
-                profile = await self.profiles.from_rows(own_topics, signals, extra_topics=topics, now=now)
-                picks = [] if profile.empty else await self.rank(profile, count=count, exclude=skip, now=now)
-        elif profile.empty:
+        person = await self.planner.person(user_id, topics=topics, now=now)
+        assert person is not None  # (it waits for the index)
+        if not person.served:
             return []
-        else:
-            picks = await self.rank(profile, count=count, exclude=skip, now=now)
+        skip = person.seen | frozenset(exclude)
+        picks = await self._pick(person.served, count=count, exclude=skip, now=now)
         if mark_shown and user_id is not None and picks:
             await self.feedback.mark_shown(
-                user_id, [p.paper_id for p in picks], at=now.astimezone(UTC).isoformat(timespec="seconds")
+                user_id,
+                [p.paper_id for p in picks],
+                at=now.astimezone(UTC).isoformat(timespec="seconds"),
+                brought={p.paper_id: p.interest_id for p in picks},
             )
         return picks
 
@@ -358,239 +182,152 @@ class Recommender:
         picks = await self.recommend(user_id, count=count, mark_shown=mark_shown)
         if picks:
             return PersonalPicks("picks", picks=tuple(picks))
-        profile = await self.profiles.profile(user_id)
-        if not profile.empty:
+        if await self.interests.interests(user_id):
             return PersonalPicks("nothing_new")
         popular = await self.popular(guild_id=guild_id, count=count, user_id=user_id)
         if popular:
             return PersonalPicks("popular", popular=tuple(popular))
         return PersonalPicks("no_profile")
 
-    async def mark_shown(self, user_id: int, paper_ids: Sequence[int]) -> None:
-        """The person saw these picks: they are not recommended again."""
+    async def add_paper(self, user_id: int, paper_id: int) -> tuple[Interest, bool]:
+        """`/paper interests add paper:`: the paper named is a 👍 (the caller stores it) and starts an
+        interest of its own when it lies far from every interest the person follows; close to one
+        (a broad topic it answers, say), it teaches that one instead. Returns the interest it counts
+        for and whether it is new."""
+        rows = [r for r in await self.interests.interests(user_id) if r.active]
+        near = await asyncio.to_thread(self.planner.closest, paper_id, rows)
+        if near is not None:
+            return (await self.profiles.named([near]))[0], False
+        return await self.profiles.add_paper(user_id, paper_id)
+
+    async def mark_shown(
+        self, user_id: int, paper_ids: Sequence[int], *, brought: Mapping[int, int | None] | None = None
+    ) -> None:
+        """The person saw these picks (``brought``: the interest that brought each): they are not
+        recommended again, and their reactions to them teach those interests."""
         stamp = self._clock().astimezone(UTC).isoformat(timespec="seconds")
-        await self.feedback.mark_shown(user_id, paper_ids, at=stamp)
+        await self.feedback.mark_shown(user_id, paper_ids, at=stamp, brought=brought)
 
     async def popular(
         self, *, guild_id: int | None, count: int, user_id: int | None = None
     ) -> list[PopularPaper]:
-        """The papers people here liked and saved most (a start for someone with no profile)."""
+        """The papers people here liked and saved most (a start for someone with no interests)."""
         skip = await self.feedback.seen_ids(user_id) if user_id is not None else set()
         rows = await self.feedback.popular(guild_id=guild_id, limit=count, exclude=skip)
         return [PopularPaper(paper_id, votes) for paper_id, votes in rows]
 
-    # -- ranking --------------------------------------------------------------------------------
+    async def ranking(self, user_id: int, *, now: datetime) -> list[int]:
+        """Every unseen indexed paper's id, in the order the person's interests together rank them
+        (best first): each interest's own ranking, interleaved by its share as the picks are — a
+        paper comes at its best place in any of them relative to that interest's weight."""
+        person = await self.planner.person(user_id, now=now)
+        assert person is not None
+        slots = np.flatnonzero(self.index.alive[: self.index.n_slots])
+        ids = self.index.slot_ids[slots]
+        if person.seen:
+            keep = ~np.isin(ids, np.fromiter(person.seen, dtype=np.int64, count=len(person.seen)))
+            slots, ids = slots[keep], ids[keep]
+        if not person.served or not len(slots):
+            return [int(i) for i in np.sort(ids)]
+        total = sum(s.weight for s in person.served)
+        place = np.full(len(slots), np.inf)
+        for served in person.served:
+            if served.fitted is not None:
+                scores, first = self.by_model.order(served.fitted, slots)
+                order = np.lexsort((ids, -scores, ~first))
+            else:
+                scores = self.index.score_array(dict(served.fallback.query()))[slots]
+                order = np.lexsort((ids, -scores))
+                order = order[scores[order] > 0]  # papers without its words have no place in it
+            rank = np.full(len(slots), np.inf)
+            rank[order] = np.arange(len(order))
+            place = np.minimum(place, (rank + 0.5) / (served.weight / total))
+        return [int(i) for i in ids[np.lexsort((ids, place))]]
 
-    async def rank(
-        self, profile: Profile, *, count: int, exclude: Collection[int], now: datetime
+    # -- picks ----------------------------------------------------------------------------------
+
+    async def _pick(
+        self, served: Sequence[Served], *, count: int, exclude: frozenset[int], now: datetime
     ) -> list[Recommendation]:
-        """Rank unseen papers for a profile (no database writes)."""
-        params = self.params
-        self._check_generation()
-        query = profile.query()
-        positive = {t: w for t, w in query.items() if w > 0}
-        if not positive:
+        shares = allocate(count, {s.key: s.weight for s in served})
+        open_ = self._open(exclude) if any(entry.fitted is not None for entry in served) else None
+        rankings: dict[str, list[Candidate]] = {}
+        for entry in served:
+            share = shares[entry.key]
+            # each interest ranks enough for its share and some to spare (for near-copies, and for
+            # another interest that runs out)
+            limit = min(2 * count, 2 * share + 2)
+            if entry.fitted is not None and open_ is not None:
+                rankings[entry.key] = await self.by_model.rank(
+                    entry.fitted,
+                    entry.signals,
+                    entry.words,
+                    open_=open_,
+                    limit=limit,
+                    now=now,
+                    pool=None if share >= count else max(100, self.learning.pool * max(share, 1) // count),
+                )
+            elif not entry.fallback.empty:
+                rankings[entry.key] = await self.by_words.rank(
+                    entry.fallback,
+                    limit=limit,
+                    exclude=exclude,
+                    now=now,
+                    fetch=self.params.pool * max(share, 1) // count,
+                )
+        ids = list(dict.fromkeys(c.paper_id for ranking in rankings.values() for c in ranking))
+        if not ids:
             return []
-        # Stage 1: the strongest positive terms pick a pool of candidates (fast top-k on the index);
-        # the pool is then scored with the whole query from its own term arrays.
-        limit = max(6 * count, params.pool)
-        probe = positive
-        if len(positive) > params.probe_terms:
-            strongest = sorted(positive, key=lambda t: (-positive[t] * self._idf(t), t))
-            kept = set(strongest[: params.probe_terms]) | set(profile.topic_terms)
-            probe = {t: w for t, w in positive.items() if t in kept}
-        hits = [
-            h for h in self.engine.weighted(probe, limit=limit, exclude=exclude, matched=False) if h.score > 0
+        await self.facts.sync()
+        guard = NearCopyGuard(
+            Pool.of(self.index, ids),
+            self.facts.title_hashes(np.asarray(ids, dtype=np.int64)).tolist(),
+            self.params.duplicate_jaccard,
+        )
+        taken: set[int] = set()
+
+        def admit(_: str, candidate: Candidate) -> bool:
+            if candidate.paper_id in taken or not guard.admit(candidate.paper_id):
+                return False
+            taken.add(candidate.paper_id)
+            return True
+
+        chosen = interleave(rankings, shares, count, admit)
+        by_key = {s.key: s for s in served}
+        titles = await self.facts.short_titles([c.like for _, c in chosen if c.like is not None])
+        return [
+            Recommendation(
+                c.paper_id,
+                c.score if by_key[key].fitted is None else _positive(c.score),
+                reason(by_key[key].described, c, titles.get(c.like) if c.like is not None else None),
+                by_key[key].interest_id,
+            )
+            for key, c in chosen
         ]
-        if not hits:
-            return []
-        try:
-            pool = self._pool([h.paper_id for h in hits])
-        except KeyError:  # a paper left the index since the query
-            hits = [h for h in hits if h.paper_id in self.index]
-            pool = self._pool([h.paper_id for h in hits])
-        n = len(hits)
 
-        # Stage 2, on the pool's term arrays: the bar, disliked terms, similarity to rated papers.
-        terms = list(query)
-        q_weight = np.fromiter(query.values(), dtype=np.float64, count=len(terms))
-        q_idf = np.fromiter(map(self._idf, terms), dtype=np.float64, count=len(terms))
-        q_ids = self.index.term_ids(terms)
-        known = np.flatnonzero(q_ids >= 0)
-        at = self._table.positions(q_ids[known], pool.terms)
-        at = np.where(at >= 0, known[np.maximum(at, 0)], -1)
-        in_query = at >= 0
-        rows, where, weights = pool.row[in_query], at[in_query], pool.weights[in_query]
-        is_positive = q_weight[where] > 0
-        mass = float(np.sum((q_weight * q_idf)[q_weight > 0])) or 1.0
-        coverage = (
-            np.bincount(rows[is_positive], weights=(q_weight * q_idf)[where[is_positive]], minlength=n) / mass
-        )
-        # Σ weight · BM25 of the term, positive and negative terms alike (as the engine would score it)
-        score = np.asarray(
-            np.bincount(rows, weights=q_weight[where] * weights, minlength=n), dtype=np.float64
-        )
-
-        liked = self._strongest([s for s in profile.sources if s.signal != "dislike"])
-        disliked = self._strongest([s for s in profile.sources if s.signal == "dislike"])
-        sims = self._similarities(pool, [*liked, *disliked], n)
-        like_sims = sims[:, : len(liked)]
-        if liked and params.like_boost:
-            score *= 1.0 + params.like_boost * _group_similarity(like_sims, params.similar_k)
-        if disliked and params.dislike_penalty:
-            closeness = _group_similarity(sims[:, len(liked) :], params.similar_k)
-            score *= np.maximum(0.0, 1.0 - params.dislike_penalty * closeness)
-
-        keep = np.flatnonzero((coverage >= params.min_coverage) & (score > 0))
-        if not len(keep):
-            return []
-        await self._sync_dates()
-        ids = np.asarray(pool.ids, dtype=np.int64)[keep]
-        final = score[keep] * self._recency(ids, now.astimezone(UTC).date().toordinal())
-        title_hashes = values_of(self._title_hash, ids)
-
-        picked: list[tuple[float, int, int]] = []  # (score, paper id, pool row)
-        tops: list[frozenset[int]] = []
-        titles: set[int] = set()
-        for k in np.lexsort((ids, -final)).tolist():
-            title = int(title_hashes[k])
-            if title and title in titles:
-                continue
-            i = int(keep[k])
-            top = pool.top_terms(i)
-            if any(jaccard(top, other) >= params.duplicate_jaccard for other in tops):
-                continue
-            picked.append((float(final[k]), int(ids[k]), i))
-            tops.append(top)
-            titles.add(title)
-            if len(picked) == count:
-                break
-
-        # Reasons: the query words each pick matched, and the liked paper it is closest to.
-        found_rows, found_terms = rows[is_positive], where[is_positive]
-        idf = dict(zip(terms, q_idf.tolist(), strict=True))
-        named: list[Source | None] = []
-        for _, _, i in picked:
-            best = int(np.argmax(like_sims[i])) if liked else -1
-            named.append(liked[best] if best >= 0 and like_sims[i, best] >= MIN_SOURCE_SIMILARITY else None)
-        titles_of = await self._short_titles([s.paper_id for s in named if s is not None])
-        picked_rows = np.array([i for _, _, i in picked], dtype=np.int64)
-        starts = np.searchsorted(found_rows, picked_rows).tolist()
-        ends = np.searchsorted(found_rows, picked_rows, "right").tolist()
-        picks: list[Recommendation] = []
-        for (value, paper_id, _), source, lo, hi in zip(picked, named, starts, ends, strict=True):
-            matched = [terms[t] for t in found_terms[lo:hi].tolist()]
-            named_title = titles_of.get(source.paper_id) if source is not None else None
-            reason = self._reason(profile, matched, query, idf, source, named_title)
-            picks.append(Recommendation(paper_id, round(value, 4), reason))
-        return picks
-
-    async def rank_learned(
-        self,
-        profile: Profile,
-        signals: Sequence[FeedbackRow],
-        seen: Collection[int],
-        *,
-        count: int,
-        exclude: Collection[int],
-        now: datetime,
-    ) -> list[Recommendation] | None:
-        """Rank unseen papers by the person's model over the whole corpus (no database writes); None
-        when there is no model to rank with (:meth:`PersonModels.fit`)."""
-        fitted = await self._fit(profile.topic_terms, signals, seen, now=now)
-        if fitted is None:
-            return None
-        learning = self.learning
-        coords = self.space.coords
-        n = len(coords)
-        scores = fitted.model.place_scores(coords, fitted.topic_match)
+    def _open(self, exclude: frozenset[int]) -> BoolArray:
+        """By slot: the papers that may be picked (indexed, not seen nor excluded)."""
+        n = len(self.space.coords)
         open_ = self.index.alive[:n].copy()
         if exclude:
-            open_ &= ~np.isin(
-                self.index.slot_ids[:n], np.fromiter(exclude, dtype=np.int64, count=len(exclude))
-            )
-        candidates = np.flatnonzero(open_)
-        if not len(candidates):
-            return []
-        size = learning.candidates if fitted.liked else learning.candidates_unliked
-        if not fitted.liked and profile.topic_terms and learning.unliked_match:
-            # exploring a broad field stays inside it: the typed topics bound where it looks
-            within = candidates[fitted.topic_match[candidates] >= learning.unliked_match]
-            candidates = within if len(within) else candidates
-        # the words, on the papers best by their place and topic match
-        candidates = best_of(candidates, scores, max(size, learning.pool))
-        scores[candidates] += self.models.word_scores(fitted.model, candidates)
-        candidates = best_of(candidates, scores, size)
-        await self._sync_dates()
-        ids = self.index.slot_ids[candidates]
-        # newer papers first among near-equals: the recency factor's log (0 to −0.16) as a nudge, in
-        # units of the candidates' spread (a model of one 👍 tells its candidates apart by hundredths)
-        spread = float(np.std(scores[candidates])) if len(candidates) > 1 else 0.0
-        scores[candidates] += spread * np.log(self._recency(ids, now.astimezone(UTC).date().toordinal()))
-        exploration = learning.exploration if fitted.liked else learning.exploration_unliked
-        disliked = {s.paper_id for s in signals if s.signal == "dislike"}
-        avoid = coords[[slot for paper_id in disliked if (slot := self.models.slot(paper_id, n)) is not None]]
-        order = choose(scores, coords, candidates.tolist(), 2 * count, exploration, avoid)
+            slots = [slot for paper_id in exclude if (slot := self.models.slot(paper_id, n)) is not None]
+            open_[slots] = False
+        return open_
 
-        pool = self._pool([int(self.index.slot_ids[s]) for s in order])
-        picked: list[tuple[int, int]] = []  # (slot, pool row)
-        tops: list[frozenset[int]] = []
-        titles: set[int] = set()
-        hashes = values_of(self._title_hash, np.asarray(pool.ids, dtype=np.int64)).tolist()
-        for row, slot in enumerate(order):
-            top = pool.top_terms(row)
-            if (hashes[row] and hashes[row] in titles) or any(
-                jaccard(top, other) >= self.params.duplicate_jaccard for other in tops
-            ):
-                continue
-            picked.append((slot, row))
-            tops.append(top)
-            titles.add(hashes[row])
-            if len(picked) == count:
-                break
-
-        # Reasons: the topic words a pick matches, and the liked paper it lies closest to.
-        liked = [Source(paper_id, signal, 1.0, NO_VECTOR) for paper_id, signal in wanted(signals)]
-        liked_slots = [
-            (source, at) for source in liked if (at := self.models.slot(source.paper_id, n)) is not None
-        ]
-        closest: list[Source | None] = []
-        for slot, _ in picked:
-            if not liked_slots:
-                closest.append(None)
-                continue
-            sims = coords[[s for _, s in liked_slots]] @ coords[slot]
-            best_at = int(np.argmax(sims))
-            closest.append(liked_slots[best_at][0] if sims[best_at] >= MIN_LIKE_COSINE else None)
-        titles_of = await self._short_titles([s.paper_id for s in closest if s is not None])
-        topic_query = dict(profile.topic_terms)
-        idf = {t: self._idf(t) for t in topic_query}
-        picks: list[Recommendation] = []
-        for (slot, _), source in zip(picked, closest, strict=True):
-            paper_id = int(self.index.slot_ids[slot])
-            matched = self.index.matched_terms(paper_id, topic_query) if topic_query else []
-            named = titles_of.get(source.paper_id) if source is not None else None
-            reason = self._reason(profile, matched, topic_query, idf, source, named)
-            picks.append(Recommendation(paper_id, round(float(scores[slot]), 4), reason))
-        return picks
+    # -- search order and what was learned -------------------------------------------------------
 
     async def personal_order(
         self, user_id: int, paper_ids: Sequence[int], scores: Sequence[float]
     ) -> list[int] | None:
         """Search results reordered for the person: the close matches (BM25 within ``SEARCH_CLOSE``
-        of the best) by the person's model, best first; the rest keep their place. None — today's
-        order — when learning is paused or the person has no reactions."""
+        of the best) by the interest that wants each most, best first; the rest keep their place.
+        None — today's order — when learning is paused, the person has no reactions, or another
+        thread holds the index (a search must answer within Discord's 3 s)."""
         if len(paper_ids) < 2 or self._index_busy() or not await self.feedback.learns_from_reactions(user_id):
             return None
-        topics, signals, seen = await self.feedback.learning_inputs(user_id)
-        if not signals:  # the reactions were taken back since the read above
-            return None
-        now = self._clock()
-        topic_query, _ = topic_terms(topics, self.params.topic_weight)
-        # A search must answer within Discord's 3 s: while another thread holds the index (an
-        # ingest adding a batch), the engine's own order it is.
-        fitted = await self._fit(topic_query, signals, seen, now=now, wait=False)
-        if fitted is None:
+        person = await self.planner.person(user_id, now=self._clock(), wait=False)
+        fitted = [s.fitted for s in person.served if s.fitted is not None] if person is not None else []
+        if not fitted:
             return None
         n = len(self.space.coords)
         slots = [self.models.slot(paper_id, n) for paper_id in paper_ids]
@@ -598,49 +335,88 @@ class Recommender:
         close = [i for i, score in enumerate(scores) if score >= SEARCH_CLOSE * best and slots[i] is not None]
         if len(close) < 2:
             return None
-        taste = self.models.scores(fitted, np.array([slots[i] for i in close], dtype=np.int64))
+        at = np.array([slots[i] for i in close], dtype=np.int64)
+        taste = np.max([self.models.scores(f, at) for f in fitted], axis=0)
         reordered = [close[k] for k in np.lexsort((np.arange(len(close)), -taste)).tolist()]
         order = list(range(len(paper_ids)))
         for place, index in zip(sorted(close), reordered, strict=True):
             order[place] = index
         return [paper_ids[i] for i in order]
 
-    async def model_words(
-        self, user_id: int, n: int, now: datetime
-    ) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
-        """What `/paper interests show` lists: the person's model's strongest words for and against."""
-        topics, signals, seen = await self.feedback.learning_inputs(user_id)
-        if not signals:
-            return (), ()
-        fitted = await self._fit(topic_terms(topics, self.params.topic_weight)[0], signals, seen, now=now)
-        if fitted is None:
-            return (), ()
-        liked, disliked = self.models.words(fitted.model, n)
-        return liked, disliked[: max(1, n // 2)]
+    async def summary(self, user_id: int, *, now: datetime | None = None) -> ProfileSummary:
+        """What `/paper interests show` lists: each interest with the words it learned for and
+        against, and how many of its picks were liked; reactions, the learning switch, follows."""
+        now = now or self._clock()
+        person = await self.planner.person(user_id, now=now)
+        assert person is not None
+        served = {s.interest_id: s for s in person.served if s.interest_id is not None}
+        counts = await self.interests.pick_counts(user_id)
+        words = await asyncio.to_thread(self._locked_words, served)
+        entries = []
+        for interest in person.interests:
+            liked, disliked = words.get(interest.id, ((), ()))
+            if interest.paused and interest.id in person.taught:
+                liked, disliked = await self._paused_words(person, interest.id, now)
+            picks = counts.get(interest.id)
+            entries.append(
+                InterestSummary(
+                    interest, liked, disliked, picks.picks if picks else 0, picks.liked if picks else 0
+                )
+            )
+        reactions = await self.feedback.counts(user_id)
+        paused = await self.profiles.users.learning_paused(user_id)
+        followed = tuple((f.name, f.detail) for f in await self.follows.follows(user_id))
+        return ProfileSummary(tuple(entries), reactions, paused, followed)
 
-    async def _fit(
-        self,
-        topic_query: Mapping[str, float],
-        signals: Sequence[FeedbackRow],
-        seen: Collection[int],
-        *,
-        now: datetime,
-        wait: bool = True,
-    ) -> Fitted | None:
-        """The person's model (:meth:`PersonModels.fit`), fitted in a worker thread: a fit reads the
-        whole corpus (tens of milliseconds at 100k papers), which nobody else's answer should wait
-        for. It holds the index's lock, so an ingest never changes the index under it; without
-        ``wait``, None while another thread holds it."""
+    async def _paused_words(
+        self, person: Person, interest_id: int, now: datetime
+    ) -> tuple[WeightedWords, WeightedWords]:
+        """A paused interest's words, as it learned them before the pause (it is not served)."""
+        interest = next(i for i in person.interests if i.id == interest_id)
+        plan, query, ignored = self.planner.plan(interest, person.taught.get(interest_id))
+        if not plan.signals:
+            return (), ()
 
-        def fit() -> Fitted | None:
-            if not self.index.lock.acquire(blocking=wait):
-                return None
-            try:
-                return self.models.fit(topic_query, signals, seen, now=now)
-            finally:
-                self.index.lock.release()
+        def fit() -> tuple[WeightedWords, WeightedWords]:
+            with self.index.lock:
+                fitted = self.models.fit(query, plan.signals, ignored, now=now)
+                if fitted is None:
+                    return (), ()
+                return self._words({interest_id: replace(plan, fitted=fitted)})[interest_id]
 
         return await asyncio.to_thread(fit)
+
+    def _locked_words(self, served: Mapping[int, Served]) -> dict[int, tuple[WeightedWords, WeightedWords]]:
+        with self.index.lock:
+            return self._words(served)
+
+    def _words(self, served: Mapping[int, Served]) -> dict[int, tuple[WeightedWords, WeightedWords]]:
+        """Each fitted interest's strongest words for and against, among words of its field: those
+        over-represented among the papers its model ranks best (for), or among the papers closest to
+        what it was 👎'd (against)."""
+        out: dict[int, tuple[WeightedWords, WeightedWords]] = {}
+        coords = self.space.coords
+        n = len(coords)
+        near_size = max(MIN_NEAR, min(NEAR_PAPERS, n // NEAR_SHARE))
+        for interest_id, entry in served.items():
+            fitted = entry.fitted
+            if fitted is None:
+                continue
+            place = fitted.model.place_scores(coords, fitted.topic_match)
+            near = np.argsort(-place)[:near_size]
+            liked, _ = self.models.words(fitted.model, SHOWN_WORDS, near)
+            disliked_at = [
+                slot
+                for s in entry.signals
+                if s.signal == "dislike" and (slot := self.models.slot(s.paper_id, n)) is not None
+            ]
+            against: WeightedWords = ()
+            if disliked_at:
+                centre = coords[disliked_at].astype(np.float64).sum(axis=0)
+                away = np.argsort(-(coords @ centre.astype(np.float32)))[:near_size]
+                _, against = self.models.words(fitted.model, SHOWN_WORDS // 2, away)
+            out[interest_id] = (liked, against)
+        return out
 
     def _index_busy(self) -> bool:
         """Another thread (an ingest adding a batch) holds the index right now."""
@@ -648,153 +424,3 @@ class Recommender:
             return True
         self.index.lock.release()
         return False
-
-    def _pool(self, paper_ids: list[int]) -> _Pool:
-        papers = self.index.doc_weights(paper_ids)
-        indptr, terms, weights = papers
-        row, norms = rows_and_lengths(papers)
-        return _Pool(paper_ids, indptr, row, terms, weights, weights / norms[row])
-
-    def _strongest(self, sources: list[Source]) -> list[Source]:
-        """The `max_sources` rated papers that count most (recent first), as the similarity uses them."""
-        if len(sources) > self.params.max_sources:
-            sources = sorted(sources, key=lambda s: (-s.weight, s.paper_id))[: self.params.max_sources]
-        return sources
-
-    def _source_vectors(self, sources: Sequence[Source]) -> list[tuple[IntArray, FloatArray]]:
-        """Each rated paper's unit BM25 vector over all its terms (index), else its profile vector."""
-        indexed = [s.paper_id for s in sources if s.paper_id in self.index]
-        full = self._pool(indexed)
-        row_of = {paper_id: k for k, paper_id in enumerate(indexed)}
-        vectors: list[tuple[IntArray, FloatArray]] = []
-        for source in sources:
-            k = row_of.get(source.paper_id)
-            if k is not None:
-                lo, hi = int(full.indptr[k]), int(full.indptr[k + 1])
-                vectors.append((full.terms[lo:hi], full.unit[lo:hi]))
-                continue
-            ids = self.index.term_ids(source.vector.weights)
-            values = np.fromiter(source.vector.weights.values(), dtype=np.float64, count=len(ids))
-            vectors.append((ids[ids >= 0], values[ids >= 0]))
-        return vectors
-
-    def _similarities(self, pool: _Pool, sources: Sequence[Source], n: int) -> FloatArray:
-        """n × len(sources): decayed cosine of each candidate with each rated paper's vector."""
-        if not sources:
-            return np.zeros((n, 0))
-        arrays = self._source_vectors(sources)
-        src_terms = np.concatenate([ids for ids, _ in arrays])
-        src_values = np.concatenate(
-            [values * source.weight for (_, values), source in zip(arrays, sources, strict=True)]
-        )
-        src_of = np.repeat(np.arange(len(sources)), [len(ids) for ids, _ in arrays])
-        # Sources × their terms as a dense matrix over the terms the pool shares with them, times the
-        # pool's unit vectors over the same terms.
-        terms, column = np.unique(src_terms, return_inverse=True)
-        where = self._table.positions(terms, pool.terms)
-        shared = where >= 0
-        if not shared.any():
-            return np.zeros((n, len(sources)))
-        used, slot = np.unique(where[shared], return_inverse=True)
-        remap = np.full(len(terms), -1, dtype=np.int64)
-        remap[used] = np.arange(len(used))
-        keep = remap[column] >= 0
-        rated = np.zeros((len(sources), len(used)))
-        rated[src_of[keep], remap[column[keep]]] = src_values[keep]
-        candidates = np.zeros((n, len(used)))
-        candidates[pool.row[shared], slot] = pool.unit[shared]
-        return np.asarray(candidates @ rated.T, dtype=np.float64)
-
-    def _check_generation(self) -> None:
-        """Forget cached idf values once papers were added, changed or removed.
-
-        A changed paper is indexed again in a new slot and a removed one lowers the live count, so
-        (slots, live papers) moves whenever the index does.
-        """
-        generation = (self.index.n_slots, len(self.index))
-        if generation != self._generation:
-            self._generation = generation
-            self._idfs.clear()
-
-    def _idf(self, term: str) -> float:
-        idf = self._idfs.get(term)
-        if idf is None:
-            idf = self._idfs[term] = self.index.idf(term)
-        return idf
-
-    def _recency(self, paper_ids: IntArray, today: int) -> FloatArray:
-        """recency_factor of each paper (vectorised); an unknown date counts as one half-life old."""
-        params = self.params
-        days = values_of(self._day, paper_ids)
-        age = np.where(days > 0, np.maximum(0, today - days), params.recency_half_life_days)
-        floor = params.recency_floor
-        factor = floor + (1.0 - floor) * 0.5 ** (age / params.recency_half_life_days)
-        return np.asarray(factor, dtype=np.float64)
-
-    async def _sync_dates(self) -> None:
-        """Keep every indexed paper's date and title key in memory (arrays by paper id).
-
-        The first call reads all papers' (published, year, title) at once (about 0.3 s at 100k); later
-        calls read only papers indexed since (new ones, and changed ones: they get a new slot).
-        """
-        slots = self.index.n_slots
-        done = self._synced_slots
-        if slots == done:
-            return
-        if done == 0:
-            rows = await self.papers.dates_and_titles()
-        else:
-            rows = await self.papers.dates_and_titles(self.index.slot_ids[done:slots].tolist())
-        self._synced_slots = max(self._synced_slots, slots)
-        if not rows:
-            return
-        top = max(r[0] for r in rows) + 1
-        if top > len(self._day):
-            grow = max(top, len(self._day) + len(self._day) // 4)
-            self._day = np.concatenate([self._day, np.zeros(grow - len(self._day), dtype=np.int64)])
-            self._title_hash = np.concatenate(
-                [self._title_hash, np.zeros(grow - len(self._title_hash), dtype=np.int64)]
-            )
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        self._day[ids] = [_ordinal(published, year) for _, published, year, _ in rows]
-        self._title_hash[ids] = [_title_hash(title) for *_, title in rows]
-
-    async def _short_titles(self, paper_ids: Sequence[int]) -> dict[int, str]:
-        """Short titles of liked papers named in reasons: from the search engine, else the store."""
-        found: dict[int, str] = {}
-        missing: list[int] = []
-        for paper_id in paper_ids:
-            try:
-                found[paper_id] = _short_title(self.engine.title(paper_id))
-            except KeyError:  # not indexed (any more)
-                missing.append(paper_id)
-        if missing:
-            for paper_id, _, _, title in await self.papers.dates_and_titles(missing):
-                found[paper_id] = _short_title(title)
-        return found
-
-    def _reason(
-        self,
-        profile: Profile,
-        matched_terms: list[str],
-        query: Mapping[str, float],
-        idf: Mapping[str, float],
-        source: Source | None,
-        source_title: str | None,
-    ) -> str:
-        matched = sorted(
-            matched_terms,
-            key=lambda t: (-(query[t] * idf[t] * (2.0 if t in profile.topic_terms else 1.0)), t),
-        )
-        words: list[str] = []
-        for term in matched:
-            word = profile.word(term)
-            if word.casefold() not in {w.casefold() for w in words}:
-                words.append(word)
-            if len(words) == REASON_TERMS:
-                break
-        parts = [f"matched: {', '.join(words)}"] if words else []
-        if source is not None and source_title is not None:
-            label = "like" if source.signal == "like" else "saved"
-            parts.append(f"{label}: {source_title}")
-        return " · ".join(parts) or "close to your interests"

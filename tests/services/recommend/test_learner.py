@@ -52,9 +52,10 @@ def test_unit_rows_scale_each_paper_by_all_its_words_and_keep_the_asked_ones() -
     assert rows.toarray() == pytest.approx(np.array([[0.8, 0.0], [2**-0.5, 2**-0.5], [0.0, 0.0]]))
 
 
-def test_before_a_like_the_topics_lead_and_after_one_they_are_learned() -> None:
+def test_before_a_like_the_topics_lead_and_after_one_they_are_learned_from_the_prior() -> None:
     """With only background examples the topics' weight stays near its prior while nothing is
-    liked; once the liked paper matches the topics no better than the background, it falls to ~0."""
+    liked; once the liked paper matches the topics no better than the background, it falls from the
+    prior (to ~0 when it is learned from zero, as it was with one model for every topic)."""
     rng = np.random.default_rng(0)
     papers = [{int(t): 1.0 for t in rng.choice(50, 6, replace=False)} for _ in range(60)]
     topic = rng.random(60)
@@ -63,11 +64,11 @@ def test_before_a_like_the_topics_lead_and_after_one_they_are_learned() -> None:
     )
     assert unliked.topic_weight == pytest.approx(LearningParams().prior_weight, abs=0.5)
     topic[0] = 0.5
-    liked = fit(
-        _examples(papers, [1.0] + [0.0] * 59, topic=topic, weights=np.r_[1.0, np.full(59, 10 / 59)]),
-        liked=True,
-    )
-    assert abs(liked.topic_weight) < 1.0
+    examples = _examples(papers, [1.0] + [0.0] * 59, topic=topic, weights=np.r_[1.0, np.full(59, 10 / 59)])
+    liked = fit(examples, liked=True)
+    assert 0.0 < liked.topic_weight < LearningParams().prior_liked
+    from_zero = fit(examples, LearningParams(prior_liked=0.0), liked=True)
+    assert abs(from_zero.topic_weight) < 1.0
 
 
 def test_liked_papers_words_lift_unseen_papers_that_share_them() -> None:

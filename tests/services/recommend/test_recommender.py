@@ -10,12 +10,13 @@ import pytest
 from bot.errors import UserFacingError
 from bot.services.people.feedback import FeedbackService
 from bot.services.people.privacy import PrivacyService
-from bot.services.recommend.profile import RankingParams, build_profile, decay
-from bot.services.recommend.recommender import Recommender, jaccard, recency_factor
+from bot.services.recommend.candidates import jaccard
+from bot.services.recommend.paper_facts import recency_factor
+from bot.services.recommend.profile import RankingParams, decay
+from bot.services.recommend.recommender import Recommender
 from paperindex.engine import SearchEngine
 from storage.db import Database
 from storage.models import PaperRecord
-from storage.repositories.feedback import FeedbackRow
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 
@@ -107,7 +108,7 @@ async def test_new_user_without_topics_or_feedback_gets_nothing(setup) -> None: 
 
 
 async def test_topic_ranks_matching_papers_with_reasons(setup) -> None:  # type: ignore[no-untyped-def]
-    """A topic alone finds its papers, and each reason names the matched words the user typed."""
+    """A topic alone finds its papers, and each reason names the interest that brought it."""
     recommender, _, ids = setup
     await recommender.profiles.add_topic(USER, "KV cache quantization")
     picks = await recommender.recommend(USER, count=3)
@@ -116,8 +117,8 @@ async def test_topic_ranks_matching_papers_with_reasons(setup) -> None:  # type:
         "quantiz" in _title(ids, p.paper_id).lower() or "cache" in _title(ids, p.paper_id).lower()
         for p in picks
     )
-    assert picks[0].reason.startswith("matched: ")
-    assert any(word in picks[0].reason for word in ("KV", "cache", "quantization"))
+    assert picks[0].reason.startswith("for your interest in KV cache quantization")
+    assert all(p.reason.startswith("for your interest in KV cache quantization") for p in picks)
 
 
 async def test_shown_and_rated_papers_are_never_recommended_again(setup) -> None:  # type: ignore[no-untyped-def]
@@ -167,7 +168,7 @@ async def test_a_person_s_model_is_fitted_off_the_event_loop(setup) -> None:  # 
 
     recommender.models.fit = recording_fit
     assert await recommender.recommend(USER, count=2)
-    await recommender.model_words(USER, 5, NOW)
+    await recommender.summary(USER, now=NOW)
     assert len(fitted_on) == 2
     assert all(thread is not threading.main_thread() for thread in fitted_on)
 
@@ -243,24 +244,6 @@ def test_older_signals_count_less() -> None:
     assert decay((NOW - timedelta(days=90)).isoformat(), NOW, 30) == pytest.approx(0.125)
 
 
-def test_profile_subtracts_disliked_terms_and_keeps_topic_terms() -> None:
-    """Rocchio: liked terms positive, disliked terms negative; the user's topic terms always kept."""
-    from bot.services.recommend.profile import PaperVector
-
-    vectors = {
-        1: PaperVector({"quantiz": 0.8, "cach": 0.6}, {"quantiz": "quantization", "cach": "cache"}),
-        2: PaperVector({"robot": 1.0}, {"robot": "robot"}),
-    }
-    rows = [FeedbackRow(1, "like", NOW.isoformat()), FeedbackRow(2, "dislike", NOW.isoformat())]
-    profile = build_profile(["memory"], rows, vectors, now=NOW, params=RankingParams(query_terms=4))
-    query = profile.query()
-    assert query["robot"] < 0 < query["quantiz"]
-    assert "memori" in query
-    narrow = build_profile(["memory"], rows, vectors, now=NOW, params=RankingParams(query_terms=1)).query()
-    assert set(narrow) == {"quantiz", "memori"}  # the topic term survives the cut to 1 term
-    assert profile.word("cach") == "cache"
-
-
 def test_recency_prefers_newer_papers_slightly() -> None:
     """A new paper gets 1.0, a year-old one less, a very old one the floor; unknown is neutral."""
     params = RankingParams()
@@ -283,7 +266,7 @@ async def test_interests_add_remove_pause_reset(setup) -> None:  # type: ignore[
     assert await profiles.add_topic(USER, "graph neural networks") == ("Graph neural networks", False)
     with pytest.raises(UserFacingError):
         await profiles.add_topic(USER, "the of and")
-    with pytest.raises(UserFacingError, match="not one of your topics"):
+    with pytest.raises(UserFacingError, match="not one of your interests"):
         await profiles.remove_topic(USER, "robots")
     assert await profiles.set_paused(USER) is True
     assert await profiles.set_paused(USER) is False
@@ -291,15 +274,15 @@ async def test_interests_add_remove_pause_reset(setup) -> None:  # type: ignore[
     await profiles.set_paused(USER, False)
     await feedback.set(USER, ids["Graph neural networks for molecules"], "like")
     await feedback.set(USER, ids["Oversmoothing in deep graph networks"], "save")
-    summary = await profiles.summary(USER)
+    summary = await recommender.summary(USER)
     assert summary.counts.likes == 1
-    assert summary.liked_terms
+    assert [s.interest.label for s in summary.interests] == ["Graph neural networks"]
     removed = await profiles.reset(USER)
     assert removed.likes == 1
-    after = await profiles.summary(USER)
+    after = await recommender.summary(USER)
     assert (after.counts.likes, after.counts.saves) == (0, 1)
     assert await profiles.remove_topic(USER, "GRAPH neural networks") == "Graph neural networks"
-    assert (await profiles.summary(USER)).topics == ()
+    assert (await recommender.summary(USER)).topics == ()
 
 
 async def test_forget_me_deletes_every_row_about_the_user(db: Database, setup) -> None:  # type: ignore[no-untyped-def]
@@ -327,7 +310,7 @@ async def test_forget_me_deletes_every_row_about_the_user(db: Database, setup) -
     assert counts.total >= 7
     for table, column in (
         ("users", "id"),
-        ("user_topics", "user_id"),
+        ("interests", "user_id"),
         ("feedback", "user_id"),
         ("recommendations_shown", "user_id"),
         ("subscriptions", "user_id"),
@@ -365,3 +348,22 @@ async def test_search_is_ordered_by_reactions_only_while_learning(setup) -> None
     assert await recommender.personal_order(USER, paper_ids, scores) is None
     await recommender.profiles.set_paused(USER, False)
     assert await recommender.personal_order(USER, paper_ids, scores) == learned
+
+
+async def test_ranking_orders_every_unseen_paper_by_the_person_s_model(setup) -> None:  # type: ignore[no-untyped-def]
+    """`ranking` lists every paper the person has not seen, those their model wants first: with a 👍 on
+    an offline-RL paper, the other reinforcement-learning papers lead and the rated one is absent."""
+    recommender, feedback, ids = setup
+    liked = ids["Offline reinforcement learning with conservative critics"]
+    await feedback.set(USER, liked, "like")
+    order = await recommender.ranking(USER, now=NOW)
+    assert sorted(order) == sorted(set(ids.values()) - {liked})
+    assert "reinforcement" in _title(ids, order[0]).lower() or "robot" in _title(ids, order[0]).lower()
+
+
+async def test_ranking_without_reactions_follows_the_topics(setup) -> None:  # type: ignore[no-untyped-def]
+    recommender, _, ids = setup
+    await recommender.profiles.add_topic(USER, "graph neural networks")
+    order = await recommender.ranking(USER, now=NOW)
+    assert len(order) == len(ids)
+    assert "graph" in _title(ids, order[0]).lower()

@@ -1,0 +1,152 @@
+"""Which of a person's interests each reaction teaches.
+
+A reaction to a paper an interest brought (a pick of `/paper recommend` or a digest, noted when it was
+shown or sent) teaches that interest. A paper named in `/paper interests add paper:` is its own
+interest's first 👍. Any other reaction (a 👍 on a search result, on a channel's feed, on a paper
+shown before interests were noted) teaches the interest it lies closest to in the paper space
+(:mod:`bot.services.recommend.paper_space`), when one is close enough; a 👍 or 🔖 far from every
+interest starts a new one, a group of liked papers that the next such likes near it join; a 👎 far
+from everything teaches nothing (it says what is not wanted, not what is).
+
+A reaction to a paper brought by an interest since removed teaches nothing; one given while an
+interest is paused, after the pause, is not learned by it (the interest stays as it was).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from storage.repositories.feedback import FeedbackRow
+from storage.repositories.interests import InterestRow
+
+Coords = npt.NDArray[np.float32]
+
+#: a reaction no interest brought joins the closest interest at this cosine (in the paper space) or more
+JOIN_COSINE: Final = 0.3
+
+
+@dataclass(slots=True)
+class Taught:
+    """What one interest learns from: its reactions (oldest first), the papers it brought that were
+    left without one, and where it lies (the unit mean of its papers' coordinates, or its topic's)."""
+
+    interest: InterestRow
+    signals: list[FeedbackRow] = field(default_factory=list)
+    ignored: list[int] = field(default_factory=list)
+    centre: npt.NDArray[np.float64] | None = None
+
+    @property
+    def wanted(self) -> int:
+        return len({s.paper_id for s in self.signals if s.signal != "dislike"})
+
+    @property
+    def disliked(self) -> int:
+        return len({s.paper_id for s in self.signals if s.signal == "dislike"})
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    taught: dict[int, Taught]  # interest id → what it learns from (removed interests left out)
+    new_groups: tuple[int, ...]  # papers whose 👍 starts a new interest (a group of liked papers)
+
+
+def _unit(vector: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def attribute(
+    interests: Sequence[InterestRow],
+    signals: Sequence[FeedbackRow],
+    seen: Sequence[int] | frozenset[int],
+    brought: Mapping[int, int],
+    *,
+    coords_of: Callable[[int], npt.NDArray[np.float32] | None],
+    topic_centre: Callable[[str], npt.NDArray[np.float64] | None],
+) -> Attribution:
+    """Split the person's reactions among their interests (module docstring). ``coords_of``: a paper's
+    place (None when it has none yet); ``topic_centre``: where a typed topic's best matches lie."""
+    by_id = {i.id: i for i in interests}
+    taught = {i.id: Taught(i) for i in interests if i.removed_at is None}
+    seeds = {i.paper_id: i.id for i in interests if i.kind != "topic" and i.paper_id is not None}
+    members: dict[int, list[npt.NDArray[np.float64]]] = {i: [] for i in taught}
+    placed = False
+
+    def place_interests() -> None:
+        """Where each interest lies (only once a reaction needs it: a topic's place costs a search)."""
+        for interest_id, entry in taught.items():
+            interest = entry.interest
+            if interest.kind == "topic" and interest.topic is not None:
+                entry.centre = topic_centre(interest.topic)
+            elif interest.paper_id is not None:
+                where = coords_of(interest.paper_id)
+                if where is not None:
+                    members[interest_id].insert(0, where.astype(np.float64))
+                    entry.centre = _unit(np.sum(members[interest_id], axis=0))
+
+    by_paper: dict[int, list[FeedbackRow]] = {}
+    for row in signals:
+        by_paper.setdefault(row.paper_id, []).append(row)
+    new_groups: list[int] = []
+    group_centres: dict[int, npt.NDArray[np.float64]] = {}  # by seed paper, for later likes to join
+    for paper_id, rows in by_paper.items():  # in the order of each paper's first reaction
+        owner = brought.get(paper_id, seeds.get(paper_id))
+        if owner is not None:
+            if owner in taught:
+                _teach(taught[owner], rows)
+            continue  # (brought by an interest since removed: teaches nothing)
+        where = coords_of(paper_id)
+        if where is None:
+            continue
+        if not placed:
+            place_interests()
+            placed = True
+        point = where.astype(np.float64)
+        best, best_cos = None, JOIN_COSINE
+        for interest_id, entry in taught.items():
+            if entry.centre is not None and (cos := float(entry.centre @ point)) >= best_cos:
+                best, best_cos = interest_id, cos
+        group, group_cos = None, JOIN_COSINE
+        for seed, centre in group_centres.items():
+            if (cos := float(centre @ point)) >= max(group_cos, best_cos):
+                group, group_cos = seed, cos
+        if group is not None:
+            group_centres[group] = _unit(group_centres[group] + point)
+        elif best is not None:
+            _teach(taught[best], rows)
+            if by_id[best].kind != "topic":
+                members[best].append(point)
+                taught[best].centre = _unit(np.sum(members[best], axis=0))
+        elif any(row.signal != "dislike" for row in rows):
+            new_groups.append(paper_id)
+            group_centres[paper_id] = _unit(point)
+    rated = set(by_paper)
+    for paper_id in seen:
+        owner = brought.get(paper_id)
+        if owner is not None and owner in taught and paper_id not in rated:
+            taught[owner].ignored.append(paper_id)
+    return Attribution(taught, tuple(new_groups))
+
+
+def _moment(stamp: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _teach(entry: Taught, rows: Sequence[FeedbackRow]) -> None:
+    """Add the reactions to the interest, but none given after it was paused."""
+    paused = entry.interest.paused_at
+    if paused is None:
+        entry.signals.extend(rows)
+    else:
+        until = _moment(paused)
+        entry.signals.extend(row for row in rows if _moment(row.created_at) <= until)
