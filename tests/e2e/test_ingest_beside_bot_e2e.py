@@ -19,7 +19,7 @@ import pytest
 from shared_data import shared_path
 
 from bot.sandbox import InteractionResult
-from bot.services.recommend.profile import MAX_TOPICS
+from bot.services.recommend.interests import MAX_TOPICS
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
