@@ -81,6 +81,22 @@ class Sending:
     messages: ChannelWindow = field(default_factory=ChannelWindow)
 
 
+@dataclass(frozen=True)
+class DiscordSenders:
+    """The Discord sending adapter of one client (built by the composition root, `bot.runtime`): a
+    sender for a subscription (what the digest jobs call) or for one person (`/paper digest`,
+    `paperbot digest --user`), all sharing `sending`."""
+
+    client: discord.Client
+    sending: Sending
+
+    def __call__(self, sub: Subscription) -> DiscordDigestSender:
+        return DiscordDigestSender.for_subscription(self.client, self.sending, sub)
+
+    def to_person(self, user_id: int) -> DiscordDigestSender:
+        return DiscordDigestSender(self.client, self.sending, user_id=user_id)
+
+
 class DiscordDigestSender:
     """Posts one digest by DM (``user_id``) or in a channel (``channel_id``)."""
 

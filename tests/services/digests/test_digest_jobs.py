@@ -9,7 +9,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from apscheduler.triggers.cron import CronTrigger
-from digest_fakes import FakeClock, FakeSender, add_papers, make_service
+from builders import Clock
+from digest_fakes import FakeSender, add_papers, make_service
 
 from bot.services.digests import Digests
 from bot.services.digests.jobs import DigestScheduler, job_id, make_trigger
@@ -26,7 +27,7 @@ def utc(*args: int) -> datetime:
 async def service(db: Database) -> Digests:
     await add_papers(db, range(1, 41))
     # Subscriptions are set up at 06:00 UTC on Monday 30 November 2026 unless a test says otherwise.
-    return make_service(db, FakeClock(utc(2026, 11, 30, 6, 0)), {pid: 100.0 - pid for pid in range(1, 41)})
+    return make_service(db, Clock(utc(2026, 11, 30, 6, 0)), {pid: 100.0 - pid for pid in range(1, 41)})
 
 
 class Senders:
@@ -147,7 +148,7 @@ def test_cron_trigger_agrees_with_next_delivery_for_a_year(zone: str, hhmm: str)
 async def test_ambiguous_time_double_fire_delivers_once(service: Digests, jobs: DigestScheduler) -> None:
     """CronTrigger fires 02:30 twice on the fall-back night; the second fire sends nothing."""
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     clock.set(utc(2026, 10, 20, 12, 0))
     sub = await service.subscriptions.subscribe(1, time="02:30", timezone="Europe/Berlin", count=2)
     trigger = make_trigger(sub)
@@ -170,7 +171,7 @@ async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
     """Through APScheduler itself: when the job's time comes, the period is delivered once."""
     sub = await service.subscriptions.subscribe(1, time="09:00", timezone="Europe/Berlin", count=3)
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     await jobs.start(recover=False)
     due = occurrence(make_schedule(time_local="09:00", timezone="Europe/Berlin"), date(2026, 11, 30))
     clock.set(due.due_utc)
@@ -195,7 +196,7 @@ async def test_digests_due_together_go_out_at_their_places_in_the_spread(db: Dat
     confirmation names) and delivers the 09:00 period; subscribing after 09:00 keeps it for tomorrow."""
     await add_papers(db, range(1, 11))
     service = make_service(
-        db, FakeClock(utc(2026, 11, 30, 6, 0)), {p: 1.0 for p in range(1, 11)}, spread=timedelta(minutes=10)
+        db, Clock(utc(2026, 11, 30, 6, 0)), {p: 1.0 for p in range(1, 11)}, spread=timedelta(minutes=10)
     )
     jobs = DigestScheduler(service, Senders(), clock=service.clock)
     try:
@@ -213,7 +214,7 @@ async def test_digests_due_together_go_out_at_their_places_in_the_spread(db: Dat
             fires.append(fire)
         assert len(set(fires)) == 3
         clock = service.clock
-        assert isinstance(clock, FakeClock)
+        assert isinstance(clock, Clock)
         clock.set(max(fires))
         outcomes = [await jobs.run_job(sub.id) for sub in subs]
         assert [(o.status, o.period_key) for o in outcomes if o is not None] == [("sent", "2026-11-30")] * 3
@@ -237,7 +238,7 @@ async def test_one_failing_subscriber_never_stops_the_others(
     senders.failing = {subs[2].id}
     await jobs.start(recover=False)
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     # far from the real date: APScheduler runs the retry on the real clock, which must not reach it
     clock.set(utc(2030, 12, 2, 9, 0))
     outcomes = await asyncio.gather(*(jobs.run_job(sub.id) for sub in subs))
@@ -292,17 +293,17 @@ async def test_deliveries_are_bounded_by_the_semaphore(service: Digests) -> None
         for user in range(1, 13)
     ]
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     clock.set(utc(2026, 11, 30, 9, 0))
     outcomes = await jobs.deliver_many([(sub, None) for sub in subs])
     assert [o.status for o in outcomes] == ["sent"] * 12
     assert peak == 3
 
 
-async def test_recover_resumes_then_catches_up_after_ready(service: Digests) -> None:
+async def test_recover_resumes_then_catches_up_after_ready(service: Digests, db: Database) -> None:
     """At start: wait for the gateway, finish the interrupted run, deliver the missed period once."""
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     clock.set(utc(2026, 11, 30, 6, 0))
     interrupted = await service.subscriptions.subscribe(1, time="07:00", timezone="UTC", count=3)
     missed = await service.subscriptions.subscribe(2, time="08:00", timezone="UTC", count=2)
@@ -310,7 +311,7 @@ async def test_recover_resumes_then_catches_up_after_ready(service: Digests) -> 
     with pytest.raises(RuntimeError):
         await service.delivery.deliver_period(interrupted.id, FakeSender(fail_at={1: RuntimeError("killed")}))
     clock.set(utc(2026, 11, 30, 9, 30))  # the bot was down from 07:00 to 09:30
-    service = make_service(service.db, clock, {pid: 100.0 - pid for pid in range(1, 41)})  # restarted
+    service = make_service(db, clock, {pid: 100.0 - pid for pid in range(1, 41)})  # restarted
 
     ready = asyncio.Event()
     senders = Senders()
@@ -342,7 +343,7 @@ async def test_a_fire_before_the_subscription_existed_sends_nothing(
 ) -> None:
     """Subscribed at 10:00 for 09:00: a stray fire at 10:05 must not send "today's" digest."""
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     clock.set(utc(2026, 11, 30, 10, 0))
     sub = await service.subscriptions.subscribe(1, time="09:00", timezone="UTC")
     clock.set(utc(2026, 11, 30, 10, 5))
@@ -353,10 +354,12 @@ async def test_a_fire_before_the_subscription_existed_sends_nothing(
     assert await service.repository.runs(sub.id) == []
 
 
-async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(service: Digests) -> None:
+async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(
+    service: Digests, db: Database
+) -> None:
     """Shutting down mid-digest stops at a paper boundary (nothing in doubt); the next process resumes."""
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     sub = await service.subscriptions.subscribe(1, time="09:00", timezone="UTC", count=4)
     clock.set(utc(2026, 11, 30, 9, 0))
     jobs: DigestScheduler
@@ -380,7 +383,7 @@ async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(ser
     assert [i.paper_id for i in await service.repository.items(run.id) if i.in_doubt] == []
 
     # The next process (a fresh service on the same database) resumes the run with papers 3 and 4.
-    restarted = make_service(service.db, clock, {pid: 100.0 - pid for pid in range(1, 41)})
+    restarted = make_service(db, clock, {pid: 100.0 - pid for pid in range(1, 41)})
     later = FakeSender()
     report = await DigestScheduler(restarted, lambda s: later).recover()
     assert [o.status for o in report.resumed] == ["sent"]
