@@ -23,6 +23,7 @@ from bot.services.papers.arxiv_daily import run_daily_fetch
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from bot.tree import PaperTree
+from bot.ui.views import ItemHandler
 from storage.repositories.state import StateRepository
 
 if TYPE_CHECKING:
@@ -101,6 +102,8 @@ class PaperBot(commands.AutoShardedBot):
         self.services = services
         #: /paper and /paperadmin with their subgroups; each extension adds its commands in setup()
         self.command_groups = make_groups()
+        #: what a press of each button or menu class does; each extension registers its own in setup()
+        self.item_handlers: dict[type, ItemHandler] = {}
         #: every timed job and loop of the process: digests, the arXiv fetch, the prune, the store
         self.scheduler = scheduler
         self._senders: DiscordSenders | None = None

@@ -44,11 +44,10 @@ from bot.services.digests.delivery import (
     SentThenDeletedError,
 )
 from bot.services.digests.fairness import SHARED_LANE, lane_of
-from bot.ui.embeds import REACTIONS
 from bot.ui.paper_views import digest_message
 from bot.ui.views import paper_buttons
 from storage.db import utcnow_precise
-from storage.models import Paper, Subscription
+from storage.models import REACTIONS, Paper, Subscription
 
 log = logging.getLogger(__name__)
 

@@ -40,6 +40,7 @@ from bot.services.people.follows import FollowService
 from bot.services.people.library import LibraryImporter, LibraryMatcher
 from bot.services.people.limits import PersonLimits
 from bot.services.people.privacy import PrivacyService
+from bot.services.people.ratings import Ratings
 from bot.services.recommend.profile import ProfileService
 from bot.services.recommend.recommender import Recommender
 from bot.services.search.listings import SearchService
@@ -98,6 +99,8 @@ class Services:
     digests: Digests = field(init=False)
     #: reactions, rating clicks, listings and posted-message notes, stored behind the answers
     writes: WriteBehind = field(init=False)
+    #: where every 👍 👎 🔖 enters (reactions, buttons, message commands)
+    ratings: Ratings = field(init=False)
     #: /paper search, show and similar: listings, their pages, paper references
     search_service: SearchService = field(init=False)
     #: the paper a message's or a pasted link points to (fetched from arXiv when the store lacks it)
@@ -143,6 +146,7 @@ class Services:
             searches=searches,
             messages=self.messages,
         )
+        self.ratings = Ratings(self.feedback, self.writes)
         url = self.settings.arxiv_lookup_url
         arxiv = ArxivLookup(self.db, url=url) if url else None  # one per process: its requests take turns
         self.linked = LinkedPapers(self.papers, arxiv=arxiv, on_stored=self.index.refresh)

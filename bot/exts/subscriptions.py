@@ -15,10 +15,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.exts._autocomplete import timezone_autocomplete
 from bot.exts._groups import Subcommands
 from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, RecipientUnreachableError
 from bot.services.recommend.topic_breadth import Breadth, TitledIndex, breadth
-from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
+from bot.ui.digests import Frequency, Weekday, describe_subscription
 from bot.ui.embeds import CONTENT_LIMIT
 from bot.ui.profile_views import breadth_note
 

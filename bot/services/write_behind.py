@@ -46,9 +46,8 @@ from typing import Any, Final
 
 from bot.services.people.feedback import FeedbackService
 from storage.db import describe_error, is_busy, is_refused, utcnow
-from storage.models import Signal
+from storage.models import Signal, as_signal, signal_for_emoji
 from storage.outbox import Outbox, PendingWrite
-from storage.repositories.feedback import as_signal
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository, StoredSearch
 
@@ -243,7 +242,7 @@ class WriteBehind:
         *,
         user_id: int,
         message_id: int,
-        emoji: str,
+        signal: Signal,
         guild_id: int | None,
         added: bool,
         on_our_message: bool | None,
@@ -261,7 +260,7 @@ class WriteBehind:
                 {
                     "user_id": user_id,
                     "message_id": message_id,
-                    "emoji": emoji,
+                    "signal": signal,
                     "guild_id": guild_id,
                     "added": added,
                     "ours": ours,
@@ -541,10 +540,14 @@ class WriteBehind:
         when it was accepted (``since``), so the store refuses one about a person forgotten since."""
         p, kind, since = entry.payload, entry.write.kind, entry.write.created_at
         if kind == REACTION:
+            # (an outbox an older version wrote names the emoji)
+            signal = _signal(p["signal"]) if "signal" in p else signal_for_emoji(p["emoji"])
+            if signal is None:
+                return True
             change = await self._feedback.react(
                 user_id=p["user_id"],
                 message_id=p["message_id"],
-                emoji=p["emoji"],
+                signal=signal,
                 guild_id=p["guild_id"],
                 added=p["added"],
                 now=datetime.fromisoformat(p["at"]),

@@ -135,7 +135,7 @@ async def test_writes_accepted_while_the_store_is_locked_are_stored_once_it_is_f
         message_id=MESSAGE, channel_id=5, guild_id=GUILD, paper_id=papers[1], recipient_id=None
     )
     await writes.reaction(
-        user_id=OTHER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True, on_our_message=True
+        user_id=OTHER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True, on_our_message=True
     )
     await asyncio.sleep(0.3)
     assert writes.pending == 4
@@ -227,13 +227,13 @@ async def test_a_reaction_that_comes_before_its_messages_note_waits_for_it(
     db: Database, papers: list[int], writes: WriteBehind
 ) -> None:
     await writes.reaction(
-        user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True, on_our_message=True
+        user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True, on_our_message=True
     )
     await writes.reaction(
-        user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=False, on_our_message=None
+        user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=False, on_our_message=None
     )  # taken back at once (Discord does not say whose message): must not overtake the addition
     await writes.reaction(
-        user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True, on_our_message=True
+        user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=True, on_our_message=True
     )
     await asyncio.sleep(0.2)
     assert writes.pending == 3
@@ -252,10 +252,15 @@ async def test_a_reaction_on_a_message_that_never_gets_a_note_is_let_go(
     await writes.start()
     try:
         await writes.reaction(
-            user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True, on_our_message=True
+            user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=True, on_our_message=True
         )
         await writes.reaction(
-            user_id=USER, message_id=MESSAGE + 1, emoji="👍", guild_id=None, added=True, on_our_message=False
+            user_id=USER,
+            message_id=MESSAGE + 1,
+            signal="like",
+            guild_id=None,
+            added=True,
+            on_our_message=False,
         )  # not one of the bot's messages: nothing to wait for
         await asyncio.sleep(0.2)
         assert writes.pending == 1

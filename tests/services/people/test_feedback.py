@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.errors import NotFoundError, UserFacingError
-from bot.services.people.feedback import FeedbackService, signal_for_emoji
+from bot.services.people.feedback import FeedbackService
 from storage.db import Database
 from storage.models import PaperRecord
 from storage.repositories.feedback import POPULAR_LIKERS, FeedbackRepository
@@ -37,32 +37,13 @@ async def _signals(db: Database, user: int = USER) -> set[tuple[int, str]]:
     return {(row.paper_id, row.signal) for row in await FeedbackRepository(db).signals_for(user)}
 
 
-@pytest.mark.parametrize(
-    ("emoji", "signal"),
-    [
-        ("👍", "like"),
-        ("👍🏽", "like"),
-        ("👎", "dislike"),
-        ("👎🏻", "dislike"),
-        ("🔖", "save"),
-        ("🔖\ufe0f", "save"),
-        ("❤️", None),
-        ("thumbsup", None),
-        ("", None),
-    ],
-)
-def test_emoji_maps_to_signal(emoji: str, signal: str | None) -> None:
-    """👍 👎 🔖 (any skin tone) are the three ratings; every other emoji is ignored."""
-    assert signal_for_emoji(emoji) == signal
-
-
 async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
     db: Database, service: FeedbackService
 ) -> None:
     """A 👍 on one of our single-paper messages becomes a like of that paper by the reacting user."""
     papers = await _papers(db)
     await service.messages.record(MESSAGE, 5, GUILD, papers[1], kind="digest")
-    change = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True)
+    change = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
     assert change is not None
     assert change.changed
     assert await _signals(db) == {(papers[1], "like")}
@@ -72,15 +53,13 @@ async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
     assert row[1].startswith("2026-01-10T12:00")
 
 
-async def test_reaction_on_an_unknown_message_or_with_another_emoji_does_nothing(
-    db: Database, service: FeedbackService
-) -> None:
-    """Messages the bot did not post and non-rating emoji are ignored, without writing anything."""
+async def test_reaction_on_an_unknown_message_does_nothing(db: Database, service: FeedbackService) -> None:
+    """Messages the bot did not post are ignored, without writing anything (an emoji that is no rating
+    never gets here: the Discord layer drops it, tests/e2e/test_recommend_e2e.py)."""
     papers = await _papers(db)
     await service.messages.record(MESSAGE, 5, GUILD, papers[0])
-    assert await service.react(user_id=USER, message_id=424242, emoji="👍", guild_id=None, added=True) is None
     assert (
-        await service.react(user_id=USER, message_id=MESSAGE, emoji="🎉", guild_id=None, added=True) is None
+        await service.react(user_id=USER, message_id=424242, signal="like", guild_id=None, added=True) is None
     )
     assert await db.fetchval("SELECT COUNT(*) FROM feedback") == 0
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
@@ -90,8 +69,8 @@ async def test_repeated_reaction_events_are_idempotent(db: Database, service: Fe
     """The same reaction delivered twice stores one row and reports the second as no change."""
     papers = await _papers(db)
     await service.messages.record(MESSAGE, 5, None, papers[0])
-    first = await service.react(user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True)
-    second = await service.react(user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True)
+    first = await service.react(user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
+    second = await service.react(user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
     assert first is not None
     assert first.changed
     assert second is not None
@@ -103,9 +82,9 @@ async def test_removing_the_reaction_takes_the_signal_back(db: Database, service
     """Removing 👍 deletes the like; removing it again is a harmless no-op."""
     papers = await _papers(db)
     await service.messages.record(MESSAGE, 5, None, papers[0])
-    await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True)
-    removed = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=False)
-    again = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=False)
+    await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=True)
+    removed = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=False)
+    again = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=False)
     assert removed is not None
     assert removed.changed
     assert not removed.added
@@ -133,8 +112,8 @@ async def test_feedback_is_per_user(db: Database, service: FeedbackService) -> N
     """Two people reacting on the same message each get their own signal (a channel feed)."""
     papers = await _papers(db)
     await service.messages.record(MESSAGE, 5, GUILD, papers[2], kind="feed")
-    await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True)
-    await service.react(user_id=OTHER, message_id=MESSAGE, emoji="👎", guild_id=GUILD, added=True)
+    await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
+    await service.react(user_id=OTHER, message_id=MESSAGE, signal="dislike", guild_id=GUILD, added=True)
     assert await _signals(db, USER) == {(papers[2], "like")}
     assert await _signals(db, OTHER) == {(papers[2], "dislike")}
 
