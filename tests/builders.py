@@ -1,5 +1,5 @@
 """Builders every test folder shares (import them as ``from builders import ...``): one settable
-clock, a bare bot."""
+clock, a bare bot, a paper."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bot.app import PaperBot
     from bot.settings import Settings
+    from storage.models import Paper
 
 
 class Clock:
@@ -43,3 +44,32 @@ def bare_bot(settings: Settings | None = None, services: Any = None) -> PaperBot
         pacer=RequestPacer(),
         scheduler=ProcessScheduler(),
     )
+
+
+def paper(paper_id: int = 1, **fields: Any) -> Paper:
+    """A stored paper as a service returns it: a title, an abstract and two authors at ICML 2024;
+    ``fields`` set the rest (every other one None)."""
+    from storage.models import Paper
+
+    values: dict[str, Any] = dict.fromkeys(Paper.__dataclass_fields__)
+    values |= {
+        "id": paper_id,
+        "title": f"Paper number {paper_id}",
+        "title_derived": False,
+        "abstract": "An abstract.",
+        "authors": ("A. Author", "B. Author"),
+        "venue": "ICML 2024",
+        "year": 2024,
+        "added_at": "2024-01-01T00:00:00+00:00",
+    }
+    return Paper(**(values | fields))
+
+
+class Ticker:
+    """A monotonic clock a test moves (``ticker.now += 61``): what limits and retries read."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -200,15 +200,6 @@ class FeedbackService:
                 given.discard(earlier)
         return one_line(paper.title, TITLE_IN_NOTE), given
 
-    async def apply_button(self, *, user_id: int, paper_id: int, signal: str, guild_id: int | None) -> str:
-        """A rating button, planned and stored at once; returns the one-line ephemeral confirmation."""
-        press = await self.plan_button(user_id=user_id, paper_id=paper_id, signal=signal)
-        if press.added:
-            await self.set(user_id, paper_id, press.signal, guild_id=guild_id)
-        elif press.added is False:
-            await self.unset(user_id, paper_id, press.signal)
-        return press.note
-
 
 @dataclass(frozen=True, slots=True)
 class ButtonPress:

@@ -1,4 +1,5 @@
-"""Feedback capture: emoji mapping, like/dislike exclusivity, idempotence, take-backs, pausing, buttons."""
+"""Feedback capture: like/dislike exclusivity, idempotence, take-backs, pausing (a button's press and the
+other ways a rating enters: tests/services/people/test_ratings.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.errors import NotFoundError, UserFacingError
 from bot.services.people.feedback import FeedbackService
 from storage.db import Database
 from storage.models import PaperRecord
@@ -132,49 +132,6 @@ async def test_paused_learning_ignores_likes_and_dislikes_but_keeps_saves(
     assert saved.changed
     await service.unset(USER, papers[0], "like")
     assert await _signals(db) == {(papers[1], "save")}
-
-
-async def test_button_toggles_and_confirms_with_the_title(db: Database, service: FeedbackService) -> None:
-    """The first press records and says so with the title; the second press takes it back."""
-    papers = await _papers(db)
-    note = await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=GUILD)
-    assert note.startswith("👍")
-    assert "Paper number 0" in note
-    assert await _signals(db) == {(papers[0], "like")}
-    undo = await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=GUILD)
-    assert undo.startswith("Removed your 👍")
-    assert "Paper number 0" in undo
-    assert await _signals(db) == set()
-
-
-async def test_button_dislike_replaces_a_like(db: Database, service: FeedbackService) -> None:
-    """Pressing 👎 on a liked paper swaps the like for a dislike."""
-    papers = await _papers(db)
-    await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=None)
-    note = await service.apply_button(user_id=USER, paper_id=papers[0], signal="dislike", guild_id=None)
-    assert note.startswith("👎")
-    assert await _signals(db) == {(papers[0], "dislike")}
-
-
-async def test_button_while_paused_says_learning_is_paused(db: Database, service: FeedbackService) -> None:
-    """A 👍 press while paused is not recorded and the user is told how to resume."""
-    papers = await _papers(db)
-    await UserRepository(db).set_learning_paused(USER, True)
-    note = await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=None)
-    assert "paused" in note
-    assert "/paper interests pause" in note
-    assert await _signals(db) == set()
-
-
-async def test_button_on_a_missing_paper_or_bad_signal_is_a_friendly_error(
-    db: Database, service: FeedbackService
-) -> None:
-    """A button naming a deleted paper or an unknown rating raises a user-facing error."""
-    papers = await _papers(db)
-    with pytest.raises(NotFoundError):
-        await service.apply_button(user_id=USER, paper_id=papers[-1] + 100, signal="like", guild_id=None)
-    with pytest.raises(UserFacingError):
-        await service.apply_button(user_id=USER, paper_id=papers[0], signal="love", guild_id=None)
 
 
 async def test_deleting_a_paper_deletes_its_messages_and_feedback(
