@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bot.app import PaperBot
     from bot.settings import Settings
+    from storage.db import Database
     from storage.models import Paper
 
 
@@ -73,3 +74,15 @@ class Ticker:
 
     def __call__(self) -> float:
         return self.now
+
+
+async def stored_papers(db: Database, n: int = 3) -> list[int]:
+    """``n`` papers ("Paper number 0", …) stored in ``db``; their ids in order."""
+    from storage.models import PaperRecord
+    from storage.repositories.papers import PaperRepository
+
+    await PaperRepository(db).upsert_many(
+        PaperRecord(title=f"Paper number {i}", abstract=f"Abstract {i} about topic {i} and more words {i}.")
+        for i in range(n)
+    )
+    return [int(r[0]) for r in await db.fetchall("SELECT id FROM papers ORDER BY id")]

@@ -6,26 +6,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from builders import stored_papers
 
 from bot.services.people.feedback import FeedbackService
 from storage.db import Database
-from storage.models import PaperRecord
 from storage.repositories.feedback import POPULAR_LIKERS, FeedbackRepository
-from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
 
 USER = 111
 OTHER = 222
 MESSAGE = 9001
 GUILD = 77
-
-
-async def _papers(db: Database, n: int = 3) -> list[int]:
-    await PaperRepository(db).upsert_many(
-        PaperRecord(title=f"Paper number {i}", abstract=f"Abstract {i} about topic {i} and more words {i}.")
-        for i in range(n)
-    )
-    return [int(r[0]) for r in await db.fetchall("SELECT id FROM papers ORDER BY id")]
 
 
 @pytest.fixture
@@ -41,7 +32,7 @@ async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
     db: Database, service: FeedbackService
 ) -> None:
     """A 👍 on one of our single-paper messages becomes a like of that paper by the reacting user."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, GUILD, papers[1], kind="digest")
     change = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
     assert change is not None
@@ -56,7 +47,7 @@ async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
 async def test_reaction_on_an_unknown_message_does_nothing(db: Database, service: FeedbackService) -> None:
     """Messages the bot did not post are ignored, without writing anything (an emoji that is no rating
     never gets here: the Discord layer drops it, tests/e2e/test_recommend_e2e.py)."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, GUILD, papers[0])
     assert (
         await service.react(user_id=USER, message_id=424242, signal="like", guild_id=None, added=True) is None
@@ -67,7 +58,7 @@ async def test_reaction_on_an_unknown_message_does_nothing(db: Database, service
 
 async def test_repeated_reaction_events_are_idempotent(db: Database, service: FeedbackService) -> None:
     """The same reaction delivered twice stores one row and reports the second as no change."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, None, papers[0])
     first = await service.react(user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
     second = await service.react(user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
@@ -80,7 +71,7 @@ async def test_repeated_reaction_events_are_idempotent(db: Database, service: Fe
 
 async def test_removing_the_reaction_takes_the_signal_back(db: Database, service: FeedbackService) -> None:
     """Removing 👍 deletes the like; removing it again is a harmless no-op."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, None, papers[0])
     await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=True)
     removed = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=False)
@@ -97,7 +88,7 @@ async def test_like_and_dislike_exclude_each_other_but_save_is_independent(
     db: Database, service: FeedbackService
 ) -> None:
     """👎 after 👍 replaces the like; a save stays alongside either."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.set(USER, papers[0], "like")
     await service.set(USER, papers[0], "save")
     change = await service.set(USER, papers[0], "dislike")
@@ -110,7 +101,7 @@ async def test_like_and_dislike_exclude_each_other_but_save_is_independent(
 
 async def test_feedback_is_per_user(db: Database, service: FeedbackService) -> None:
     """Two people reacting on the same message each get their own signal (a channel feed)."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, GUILD, papers[2], kind="feed")
     await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
     await service.react(user_id=OTHER, message_id=MESSAGE, signal="dislike", guild_id=GUILD, added=True)
@@ -122,7 +113,7 @@ async def test_paused_learning_ignores_likes_and_dislikes_but_keeps_saves(
     db: Database, service: FeedbackService
 ) -> None:
     """With learning paused, 👍/👎 are not recorded, 🔖 still bookmarks, and take-backs still work."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.set(USER, papers[0], "like")
     await UserRepository(db).set_learning_paused(USER, True)
     liked = await service.set(USER, papers[1], "like")
@@ -138,7 +129,7 @@ async def test_deleting_a_paper_deletes_its_messages_and_feedback(
     db: Database, service: FeedbackService
 ) -> None:
     """posted_messages and feedback follow their paper (foreign keys cascade)."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, None, papers[0])
     await service.set(USER, papers[0], "save")
     await db.execute("DELETE FROM papers WHERE id = ?", (papers[0],))
@@ -151,7 +142,7 @@ async def test_popular_here_takes_three_people_who_liked_it_in_this_server(
 ) -> None:
     """A paper is popular in a server once three people there 👍'd it, and more 👍'd than 👎'd it;
     the most liked first. Bookmarks never count, nor 👍 given in a DM or another server."""
-    papers = await _papers(db, 6)
+    papers = await stored_papers(db, 6)
     for user in (1, 2, 3, 4):
         await service.set(user, papers[0], "like", guild_id=GUILD)
     for user in (1, 2, 3):
@@ -180,7 +171,7 @@ async def test_popular_here_takes_three_people_who_liked_it_in_this_server(
 
 async def test_a_dm_has_nothing_popular(db: Database, service: FeedbackService) -> None:
     """Without a server there is no "here": nothing is popular, however many liked a paper anywhere."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     for user in (1, 2, 3):
         await service.set(user, papers[0], "like", guild_id=GUILD)
         await service.set(user, papers[1], "like", guild_id=None)

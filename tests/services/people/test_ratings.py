@@ -8,30 +8,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from builders import stored_papers
 
 from bot.errors import NotFoundError, UserFacingError
 from bot.services.people.feedback import FeedbackService
 from bot.services.people.ratings import OnMessage, Ratings
 from bot.services.write_behind import WriteBehind
 from storage.db import Database
-from storage.models import PaperRecord
 from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.messages import PostedMessageRepository
-from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository
 from storage.repositories.users import UserRepository
 
 USER = 111
 GUILD = 77
 MESSAGE = 9001
-
-
-async def _papers(db: Database, n: int = 3) -> list[int]:
-    await PaperRepository(db).upsert_many(
-        PaperRecord(title=f"Paper number {i}", abstract=f"Abstract {i} about topic {i} and more words {i}.")
-        for i in range(n)
-    )
-    return [int(r[0]) for r in await db.fetchall("SELECT id FROM papers ORDER BY id")]
 
 
 async def _signals(db: Database, user: int = USER) -> set[tuple[int, str]]:
@@ -63,7 +54,7 @@ async def press(ratings: Ratings, paper_id: int, signal: str, *, guild_id: int |
 
 async def test_button_toggles_and_confirms_with_the_title(db: Database, ratings: Ratings) -> None:
     """The first press records and says so with the title; the second press takes it back."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     note = await press(ratings, papers[0], "like", guild_id=GUILD)
     assert note.startswith("👍")
     assert "Paper number 0" in note
@@ -76,7 +67,7 @@ async def test_button_toggles_and_confirms_with_the_title(db: Database, ratings:
 
 async def test_button_dislike_replaces_a_like(db: Database, ratings: Ratings) -> None:
     """Pressing 👎 on a liked paper swaps the like for a dislike."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await press(ratings, papers[0], "like", guild_id=None)
     note = await press(ratings, papers[0], "dislike", guild_id=None)
     assert note.startswith("👎")
@@ -85,7 +76,7 @@ async def test_button_dislike_replaces_a_like(db: Database, ratings: Ratings) ->
 
 async def test_button_while_paused_says_learning_is_paused(db: Database, ratings: Ratings) -> None:
     """A 👍 press while paused is not recorded and the user is told how to resume."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await UserRepository(db).set_learning_paused(USER, True)
     note = await press(ratings, papers[0], "like", guild_id=None)
     assert "paused" in note
@@ -97,7 +88,7 @@ async def test_button_on_a_missing_paper_or_bad_signal_is_a_friendly_error(
     db: Database, ratings: Ratings
 ) -> None:
     """A button naming a deleted paper or an unknown rating raises a user-facing error."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     with pytest.raises(NotFoundError):
         await press(ratings, papers[-1] + 100, "like", guild_id=None)
     with pytest.raises(UserFacingError):
@@ -107,7 +98,7 @@ async def test_button_on_a_missing_paper_or_bad_signal_is_a_friendly_error(
 async def test_a_message_command_gives_a_rating_but_never_takes_it_back(
     db: Database, ratings: Ratings
 ) -> None:
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     first = await ratings.on_paper(USER, "save", papers[0], guild_id=None, takes_back=False)
     await ratings.writes.drained()
     again = await ratings.on_paper(USER, "save", papers[0], guild_id=None, takes_back=False)
@@ -117,7 +108,7 @@ async def test_a_message_command_gives_a_rating_but_never_takes_it_back(
 
 
 async def test_a_reaction_counts_on_the_bots_own_message_only(db: Database, ratings: Ratings) -> None:
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await PostedMessageRepository(db).record(MESSAGE, 5, GUILD, papers[1], kind="digest")
     assert await ratings.on_message(USER, "like", OnMessage(MESSAGE, ours=True), added=True, guild_id=GUILD)
     assert not await ratings.on_message(USER, "like", OnMessage(4242, ours=None), added=False, guild_id=GUILD)
