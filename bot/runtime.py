@@ -145,6 +145,7 @@ class Services:
             feedback=self.feedback,
             searches=searches,
             messages=self.messages,
+            wall=self.clock,
         )
         self.ratings = Ratings(self.feedback, self.writes)
         url = self.settings.arxiv_lookup_url

@@ -40,7 +40,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Hashable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -153,9 +153,13 @@ class WriteBehind:
         searches: SearchRepository,
         messages: PostedMessageRepository,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
         dead_after: float = DEAD_AFTER,
     ) -> None:
+        """``clock`` times retries and grace periods; ``wall`` stamps when each write was given (the
+        time every service reads, from the root)."""
         self.path = path
+        self._wall = wall
         self._feedback = feedback
         self._searches = searches
         self._messages = messages
@@ -230,6 +234,9 @@ class WriteBehind:
 
     # ------------------------------------------------------------------ accepting
 
+    def _stamp(self) -> str:
+        return self._wall().astimezone(UTC).isoformat(timespec="seconds")
+
     async def _accept(self, kind: str, payload: dict[str, Any]) -> None:
         if self._outbox is None:
             raise RuntimeError("WriteBehind.start() was not called")
@@ -264,7 +271,7 @@ class WriteBehind:
                     "guild_id": guild_id,
                     "added": added,
                     "ours": ours,
-                    "at": utcnow(),
+                    "at": self._stamp(),
                 },
             )
             return True
@@ -296,7 +303,7 @@ class WriteBehind:
                 "signal": signal,
                 "added": added,
                 "guild_id": guild_id,
-                "at": utcnow(),
+                "at": self._stamp(),
             },
         )
 
@@ -314,7 +321,7 @@ class WriteBehind:
                 "year": stored.year,
                 "page_size": stored.page_size,
                 "user_id": user_id,
-                "at": utcnow(),
+                "at": self._stamp(),
             },
         )
 
