@@ -157,6 +157,7 @@ async def measure(
     give_up_after: float,
     keep_log: Path | None = None,
     log_level: str = "WARNING",
+    spread: str | None = None,
 ) -> Rush:
     sys.path.insert(0, str(REPO))
     from bot.sandbox import DISCORD_RATES, SandboxServer
@@ -206,7 +207,8 @@ async def measure(
                 "DISCORD_GATEWAY_URL": server.gateway_url,
                 "PAPERBOT_DEV_GUILD": str(server.guild.id),
                 "PAPERBOT_LOG_LEVEL": log_level,
-                "PAPERBOT_DIGEST_SPREAD_MINUTES": "0",  # all at once: the rush itself
+                # unset: the setting this checkout ships (a digest at its minute unless the minute is full)
+                **({"PAPERBOT_DIGEST_SPREAD_MINUTES": spread} if spread is not None else {}),
             }
             log = (work / "bot.log").open("w")
             bot = await asyncio.create_subprocess_exec(
@@ -384,6 +386,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=6 * 3600.0, help="give up a rush after this long")
     parser.add_argument("--keep-log", type=Path, help="copy this checkout's bot log here")
     parser.add_argument("--log-level", default="WARNING", help="the bot's PAPERBOT_LOG_LEVEL")
+    parser.add_argument(
+        "--spread",
+        help="this checkout's PAPERBOT_DIGEST_SPREAD_MINUTES (default: as shipped); a --compare commit "
+        "always runs with 0, every digest at once, as its rush was measured",
+    )
     parser.add_argument("--prepare", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--people", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--due", help=argparse.SUPPRESS)
@@ -400,11 +407,20 @@ def main() -> None:
         if args.compare:
             with commit_checkout(args.compare, Path(trees)) as before:
                 rows.append(
-                    asyncio.run(measure(before, f"before ({args.compare})", args.subscribers, **runs))
+                    asyncio.run(
+                        measure(before, f"before ({args.compare})", args.subscribers, spread="0", **runs)
+                    )
                 )
         rows.append(
             asyncio.run(
-                measure(REPO, f"this checkout ({commit})", args.subscribers, keep_log=args.keep_log, **runs)
+                measure(
+                    REPO,
+                    f"this checkout ({commit})",
+                    args.subscribers,
+                    keep_log=args.keep_log,
+                    spread=args.spread,
+                    **runs,
+                )
             )
         )
     report(rows, args)

@@ -13,12 +13,13 @@ import discord
 import yarl
 from discord.ext import commands
 
+from bot.club_sender import DiscordClubSender
 from bot.discord_limits import RequestPacer, global_limit_trace
 from bot.exts import discover_extensions
 from bot.exts._groups import make_groups
 from bot.health import HEARTBEAT_SECONDS, make_beat, write_beat
 from bot.leadership import Leadership
-from bot.scheduler import ProcessScheduler
+from bot.scheduler import CLUB_EVERY_SECONDS, CLUB_JOB_ID, ProcessScheduler
 from bot.services.papers.arxiv_daily import run_daily_fetch
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
@@ -262,6 +263,8 @@ class PaperBot(commands.AutoShardedBot):
         # searches, notes of forgettings and digest history past their retention go at start, then daily
         await self.prune()
         self.scheduler.daily_prune(self.prune)
+        # reading groups: polls, winners, threads and reminders that fell due (each step stored)
+        self.scheduler.every(CLUB_JOB_ID, self.run_clubs, seconds=CLUB_EVERY_SECONDS)
         if self.settings.arxiv_categories:
             self.scheduler.daily_fetch(
                 lambda: run_daily_fetch(
@@ -269,6 +272,11 @@ class PaperBot(commands.AutoShardedBot):
                 ),
                 time_utc=self.settings.arxiv_fetch_time,
             )
+
+    async def run_clubs(self) -> int:
+        """Every reading-group step that fell due (once serving); returns how many were taken."""
+        await self.wait_until_serving()
+        return await self.services.club.run_due(DiscordClubSender(self, self.sending))
 
     async def prune(self) -> None:
         """Delete what is past its retention: stored searches and notes of forgettings, digest history

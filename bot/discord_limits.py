@@ -45,6 +45,9 @@ from bot.services.digests.fairness import SHARED_LANE, FairSlots
 GLOBAL_RATE = 50.0
 #: What bulk sending may use of it.
 BULK_RATE = 45.0
+#: The requests digests may make in one minute: more due in one minute than this, and the rest are
+#: moved to the minutes after it (``bot.services.digests.timing.moved_later``), as the pacer would send them.
+BULK_CALLS_PER_MINUTE = int(BULK_RATE * 60)
 #: Create Message per channel: this many per MESSAGE_WINDOW seconds.
 MESSAGES_PER_WINDOW = 5
 MESSAGE_WINDOW = 5.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -22,14 +23,21 @@ from typing import TYPE_CHECKING, Any
 
 from threadpoolctl import threadpool_limits
 
+from bot.discord_limits import BULK_CALLS_PER_MINUTE
 from bot.services.admin.permission_notices import PermissionNotices
+from bot.services.club import ClubService
 from bot.services.digests import DEFAULT_GRACE, Digests
 from bot.services.digests.delivery import RESEND_DELAYS, DigestDelivery
 from bot.services.digests.leases import DEFAULT_LEASE, Leases
 from bot.services.digests.planning import DigestPlanner, FollowedLike, PaperLookup, RecommenderLike
 from bot.services.digests.recovery import DigestRecovery
 from bot.services.digests.retention import DEFAULT_HISTORY_DAYS, DigestHistory
-from bot.services.digests.subscriptions import DEFAULT_FEEDS_PER_SERVER, SubscriptionService
+from bot.services.digests.subscriptions import (
+    DEFAULT_FEEDS_PER_SERVER,
+    InterestsLookup,
+    StoredInterests,
+    SubscriptionService,
+)
 from bot.services.digests.timing import Clock, utc_now
 from bot.services.papers.arxiv_lookup import ArxivLookup
 from bot.services.papers.ingest.runner import ensure_shipped_corpus
@@ -47,10 +55,11 @@ from bot.services.search.listings import SearchService
 from bot.services.search.live_index import LiveIndex
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
-from paperindex import bulk_terms
+from paperindex import bulk_terms, compiled, prepare
 from paperindex.engine import SearchEngine
 from paperindex.index import warm_up
 from storage.db import Database
+from storage.repositories.clubs import ClubRepository
 from storage.repositories.digests import DigestRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
@@ -111,6 +120,8 @@ class Services:
     permission_notices: PermissionNotices = field(init=False)
     #: how often each person may run the costly commands, and their /paper digest in flight
     limits: PersonLimits = field(init=False)
+    #: channels' reading groups: their polls, winners, threads, reminders and proposals
+    club: ClubService = field(init=False)
     _placing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
 
     @property
@@ -134,10 +145,12 @@ class Services:
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
             spread=timedelta(minutes=self.settings.digest_spread_minutes),
+            calls_per_minute=BULK_CALLS_PER_MINUTE,
             lease=timedelta(seconds=self.settings.takeover_seconds),
             followed=self.follows,
             history_days=self.settings.digest_history_days,
             feeds_per_server=self.settings.feeds_per_server,
+            interests=StoredInterests(self.db),
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(
@@ -164,6 +177,14 @@ class Services:
         )
         self.permission_notices = PermissionNotices(StateRepository(self.db), SubscriptionRepository(self.db))
         self.limits = PersonLimits(enabled=self.settings.person_limits)
+        self.club = ClubService(
+            ClubRepository(self.db),
+            papers=self.papers,
+            messages=self.messages,
+            feeds=SubscriptionRepository(self.db),
+            search=lambda: self.index.engine,
+            clock=self.clock,
+        )
 
     async def forget_user(self, user_id: int) -> ForgetCounts:
         """`/paper forget-me`: nothing about the user still waiting to be stored is stored after it."""
@@ -226,6 +247,7 @@ def build_digests(
     clock: Clock = utc_now,
     grace: timedelta = DEFAULT_GRACE,
     spread: timedelta = timedelta(0),
+    calls_per_minute: int = 0,
     min_score: float = 0.0,
     resend_delays: Sequence[float] = RESEND_DELAYS,
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
@@ -235,6 +257,7 @@ def build_digests(
     followed: FollowedLike | None = None,
     history_days: int = DEFAULT_HISTORY_DAYS,
     feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
+    interests: InterestsLookup | None = None,
 ) -> Digests:
     """The digest parts of one store on one clock: a missed period is still sent within ``grace``;
     this process (``owner``) holds the runs it sends for ``lease`` at a time; finished runs are kept
@@ -242,7 +265,12 @@ def build_digests(
     repository = DigestRepository(db)
     leases = Leases(repository, owner=owner, duration=lease, wall=lease_wall)
     subscriptions = SubscriptionService(
-        SubscriptionRepository(db), clock=clock, spread=spread, feeds_per_server=feeds_per_server
+        SubscriptionRepository(db),
+        clock=clock,
+        spread=spread,
+        calls_per_minute=calls_per_minute,
+        feeds_per_server=feeds_per_server,
+        interests=interests,
     )
     planner = DigestPlanner(
         repository,
@@ -342,6 +370,37 @@ async def ready_for_first_search(search: SearchEngine) -> None:
         log.info("compiled the search loops in %.0fs (once after an install; later starts load them)", took)
 
 
+async def compiled_in_background(child: subprocess.Popen[bytes], search: SearchEngine) -> None:
+    """While the twins answer: wait for the child compiling the loops into numba's cache, then load them
+    and switch to them (a second in a worker thread). If the child failed, the twins go on answering
+    (exactly, more slowly on a large corpus) and the next start tries again."""
+    started = time.perf_counter()
+    stop = threading.Event()
+    try:
+        # (polled: an asyncio child would be killed when the loop closes; this one outlives a stop)
+        while child.poll() is None:  # noqa: ASYNC110
+            await asyncio.sleep(0.5)
+        if child.returncode != 0:
+            log.warning(
+                "could not compile the search loops in the background (exit %s): %s; the numpy twins "
+                "answer meanwhile",
+                child.returncode,
+                prepare.last_words() or "no message",
+            )
+            return
+        if await asyncio.to_thread(prepare.switch_to_compiled, search.index, stop):
+            log.info(
+                "compiled the search loops in the background in %.0fs (once after an install); "
+                "searches now use them",
+                time.perf_counter() - started,
+            )
+    except asyncio.CancelledError:
+        stop.set()  # a bot stopped meanwhile: the child goes on, so that the next start finds them
+        raise
+    except Exception:
+        log.exception("could not switch to the compiled search loops; the numpy twins answer meanwhile")
+
+
 def one_blas_thread() -> None:
     """Keep numpy's BLAS (OpenBLAS) to one thread for the rest of the process. The bot's matrices are
     small (a person's model fit on the event loop) or computed in a thread beside the event loop (the
@@ -352,6 +411,25 @@ def one_blas_thread() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
+def start_compiling() -> subprocess.Popen[bytes] | None:
+    """Where numba's cache does not hold the loops yet (the first start after an install, or after an
+    upgrade): the numpy twins answer from now on, and a child process compiles the loops (about a
+    minute of a core). None when the cache holds them, or where numba keeps no cache (then this process
+    compiles them before it serves, as it must at each start)."""
+    if compiled.using_twins() or prepare.stamp_path() is None or prepare.ready():
+        return None
+    try:
+        child = prepare.compile_in_background()
+    except OSError as error:
+        log.warning("could not start compiling the search loops in the background: %s", error)
+        return None
+    compiled.use_twins(True)
+    log.info(
+        "compiling the search loops in the background (once after an install); the numpy twins answer meanwhile"
+    )
+    return child
+
+
 @contextlib.asynccontextmanager
 async def open_services(
     settings: Settings,
@@ -359,13 +437,21 @@ async def open_services(
     load_shipped_corpus: bool = True,
     beside_start: bool = True,
     clock: Clock = utc_now,
+    progress: Callable[[str], None] | None = None,
 ) -> AsyncIterator[Services]:
     """Open the store (migrating it), load the shipped corpus into an empty one, build the index and
     every service (``clock``: the time they all read).
 
     ``beside_start=False`` leaves out what the learned models and ``/paper follow`` need (the paper
-    space, the author directory), for a command that only searches (``paperbot search``)."""
+    space, the author directory), for a command that only searches (``paperbot search``).
+    ``progress`` is told, in a line each, what takes time (the console prints them)."""
+    say = progress or (lambda line: None)
     one_blas_thread()
+    child = start_compiling()
+    if child is not None:
+        say(
+            "preparing the search loops in the background (once after an install); answers meanwhile come from their numpy twins"
+        )
     db = await open_database(settings.store)
     try:
         if load_shipped_corpus:
@@ -373,24 +459,31 @@ async def open_services(
             if summary is not None:
                 log.info("empty database: loaded the shipped corpus (%d papers)", summary.added)
         papers = PaperRepository(db)
+        count = await papers.count()
+        say(f"loading {count:,} {'paper' if count == 1 else 'papers'} into the search index…")
         index = await LiveIndex.open(papers, snapshot_path(settings))
         services = Services(settings=settings, db=db, papers=papers, index=index, clock=clock)
-        await ready_for_first_search(index.engine)
+        if child is None:
+            await ready_for_first_search(index.engine)
         # beside the start: the loops of adding papers; the learned models' paper space (seconds at
         # 100k papers); the author names for /paper follow (a second at 100k)
         beside = (
             [
-                asyncio.create_task(warm_up_adding()),
+                asyncio.create_task(warm_up_adding() if child is None else asyncio.sleep(0)),
                 asyncio.create_task(services.place_papers()),
                 asyncio.create_task(services.authors.refresh()),
             ]
             if beside_start
             else []
         )
+        switching = asyncio.create_task(compiled_in_background(child, index.engine)) if child else None
         try:
             yield services
         finally:
             await services.writes.stop()  # if the bot did not (a failed start)
+            if switching is not None:
+                switching.cancel()
+                beside.append(switching)
             await asyncio.gather(*beside, return_exceptions=True)
     finally:
         await db.close()

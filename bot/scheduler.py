@@ -19,11 +19,16 @@ from apscheduler.job import Job
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
 log = logging.getLogger(__name__)
 
 ARXIV_JOB_ID = "arxiv:daily"
 PRUNE_JOB_ID = "privacy:prune"
+CLUB_JOB_ID = "club:steps"
+#: how often the leader looks for reading-group steps that fell due (a poll to open, a winner to
+#: announce, a thread to remind)
+CLUB_EVERY_SECONDS = 30
 
 
 class ProcessScheduler:
@@ -66,6 +71,18 @@ class ProcessScheduler:
         """Delete data past its retention (old search listings) once a day."""
         return self.daily(PRUNE_JOB_ID, job, time_utc=time_utc, misfire_grace_seconds=6 * 3600)
 
+    def every(self, job_id: str, job: Callable[[], Awaitable[object]], *, seconds: float) -> Job:
+        """``job`` every ``seconds`` (one instance at a time; a late run is run once, not caught up)."""
+        return self.jobs.add_job(
+            job,
+            IntervalTrigger(seconds=seconds, timezone=UTC),
+            id=job_id,
+            replace_existing=True,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=int(seconds * 10),
+        )
+
     def loop(self, name: str, run: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         """Run ``run`` (a coroutine that loops until cancelled) beside the jobs, until :meth:`stop`."""
 
@@ -85,8 +102,8 @@ class ProcessScheduler:
                 await task
 
     def remove_daily_jobs(self) -> None:
-        """Take the daily arXiv fetch and prune off the scheduler (another process runs them now)."""
-        for job_id in (ARXIV_JOB_ID, PRUNE_JOB_ID):
+        """Take the daily arXiv fetch, the prune and the reading groups' steps off the scheduler (another process runs them now)."""
+        for job_id in (ARXIV_JOB_ID, PRUNE_JOB_ID, CLUB_JOB_ID):
             with contextlib.suppress(JobLookupError):
                 self.jobs.remove_job(job_id)
 

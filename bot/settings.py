@@ -217,7 +217,8 @@ class Settings:
         "PAPERBOT_DB",
         "./paperbot.db",
         StoreLocation.parse,
-        "the SQLite database file (WAL files, the search-index snapshot and `paperbot.db.pending`, the "
+        "the store, also the one `paperbot sandbox` and `paperbot start` without a token open when it is "
+        "set: the SQLite database file (WAL files, the search-index snapshot and `paperbot.db.pending`, the "
         "outbox of reactions and clicks not stored yet, live beside it), or a `postgresql://USER@HOST/DB` "
         "URL of a PostgreSQL database several processes share",
     )
@@ -253,10 +254,12 @@ class Settings:
     )
     digest_spread_minutes: int = setting(
         "PAPERBOT_DIGEST_SPREAD_MINUTES",
-        "10",
+        "60",
         _spread_minutes,
-        "digests due at the same time go out over this many minutes after it (0-120), each subscription "
-        "at its own fixed minute, which its confirmation names; 0 sends each at the time chosen",
+        "a digest goes out at the minute chosen unless more are due in that minute than Discord's limits "
+        "let go out in it (some 2,700 requests: 450 five-paper DM digests); those set up last then move to "
+        "the next minutes, at most this many (0-120; 0: none moves, all start at their minute and queue). "
+        "Their confirmation says so",
     )
     digest_history_days: int = setting(
         "PAPERBOT_DIGEST_HISTORY_DAYS",
@@ -274,7 +277,12 @@ class Settings:
         "`/paperadmin feed set` for one more says so and stores nothing",
     )
     arxiv_categories: tuple[str, ...] = setting(
-        "PAPERBOT_ARXIV_CATEGORIES", "", _words, "e.g. `cs.LG cs.CL`: fetch these from arXiv daily", empty=()
+        "PAPERBOT_ARXIV_CATEGORIES",
+        "",
+        _words,
+        "e.g. `cs.LG cs.CL`: fetch these from arXiv daily; the sandbox (no `DISCORD_TOKEN`) starts on the "
+        "first one's newest papers",
+        empty=(),
     )
     arxiv_fetch_time: str = setting(
         "PAPERBOT_ARXIV_FETCH_TIME", "06:00", _utc_time, "when the daily arXiv fetch runs (UTC)"

@@ -9,7 +9,8 @@ pairs; :func:`count_documents` counts each paper's terms in first-seen order; :f
 turns document-major postings into term-major ones by a counting sort (stable, linear), and
 :func:`postings_by_document` back, each document's terms ascending.
 
-numba compiles them once per machine (``cache=True``); they release the GIL.
+numba compiles them once per machine (``cache=True``); they release the GIL. Each has a twin in Python
+and numpy (:mod:`paperindex.compiled`) that leaves the same arrays, used while they compile.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from paperindex.compiled import jit as _jit
 from paperindex.compiled import jit_inline as _jit_inline
+from paperindex.compiled import twin as _twin
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -343,3 +345,262 @@ def distinct_per_document(
                     out[k] = w
                     k += 1
         out_ptr[d + 1] = k
+
+
+# ------------------------------------------------------------------------------- twins (Python, numpy)
+
+_MASK64 = (1 << 64) - 1
+
+
+def _fnv(piece: bytes) -> int:
+    h = int(_FNV_OFFSET)
+    for byte in piece:
+        h = ((h ^ byte) * int(_FNV_PRIME)) & _MASK64
+    return h | 1
+
+
+@_twin(rehash)
+def _rehash_twin(hashes: Any, n_pieces: int, size: int) -> Any:
+    table = [-1] * size
+    mask = size - 1
+    for pid, h in enumerate(hashes[:n_pieces].tolist()):
+        slot = h & mask
+        while table[slot] != -1:
+            slot = (slot + 1) & mask
+        table[slot] = pid
+    return np.array(table, dtype=np.int32)
+
+
+@_twin(find_pieces)
+def _find_pieces_twin(
+    blob: Any, bounds: Any, first_doc: int, table: Any, hashes: Any, keys: Any, key_ptr: Any, state: Any,
+    out: Any, out_ptr: Any,
+) -> int:  # fmt: skip
+    n_docs = len(bounds) - 1
+    mask = len(table) - 1
+    n_pieces, n_key, k = (int(v) for v in state[:3])
+    limits = bounds.tolist()
+    data = bytes(np.asarray(blob, dtype=np.uint8))
+    known: dict[bytes, int] = {}
+
+    def look_up(piece: bytes) -> int:
+        nonlocal n_pieces, n_key
+        h = _fnv(piece)
+        slot = h & mask
+        while (pid := int(table[slot])) != -1:
+            if int(hashes[pid]) == h and bytes(keys[key_ptr[pid] : key_ptr[pid + 1]]) == piece:
+                return pid
+            slot = (slot + 1) & mask
+        table[slot] = n_pieces
+        hashes[n_pieces] = h
+        keys[n_key : n_key + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+        n_key += len(piece)
+        key_ptr[n_pieces + 1] = n_key
+        n_pieces += 1
+        return n_pieces - 1
+
+    for d in range(first_doc, n_docs):
+        lo, hi = limits[d], limits[d + 1]
+        if 2 * (n_pieces + (hi - lo)) > len(table) or n_pieces + (hi - lo) > len(hashes) - 1:
+            state[0], state[1], state[2] = n_pieces, n_key, k
+            return d
+        if n_key + (hi - lo) > len(keys):
+            state[0], state[1], state[2] = n_pieces, n_key, k
+            return d
+        ids = []
+        for piece in data[lo:hi].split(b" "):
+            if piece:
+                pid = known.get(piece)
+                if pid is None:
+                    pid = known[piece] = look_up(piece)
+                ids.append(pid)
+        out[k : k + len(ids)] = ids
+        k += len(ids)
+        out_ptr[d + 1] = k
+    state[0], state[1], state[2] = n_pieces, n_key, k
+    return n_docs
+
+
+@_twin(title_pairs)
+def _title_pairs_twin(
+    ids: Any, ptr: Any, use: Any, first: Any, last: Any, flags: Any, pair_ptr: Any, pairs: Any, out: Any,
+    out_ptr: Any,
+) -> None:  # fmt: skip
+    ids_, ptr_, use_ = ids.tolist(), ptr.tolist(), use.tolist()
+    first_, last_, flags_, pair_ptr_, pairs_ = (
+        first.tolist(),
+        last.tolist(),
+        flags.tolist(),
+        pair_ptr.tolist(),
+        pairs.tolist(),
+    )
+    written: list[int] = []
+    for d in range(len(ptr_) - 1):
+        if use_[d]:
+            previous = -1
+            for c in range(ptr_[d], ptr_[d + 1]):
+                p = ids_[c]
+                head = first_[p]
+                if head == -2:
+                    if flags_[p] & 1:
+                        previous = -1
+                    continue
+                if previous >= 0 and head >= 0 and not flags_[p] & 1:
+                    written.append((previous << 32) | head)
+                written.extend(pairs_[pair_ptr_[p] : pair_ptr_[p + 1]])
+                previous = -1 if flags_[p] & 2 else last_[p]
+        out_ptr[d + 1] = len(written)
+    out[: len(written)] = written
+
+
+@_twin(terms_in)
+def _terms_in_twin(ids: Any, term_ptr: Any) -> int:
+    ids = np.asarray(ids, dtype=np.int64)
+    return int((term_ptr[ids + 1] - term_ptr[ids]).sum())
+
+
+@_twin(count_documents)
+def _count_documents_twin(
+    title_ids: Any, title_ptr: Any, abstract_ids: Any, abstract_ptr: Any, term_ptr: Any, terms: Any,
+    phrases: Any, phrase_ptr: Any, title_weight: int, first_marker: int, last: Any, out_terms: Any,
+    out_tf: Any, n_unique: Any,
+) -> int:  # fmt: skip
+    term_ptr_, terms_ = term_ptr.tolist(), terms.tolist()
+    parts = (
+        (title_ids.tolist(), title_ptr.tolist(), title_weight),
+        (abstract_ids.tolist(), abstract_ptr.tolist(), 1),
+    )
+    phrases_, phrase_ptr_ = phrases.tolist(), phrase_ptr.tolist()
+    written: list[int] = []
+    counts: list[int] = []
+    touched: dict[int, int] = {}  # term -> what last[term] holds now
+    for d in range(len(phrase_ptr_) - 1):
+        marker = first_marker + d
+        here: dict[int, int] = {}  # term -> its posting in this document
+        occurrences: list[tuple[int, int]] = []
+        for ids, ptr, weight in parts:
+            for c in range(ptr[d], ptr[d + 1]):
+                p = ids[c]
+                occurrences.extend((term, weight) for term in terms_[term_ptr_[p] : term_ptr_[p + 1]])
+        occurrences.extend((term, 1) for term in phrases_[phrase_ptr_[d] : phrase_ptr_[d + 1]])
+        for term, weight in occurrences:
+            at = here.get(term)
+            if at is None:
+                here[term] = at = len(written)
+                written.append(term)
+                counts.append(weight)
+                touched[term] = (marker << 32) | at
+            else:
+                counts[at] += weight
+        n_unique[d] = len(here)
+    if touched:
+        last[np.fromiter(touched, np.int64, len(touched))] = np.fromiter(
+            touched.values(), np.int64, len(touched)
+        )
+    out_terms[: len(written)] = written
+    out_tf[: len(counts)] = counts
+    return len(written)
+
+
+@_twin(pair_numbers)
+def _pair_numbers_twin(keys: Any, table: Any, state: Any, out: Any) -> None:
+    mask = len(table) - 1
+    n = int(state[0])
+    known: dict[int, int] = {}
+    numbers = []
+    for key in keys.tolist():
+        number = known.get(key)
+        if number is None:
+            slot = (((key * 0x9E3779B97F4A7C15) & _MASK64) >> 20) & mask
+            while True:
+                held = int(table[slot, 0])
+                if held == key:
+                    number = int(table[slot, 1])
+                    break
+                if held == -1:
+                    table[slot, 0], table[slot, 1] = key, n
+                    number = n
+                    n += 1
+                    break
+                slot = (slot + 1) & mask
+            known[key] = number
+        numbers.append(number)
+    out[: len(numbers)] = numbers
+    state[0] = n
+
+
+@_twin(document_lengths)
+def _document_lengths_twin(n_unique: Any, tf: Any) -> Any:
+    ends = np.cumsum(n_unique, dtype=np.int64)
+    total = int(ends[-1]) if len(ends) else 0
+    sums = np.concatenate([np.zeros(1, np.int64), np.cumsum(tf[:total], dtype=np.int64)])
+    return sums[ends] - sums[ends - np.asarray(n_unique, dtype=np.int64)]
+
+
+@_twin(first_seen)
+def _first_seen_twin(ids: Any, local_of: Any, state: Any) -> None:
+    if len(ids):
+        unique, first = np.unique(ids, return_index=True)
+        new = unique[local_of[unique] == -1]
+        new = new[np.argsort(first[local_of[unique] == -1], kind="stable")]
+        local_of[new] = int(state[0]) + np.arange(len(new))
+        state[0] += len(new)
+        ids[:] = local_of[ids]
+
+
+@_twin(count_by_term)
+def _count_by_term_twin(d_terms: Any, n_terms: int) -> Any:
+    return np.bincount(d_terms, minlength=n_terms).astype(np.int64)
+
+
+def _counting_sort(keys: Any, offsets: Any) -> tuple[Any, Any]:
+    """A stable sort of ``keys`` and where each lands: ``offsets[key]`` plus its rank among equal keys."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    rank = np.arange(len(keys)) - np.searchsorted(ordered, ordered, side="left")
+    return order, offsets[ordered] + rank
+
+
+@_twin(postings_by_term)
+def _postings_by_term_twin(
+    d_terms: Any, d_tf: Any, n_unique: Any, t_indptr: Any, t_docs: Any, t_tf: Any
+) -> None:
+    total = int(np.sum(n_unique))
+    docs = np.repeat(np.arange(len(n_unique)), n_unique)
+    order, at = _counting_sort(np.asarray(d_terms[:total], dtype=np.int64), t_indptr)
+    t_docs[at] = docs[order]
+    t_tf[at] = d_tf[:total][order]
+
+
+@_twin(postings_by_document)
+def _postings_by_document_twin(
+    t_indptr: Any, t_docs: Any, t_tf: Any, d_indptr: Any, d_terms: Any, d_tf: Any
+) -> None:
+    counts = np.diff(t_indptr)
+    lo, hi = int(t_indptr[0]), int(t_indptr[-1])
+    terms = np.repeat(np.arange(len(counts)), counts)
+    order, at = _counting_sort(np.asarray(t_docs[lo:hi], dtype=np.int64), d_indptr)
+    d_terms[at] = terms[order]
+    d_tf[at] = t_tf[lo:hi][order]
+
+
+@_twin(distinct_per_document)
+def _distinct_per_document_twin(
+    ids: Any, ptr: Any, words_ptr: Any, words: Any, seen: Any, out: Any, out_ptr: Any
+) -> None:
+    ids_, ptr_, words_ptr_, words_ = ids.tolist(), ptr.tolist(), words_ptr.tolist(), words.tolist()
+    written: list[int] = []
+    last_doc: dict[int, int] = {}
+    for d in range(len(ptr_) - 1):
+        for c in range(ptr_[d], ptr_[d + 1]):
+            p = ids_[c]
+            for w in words_[words_ptr_[p] : words_ptr_[p + 1]]:
+                if last_doc.get(w, int(seen[w])) != d:
+                    last_doc[w] = d
+                    written.append(w)
+        out_ptr[d + 1] = len(written)
+    if last_doc:
+        seen[np.fromiter(last_doc, np.int64, len(last_doc))] = np.fromiter(
+            last_doc.values(), np.int64, len(last_doc)
+        )
+    out[: len(written)] = written

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from paperindex.compiled import jit as _jit
+from paperindex.compiled import twin as _twin
 
 
 @_jit
@@ -172,3 +173,108 @@ def holds(code: Any, byteptr: Any, docs: Any, wanted: Any, column: Any, held: An
                 break
             if wanted[j] == term:
                 held[rows[i], column[j]] = True
+
+
+# ------------------------------------------------------------------------------- twins (numpy)
+
+
+def _numbers(code: Any, byteptr: Any, docs: Any) -> tuple[Any, Any]:
+    """The term ids of local documents ``docs`` one after the other (well-formed codes), and how many
+    each has: the varints of their bytes decoded at once, then summed within each document."""
+    byteptr = np.asarray(byteptr, dtype=np.int64)
+    docs = np.asarray(docs, dtype=np.int64)
+    lo, hi = byteptr[docs], byteptr[docs + 1]
+    sizes = hi - lo
+    if not sizes.sum():
+        return np.zeros(0, np.int64), np.zeros(len(docs), np.int64)
+    at = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
+    data = np.asarray(code, dtype=np.uint8)[at].astype(np.int64)
+    ends = (data & 128) == 0
+    number = np.cumsum(ends) - ends  # the number each byte belongs to
+    first_byte = np.flatnonzero(np.concatenate([[True], ends[:-1]]))
+    shift = 7 * (np.arange(len(data)) - first_byte[number])
+    values = np.zeros(int(ends.sum()), np.int64)
+    np.add.at(values, number, (data & 127) << shift)
+    ended = np.concatenate([np.zeros(1, np.int64), np.cumsum(ends)])
+    counts = ended[np.cumsum(sizes)] - ended[np.cumsum(sizes) - sizes]
+    starts = np.cumsum(counts) - counts
+    running = np.cumsum(values)
+    before = np.where(starts > 0, running[np.maximum(starts - 1, 0)], 0)
+    return running - np.repeat(before, counts), counts
+
+
+@_twin(encode)
+def _encode_twin(indptr: Any, terms: Any) -> tuple[Any, Any]:
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n_docs = len(indptr) - 1
+    counts = np.diff(indptr)
+    ids = np.asarray(terms[indptr[0] : indptr[-1]], dtype=np.int64)
+    previous = np.empty(len(ids), np.int64)
+    previous[1:] = ids[:-1]
+    previous[(indptr[:-1] - indptr[0])[counts > 0]] = 0
+    values = ids - previous
+    sizes = np.ones(len(values), np.int64)
+    for bits in range(7, 64, 7):
+        sizes += values >= (1 << bits)
+    byteptr = np.zeros(n_docs + 1, np.int64)
+    total = np.concatenate([np.zeros(1, np.int64), np.cumsum(sizes)])
+    byteptr[1:] = total[indptr[1:] - indptr[0]]
+    code = np.empty(int(byteptr[-1]), np.uint8)
+    start = np.cumsum(sizes) - sizes
+    for k in range(int(sizes.max()) if len(sizes) else 0):
+        mine = sizes > k
+        byte = (values[mine] >> (7 * k)) & 127
+        code[start[mine] + k] = byte | np.where(sizes[mine] - 1 > k, 128, 0)
+    return code, byteptr
+
+
+@_twin(decode)
+def _decode_twin(code: Any, byteptr: Any, indptr: Any, docs: Any) -> Any:
+    ids, _ = _numbers(code, byteptr, docs)
+    return ids.astype(np.int32)
+
+
+@_twin(count_terms)
+def _count_terms_twin(code: Any, byteptr: Any, live: Any, n_terms: int) -> Any:
+    ids, _ = _numbers(code, byteptr, np.flatnonzero(live[: len(byteptr) - 1]))
+    return np.bincount(ids[ids < n_terms], minlength=n_terms).astype(np.int64)[:n_terms]
+
+
+@_twin(well_formed)
+def _well_formed_twin(code: Any, byteptr: Any, indptr: Any, n_terms: int) -> bool:
+    data = bytes(np.asarray(code, dtype=np.uint8))
+    bounds, counts = byteptr.tolist(), np.diff(indptr).tolist()
+    for d in range(len(bounds) - 1):
+        lo, hi = bounds[d], bounds[d + 1]
+        if lo > hi or hi > len(data):
+            return False
+        count, term, value, shift = 0, -1, 0, 0
+        for byte in data[lo:hi]:
+            if shift > 35:
+                return False
+            value |= (byte & 127) << shift
+            if byte & 128:
+                shift += 7
+                continue
+            if count > 0 and value == 0:
+                return False
+            term = value if count == 0 else term + value
+            if term >= n_terms:
+                return False
+            count += 1
+            value, shift = 0, 0
+        if shift != 0 or count != counts[d]:
+            return False
+    return True
+
+
+@_twin(holds)
+def _holds_twin(code: Any, byteptr: Any, docs: Any, wanted: Any, column: Any, held: Any, rows: Any) -> None:
+    ids, counts = _numbers(code, byteptr, docs)
+    if not len(wanted) or not len(ids):
+        return
+    row = np.repeat(np.asarray(rows), counts)
+    j = np.searchsorted(wanted, ids)  # the first of equal wanted ids, as the loop finds it
+    found = j < len(wanted)
+    found[found] = np.asarray(wanted)[j[found]] == ids[found]
+    held[row[found], np.asarray(column)[j[found]]] = True

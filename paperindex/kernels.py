@@ -6,7 +6,9 @@ order, so the scores are rank-bm25's exactly, without keeping a float64 factor p
 each, refreshed whenever N or avgdl changed) as the numpy version had to for its speed.
 
 numba compiles it once per machine and keeps the machine code on disk (:mod:`paperindex.compiled`);
-it releases the GIL. :func:`paperindex.index.warm_up` prepares the loops at start.
+it releases the GIL. :func:`paperindex.index.warm_up` prepares the loops at start. The loops Python calls
+have numpy twins (:mod:`paperindex.compiled`), the same operations on whole arrays, giving the same
+floats: they answer while numba compiles.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from paperindex import term_docs as _term_codes
 from paperindex.compiled import jit as _jit
 from paperindex.compiled import jit_fastmath as _jit_fastmath
+from paperindex.compiled import twin as _twin
 from paperindex.term_docs import term_docs
-from paperindex.tf import half_tf_at, tf_at
+from paperindex.tf import half_tf_at, tf_at, values
 
 
 @_jit
@@ -382,3 +386,52 @@ def top_bounded(
         if exact[k] >= 0.0:
             n_out = _insert(out_ids, out_scores, n_out, slot_ids[cand[k]], exact[k])
     return matched, n_out
+
+
+# ------------------------------------------------------------------------------- twins (numpy)
+
+
+@_twin(accumulate)
+def _accumulate_twin(
+    codes: Any,
+    t_indptr: Any,
+    slot0: int,
+    tfs: Any,
+    tids: Any,
+    coef: Any,
+    k1p: float,
+    len_factor: Any,
+    acc: Any,
+) -> None:
+    """:func:`accumulate` a term at a time: each posting's factor by the same operations, and a term's
+    postings (each slot once) added in one step, terms in query order."""
+    code8, code16, code32, where = codes
+    n_terms = len(t_indptr) - 1
+    for j in range(len(tids)):
+        t = int(tids[j])
+        if t >= n_terms:
+            continue
+        lo, hi = int(t_indptr[t]), int(t_indptr[t + 1])
+        docs = np.empty(hi - lo, np.int64)
+        term_docs(code8, code16, code32, where, hi - lo, t, slot0, docs)
+        f = values(tfs, np.arange(lo, hi, dtype=np.int64), 8).astype(np.float64)
+        acc[docs] += coef[j] * (f * k1p / (f + len_factor[docs]))
+
+
+@_twin(quantise)
+def _quantise_twin(
+    codes: Any, t_indptr: Any, slot0: int, tfs: Any, k1p: float, len_factor: Any, inv_step: float, out: Any
+) -> None:
+    n = int(t_indptr[-1])
+    code8, code16, code32, where = codes
+    docs = _term_codes.decode_all(code8, code16, code32, where, t_indptr, slot0)
+    f = values(tfs, np.arange(n, dtype=np.int64), 8).astype(np.float64)
+    level = ((f * k1p / (f + len_factor[docs])) * inv_step + 0.5).astype(np.int64)
+    out[:n] = np.minimum(level, 255)
+
+
+@_twin(top_bounded)
+def _top_bounded_twin(*args: Any) -> tuple[int, int]:
+    """The bounded best k has no twin of its own: ``-1`` sends the caller to the exact scores of every
+    matched slot (:func:`accumulate`'s twin), which give the same hits and the same count."""
+    return -1, 0

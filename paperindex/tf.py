@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from paperindex.compiled import jit as _jit
 from paperindex.compiled import jit_inline as _jit_inline
+from paperindex.compiled import twin as _twin
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 Bytes: TypeAlias = npt.NDArray[np.uint8]
@@ -112,6 +113,16 @@ def half_range_sums(packed: Any, big_at: Any, big_tf: Any, indptr: Any) -> Any:
             total += half_tf_at(packed, big_at, big_tf, c)
         out[n] = total
     return out
+
+
+@_twin(half_range_sums)
+def _half_range_sums_twin(packed: Any, big_at: Any, big_tf: Any, indptr: Any) -> Any:
+    """:func:`half_range_sums` in numpy (:mod:`paperindex.compiled`)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = int(indptr[-1]) if len(indptr) else 0
+    tf = values((packed, big_at, big_tf), np.arange(n, dtype=np.int64), 4)
+    sums = np.concatenate([np.zeros(1, np.int64), np.cumsum(tf, dtype=np.int64)])
+    return sums[indptr[1:]] - sums[indptr[:-1]]
 
 
 def gathered(parts: Sequence[tuple[IntArray, BigTf]]) -> tuple[IntArray, BigTf]:

@@ -136,3 +136,31 @@ class Subscription:
     @property
     def is_channel(self) -> bool:
         return self.kind == "channel"
+
+
+@dataclass(frozen=True, slots=True)
+class ClubRow:
+    channel_id: int
+    guild_id: int
+    weekday: int  # 0 = Monday
+    time: str  # HH:MM
+    timezone: str
+    topics: str
+    created_by: int | None
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClubWeek:
+    channel_id: int
+    announce_at: str  # ISO-8601 UTC
+    state: str
+    candidates: tuple[int, ...]
+    poll_message_id: int | None
+    votes: tuple[int, ...] | None
+    winner_paper_id: int | None
+    announce_message_id: int | None
+    thread_id: int | None
+    paper_message_id: int | None
+    #: the poll is buttons (the bot may not post Discord polls there); votes in ``club_votes``
+    buttons: bool = False

@@ -33,6 +33,9 @@ class BotProcess:
     ) -> BotProcess:
         """`paperbot run` on `store` against `server`; `settings`: more variables (PAPERBOT_ROLE=...)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "DISCORD_"))}
+        path = store if isinstance(store, Path) else store.path
+        if path is not None:  # the store's folder, as a deployment provides it (paperbot run makes none)
+            path.parent.mkdir(parents=True, exist_ok=True)
         env.update(
             DISCORD_TOKEN=server.token,
             DISCORD_API_BASE=server.api_base,

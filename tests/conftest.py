@@ -20,13 +20,14 @@ from storage.store import StoreLocation, open_database
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """With workers (``-n``, see tests/README.md), compile the index's numba loops once, here, before
-    they start: in a fresh clone each worker would otherwise compile them itself (~40 s of CPU each);
-    the workers, and the bots they start, then load them from numba's disk cache."""
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        from paperindex.index import BM25Index, warm_up
+    """Compile the index's numba loops once, here, before the workers (``-n``, see tests/README.md)
+    start: in a fresh clone each worker would otherwise compile them itself (~40 s of CPU each), and
+    each bot a test starts would answer on the loops' numpy twins while a child compiled them. The
+    workers, and the bots they start, then load them from numba's disk cache (a second when done)."""
+    if not hasattr(config, "workerinput"):
+        from paperindex import prepare
 
-        warm_up(BM25Index())
+        prepare.prepare()
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from storage.db import Database
+from storage.models import ClubRow
+from storage.repositories.clubs import ClubRepository
 from storage.repositories.digests import DigestRepository, Recipient
 from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.follows import FollowRepository, FollowRow
@@ -58,6 +60,13 @@ async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
         await follows.add(person, group, limit=50)
     await users.set_learning_paused(PEOPLE[1], True)
     feed = await subscriptions.upsert_channel(CHANNEL, GUILD, fields, created_by=PEOPLE[0])
+    clubs = ClubRepository(db)  # a reading group with a week in its poll, a proposal and a vote
+    await clubs.save(ClubRow(CHANNEL, GUILD, 2, "18:00", "Europe/Berlin", "graph networks", PEOPLE[0], True))
+    assert await clubs.open_week(CHANNEL, "2026-12-02T17:00:00+00:00", list(paper_ids[:3]))
+    await clubs.propose(CHANNEL, paper_ids[5], PEOPLE[1], limit=10)
+    week = "2026-12-02T17:00:00+00:00"
+    assert await clubs.advance(CHANNEL, week, frm="poll_sending", to="polling", poll_message_id=7, buttons=1)
+    assert await clubs.vote(CHANNEL, week, PEOPLE[0], 1) == "voted"
     run = await digests.claim_run(feed.id, "2026-11-30")
     assert run is not None
     await digests.finish_run(run.id, "empty")

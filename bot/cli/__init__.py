@@ -4,22 +4,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from dotenv import dotenv_values
+
 from bot.errors import USER_FACING, SettingsError, UserFacingError
 from bot.log import setup_logging
+from bot.services.papers.arxiv_fetch import ArxivUnreachableError
 from bot.settings import Settings, load_settings
 from storage.models import IngestSummary
+from storage.store import StoreLocation
 
 log = logging.getLogger(__name__)
 
+#: Exit statuses every command keeps to (README.md's "Exit status" table): 0 done; 1 it ran but could
+#: not do (all of) what was asked, and says why; 2 nothing was done: bad usage, a bad setting, a path or
+#: store that does not exist or cannot be written; `paperbot ingest` adds 3. Never a traceback.
+OK = 0
+NOT_DONE = 1
 #: `paperbot ingest` exit codes (also in README.md).
-INGEST_OK = 0
+INGEST_OK = OK
 INGEST_SOME_REJECTED = 1
 USAGE_ERROR = 2
 INGEST_NOTHING = 3
@@ -35,12 +46,20 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     commands.add_parser("run", help="run the bot on Discord (needs DISCORD_TOKEN)")
-    commands.add_parser(
+    start = commands.add_parser(
         "start", help="run on Discord when DISCORD_TOKEN is set, otherwise in the local sandbox"
     )
-    sandbox = commands.add_parser("sandbox", help="try paperbot offline against a local Discord server")
-    sandbox.add_argument("--db", type=Path, help="use this database instead of a temporary one")
+    arxiv_help = (
+        "in the sandbox: start on the newest papers of this arXiv category (e.g. cs.LG; needs a "
+        "network, else the shipped corpus); default: the first of PAPERBOT_ARXIV_CATEGORIES"
+    )
+    start.add_argument("--arxiv", metavar="CATEGORY", help=arxiv_help)
+    sandbox = commands.add_parser("sandbox", help="try paperbot against a local Discord server")
+    sandbox.add_argument(
+        "--db", type=Path, help="use this database (default: PAPERBOT_DB if set, else a temporary one)"
+    )
     sandbox.add_argument("--script", type=Path, help="run these console lines, then exit")
+    sandbox.add_argument("--arxiv", metavar="CATEGORY", help=arxiv_help)
 
     ingest = commands.add_parser(
         "ingest",
@@ -50,13 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument("paths", nargs="+", type=Path)
 
-    fetch = commands.add_parser("fetch", help="fetch recent papers from a live source")
+    fetch = commands.add_parser(
+        "fetch",
+        help="fetch recent papers from a live source",
+        epilog="exit status: 0 fetched, 1 arXiv could not be reached (offline) or kept failing (what was "
+        "stored stays; the next run resumes), 2 bad usage (a category not in arXiv's taxonomy) or settings",
+    )
     fetch_sources = fetch.add_subparsers(dest="source", required=True, metavar="SOURCE")
     arxiv = fetch_sources.add_parser("arxiv", help="recent arXiv papers (one request per 3 s)")
     arxiv.add_argument("--category", action="append", required=True, help="e.g. cs.LG (repeatable)")
     arxiv.add_argument("--days", type=int, default=1, help="how many days back (default 1)")
 
-    search = commands.add_parser("search", help="search the corpus from the terminal")
+    search = commands.add_parser(
+        "search",
+        help="search the corpus from the terminal",
+        description="Search the store PAPERBOT_DB names. Results alone go to stdout (one JSON object a "
+        "line with --json); only warnings and errors are logged (everything at PAPERBOT_LOG_LEVEL=DEBUG).",
+        epilog="exit status: 0 searched (no match included), 2 bad usage, a query that cannot be searched, "
+        "or no store at PAPERBOT_DB",
+    )
     search.add_argument("query", nargs="?", help="the query (omit with --batch)")
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--json", action="store_true", help="one JSON object per result")
@@ -67,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="send one user's digest by DM now (needs DISCORD_TOKEN), or print it with --dry-run",
         description="Send one user's digest by DM now, as their /paper digest would (the same papers, "
         "reactions and records; safe beside the running bot). Needs DISCORD_TOKEN.",
-        epilog="exit status: 0 sent, 1 not sent (DMs closed, or another digest of theirs going out), "
-        "2 bad usage or settings",
+        epilog="exit status: 0 sent (or shown), 1 not sent (a person paperbot does not know, DMs closed, or "
+        "another digest of theirs going out), 2 bad usage or settings, or no store at PAPERBOT_DB",
     )
     digest.add_argument("--user", type=int, required=True, help="Discord user id")
     digest.add_argument("--dry-run", action="store_true", help="print it; send and record nothing")
@@ -93,10 +124,61 @@ def build_parser() -> argparse.ArgumentParser:
         "(store, gateway, login). For a container's health check.",
         epilog="exit status: 0 healthy, 1 not (no or an old heartbeat, or a problem it names), 2 bad settings",
     )
-    commands.add_parser("stats", help="papers, users, subscriptions")
-    backup = commands.add_parser("backup", help="online backup of the database (safe while the bot runs)")
+    commands.add_parser(
+        "stats",
+        help="papers, users, subscriptions",
+        epilog="exit status: 0 shown, 2 no store at PAPERBOT_DB (nothing created) or bad settings",
+    )
+    backup = commands.add_parser(
+        "backup",
+        help="online backup of the database (safe while the bot runs)",
+        description="Copy the SQLite store PAPERBOT_DB names into PATH (created owner-only), consistent "
+        "even while the bot writes. An existing PATH is kept unless --force.",
+        epilog="exit status: 0 written, 2 nothing written (PATH exists without --force, cannot be written, "
+        "no store at PAPERBOT_DB, a PostgreSQL store)",
+    )
     backup.add_argument("path", type=Path)
+    backup.add_argument("--force", action="store_true", help="replace PATH if it exists")
     return parser
+
+
+#: What each operator command does with the store PAPERBOT_DB names: "read" one that must exist
+#: already, or "open" one that may be created (in a folder that must exist: Docker's volume, systemd's
+#: StateDirectory). `migrate-store` says so itself.
+STORE_USE = {
+    "run": "open",
+    "ingest": "open",
+    "fetch": "open",
+    "search": "read",
+    "digest": "read",
+    "stats": "read",
+    "backup": "read",
+}
+#: Commands whose output is for a script or a pipe: they log only warnings and errors (unless DEBUG).
+QUIET_COMMANDS = frozenset({"search", "stats"})
+
+
+def check_store(settings: Settings, use: str) -> None:
+    """Refuse, before anything is created, a SQLite store in a folder that does not exist, and for a
+    command that reads the store, a store that does not exist: a misspelt PAPERBOT_DB must not leave an
+    empty store behind and answer as if it were the real one."""
+    store = settings.store
+    path = store.path
+    if path is None or store.in_memory:
+        return
+    if use == "read" and not path.is_file():
+        if path.is_dir():
+            raise UserFacingError(f"PAPERBOT_DB names {path}, a folder: it must name the store's file")
+        folder = "" if path.parent.is_dir() else f" (nor its folder {path.parent})"
+        raise UserFacingError(
+            f"no paperbot store at {path}{folder}: check PAPERBOT_DB (`paperbot ingest` or `paperbot run` "
+            "creates one); nothing was created"
+        )
+    if not path.parent.is_dir():
+        raise UserFacingError(
+            f"PAPERBOT_DB names {path}, but its folder {path.parent} does not exist: create the folder or "
+            "fix the path; nothing was created"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,15 +188,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as error:
         print(f"paperbot: {error}", file=sys.stderr)
         return USAGE_ERROR
-    setup_logging(settings.log_level, token=settings.discord_token)
+    level = settings.log_level
+    if args.command in QUIET_COMMANDS and level != "DEBUG":
+        level = "WARNING"  # their output is read by scripts: progress lines would only be noise
+    setup_logging(level, token=settings.discord_token)
     handler = _HANDLERS[args.command]
     try:
+        if args.command in STORE_USE:
+            check_store(settings, STORE_USE[args.command])
         return asyncio.run(handler(args, settings))
+    except ArxivUnreachableError as error:
+        print(f"paperbot: {error}", file=sys.stderr)
+        return NOT_DONE
     except (SettingsError, *USER_FACING) as error:
         print(f"paperbot: {error}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
         return 130
+    except OSError as error:  # a file or folder it could not read or write, named by the system
+        where = f" {error.filename}" if error.filename else ""
+        print(f"paperbot:{where} {error.strerror or error}", file=sys.stderr)
+        return USAGE_ERROR
+    except Exception as error:
+        log.debug("paperbot %s failed", args.command, exc_info=True)
+        print(
+            f"paperbot {args.command} failed: {type(error).__name__}: {error} "
+            "(PAPERBOT_LOG_LEVEL=DEBUG shows where)",
+            file=sys.stderr,
+        )
+        return NOT_DONE
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -125,20 +227,31 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _start(args: argparse.Namespace, settings: Settings) -> int:
     if settings.discord_token:
+        check_store(settings, STORE_USE["run"])
         print("paperbot: DISCORD_TOKEN is set: starting the bot on Discord.", file=sys.stderr)
         return await _run(args, settings)
     print(
-        "paperbot: no DISCORD_TOKEN set: starting the local sandbox (an offline Discord) "
-        "with the shipped corpus. Type 'help'.",
+        "paperbot: no DISCORD_TOKEN set: starting the local sandbox (a Discord on this machine, with a "
+        "console where you type slash commands). Type 'help'.",
         flush=True,
     )
-    return await _sandbox(argparse.Namespace(db=None, script=None), settings)
+    return await _sandbox(argparse.Namespace(db=None, script=None, arxiv=args.arxiv), settings)
 
 
 async def _sandbox(args: argparse.Namespace, settings: Settings) -> int:
     from bot.sandbox.console import run_console
 
-    return await run_console(settings, db_path=args.db, script=args.script)
+    store = StoreLocation(path=args.db) if args.db is not None else _given_store(settings)
+    arxiv = args.arxiv or (settings.arxiv_categories[0] if settings.arxiv_categories else None)
+    return await run_console(settings, store=store, script=args.script, arxiv=arxiv)
+
+
+def _given_store(settings: Settings, env_file: Path = Path(".env")) -> StoreLocation | None:
+    """The store PAPERBOT_DB names, if it is set (in the environment or `.env`): the sandbox opens it
+    rather than a temporary one."""
+    if "PAPERBOT_DB" in os.environ or (env_file.is_file() and dotenv_values(env_file).get("PAPERBOT_DB")):
+        return settings.store
+    return None
 
 
 async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -174,12 +287,14 @@ def ingest_exit_code(summary: IngestSummary) -> int:
 
 async def _fetch(args: argparse.Namespace, settings: Settings) -> int:
     from bot.services.papers.arxiv_fetch import fetch_arxiv_live
+    from bot.services.papers.arxiv_taxonomy import arxiv_category
     from storage.store import open_database
 
     if not 1 <= args.days <= 30:
         raise UserFacingError("--days must be between 1 and 30")
+    categories = [arxiv_category(category) for category in args.category]  # before the store is opened
     async with await open_database(settings.store) as db:
-        summary = await fetch_arxiv_live(db, categories=args.category, days=args.days)
+        summary = await fetch_arxiv_live(db, categories=categories, days=args.days)
     print(summary.describe())
     return 0
 
@@ -248,14 +363,37 @@ async def _backup(args: argparse.Namespace, settings: Settings) -> int:
             f"{settings.store} is a PostgreSQL store: back it up with the server's own tools "
             "(pg_dump, or your host's snapshots); `paperbot backup` copies SQLite files"
         )
-    if args.path.resolve() == source.resolve():
+    target = check_backup_target(args.path, source, force=args.force)
+    # Into a file of its own beside the target, renamed over it once whole: a failure leaves no half
+    # backup, and an existing file is replaced only by a complete one.
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    try:
+        async with await SQLiteDatabase.open(source, migrate=False) as db:
+            await db.backup(partial)
+        os.replace(partial, target)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise UserFacingError(f"cannot write the backup to {target}: {reason}; nothing was written") from None
+    finally:
+        with contextlib.suppress(OSError):  # (a folder that is not one has no partial file either)
+            partial.unlink(missing_ok=True)
+    print(f"backed up {source} to {target}")
+    return OK
+
+
+def check_backup_target(target: Path, source: Path, *, force: bool) -> Path:
+    """``target`` when a backup of ``source`` may be written there, else why not (nothing written)."""
+    if target.resolve() == source.resolve():
         raise UserFacingError("the backup path is the database itself; choose another file")
     if not source.exists():
         raise UserFacingError(f"no database at {source} (PAPERBOT_DB)")
-    async with await SQLiteDatabase.open(source, migrate=False) as db:
-        await db.backup(args.path)
-    print(f"backed up {source} to {args.path}")
-    return 0
+    if target.is_dir():
+        raise UserFacingError(
+            f"{target} is a folder: give the backup's file name, e.g. {target / 'paperbot.db'}"
+        )
+    if target.exists() and not force:
+        raise UserFacingError(f"{target} exists: nothing was written (--force replaces it)")
+    return target
 
 
 class _ProgressBar:

@@ -33,6 +33,8 @@ from bot.services.digests.timing import format_local
 from bot.services.papers.gist import gist
 from bot.settings import Settings
 from bot.ui.format import byline, display_title, paper_link
+from storage.repositories.users import UserRepository
+from storage.store import open_database
 
 #: Exit statuses of `paperbot digest --user ID` (README.md lists them).
 SENT = 0
@@ -71,6 +73,8 @@ async def send_digest_now(
         print("paperbot digest: --user must be a Discord user id (a positive number)", file=err)
         return USAGE
     settings.require_token()  # before touching the database: a missing token changes nothing
+    if not await _known(settings, user_id, err):
+        return NOT_SENT
     pacer = RequestPacer()
     async with open_services(settings) as services, discord_rest_client(settings, pacer) as client:
         sender = discord_senders(client, services, pacer).to_person(user_id)
@@ -79,6 +83,20 @@ async def send_digest_now(
         except RecipientUnreachableError as error:
             outcome = DeliveryOutcome("unreachable", detail=str(error))
     return _report(user_id, outcome, out, err)
+
+
+async def _known(settings: Settings, user_id: int, err: TextIO) -> bool:
+    """Whether the store knows ``user_id`` (they used paperbot: a subscription, topics, reactions…); if
+    not, say so: a digest for someone it knows nothing about is a mistyped id far more often."""
+    async with await open_database(settings.store) as db:
+        if await UserRepository(db).get(user_id) is not None:
+            return True
+    print(
+        f"paperbot digest: user {user_id} is not known to paperbot (no subscription, topics, reactions or "
+        "anything else stored): check the id; nothing was sent",
+        file=err,
+    )
+    return False
 
 
 def _report(user_id: int, outcome: DeliveryOutcome, out: TextIO, err: TextIO) -> int:
@@ -112,6 +130,8 @@ async def run_digest_dry_run(
     if user_id <= 0:
         print("paperbot digest: --user must be a Discord user id (a positive number)", file=err)
         return USAGE
+    if not await _known(settings, user_id, err):
+        return NOT_SENT
     async with open_services(settings) as services:
         text = await render_dry_run(services.digests, user_id)
     print(text, file=out)
@@ -131,8 +151,8 @@ async def render_dry_run(digests: Digests, user_id: int) -> str:
         lines.append(f"Subscription: {schedule.describe()}, {sub.count} papers on {topics}{state}")
         if sub.active:
             upcoming = digests.subscriptions.next_delivery(sub)
-            arrives = digests.subscriptions.next_arrival(sub)
-            lines.append(f"Next delivery: {format_local(arrives, sub.timezone)} (period {upcoming.key})")
+            arrives = await digests.subscriptions.arrival(sub)
+            lines.append(f"Next delivery: {format_local(arrives.at, sub.timezone)} (period {upcoming.key})")
     plan = await digests.planner.build(sub, user_id=user_id)
     lines.append("")
     lines.extend(_plan_lines(plan))

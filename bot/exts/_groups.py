@@ -32,6 +32,8 @@ class CommandGroups:
     interests: app_commands.Group
     paperadmin: app_commands.Group
     feed: app_commands.Group
+    club: app_commands.Group
+    club_admin: app_commands.Group
 
     @property
     def top_level(self) -> tuple[app_commands.Group, ...]:
@@ -40,7 +42,7 @@ class CommandGroups:
 
     def at(self, path: tuple[str, ...]) -> app_commands.Group:
         """The group named by its path, e.g. ("paper",) or ("paperadmin", "feed")."""
-        for group in (self.paper, self.interests, self.paperadmin, self.feed):
+        for group in (self.paper, self.interests, self.club, self.paperadmin, self.feed, self.club_admin):
             if tuple(group.qualified_name.split()) == path:
                 return group
         raise KeyError(f"there is no /{' '.join(path)} group")
@@ -66,8 +68,14 @@ def make_groups() -> CommandGroups:
         allowed_installs=app_commands.AppInstallationType(guild=True, user=False),
         allowed_contexts=app_commands.AppCommandContext(guild=True, dm_channel=False, private_channel=False),
     )
+    club = app_commands.Group(name="club", description="This channel's reading group", parent=paper)
     feed = app_commands.Group(name="feed", description="A channel's own paper feed", parent=paperadmin)
-    return CommandGroups(paper=paper, interests=interests, paperadmin=paperadmin, feed=feed)
+    club_admin = app_commands.Group(
+        name="club", description="A channel's weekly reading group: poll, winner, thread", parent=paperadmin
+    )
+    return CommandGroups(
+        paper=paper, interests=interests, paperadmin=paperadmin, feed=feed, club=club, club_admin=club_admin
+    )
 
 
 class Subcommands:

@@ -18,6 +18,7 @@ from bot.services.admin.operators import ApplicationOwnership, Operators, TeamMe
 from bot.services.admin.stats import AdminStats, gather_guild_stats
 from bot.services.papers.arxiv_fetch import last_fetch
 from bot.services.papers.ingest.runner import IngestSummary, ingest_bytes
+from bot.services.search.snippets import echo
 from bot.services.write_behind import DEAD_AFTER, DEAD_RETRY_EVERY, OutboxState
 from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
 from bot.ui.format import file_size
@@ -95,15 +96,17 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
     limit = services.settings.max_ingest_bytes
     if file.size > limit:
         raise UserFacingError(
-            f"{file.filename} is {file_size(file.size)}; I accept files up to {file_size(limit)} here. "
+            f"{echo(file.filename)} is {file_size(file.size)}; I accept files up to {file_size(limit)} here. "
             "Split it, or load it with `paperbot ingest` on the server."
         )
     try:
         data = await file.read()
     except discord.HTTPException as error:
-        raise UserFacingError(f"I could not download {file.filename} from Discord; try again.") from error
+        raise UserFacingError(
+            f"I could not download {echo(file.filename)} from Discord; try again."
+        ) from error
     if len(data) > limit:  # the size Discord announced was wrong
-        raise UserFacingError(f"{file.filename} is larger than {file_size(limit)}.")
+        raise UserFacingError(f"{echo(file.filename)} is larger than {file_size(limit)}.")
 
     # Decompressed (within PAPERBOT_MAX_DECOMPRESSED_MB) and parsed in a worker thread: the bot goes
     # on answering everyone meanwhile.
@@ -131,7 +134,7 @@ async def ingest_command(interaction: discord.Interaction[PaperBot], file: disco
 def render_ingest_summary(filename: str, summary: IngestSummary) -> tuple[str, discord.File | None]:
     """The ephemeral answer (within Discord's 2000 characters) and, when the reasons do not all fit,
     a text file listing every rejected record."""
-    name = discord.utils.escape_markdown(filename)
+    name = echo(filename)
     head = (
         f"**{name}**: added **{summary.added}**, merged **{summary.merged}**, "
         f"unchanged {summary.unchanged}, rejected **{summary.rejected}**."

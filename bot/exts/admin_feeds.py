@@ -105,7 +105,7 @@ async def feed_set_command(
     )
     bot.digest_jobs.schedule(sub)
     await service.take_notice(interaction.user.id)  # a "feed paused" notice is answered by this
-    text = f"✅ Feed for {channel.mention}: " + describe_subscription(sub, service.next_arrival(sub))
+    text = f"✅ Feed for {channel.mention}: " + describe_subscription(sub, await service.arrival(sub))
     text += "\nReactions there (👍 👎 🔖) train the person who reacts. `/paperadmin feed clear` stops it."
     if not _may_react(channel):
         notice = await bot.services.permission_notices.reactions_missing(channel.id)
@@ -141,9 +141,10 @@ async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
         )
         return
     lines = [f"**Paper feeds ({len(feeds)})**"]
+    arrivals = await service.arrivals([sub for sub in feeds if sub.active])
     for sub in feeds:
         if sub.active:
-            status = describe_subscription(sub, service.next_arrival(sub)).replace("\n", " ")
+            status = describe_subscription(sub, arrivals[sub.id]).replace("\n", " ")
         else:
             status = (
                 f"⏸ paused ({sub.paused_reason or 'no reason recorded'}); `/paperadmin feed set` resumes it."

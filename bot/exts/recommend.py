@@ -20,7 +20,7 @@ from bot.services.papers.export import FORMATS
 from bot.services.people.library import MAX_LIBRARY_BYTES
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.services.recommend.topic_breadth import breadth
-from bot.services.search.snippets import escape_markdown
+from bot.services.search.snippets import echo
 from bot.ui.format import file_size
 from bot.ui.library import library_answer
 from bot.ui.profile_views import (
@@ -140,7 +140,7 @@ async def interests_add(
     view = None
     if topic is not None:
         stored, added = await services.profiles.add_topic(user_id, topic)
-        lines.append(added_line(stored) if added else f"You already follow “{escape_markdown(stored)}”.")
+        lines.append(added_line(stored) if added else f"You already follow “{echo(stored)}”.")
         # a tenth of a second or more for a broad topic at 36k papers: in a thread, off the event loop
         broad = await asyncio.to_thread(breadth, services.search, stored) if added else None
         if broad is not None:
@@ -190,7 +190,7 @@ async def _topic_autocomplete(
 @app_commands.autocomplete(topic=_topic_autocomplete)
 async def interests_remove(interaction: discord.Interaction[PaperBot], topic: Topic) -> None:
     removed = await interaction.client.services.profiles.remove_topic(interaction.user.id, topic)
-    await interaction.response.send_message(f"Removed “{escape_markdown(removed)}”.", ephemeral=True)
+    await interaction.response.send_message(f"Removed “{echo(removed)}”.", ephemeral=True)
 
 
 @interests_group.command(
@@ -276,9 +276,9 @@ async def narrow_topic(interaction: discord.Interaction[Any], button: NarrowTopi
         stored, replaced = await bot.services.profiles.narrow_topic(
             interaction.user.id, button.broad, button.narrower
         )
-        shown = escape_markdown(stored)
+        shown = echo(stored)
         text = (
-            f"Now following “{shown}” in place of “{escape_markdown(replaced)}”. `/paper recommend` uses it."
+            f"Now following “{shown}” in place of “{echo(replaced)}”. `/paper recommend` uses it."
             if replaced is not None
             else added_line(stored)
         )

@@ -95,7 +95,7 @@ async def subscribe_command(
     )
     await service.take_notice(interaction.user.id)  # a "paused" notice is answered by resubscribing
     verb = "Resumed" if had is not None and not had.active else ("Updated" if had else "Subscribed")
-    text = f"✅ {verb}: " + describe_subscription(sub, service.next_arrival(sub))
+    text = f"✅ {verb}: " + describe_subscription(sub, await service.arrival(sub))
     if sub.timezone == "UTC" and timezone is None and had is None:
         text += "\nTimes are in UTC: add `timezone:` (e.g. Europe/Berlin) to get it at your local time."
     text += "\nIt comes by DM. `/paper digest` sends one now; `/paper unsubscribe` stops it."

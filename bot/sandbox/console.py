@@ -18,15 +18,21 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import discord
+
 from bot.sandbox.emulator.interactions import InteractionResult
 from bot.sandbox.emulator.recorder import SandboxError
 from bot.sandbox.emulator.server import SandboxServer
 from bot.sandbox.emulator.state import SandboxChannel, SandboxMessage
 from bot.sandbox.harness import ErrorCapture, capture_errors, running_paperbot
+from bot.sandbox.papers import ArxivUnreachable, fetch_newest
 from bot.sandbox.render import render_choices, render_message, render_modal
-from storage.store import StoreLocation
+from bot.services.papers.arxiv_fetch import Transport
+from bot.services.papers.ingest.runner import shipped_seed_files
+from storage.store import StoreLocation, open_database
 
 if TYPE_CHECKING:
+    from bot.runtime import Services
     from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -36,7 +42,8 @@ DEMO_SCRIPT = Path(__file__).with_name("demo.txt")
 HELP = """\
 Commands (you act as a member of the sandbox server "Paper Lab"):
   /paper search query:"kv cache quantization" limit:3     use a slash command (quote values with spaces;
-                               a file option takes a path, in a script also a file beside the script)
+                               a file option takes a path, a file beside the script, or a demo file:
+                               demo_lab.jsonl holds a few invented papers with authors)
   autocomplete /paper show paper:kv                       see the suggestions for the last option
   click 2 [#5]                 click button 2 on the last message with buttons (or on message #5)
   select VALUE[,VALUE] [#5]    pick in the message's select menu
@@ -52,11 +59,33 @@ Commands (you act as a member of the sandbox server "Paper Lab"):
   show #5                      show message #5 again, as it is now
   users | channels | commands  what is in the sandbox
   wait SECONDS                 let time pass (scheduled digests arrive as they come)
-  help | quit"""
+  help | quit                  ('# ' starts a comment, also after a command)"""
 
 
 class ConsoleError(Exception):
     """A line the console cannot run (unknown command, bad arguments)."""
+
+
+QUIT = ("quit", "exit", "q")
+
+
+def without_comment(line: str) -> str:
+    """``line`` up to its comment: a ``#`` that starts a word and is followed by a space or ends the
+    line, outside quotes (``click 2   # press…``). ``#5`` (a message) and ``#papers`` (a channel) are
+    words, not comments."""
+    quote = ""
+    for at, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif (
+            char == "#"
+            and (at == 0 or line[at - 1].isspace())
+            and (at + 1 == len(line) or line[at + 1].isspace())
+        ):
+            return line[:at].rstrip()
+    return line.rstrip()
 
 
 def parse_options(tokens: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -84,10 +113,22 @@ def parse_options(tokens: list[str]) -> tuple[list[str], dict[str, str]]:
 
 
 class Console:
-    def __init__(self, server: SandboxServer, errors: ErrorCapture, out: IO[str] | None = None) -> None:
+    def __init__(
+        self,
+        server: SandboxServer,
+        errors: ErrorCapture,
+        out: IO[str] | None = None,
+        *,
+        bot: discord.Client | None = None,
+        stored: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.server = server
         self.errors = errors
         self.out = out or sys.stdout
+        #: the bot in the sandbox, and what waits until the store has what it accepted: a reaction's
+        #: line ends once the bot has handled it and stored it, so the next line sees it
+        self.bot = bot
+        self.stored = stored
         self.user = server.alice
         self.where: SandboxChannel = server.channel("papers")
         self._numbers: dict[int, int] = {}
@@ -173,7 +214,7 @@ class Console:
         return f"{self.user.username}@{where}> "
 
     async def execute(self, line: str) -> None:
-        line = line.strip()
+        line = without_comment(line).strip()
         if not line or line.startswith("#"):
             return
         try:
@@ -203,6 +244,8 @@ class Console:
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             self.print(f"{self.prompt}{line.strip()}")
+            if without_comment(line).strip().lower() in QUIT:
+                break
             try:
                 await self.execute(line)
                 await self.server.wait_quiet(quiet=0.2, timeout=10)
@@ -212,8 +255,6 @@ class Console:
             if errors := self.new_errors():
                 self.print(f"error (line {number}): the bot logged errors:\n  " + "\n  ".join(errors))
                 return 1
-            if line.strip().lower() in ("quit", "exit"):
-                break
         return 0
 
     async def interactive(self) -> int:
@@ -226,7 +267,7 @@ class Console:
             except EOFError:
                 self.print()
                 return 0
-            if line.strip().lower() in ("quit", "exit", "q"):
+            if without_comment(line).strip().lower() in QUIT:
                 return 0
             try:
                 await self.execute(line)
@@ -249,11 +290,14 @@ class Console:
         self.show_result(result)
 
     def _file_beside_script(self, value: str) -> str | Path:
-        """A file option of a script may name a file beside the script (``file:demo_lab.jsonl``)."""
-        if self._script_folder is None or Path(value).expanduser().is_file():
+        """A file option may name a file beside the script being run, or one of the sandbox's demo
+        files (``file:demo_lab.jsonl``: a few invented papers with authors)."""
+        if Path(value).expanduser().is_file():
             return value
-        beside = self._script_folder / value
-        return beside if beside.is_file() else value
+        for folder in (self._script_folder, DEMO_SCRIPT.parent):
+            if folder is not None and (folder / value).is_file() and "/" not in value:
+                return folder / value
+        return value
 
     async def _autocomplete(self, args: list[str]) -> None:
         if not args or not args[0].startswith("/"):
@@ -282,8 +326,24 @@ class Console:
             raise ConsoleError(f"no {what} yet; give a message number, e.g. #3")
         return rest, default
 
+    def _with_button(self, name: str) -> SandboxMessage | None:
+        """The last shown message with a button labelled ``name`` (its label or emoji, any case)."""
+        wanted = name.casefold()
+        for number in sorted(self._by_number, reverse=True):
+            message = self._by_number[number]
+            if message.deleted:
+                continue
+            for button in message.buttons:
+                names = {str(button.get("label") or ""), str((button.get("emoji") or {}).get("name") or "")}
+                if wanted in {n.casefold() for n in names if n}:
+                    return message
+        return None
+
     async def _click(self, args: list[str]) -> None:
-        rest, message = self._target(args, default=self._last_with_buttons, what="message with buttons")
+        default = self._last_with_buttons
+        if len(args) == 1 and not args[0].isdigit():  # a label: the last message that has it
+            default = self._with_button(args[0]) or default
+        rest, message = self._target(args, default=default, what="message with buttons")
         if len(rest) != 1:
             raise ConsoleError("usage: click N [#message]  (N: the button's number, or its label)")
         button: int | str = int(rest[0]) if rest[0].isdigit() else rest[0]
@@ -323,15 +383,44 @@ class Console:
         rest, message = self._target(args, default=self._single_paper_message(), what="single-paper message")
         if len(rest) != 1:
             raise ConsoleError("usage: react 👍 [#message]")
+        handled = self._handled("raw_reaction_add", message)
         await self.server.react(self.user, message, rest[0])
+        await handled()
         self.print(f"  {self.user.username} reacted {rest[0]} on #{self.number(message)}")
 
     async def _unreact(self, args: list[str]) -> None:
         rest, message = self._target(args, default=self._single_paper_message(), what="single-paper message")
         if len(rest) != 1:
             raise ConsoleError("usage: unreact 👍 [#message]")
+        handled = self._handled("raw_reaction_remove", message)
         await self.server.unreact(self.user, message, rest[0])
+        await handled()
         self.print(f"  {self.user.username} removed {rest[0]} from #{self.number(message)}")
+
+    def _handled(self, event: str, message: SandboxMessage) -> Callable[[], Awaitable[None]]:
+        """What waits, after a reaction is sent, until the bot has handled it (its listeners done) and
+        the store has what they accepted."""
+        if self.bot is None:
+            return _nothing
+        user_id = self.user.id
+        seen = asyncio.ensure_future(
+            self.bot.wait_for(
+                event, check=lambda p: p.message_id == message.id and p.user_id == user_id, timeout=5
+            )
+        )
+
+        async def handled() -> None:
+            try:
+                await seen
+            except TimeoutError:
+                return  # the bot did not get it (e.g. no access): nothing to wait for
+            listeners = [t for t in asyncio.all_tasks() if t.get_name() == f"discord.py: on_{event}"]
+            if listeners:
+                await asyncio.wait(listeners, timeout=5)
+            if self.stored is not None:
+                await self.stored()
+
+        return handled
 
     async def _say(self, args: list[str]) -> None:
         if not args:
@@ -410,6 +499,10 @@ class Console:
         await asyncio.sleep(seconds)
 
 
+async def _nothing() -> None:
+    return None
+
+
 def _command_lines(command: dict[str, Any], prefix: str = "") -> Iterator[str]:
     name = f"{prefix}{command['name']}"
     subs = [o for o in command.get("options") or [] if o.get("type") in (1, 2)]
@@ -439,8 +532,24 @@ def _console_logging(level: str) -> Iterator[None]:
         voice.setLevel(previous[1])
 
 
-async def run_console(settings: Settings, *, db_path: Path | None, script: Path | None) -> int:
-    """Start the sandbox server and paperbot, then the console (or run `script`). Returns an exit code."""
+def _progress(line: str) -> None:
+    print(f"paperbot: {line}", flush=True)
+
+
+async def run_console(
+    settings: Settings,
+    *,
+    store: StoreLocation | Path | None,
+    script: Path | None,
+    arxiv: str | None = None,
+    arxiv_http: Transport | None = None,
+) -> int:
+    """Start the sandbox server and paperbot, then the console (or run `script`). Returns an exit code.
+
+    ``store``: the store to open (``PAPERBOT_DB``, ``--db``), else a temporary one; an empty store gets
+    the shipped corpus. ``arxiv``: a category whose newest papers are fetched into the store first
+    (``arxiv_http`` instead of the network, for tests); if arXiv cannot be reached the sandbox says so
+    and starts on the shipped corpus."""
     if script is not None and not await asyncio.to_thread(script.is_file):
         print(f"paperbot sandbox: no such script: {script}", file=sys.stderr)
         return 2
@@ -448,28 +557,35 @@ async def run_console(settings: Settings, *, db_path: Path | None, script: Path 
         tempfile.TemporaryDirectory(prefix="paperbot-sandbox-") as scratch,
         _console_logging(settings.log_level),
     ):
-        database = db_path if db_path is not None else Path(scratch) / "paperbot.db"
+        if isinstance(store, Path):
+            store = StoreLocation(path=store)
+        location = store if store is not None else StoreLocation(path=Path(scratch) / "paperbot.db")
+        where = "a temporary database" if store is None else f"the store {location}"
+        corpus = await _papers_for(location, arxiv, arxiv_http)
         async with SandboxServer() as server:
             config = dataclasses.replace(
                 settings,
                 discord_token=server.token,
-                store=StoreLocation(path=database),
+                store=location,
                 dev_guild_id=server.guild.id,
                 api_base=server.api_base,
                 gateway_url=server.gateway_url,
-                arxiv_categories=(),  # offline: no scheduled arXiv fetches
+                arxiv_categories=(),  # no scheduled arXiv fetches
             )
-            kind = "a temporary database with the shipped corpus" if db_path is None else str(database)
             print(
-                f"paperbot sandbox: a local Discord at {server.base_url} (nothing leaves this machine); {kind}."
+                f"paperbot sandbox: a local Discord at {server.base_url} (nothing you do there leaves "
+                f"this machine); {where}."
             )
             with capture_errors() as errors:
-                async with running_paperbot(server, config) as running:
+                async with running_paperbot(server, config, progress=_progress) as running:
                     papers = len(running.services.search)
+                    corpus = corpus or await _only_shipped(running.services)
                     print(
-                        f"paperbot is online in the server 'Paper Lab' with {papers:,} papers. You are alice."
+                        f"paperbot is online in the server 'Paper Lab' with {papers:,} "
+                        f"{'paper' if papers == 1 else 'papers'}{corpus}. "
+                        "You are alice."
                     )
-                    console = Console(server, errors)
+                    console = Console(server, errors, bot=running.bot, stored=running.services.writes.drained)
                     try:
                         if script is not None:
                             return await console.run_script(script)
@@ -477,3 +593,32 @@ async def run_console(settings: Settings, *, db_path: Path | None, script: Path 
                     finally:
                         console.close()
     return 0
+
+
+async def _papers_for(location: StoreLocation, arxiv: str | None, http: Transport | None) -> str:
+    """Fetch the newest papers of ``arxiv`` into the store, if asked; what the papers are, for the
+    online line ("" for a store of the user's own)."""
+    if arxiv is None:
+        return ""
+    _progress(f"fetching the newest {arxiv} papers from arXiv…")
+    try:
+        async with await open_database(location) as db:
+            listing = await fetch_newest(db, arxiv, http=http)
+    except ArxivUnreachable as error:
+        _progress(f"could not reach arXiv ({error}): starting on the shipped corpus instead")
+        return ""
+    if not listing.papers:
+        _progress(f"arXiv lists no {arxiv} papers: starting on the shipped corpus instead")
+        return ""
+    return f" ({listing.describe()})"
+
+
+async def _only_shipped(services: Services) -> str:
+    """What the online line says of a store holding the shipped corpus alone ("" otherwise)."""
+    seeds = [name for name, _ in shipped_seed_files()]
+    if await services.papers.count_from_other_sources(seeds) > 0:
+        return ""
+    return (
+        " (the shipped corpus: ICML 2024 abstracts, titles derived from them; with a network, "
+        "`paperbot start --arxiv cs.LG` starts on arXiv's newest cs.LG papers instead)"
+    )

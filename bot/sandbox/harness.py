@@ -191,15 +191,17 @@ async def running_paperbot(
     ready_timeout: float = 30.0,
     client_options: dict[str, Any] | None = None,
     clock: Callable[[], datetime] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> AsyncIterator[RunningPaperBot]:
     """The real paperbot (open_services + build_bot) running against `server`; ``clock``, the time
-    every service reads (the wall clock by default)."""
+    every service reads (the wall clock by default); `progress` is told what takes time at start, a
+    line each."""
     from bot.runtime import build_bot, open_services
     from bot.services.digests.timing import utc_now
 
     options = SANDBOX_CLIENT_OPTIONS if client_options is None else client_options
     async with open_services(
-        settings, load_shipped_corpus=load_shipped_corpus, clock=clock or utc_now
+        settings, load_shipped_corpus=load_shipped_corpus, clock=clock or utc_now, progress=progress
     ) as services:
         bot = build_bot(settings, services, **options)
         async with running_client(

@@ -2,13 +2,67 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from bot.sandbox.emulator.state import SandboxMessage, iter_components
 
 JSON = dict[str, Any]
 WIDTH = 100
+
+#: Discord's timestamp markup, ``<t:UNIX>`` or ``<t:UNIX:STYLE>``, which its clients show as a time in
+#: the reader's own zone (message formatting, timestamp styles t T d D f F R; f when none is given)
+_TIMESTAMP = re.compile(r"<t:(-?\d{1,13})(?::([tTdDfFR]))?>")
+_STYLES = {
+    "t": "%H:%M",
+    "T": "%H:%M:%S",
+    "d": "%d/%m/%Y",
+    "D": "%-d %B %Y",
+    "f": "%-d %B %Y %H:%M",
+    "F": "%A, %-d %B %Y %H:%M",
+}
+
+
+def readable_times(text: str, *, now: datetime | None = None, zone: tzinfo | None = None) -> str:
+    """``text`` with each Discord timestamp as a Discord client shows it (in ``zone``, the machine's own
+    by default; ``R`` relative to ``now``: "in 14 hours", "3 minutes ago")."""
+
+    def shown(match: re.Match[str]) -> str:
+        try:
+            when = datetime.fromtimestamp(int(match.group(1)), UTC)
+        except (OverflowError, OSError, ValueError):
+            return match.group(0)  # out of range: Discord shows it as typed, too
+        style = match.group(2) or "f"
+        if style == "R":
+            return relative_time(when, now or datetime.now(UTC))
+        return when.astimezone(zone).strftime(_STYLES[style])
+
+    return _TIMESTAMP.sub(shown, text)
+
+
+def relative_time(when: datetime, now: datetime) -> str:
+    """How far ``when`` is from ``now`` in words, as Discord's ``R`` style says it."""
+    seconds = (when - now).total_seconds()
+    span = abs(seconds)
+    steps = (
+        (45, "a few seconds", None),
+        (90, "a minute", None),
+        (45 * 60, "{} minutes", 60),
+        (90 * 60, "an hour", None),
+        (22 * 3600, "{} hours", 3600),
+        (36 * 3600, "a day", None),
+        (26 * 86400, "{} days", 86400),
+        (45 * 86400, "a month", None),
+        (320 * 86400, "{} months", 30.4 * 86400),
+        (548 * 86400, "a year", None),
+        (float("inf"), "{} years", 365.25 * 86400),
+    )
+    words = next(
+        text.format(round(span / unit)) if unit else text for limit, text, unit in steps if span < limit
+    )
+    return f"in {words}" if seconds >= 0 else f"{words} ago"
 
 
 def button_text(button: JSON) -> str:
@@ -78,7 +132,7 @@ def _render_embed(embed: JSON) -> list[str]:
             lines.append(bar + f"▸ {name}")
             lines.extend(_wrap(value, bar + "  "))
         else:
-            lines.append(bar + f"▸ {name}: {value}")
+            lines.append(bar + f"▸ {name}: {readable_times(value)}")
     if footer := (embed.get("footer") or {}).get("text"):
         lines.extend(_wrap(footer, bar + "— "))
     for media in ("image", "thumbnail"):
@@ -89,7 +143,7 @@ def _render_embed(embed: JSON) -> list[str]:
 
 def _wrap(text: str, prefix: str) -> list[str]:
     lines: list[str] = []
-    for paragraph in text.splitlines() or [""]:
+    for paragraph in readable_times(text).splitlines() or [""]:
         wrapped = textwrap.wrap(
             paragraph, width=WIDTH - len(prefix), break_long_words=False, break_on_hyphens=False
         )

@@ -14,7 +14,7 @@ from typing import Any
 import discord
 
 from bot.services.people.follows import AuthorSuggestion, Followed, FollowOutcome
-from bot.services.search.snippets import escape_markdown
+from bot.services.search.snippets import echo, escape_markdown
 from bot.ui.embeds import CONTENT_LIMIT, DESCRIPTION_LIMIT, PAPER_COLOUR, TITLE_LIMIT
 from bot.ui.format import trim
 from bot.ui.views import Answered
@@ -51,8 +51,8 @@ def followed_label(follow: Followed) -> str:
 def follow_answer(outcome: FollowOutcome) -> dict[str, Any]:
     """The answer to a follow: what is followed and what that brings; where the papers under the name
     fall into several groups, that they may be different people, each group, and a menu to pick."""
-    name = f"**{escape_markdown(outcome.name)}**"
-    reason = f"“by {escape_markdown(outcome.name)}, whom you follow”"
+    name = f"**{echo(outcome.name)}**"
+    reason = f"“by {echo(outcome.name)}, whom you follow”"
     if outcome.chosen:
         which = "; ".join(escape_markdown(g.describe()) for g in outcome.chosen[:NAMED_GROUPS])
         if len(outcome.chosen) > NAMED_GROUPS:
@@ -86,7 +86,7 @@ def groups_embed(outcome: FollowOutcome) -> discord.Embed:
     """ "Two people may share this name": the groups under the name and what tells them apart."""
     groups = outcome.groups
     lines = [
-        f"The papers under “{escape_markdown(outcome.name)}” fall into {len(groups)} groups with no co-author "
+        f"The papers under “{echo(outcome.name)}” fall into {len(groups)} groups with no co-author "
         "in common: they may be different people. To follow only some of them, pick them below."
     ]
     for number, group in enumerate(groups[:LISTED_GROUPS], 1):
@@ -149,7 +149,7 @@ def following_embed(follows: Sequence[Followed], limit: int) -> discord.Embed:
     lines = []
     for follow in follows:
         what = f" ({escape_markdown(follow.detail)})" if follow.detail else ""
-        lines.append(f"• **{escape_markdown(follow.name)}**{what} — since {follow.since[:10]}")
+        lines.append(f"• **{echo(follow.name)}**{what} — since {follow.since[:10]}")
     embed = discord.Embed(
         title=f"Authors you follow ({len(follows)} of {limit})",
         description=trim("\n".join(lines), DESCRIPTION_LIMIT)

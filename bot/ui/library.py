@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import discord
-
 from bot.services.people.library import SHOWN_NOT_UNDERSTOOD, LibraryImport
-from bot.services.search.snippets import escape_markdown
+from bot.services.search.snippets import echo
 from bot.ui.embeds import CONTENT_LIMIT
 from bot.ui.format import trim
 
@@ -32,7 +30,7 @@ def library_answer(done: LibraryImport) -> str:
             "start from them, each group of related papers an interest of its own."
         )
     if match.missing:
-        titles = [_echo(trim(e.title or ", ".join(e.ids), 60)) for e in match.missing[:SHOWN_MISSING]]
+        titles = [echo(trim(e.title or ", ".join(e.ids), 60)) for e in match.missing[:SHOWN_MISSING]]
         more = (
             f" and {len(match.missing) - SHOWN_MISSING:,} more" if len(match.missing) > SHOWN_MISSING else ""
         )
@@ -46,7 +44,7 @@ def library_answer(done: LibraryImport) -> str:
             )
     if match.not_understood:
         listed = "; ".join(
-            f"line {line}: “{_echo(what)}”" for line, what in match.not_understood[:SHOWN_NOT_UNDERSTOOD]
+            f"line {line}: “{echo(what)}”" for line, what in match.not_understood[:SHOWN_NOT_UNDERSTOOD]
         )
         rest = len(match.not_understood) - SHOWN_NOT_UNDERSTOOD
         lines.append(
@@ -55,8 +53,3 @@ def library_answer(done: LibraryImport) -> str:
             + "."
         )
     return trim("\n".join(lines), CONTENT_LIMIT)
-
-
-def _echo(text: str) -> str:
-    """What the person's file says, shown as text: no markdown, no mentions."""
-    return discord.utils.escape_mentions(escape_markdown(text))

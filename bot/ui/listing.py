@@ -13,6 +13,7 @@ from typing import Any
 import discord
 
 from bot.services.search.listings import ListingPage
+from bot.services.search.snippets import echo
 from bot.ui.embeds import ListedPaper, results_embed
 from bot.ui.format import trim
 from bot.ui.views import Answered, add_rating_buttons
@@ -31,7 +32,7 @@ def render_listing(page: ListingPage) -> Listing:
     if listing.kind == "similar":
         heading = f"Papers like “{trim(page.source_title, 150) if page.source_title else listing.paper_id}”"
     else:
-        heading = f"Results for “{trim(listing.query, 150)}”"
+        heading = f"Results for “{echo(listing.query, 150)}”"
     entries = [ListedPaper(paper=hit.paper, snippet=hit.snippet, matched=hit.matched) for hit in page.hits]
     number, pages = page.page, page.pages
     footer = (

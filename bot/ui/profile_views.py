@@ -15,7 +15,7 @@ from bot.services.papers.export import FORMATS, export
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.services.recommend.profile import ProfileSummary
 from bot.services.recommend.topic_breadth import Breadth
-from bot.services.search.snippets import escape_markdown
+from bot.services.search.snippets import echo, escape_markdown
 from bot.ui.embeds import (
     BUTTON_LABEL_LIMIT,
     CUSTOM_ID_LIMIT,
@@ -245,7 +245,7 @@ class ForgetMeView(discord.ui.View):
 
 def added_line(topic: str) -> str:
     """The answer's line for a topic just added."""
-    return f"Added “{escape_markdown(topic)}”. `/paper recommend` now uses it."
+    return f"Added “{echo(topic)}”. `/paper recommend` now uses it."
 
 
 def breadth_note(topic: str, breadth: Breadth, *, buttons: bool, ask_for_paper: bool = True) -> str:
@@ -253,12 +253,12 @@ def breadth_note(topic: str, breadth: Breadth, *, buttons: bool, ask_for_paper: 
     buttons under the answer, or to give again, as with ``/paper subscribe topics:``), and the other
     ways to say which part of it they mean: a paper they like (unless they just gave one; it counts as
     a 👍 at once, where reactions to picks take days to find the part), or reactions."""
-    said = f"“{escape_markdown(topic)}” is broad: {breadth.matches:,} of {breadth.papers:,} papers here have its words."
+    said = f"“{echo(topic)}” is broad: {breadth.matches:,} of {breadth.papers:,} papers here have its words."
     paper = "name a paper you like (`/paper interests add paper:`), " if ask_for_paper else ""
     learn = f"{paper}or 👍 and 👎 the picks: paperbot learns which part of it you want."
     if not breadth.narrower:
         return f"{said} Give a narrower topic, {learn}"
-    named = ", ".join(f"“{escape_markdown(n)}”" for n in breadth.narrower)
+    named = ", ".join(f"“{echo(n)}”" for n in breadth.narrower)
     choose = (
         "Press the one you mean (it takes the place of the broad one)" if buttons else "Give the one you mean"
     )

@@ -9,7 +9,9 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -80,10 +82,21 @@ def restore_as_documented(backup: Path, live: Path) -> None:
 # --- stats -------------------------------------------------------------------------------------------
 
 
+def make_store(path: Path) -> Path:
+    """A new, empty (migrated) store at ``path``."""
+
+    async def make() -> None:
+        async with await open_database(path):
+            pass
+
+    asyncio.run(make())
+    return path
+
+
 def test_stats_on_a_new_database_prints_zero_counts_as_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("PAPERBOT_DB", str(tmp_path / "data" / "paperbot.db"))
+    monkeypatch.setenv("PAPERBOT_DB", str(make_store(tmp_path / "data" / "paperbot.db")))
     code, out, _ = cli(capsys, "stats")
     assert code == 0
     stats = json.loads(out)
@@ -215,9 +228,11 @@ async def test_backup_while_the_bot_writes_is_consistent_and_restores(tmp_path: 
     check_integrity(live)
 
 
-def test_backup_overwrites_an_older_backup(
+def test_backup_keeps_an_existing_file_and_replaces_it_only_with_force(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Without --force an existing file is never overwritten (exit 2, one line, the file as it was);
+    with it, it is replaced by a whole backup."""
     live = tmp_path / "paperbot.db"
     target = tmp_path / "latest.db"
     monkeypatch.setenv("PAPERBOT_DB", str(live))
@@ -229,17 +244,38 @@ def test_backup_overwrites_an_older_backup(
     asyncio.run(add(0))
     assert cli(capsys, "backup", str(target))[0] == 0
     asyncio.run(add(1))
-    assert cli(capsys, "backup", str(target))[0] == 0
+    before = target.read_bytes()
+    code, out, err = cli(capsys, "backup", str(target))
+    assert (code, out) == (2, "")
+    assert err == f"paperbot: {target} exists: nothing was written (--force replaces it)\n"
+    assert target.read_bytes() == before
+    assert cli(capsys, "backup", str(target), "--force")[0] == 0
     assert counts(target)["papers"] == 2 * BATCH
     check_integrity(target)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [], "no partial file left"
+
+
+def test_backup_to_a_path_that_cannot_be_written_says_why_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PAPERBOT_DB", str(make_store(tmp_path / "paperbot.db")))
+    (tmp_path / "a-file").write_text("not a folder")
+    target = tmp_path / "a-file" / "backup.db"
+    code, out, err = cli(capsys, "backup", str(target))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"paperbot: cannot write the backup to {target}: ")
+    assert err.endswith("; nothing was written\n")
+    assert err.count("\n") == 1
+    code, _, err = cli(capsys, "backup", str(tmp_path))
+    assert code == 2
+    assert err.startswith(f"paperbot: {tmp_path} is a folder")
 
 
 def test_backup_refuses_to_overwrite_the_database_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    live = tmp_path / "paperbot.db"
+    live = make_store(tmp_path / "paperbot.db")
     monkeypatch.setenv("PAPERBOT_DB", str(live))
-    assert cli(capsys, "stats")[0] == 0
     code, _, err = cli(capsys, "backup", "./paperbot.db")
     assert code == 2
     assert err.startswith("paperbot: the backup path is the database itself")
@@ -255,6 +291,104 @@ def test_backup_of_a_missing_database_names_the_setting(
     assert "PAPERBOT_DB" in err
     assert err.count("\n") == 1
     assert not (tmp_path / "nowhere").exists(), "a backup must not create an empty database"
+
+
+# --- a store that is not there ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv", [["stats"], ["search", "kv cache", "--json"], ["digest", "--user", "7", "--dry-run"]]
+)
+def test_a_command_that_reads_the_store_refuses_a_misspelt_one_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    make_store(tmp_path / "paperbot.db")
+    misspelt = tmp_path / "papperbot.db"
+    monkeypatch.setenv("PAPERBOT_DB", str(misspelt))
+    code, out, err = cli(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"paperbot: no paperbot store at {misspelt}: check PAPERBOT_DB (`paperbot ingest` or `paperbot run` "
+        "creates one); nothing was created\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["paperbot.db"]
+
+
+def test_a_store_in_a_folder_that_does_not_exist_is_refused_and_no_folder_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text(_record(1) + "\n")
+    store = tmp_path / "dta" / "paperbot.db"
+    monkeypatch.setenv("PAPERBOT_DB", str(store))
+    code, _, err = cli(capsys, "ingest", str(papers))
+    assert code == 2
+    assert err == (
+        f"paperbot: PAPERBOT_DB names {store}, but its folder {store.parent} does not exist: create the "
+        "folder or fix the path; nothing was created\n"
+    )
+    code, _, err = cli(capsys, "stats")
+    assert code == 2
+    assert f"(nor its folder {store.parent})" in err
+    assert not store.parent.exists()
+
+
+# --- fetch: categories and no network ----------------------------------------------------------------
+
+
+def test_fetch_refuses_a_category_arxiv_does_not_have_before_any_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PAPERBOT_DB", str(tmp_path / "paperbot.db"))
+    monkeypatch.setattr("bot.services.papers.arxiv_fetch.API_URL", "https://unused.invalid/api/query")
+    code, out, err = cli(capsys, "fetch", "arxiv", "--category", "notacat")
+    assert (code, out) == (2, "")
+    assert err.startswith("paperbot: 'notacat' is not an arXiv category.")
+    code, _, err = cli(capsys, "fetch", "arxiv", "--category", "cs.LGG")
+    assert code == 2
+    assert "Did you mean cs.LG" in err
+    assert not (tmp_path / "paperbot.db").exists()
+
+
+def test_fetch_offline_fails_at_once_with_a_clear_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No network to arXiv (its name does not resolve: `.invalid` never does): exit 1 within seconds,
+    one line saying so, where it used to retry for 90 s."""
+    monkeypatch.setenv("PAPERBOT_DB", str(tmp_path / "paperbot.db"))
+    monkeypatch.setattr("bot.services.papers.arxiv_fetch.API_URL", "https://export.arxiv.invalid/api/query")
+    started = time.monotonic()
+    code, out, err = cli(capsys, "fetch", "arxiv", "--category", "cs.lg")
+    assert time.monotonic() - started < 15
+    assert (code, out) == (1, "")
+    last = err.splitlines()[-1]  # (after the log lines of the store it opened)
+    assert last.startswith("paperbot: cannot reach arXiv (ClientConnectorDNSError")
+    assert "this machine seems to be offline; nothing was fetched" in last
+    assert "Traceback" not in err
+
+
+# --- search --json: the results alone -----------------------------------------------------------------
+
+
+def test_search_json_prints_the_results_alone_and_logs_nothing(tmp_path: Path) -> None:
+    """As a script runs it: `paperbot search --json` in a process of its own, stdout one JSON object a
+    result, stderr empty (before: an INFO line on every call)."""
+    store = make_store(tmp_path / "paperbot.db")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "DISCORD_"))}
+    run = [sys.executable, "-m", "bot", "search", "kv cache quantization", "--json", "--limit", "3"]
+    for _ in range(2):  # the first call loads the shipped corpus into the empty store, the second reads it
+        done = subprocess.run(
+            run,
+            env={**env, "PAPERBOT_DB": str(store)},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+        rows = [json.loads(line) for line in done.stdout.splitlines()]
+        assert [row["rank"] for row in rows] == [1, 2, 3]
 
 
 # --- ingest exit codes -------------------------------------------------------------------------------
@@ -410,3 +544,34 @@ def test_search_batch_answers_every_line_in_order_with_errors_in_place(
     assert lines[1]["results"] == []
     assert [r["title"] for r in lines[2]["results"]] == ["Graph neural networks at scale"]
     assert lines[3]["results"][0]["title"] == "Speculative decoding"
+
+
+@pytest.mark.parametrize(
+    "command", ["ingest", "fetch", "search", "digest", "stats", "backup", "migrate-store", "health"]
+)
+def test_every_operator_command_lists_its_exit_statuses_in_its_help(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit status:" in text
+    assert "0 " in text.split("exit status:")[1]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    assert "| 2 | nothing was done: bad usage or an invalid setting" in readme
+
+
+def test_run_refuses_a_store_in_a_folder_that_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt folder in PAPERBOT_DB would have started the bot on a new store of the shipped corpus."""
+    store = tmp_path / "var-lib-papperbot" / "paperbot.db"
+    monkeypatch.setenv("PAPERBOT_DB", str(store))
+    monkeypatch.setenv("DISCORD_TOKEN", "MTIzNDU2Nzg5MDEyMzQ1Njc4.GabcDE.never-used-token-0123456789abcdef")
+    for command in ("run", "start"):
+        code, _, err = cli(capsys, command)
+        assert code == 2
+        assert err.endswith(
+            f"its folder {store.parent} does not exist: create the folder or fix the path; nothing was created\n"
+        )
+    assert not store.parent.exists()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from bot.services.papers.ingest.records import parse_jsonl
 from bot.services.papers.ingest.runner import ingest_bytes
 from bot.services.search import live_index
 from bot.settings import Settings
+from paperindex import compiled, prepare
 from storage.models import PaperRecord
 from storage.repositories.papers import PaperRepository
 from storage.store import StoreLocation, open_database
@@ -201,3 +204,53 @@ async def test_the_bot_runs_numpy_on_one_blas_thread(tmp_path: Path) -> None:
             Settings(store=StoreLocation(path=tmp_path / "paperbot.db"), state_dir=tmp_path)
         ):
             assert _blas_threads() == {1}
+
+
+async def test_a_start_before_the_loops_are_compiled_answers_on_their_twins_then_switches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first start after an install: numba's cache does not hold the loops yet, so the services
+    answer at once on the numpy twins while a child compiles them, then switch to the compiled loops
+    once it is done — the same answers before and after."""
+    children: list[subprocess.Popen[bytes]] = []
+
+    def compile_in_background() -> subprocess.Popen[bytes]:  # the loops are in this test's cache already
+        children.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"]))
+        return children[-1]
+
+    monkeypatch.setattr(prepare, "ready", lambda: False)
+    monkeypatch.setattr(prepare, "compile_in_background", compile_in_background)
+    lines: list[str] = []
+    settings = Settings(store=StoreLocation(path=tmp_path / "paperbot.db"), state_dir=tmp_path)
+    try:
+        async with open_services(settings, progress=lines.append) as services:
+            assert compiled.using_twins()
+            on_twins = services.search.search("kv cache quantization", limit=5)
+            assert on_twins.hits
+            for _ in range(100):
+                if not compiled.using_twins():
+                    break
+                await asyncio.sleep(0.1)
+            assert not compiled.using_twins(), "still on the twins 10 s after the child finished"
+            assert services.search.search("kv cache quantization", limit=5) == on_twins
+    finally:
+        compiled.use_twins(False)
+    assert len(children) == 1
+    assert lines == [
+        "preparing the search loops in the background (once after an install); answers meanwhile come "
+        "from their numpy twins",
+        "loading 38 papers into the search index…",
+    ]
+
+
+async def test_a_start_with_the_loops_compiled_uses_them_and_starts_no_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prepare, "ready", lambda: True)
+    monkeypatch.setattr(prepare, "compile_in_background", lambda: pytest.fail("no child when compiled"))
+    lines: list[str] = []
+    settings = Settings(store=StoreLocation(path=tmp_path / "paperbot.db"), state_dir=tmp_path)
+    async with open_services(settings, progress=lines.append) as services:
+        assert not compiled.using_twins()
+        assert services.search.search("kv cache quantization", limit=5).hits
+    assert lines == ["loading 38 papers into the search index…"]

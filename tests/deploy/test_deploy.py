@@ -535,11 +535,24 @@ def test_dockerfile_build_steps_run_as_a_plain_script(tmp_path: Path) -> None:
     assert paperbot.exists()
     run_env = {k: v for k, v in env.items() if not k.startswith(("DISCORD_", "PAPERBOT_"))}
     run_env["PAPERBOT_DB"] = str(tmp_path / "data" / "paperbot.db")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "one.json").write_text(
+        json.dumps({"title": "A paper", "abstract": "It shows the store is created and migrated."})
+    )
+    made = subprocess.run(  # a new store, migrated: the migrations are shipped in the package
+        [str(paperbot), "ingest", "one.json"],
+        cwd=tmp_path,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
     stats = subprocess.run(
         [str(paperbot), "stats"], cwd=tmp_path, env=run_env, capture_output=True, text=True, check=False
     )
     assert stats.returncode == 0, stats.stderr
-    assert json.loads(stats.stdout)["papers"] == 0  # migrations are shipped in the package
+    assert json.loads(stats.stdout)["papers"] == 1
     seeds = subprocess.run(
         [
             str(venv / "bin" / "python"),
@@ -646,8 +659,20 @@ def test_the_backup_unit_commands_make_a_dated_backup_and_prune_old_ones(tmp_pat
     os.utime(old, (946_684_800, 946_684_800))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "DISCORD_"))}
     env["PAPERBOT_DB"] = str(state / "paperbot.db")
-    made = subprocess.run([str(executable), "stats"], cwd=tmp_path, env=env, capture_output=True, check=False)
-    assert made.returncode == 0
+    made = subprocess.run(  # the bot's store (`paperbot stats` reads only a store that exists)
+        [
+            sys.executable,
+            "-c",
+            "import asyncio, sys; from storage.store import open_database as o\n"
+            "async def m():\n    async with await o(sys.argv[1]): pass\nasyncio.run(m())",
+            env["PAPERBOT_DB"],
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
     service = load_unit_file("paperbot-backup.service")["Service"]
     assert service["User"] == "paperbot"
     for key in ("ExecStart", "ExecStartPost"):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from bot.sandbox.console import DEMO_SCRIPT, ConsoleError, parse_options, run_console
+from bot.sandbox.console import DEMO_SCRIPT, ConsoleError, parse_options, run_console, without_comment
+from bot.sandbox.render import readable_times
 from bot.settings import Settings
 
 pytestmark = pytest.mark.timeout(120)
@@ -30,7 +32,7 @@ def test_parse_options_like_discord() -> None:
 
 async def test_the_shipped_demo_script_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert DEMO_SCRIPT.is_file()
-    code = await run_console(Settings(), db_path=None, script=DEMO_SCRIPT)
+    code = await run_console(Settings(), store=None, script=DEMO_SCRIPT)
     out = capsys.readouterr().out
     assert code == 0, out
     assert "alice@#papers> /paper search" in out
@@ -47,7 +49,7 @@ async def test_the_shipped_demo_script_runs(capsys: pytest.CaptureFixture[str]) 
 async def test_a_script_stops_at_the_first_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "session.txt"
     script.write_text("/paper search query:quantization limit:1\nfrobnicate\n/paper search query:never run\n")
-    code = await run_console(Settings(), db_path=tmp_path / "kept.db", script=script)
+    code = await run_console(Settings(), store=tmp_path / "kept.db", script=script)
     out = capsys.readouterr().out
     assert code == 1
     assert "error (line 2): unknown command 'frobnicate'" in out
@@ -60,6 +62,70 @@ async def test_a_refused_or_failed_interaction_fails_the_script(
 ) -> None:
     script = tmp_path / "session.txt"
     script.write_text("/paper nosuchthing\n")
-    assert await run_console(Settings(), db_path=None, script=script) == 1
+    assert await run_console(Settings(), store=None, script=script) == 1
     assert "/paper has no subcommand 'nosuchthing'" in capsys.readouterr().out
-    assert await run_console(Settings(), db_path=None, script=tmp_path / "missing.txt") == 2
+    assert await run_console(Settings(), store=None, script=tmp_path / "missing.txt") == 2
+
+
+def readme_sandbox_block() -> str:
+    """README's "Try it in the sandbox" block, exactly as printed."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Try it in the sandbox") :]
+    return section.split("```text\n", 1)[1].split("```", 1)[0]
+
+
+async def test_the_readme_sandbox_block_runs_as_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a newcomer copies from the README into a file and runs with --script: every step does what
+    its comment says, waiting for what it needs (a reaction stored before /paper saved)."""
+    script = tmp_path / "try.txt"
+    script.write_text(readme_sandbox_block(), encoding="utf-8")
+    code = await run_console(Settings(), store=None, script=script)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "error (line" not in out, out
+    steps = out.split("alice@#papers> ")
+    assert "👍 Noted" in steps[2]  # click 2: 👍 on result 2
+    assert "Medusa" in steps[3]
+    assert "alice reacted 🔖 on #" in steps[4]
+    assert "Your saved papers (1)" in steps[5]  # the 🔖 was stored before the next line ran
+    assert "paperbot-saved.ris" in steps[6]  # click RIS found the button of /paper saved
+    assert "Papers like “Medusa" in steps[8]  # More like this: the single-paper message's button
+    assert "You follow **Ada Lovelace**" in out
+    assert "✅ Subscribed" in out
+    assert "<t:" not in out  # Discord's timestamps read as times ("in 14 hours")
+    assert "📬 new message (DM for alice)" in out
+    assert "paperbot: find, follow and rate papers" in out  # /paper help, then quit ends the script
+
+
+def test_a_comment_may_follow_a_line() -> None:
+    assert without_comment("click 2   # press button 2") == "click 2"
+    assert without_comment("# a whole line") == ""
+    assert without_comment("click 2 #5") == "click 2 #5"  # a message number
+    assert without_comment("in #papers") == "in #papers"  # a channel
+    assert without_comment('/paper search query:"c # sharp" limit:3  # quoted') == (
+        '/paper search query:"c # sharp" limit:3'
+    )
+    assert without_comment("react 🔖 #") == "react 🔖"
+
+
+async def test_quit_ends_a_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "session.txt"
+    script.write_text("/paper search query:quantization limit:1   # first\nquit   # done\nfrobnicate\n")
+    assert await run_console(Settings(), store=None, script=script) == 0
+    out = capsys.readouterr().out
+    assert "unknown command" not in out
+    assert "frobnicate" not in out
+
+
+def test_discord_timestamps_read_as_times() -> None:
+    now = datetime(2026, 12, 4, 18, 0, tzinfo=UTC)
+    berlin = timezone(timedelta(hours=1))
+    text = "Next digest (<t:1796457970:R>), at <t:1796457970:t> on <t:1796457970:D>; <t:1796457970>"
+    assert readable_times(text, now=now, zone=berlin) == (
+        "Next digest (in 14 hours), at 09:06 on 5 December 2026; 5 December 2026 09:06"
+    )
+    assert readable_times("<t:1796400000:R>", now=now) == "2 hours ago"
+    assert readable_times("<t:1796457970:F>", zone=berlin) == "Saturday, 5 December 2026 09:06"
+    assert readable_times("<t:99999999999999999:R>") == "<t:99999999999999999:R>"  # no such time

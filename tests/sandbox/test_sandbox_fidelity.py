@@ -698,6 +698,48 @@ async def test_429_is_retried_by_discord_py(sandbox: SandboxServer, start_bot: A
         assert [m.content for m in sandbox.messages_in("general")] == ["after a rate limit"]
 
 
+async def test_a_message_pings_only_what_its_content_writes_and_its_allowed_mentions_let_through(
+    sandbox: SandboxServer, start_bot: Any
+) -> None:
+    """As Discord: without allowed_mentions every mention written in the content pings (the message's
+    mention_everyone, mentions, mention_roles); ``AllowedMentions.none()`` pings no one; an escaped
+    mention or one in an embed is text; an id listed but not written pings no one; more than 100 ids
+    are refused with 50035."""
+    async with start_bot() as bot:
+        channel = bot.get_channel(sandbox.channel("general").id)
+        assert isinstance(channel, discord.TextChannel)
+        bob = sandbox.bob
+        text = f"@everyone <@{bob.id}> look"
+        loud = await channel.send(text, allowed_mentions=discord.AllowedMentions.all())
+        assert loud.mention_everyone
+        assert [u.id for u in loud.mentions] == [bob.id]
+        stored = sandbox.message(loud.id)
+        assert stored is not None
+        assert stored.pings.everyone
+        assert stored.pings.users == (bob.id,)
+        quiet = await channel.send(text, allowed_mentions=discord.AllowedMentions.none())
+        assert not quiet.mention_everyone
+        assert not quiet.mentions
+        escaped = await channel.send(
+            discord.utils.escape_mentions(text), allowed_mentions=discord.AllowedMentions.all()
+        )
+        assert not escaped.mention_everyone
+        assert not escaped.mentions
+        in_embed = await channel.send(embed=discord.Embed(description=text))
+        assert not in_embed.mention_everyone
+        assert not in_embed.mentions
+        carol = sandbox.carol
+        listed = await channel.send(
+            f"<@{bob.id}>", allowed_mentions=discord.AllowedMentions(users=[carol, bob], everyone=False)
+        )
+        assert [u.id for u in listed.mentions] == [bob.id], "carol was listed but not written"
+        too_many = discord.AllowedMentions(users=[discord.Object(id=n) for n in range(1, 102)])
+        with pytest.raises(discord.HTTPException) as caught:
+            await channel.send("hi", allowed_mentions=too_many)
+        assert caught.value.code == 50035
+        assert "allowed_mentions.users" in caught.value.text
+
+
 async def test_content_over_2000_characters_is_refused_with_50035(
     sandbox: SandboxServer, start_bot: Any
 ) -> None:

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from . import limits
+from . import limits, mentions
 from .addresses import Addresses
 from .gateway import Gateway
 from .interactions import APPLICATION_COMMAND, InteractionRecord
@@ -27,6 +27,7 @@ from .state import (
     SandboxUser,
     World,
     emoji_payload,
+    make_poll,
 )
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,7 @@ class Effects:
         if not isinstance(payload, dict):
             raise ApiError(400, 50109, "The request body contains invalid JSON.")
         errors = limits.validate_message(payload, files=len(files), prefix=prefix)
+        mentions.validate_allowed_mentions(payload, errors, prefix)
         if errors:
             raise ApiError.form(errors)
         for upload in files:
@@ -120,6 +122,13 @@ class Effects:
                 and not editing.loading
             ):
                 raise ApiError(400, 50006, "Cannot send an empty message")
+
+    def _pings(self, content: str, payload: JSON) -> dict[str, Any]:
+        """The ``pings`` and ``pinged_users`` of a message with this content, sent with this body."""
+        allowed = payload.get("allowed_mentions")
+        pinged = mentions.resolve(content, allowed if isinstance(allowed, dict) else None)
+        users = [self.world.users[i] for i in pinged.users if i in self.world.users]
+        return {"pings": pinged, "pinged_users": users}
 
     def _store_files(
         self, channel: SandboxChannel, payload: JSON, files: list[UploadedFile], *, ephemeral: bool = False
@@ -180,6 +189,9 @@ class Effects:
             ),
             origin="channel",
             nonce=nonce,
+            **self._pings(payload.get("content") or "", payload),
+            poll=make_poll(payload["poll"], self.clock.now()) if payload.get("poll") else None,
+            poll_clock=self.clock.now,
         )
         if nonce is not None:
             self.nonces.remember(message.author.id, nonce, message)
@@ -232,6 +244,7 @@ class Effects:
             interaction_metadata=metadata,
             interaction_id=record.id,
             origin=origin,
+            **self._pings(payload.get("content") or "", payload),
         )
         if origin == "response":
             record.original = message
@@ -256,6 +269,9 @@ class Effects:
         )
         if "content" in payload:
             message.content = payload["content"] or ""
+        if "content" in payload or "allowed_mentions" in payload:
+            pinged = self._pings(message.content, payload)
+            message.pings, message.pinged_users = pinged["pings"], pinged["pinged_users"]
         if "embeds" in payload:
             message.embeds = _normalise_embeds(payload["embeds"])
         if "components" in payload:
@@ -356,7 +372,9 @@ class Effects:
 
     def post_user_message(self, channel: SandboxChannel, user: SandboxUser, content: str) -> SandboxMessage:
         """A person's message (MESSAGE_CREATE to the bot)."""
-        message = self.world.new_message(channel, user, content=content, origin="user")
+        message = self.world.new_message(
+            channel, user, content=content, origin="user", **self._pings(content, {})
+        )
         self.dispatch("MESSAGE_CREATE", self.message_event(message), channel.guild_id)
         self.notify_listeners("create", message)
         return message

@@ -9,6 +9,7 @@ from aiohttp import web
 from . import limits
 from .addresses import API_PREFIX
 from .effects import Effects
+from .polls import validate_poll
 from .rest import (
     ApiError,
     Routes,
@@ -99,6 +100,10 @@ class MessageRoutes(Routes):
         self.effects.validate_message_body(payload, files)
         nonce_errors = limits.FormErrors()
         limits.validate_create_nonce(payload, nonce_errors)
+        if "poll" in payload:
+            validate_poll(payload["poll"], nonce_errors)
+            if not nonce_errors and not channel.is_dm:
+                self._require(channel, Permissions.SEND_POLLS)
         if nonce_errors:
             raise ApiError.form(nonce_errors)
         nonce = payload.get("nonce")
@@ -128,6 +133,8 @@ class MessageRoutes(Routes):
             raise ApiError(403, 50005, "Cannot edit a message authored by another user")
         self.threads.check_active(channel)
         payload = self.body(request) or {}
+        if isinstance(payload, dict) and payload.get("poll") is not None:
+            raise ApiError(400, 520003, "Cannot edit a poll message")
         files = self.files(request)
         self.effects.validate_message_body(payload, files, editing=message)
         self.effects.edit_message(message, payload, files)

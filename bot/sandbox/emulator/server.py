@@ -28,6 +28,7 @@ from .interactions import Interactions
 from .lookup import Lookup
 from .nonces import NonceMemory
 from .options import SandboxOptions
+from .polls import PollRoutes, PollVotes
 from .ratelimits import RateLimits
 from .recorder import Changes, ClientRefused, GatewayRecord, RecordedRequest, Recorder
 from .rest_commands import CommandRoutes
@@ -159,6 +160,10 @@ class SandboxServer:
         self.add_forum = self.threads.add_forum
         self.add_forum_post = self.threads.add_forum_post
         self.archive_thread = self.threads.archive
+        # polls: vote(user, message, answer id | text), unvote(...)
+        self.polls = PollVotes(self.world, lookup=self.lookup, effects=self.effects)
+        self.vote = self.polls.vote
+        self.unvote = self.polls.unvote
         # every message created, updated or deleted
         self.subscribe = self.effects.subscribe
 
@@ -179,6 +184,7 @@ class SandboxServer:
         users.register(app)
         CommandRoutes(self.world, changes=self.changes).register(app)
         messages.register(app)
+        PollRoutes(self.world, effects=self.effects).register(app)
         users.register_guilds(app)
         InteractionRoutes(
             self.world,

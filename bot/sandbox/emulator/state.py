@@ -13,6 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .mentions import NONE as NO_MENTIONS
+from .mentions import Mentions
+
 JSON = dict[str, Any]
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
@@ -50,6 +53,7 @@ class Permissions:
     CREATE_PUBLIC_THREADS = 1 << 35
     CREATE_PRIVATE_THREADS = 1 << 36
     SEND_MESSAGES_IN_THREADS = 1 << 38
+    SEND_POLLS = 1 << 49
     ALL = (1 << 51) - 1
 
     EVERYONE_DEFAULT = (
@@ -67,9 +71,11 @@ class Permissions:
         | CREATE_PUBLIC_THREADS
         | CREATE_PRIVATE_THREADS
         | SEND_MESSAGES_IN_THREADS
+        | SEND_POLLS
     )
     BOT_DEFAULT = ADD_REACTIONS | VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS | ATTACH_FILES
     BOT_DEFAULT |= READ_MESSAGE_HISTORY | USE_EXTERNAL_EMOJIS | SEND_MESSAGES_IN_THREADS
+    BOT_DEFAULT |= CREATE_PUBLIC_THREADS | SEND_POLLS
 
     #: What a DM allows (Discord's fixed set for the bot in a DM).
     DM = VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS | ATTACH_FILES | READ_MESSAGE_HISTORY | ADD_REACTIONS
@@ -87,6 +93,8 @@ class Intents:
     DIRECT_MESSAGE_REACTIONS = 1 << 13
     DIRECT_MESSAGE_TYPING = 1 << 14
     MESSAGE_CONTENT = 1 << 15
+    GUILD_MESSAGE_POLLS = 1 << 24
+    DIRECT_MESSAGE_POLLS = 1 << 25
     PRIVILEGED = GUILD_MEMBERS | GUILD_PRESENCES | MESSAGE_CONTENT
 
 
@@ -596,6 +604,14 @@ class SandboxMessage:
     origin: str = "channel"
     #: the ``nonce`` it was created with (echoed in the create answer and MESSAGE_CREATE only)
     nonce: str | int | None = None
+    #: whom it pinged: the mentions in its content its ``allowed_mentions`` let through (``mentions``)
+    pings: Mentions = NO_MENTIONS
+    #: the users of ``pings`` the world knows, as the message's ``mentions`` shows them
+    pinged_users: list[SandboxUser] = field(default_factory=list)
+    #: its poll (``polls.make_poll``: answers, expiry, each answer's voters, ended) and the clock
+    #: that says whether it is over
+    poll: JSON | None = None
+    poll_clock: Any = None
 
     EPHEMERAL = 1 << 6
     LOADING = 1 << 7
@@ -646,9 +662,9 @@ class SandboxMessage:
             "timestamp": iso(self.created_at),
             "edited_timestamp": iso(self.edited_at) if self.edited_at else None,
             "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
+            "mention_everyone": self.pings.everyone,
+            "mentions": [user.payload() for user in self.pinged_users],
+            "mention_roles": [str(role) for role in self.pings.roles],
             "attachments": [a.payload() for a in self.attachments],
             "embeds": [dict(e) for e in self.embeds],
             "components": [dict(c) for c in self.components],
@@ -668,6 +684,8 @@ class SandboxMessage:
                 for key, users in self.reactions.items()
                 if users
             ]
+        if self.poll is not None:
+            data["poll"] = poll_payload(self.poll, now=self.poll_clock(), me_id=me_id)
         if self.webhook_id is not None:
             data["webhook_id"] = str(self.webhook_id)
         if self.application_id is not None:
@@ -685,6 +703,47 @@ class SandboxMessage:
         return (
             f"<SandboxMessage id={self.id} in {self.channel.label()} by {self.author.username}: {preview!r}>"
         )
+
+
+def make_poll(poll: JSON, now: dt.datetime) -> JSON:
+    """What the sandbox keeps of a poll created now (answer ids from 1, the expiry from ``duration``)."""
+    hours = int(poll.get("duration", 24))
+    return {
+        "question": {"text": poll["question"]["text"]},
+        "answers": [
+            {"answer_id": index, "poll_media": dict(answer["poll_media"])}
+            for index, answer in enumerate(poll["answers"], start=1)
+        ],
+        "expiry": now + dt.timedelta(hours=hours),
+        "allow_multiselect": bool(poll.get("allow_multiselect", False)),
+        "layout_type": 1,
+        "votes": {index: [] for index in range(1, len(poll["answers"]) + 1)},
+        "ended": False,
+    }
+
+
+def poll_is_over(poll: JSON, now: dt.datetime) -> bool:
+    """Ended by its author, or past its expiry: its results are final."""
+    return bool(poll["ended"]) or now >= poll["expiry"]
+
+
+def poll_payload(poll: JSON, *, now: dt.datetime, me_id: int | None) -> JSON:
+    """A poll as a message carries it, with its results (final once ended or expired)."""
+    return {
+        "question": dict(poll["question"]),
+        "answers": [dict(a) for a in poll["answers"]],
+        "expiry": iso(poll["expiry"]),
+        "allow_multiselect": poll["allow_multiselect"],
+        "layout_type": 1,
+        "results": {
+            "is_finalized": poll_is_over(poll, now),
+            "answer_counts": [
+                {"id": answer_id, "count": len(users), "me_voted": me_id in users}
+                for answer_id, users in poll["votes"].items()
+                if users
+            ],
+        },
+    }
 
 
 def iter_components(components: list[JSON]) -> list[JSON]:
@@ -1010,9 +1069,16 @@ class World:
         return channel
 
     def add_thread(
-        self, parent: SandboxChannel, name: str, owner: SandboxUser, *, private: bool = False
+        self,
+        parent: SandboxChannel,
+        name: str,
+        owner: SandboxUser,
+        *,
+        private: bool = False,
+        thread_id: int | None = None,
     ) -> SandboxChannel:
-        """A thread in a text channel, or a post in a forum (a public thread whose parent is the forum)."""
+        """A thread in a text channel, or a post in a forum (a public thread whose parent is the forum);
+        ``thread_id``: one started from a message (the message's id; its name need not be unique)."""
         if (
             parent.guild_id is None
             or parent.thread is not None
@@ -1026,10 +1092,10 @@ class World:
         if private and parent.is_forum:
             raise ValueError("a forum post is always public")
         guild = self.guilds[parent.guild_id]
-        if guild.channel_named(name) is not None:
+        if thread_id is None and guild.channel_named(name) is not None:
             raise ValueError(f"a channel or thread named {name!r} already exists")
         thread = SandboxChannel(
-            self.snowflakes.next(),
+            thread_id or self.snowflakes.next(),
             ChannelType.PRIVATE_THREAD if private else ChannelType.PUBLIC_THREAD,
             name,
             guild.id,

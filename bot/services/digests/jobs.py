@@ -14,6 +14,10 @@
 * At start: interrupted runs are resumed, and a period missed while the bot was down is delivered
   once if still within the grace window, otherwise recorded as skipped and logged
   (``bot.services.digests.recovery``).
+* A job fires at the subscription's own minute. When more digests are due in that minute than
+  Discord's limits let go out in it, those set up last are moved a minute or more later
+  (``SubscriptionService.moved``, worked out once per minute from the store, as the confirmation
+  worked it out): a one-off job (``digest-later:``) sends each at its minute.
 * Each job catches and logs its own errors (one failing subscriber never stops the others) and
   retries a failed run a few times. At most ``concurrency`` deliveries run at once (the Discord layer
   sizes it to Discord's limits and paces every request its sender makes), so thousands of digests
@@ -51,6 +55,9 @@ log = logging.getLogger(__name__)
 
 JOB_PREFIX = "digest:"
 RETRY_PREFIX = "digest-retry:"
+LATER_PREFIX = "digest-later:"
+#: how long the digests moved later at one minute are remembered (longer than any move)
+_MOVES_KEPT = timedelta(hours=3)
 
 #: how a digest reaches a subscription's recipient: the Discord sending adapter, in the bot
 SenderFactory = Callable[[Subscription], DigestSender]
@@ -60,10 +67,10 @@ def job_id(subscription_id: int) -> str:
     return f"{JOB_PREFIX}{subscription_id}"
 
 
-def make_trigger(sub: Subscription, offset: timedelta = timedelta(0)) -> CronTrigger:
-    """At the subscription's local time (``offset`` later: its place in the spread of digests due then)."""
+def make_trigger(sub: Subscription) -> CronTrigger:
+    """At the subscription's local time, in its zone."""
     schedule = subscription_schedule(sub)
-    return CronTrigger(timezone=schedule.zone, **schedule.cron_fields(offset))
+    return CronTrigger(timezone=schedule.zone, **schedule.cron_fields())
 
 
 @dataclass
@@ -111,6 +118,8 @@ class DigestScheduler:
         self._idle = asyncio.Event()
         self._idle.set()
         self._tasks: set[asyncio.Task[object]] = set()
+        #: the digests moved past each minute they fell due at, worked out once for all of them
+        self._moves: dict[datetime, asyncio.Future[dict[int, timedelta]]] = {}
 
     def clock(self) -> datetime:
         """The injected clock, else the digests' own."""
@@ -270,7 +279,7 @@ class DigestScheduler:
             return None
         job = self.scheduler.add_job(
             self.run_job,
-            trigger=make_trigger(sub, self.digests.subscriptions.offset(sub)),
+            trigger=make_trigger(sub),
             args=[sub.id],
             id=job_id(sub.id),
             name=f"digest for subscription {sub.id}",
@@ -284,7 +293,11 @@ class DigestScheduler:
 
     def unschedule(self, subscription_id: int) -> bool:
         removed = False
-        for jid in (job_id(subscription_id), f"{RETRY_PREFIX}{subscription_id}"):
+        for jid in (
+            job_id(subscription_id),
+            f"{RETRY_PREFIX}{subscription_id}",
+            f"{LATER_PREFIX}{subscription_id}",
+        ):
             with contextlib.suppress(JobLookupError):
                 self.scheduler.remove_job(jid)
                 removed = True
@@ -321,11 +334,65 @@ class DigestScheduler:
                     "subscription %s fired %s after its period %s: skipped", sub.id, fired_at, period.key
                 )
                 return None
+            moved = await self._moved(sub, period)
+            if moved and fired_at < period.due_utc + moved:
+                self._deliver_later(sub, period, period.due_utc + moved)
+                return None
             if self.wait_until_ready is not None:
                 await self.wait_until_ready()
             return await self.deliver(sub, period)
         except Exception:
             log.exception("digest job for subscription %s failed before delivery", subscription_id)
+            return None
+
+    async def _moved(self, sub: Subscription, period: Period) -> timedelta:
+        """How much later than ``period`` fell due this subscription's digest goes out: worked out once
+        for every digest due at that minute (again for one set up since)."""
+        instant = period.due_utc
+        for old in [moment for moment in self._moves if moment < instant - _MOVES_KEPT]:
+            del self._moves[old]
+        moves = self._moves.get(instant)
+        if moves is None or (
+            moves.done()
+            and (moves.cancelled() or moves.exception() is not None or sub.id not in moves.result())
+        ):
+            moves = asyncio.ensure_future(self.digests.subscriptions.moved_at(instant))
+            self._moves[instant] = moves
+        try:
+            return (await asyncio.shield(moves)).get(sub.id, timedelta(0))
+        except Exception:
+            self._moves.pop(instant, None)
+            raise
+
+    def _deliver_later(self, sub: Subscription, period: Period, when: datetime) -> None:
+        """Send ``period`` at ``when`` (a minute after it fell due or later: more was due then)."""
+        self.scheduler.add_job(
+            self.later_job,
+            trigger=DateTrigger(run_date=when, timezone=UTC),
+            args=[sub.id, period],
+            id=f"{LATER_PREFIX}{sub.id}",
+            name=f"digest for subscription {sub.id}, moved later",
+            replace_existing=True,
+            misfire_grace_time=self.misfire_grace_seconds,
+        )
+        log.info(
+            "subscription %s: period %s moved to %s (more due then than Discord allows)",
+            sub.id,
+            period.key,
+            when,
+        )
+
+    async def later_job(self, subscription_id: int, period: Period) -> DeliveryOutcome | None:
+        """A digest moved past its minute: deliver the period it was moved from. Never raises."""
+        try:
+            sub = await self.digests.subscriptions.get(subscription_id)
+            if sub is None or not sub.active:
+                return None
+            if self.wait_until_ready is not None:
+                await self.wait_until_ready()
+            return await self.deliver(sub, period)
+        except Exception:
+            log.exception("moved digest for subscription %s failed before delivery", subscription_id)
             return None
 
     async def deliver(self, sub: Subscription, period: Period | None = None) -> DeliveryOutcome | None:

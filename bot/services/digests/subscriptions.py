@@ -8,21 +8,29 @@ truth (:mod:`bot.services.digests.jobs` rebuilds its jobs from it at every start
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from bot.errors import InvalidScheduleError, NotFoundError, UserFacingError
 from bot.services.digests.timing import (
     Clock,
+    DueDigest,
     Period,
     Schedule,
+    digest_calls,
+    latest_due,
     make_schedule,
+    moved_later,
     next_delivery,
     parse_topics,
-    spread_offset,
 )
+from storage.db import Database
 from storage.models import Subscription
 from storage.repositories.digests import Recipient
+from storage.repositories.feedback import FeedbackRepository
+from storage.repositories.follows import FollowRepository
 from storage.repositories.subscriptions import FeedLimitError, ScheduleFields, SubscriptionRepository
 
 log = logging.getLogger(__name__)
@@ -36,6 +44,37 @@ class TooManyFeedsError(UserFacingError):
     """The server has as many channel feeds as it may have."""
 
 
+class NothingToPickByError(UserFacingError):
+    """A digest without topics for someone paperbot knows nothing about: it could only ever say that
+    nothing new was found."""
+
+
+NEEDS_A_TOPIC = (
+    "Give a topic to pick papers by, e.g. `/paper subscribe topics:kv cache quantization` (several, "
+    "separated by commas). I don't know your interests yet — no topics, reactions or followed authors — "
+    "so a digest would have nothing to choose papers by. Nothing was stored. (`/paper interests add` "
+    "takes a topic or a paper you like, and then `/paper subscribe` without topics uses them.)"
+)
+
+
+class InterestsLookup(Protocol):
+    async def knows(self, user_id: int) -> bool:
+        """Whether anything tells what the person wants to read: their topics, reactions or follows."""
+        ...
+
+
+class StoredInterests:
+    """What a person told or taught paperbot: their topics, their 👍 👎 🔖, the authors they follow."""
+
+    def __init__(self, db: Database) -> None:
+        self.feedback = FeedbackRepository(db)
+        self.follows = FollowRepository(db)
+
+    async def knows(self, user_id: int) -> bool:
+        topics, signals, _ = await self.feedback.learning_inputs(user_id)
+        return bool(topics or signals) or await self.follows.count(user_id) > 0
+
+
 def subscription_schedule(sub: Subscription) -> Schedule:
     return Schedule(
         time_local=sub.time_local,
@@ -44,6 +83,32 @@ def subscription_schedule(sub: Subscription) -> Schedule:
         weekday=sub.weekday,
         count=sub.count,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """When a subscription's next digest goes out, and why when that is later than the time chosen."""
+
+    #: when it goes out, in the subscriber's zone
+    at: datetime
+    #: how much later than the time chosen (zero unless more is due then than Discord's limits allow)
+    moved: timedelta
+    #: how many digests (and feed posts) are due at that same minute, this one included
+    due_together: int
+
+
+def due_at(subs: Iterable[Subscription], instant: datetime) -> list[Subscription]:
+    """The subscriptions with a delivery due at exactly ``instant`` (each schedule worked out once)."""
+    instant = instant.astimezone(UTC)
+    by_schedule: dict[Schedule, list[Subscription]] = {}
+    for sub in subs:
+        by_schedule.setdefault(subscription_schedule(sub), []).append(sub)
+    return [
+        sub
+        for schedule, same in by_schedule.items()
+        if latest_due(schedule, instant).due_utc == instant
+        for sub in same
+    ]
 
 
 def recipient_of(sub: Subscription) -> Recipient:
@@ -65,12 +130,18 @@ class SubscriptionService:
         *,
         clock: Clock,
         spread: timedelta = timedelta(0),
+        calls_per_minute: int = 0,
         feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
+        interests: InterestsLookup | None = None,
     ) -> None:
         self.repository = subscriptions
+        #: whether a person has interests a digest without topics can go by (None: not checked)
+        self.interests = interests
         self.clock = clock
-        #: digests due at the same time go out over this window, each subscription at its own offset
+        #: the most a digest is moved past its minute when more is due then than Discord's limits allow
         self.spread = spread
+        #: the requests all digests may make in one minute under Discord's global limit (0: never move one)
+        self.calls_per_minute = calls_per_minute
         self.feeds_per_server = feeds_per_server
 
     def _stamp(self) -> str:
@@ -96,13 +167,37 @@ class SubscriptionService:
     def next_delivery(self, sub: Subscription, now: datetime | None = None) -> Period:
         return next_delivery(subscription_schedule(sub), now or self.clock())
 
-    def offset(self, sub: Subscription) -> timedelta:
-        """How long after each due time this subscription's digest goes out (its place in the spread)."""
-        return spread_offset(sub.id, self.spread)
+    def moved(self, due: Sequence[Subscription]) -> dict[int, timedelta]:
+        """How much later than their minute the digests ``due`` in the same minute go out (see
+        :func:`~bot.services.digests.timing.moved_later`): only when their requests do not all fit in
+        that minute under Discord's limits."""
+        weighed = [
+            DueDigest(sub.id, digest_calls(sub.count, channel=sub.is_channel), (sub.updated_at, sub.id))
+            for sub in due
+        ]
+        return moved_later(weighed, self.calls_per_minute, self.spread)
 
-    def next_arrival(self, sub: Subscription, now: datetime | None = None) -> datetime:
+    async def moved_at(self, instant: datetime) -> dict[int, timedelta]:
+        """:meth:`moved` for every active subscription due at ``instant`` (one read of the store)."""
+        return self.moved(due_at(await self.repository.active(), instant))
+
+    async def arrivals(self, subs: Sequence[Subscription], now: datetime | None = None) -> dict[int, Arrival]:
+        """When each of ``subs`` next goes out (one read of the store for all of them)."""
+        now = now or self.clock()
+        active = await self.repository.active() if subs else []
+        found: dict[int, Arrival] = {}
+        for sub in subs:
+            period = self.next_delivery(sub, now)
+            together = due_at(active, period.due_utc)
+            if sub.active and all(other.id != sub.id for other in together):
+                together.append(sub)
+            moved = self.moved(together).get(sub.id, timedelta(0))
+            found[sub.id] = Arrival(at=period.due_at + moved, moved=moved, due_together=len(together))
+        return found
+
+    async def arrival(self, sub: Subscription, now: datetime | None = None) -> Arrival:
         """When the next digest (or feed post) goes out, in the subscriber's zone."""
-        return self.next_delivery(sub, now).due_at + self.offset(sub)
+        return (await self.arrivals([sub], now))[sub.id]
 
     # ---- a person's digest --------------------------------------------------------------------------
 
@@ -120,7 +215,8 @@ class SubscriptionService:
     ) -> Subscription:
         """Create or change a user's DM digest. Options not given keep their current value (or default).
 
-        Also resumes a paused digest. Raises InvalidScheduleError (nothing stored) on bad input.
+        Also resumes a paused digest. Raises InvalidScheduleError (nothing stored) on bad input, and
+        NothingToPickByError (nothing stored) when it has no topics and the person no interests.
         ``guild_id`` is the server it was set up from (its admins' stats count it; None from DMs keeps
         the server it was set up from before).
         """
@@ -130,6 +226,8 @@ class SubscriptionService:
             time_local=time, timezone=timezone, frequency=frequency, count=count, weekday=weekday, base=base
         )
         new_topics = parse_topics(topics) if topics is not None else (existing.topics if existing else ())
+        if not new_topics and self.interests is not None and not await self.interests.knows(user_id):
+            raise NothingToPickByError(NEEDS_A_TOPIC)
         sub = await self.repository.upsert_user(
             user_id, _fields(schedule, new_topics), guild_id=guild_id, at=self._stamp()
         )

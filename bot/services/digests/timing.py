@@ -29,6 +29,7 @@ from typing import Final
 from zoneinfo import ZoneInfo
 
 from bot.errors import InvalidScheduleError
+from bot.services.search.snippets import echo
 
 #: Returns the current time as an aware UTC datetime; injected everywhere time matters.
 Clock = Callable[[], datetime]
@@ -91,18 +92,18 @@ def parse_time(text: str) -> str:
     """A local time of day, normalised to ``HH:MM``."""
     match = _TIME_RE.match(text.strip())
     if match is None:
-        raise InvalidScheduleError(f"{text.strip()[:40]!r} is not a time. {_TIME_HELP}")
+        raise InvalidScheduleError(f"“{echo(text, 40)}” is not a time. {_TIME_HELP}")
     hours, minutes = int(match[1]), int(match[2] or 0)
     meridiem = (match[3] or "").replace(".", "").lower()
     if meridiem:
         if not 1 <= hours <= 12:
-            raise InvalidScheduleError(f"{text.strip()!r} is not a time. {_TIME_HELP}")
+            raise InvalidScheduleError(f"“{echo(text, 40)}” is not a time. {_TIME_HELP}")
         hours = hours % 12 + (12 if meridiem == "pm" else 0)
     elif match[2] is None:
         # A bare number ("9") is too easy to misread (9 minutes? 9 pm?): insist on a clear form.
-        raise InvalidScheduleError(f"{text.strip()!r} is not a time. {_TIME_HELP}")
+        raise InvalidScheduleError(f"“{echo(text, 40)}” is not a time. {_TIME_HELP}")
     if not (0 <= hours <= 23 and 0 <= minutes <= 59):
-        raise InvalidScheduleError(f"{text.strip()!r} is not a time of day. {_TIME_HELP}")
+        raise InvalidScheduleError(f"“{echo(text, 40)}” is not a time of day. {_TIME_HELP}")
     return f"{hours:02d}:{minutes:02d}"
 
 
@@ -130,7 +131,7 @@ def parse_timezone(text: str) -> str:
         suggestions = timezone_choices(text, limit=3) if text.strip() else []
         hint = f" Did you mean {' or '.join(suggestions)}?" if suggestions else ""
         raise InvalidScheduleError(
-            f"{text.strip()[:60]!r} is not a timezone I know.{hint} Use an IANA name such as "
+            f"“{echo(text, 60)}” is not a timezone I know.{hint} Use an IANA name such as "
             "Europe/Berlin or America/New_York (start typing and pick one from the list)."
         )
     return name
@@ -172,7 +173,7 @@ def parse_frequency(text: str) -> str:
     value = aliases.get(value, value)
     if value not in FREQUENCIES:
         raise InvalidScheduleError(
-            f"Frequency must be one of {', '.join(FREQUENCIES)}, not {text.strip()!r}."
+            f"Frequency must be one of {', '.join(FREQUENCIES)}, not “{echo(text, 40)}”."
         )
     return value
 
@@ -187,7 +188,7 @@ def parse_weekday(value: str | int) -> int:
         matches = [i for i, day in enumerate(WEEKDAYS) if len(text) >= 2 and day.startswith(text)]
         if len(matches) == 1:
             return matches[0]
-    raise InvalidScheduleError(f"{value!r} is not a day of the week (monday … sunday).")
+    raise InvalidScheduleError(f"“{echo(str(value), 40)}” is not a day of the week (monday … sunday).")
 
 
 def validate_count(count: int) -> int:
@@ -207,7 +208,9 @@ def parse_topics(text: str | Sequence[str] | None) -> tuple[str, ...]:
         if not topic:
             continue
         if len(topic) > 100:
-            raise InvalidScheduleError(f"A topic can be at most 100 characters ({topic[:30]!r}… is longer).")
+            raise InvalidScheduleError(
+                f"A topic can be at most 100 characters (“{echo(topic, 30)}” is longer)."
+            )
         seen.setdefault(topic.casefold(), topic)
     if len(seen) > 20:
         raise InvalidScheduleError("At most 20 topics per digest; separate them with commas.")
@@ -400,17 +403,43 @@ def check_due(schedule: Schedule, now: datetime, grace: timedelta, *, set_up_at:
     )
 
 
-#: 1/φ: the fractional parts of n/φ spread over [0, 1) as evenly as any sequence can (consecutive
-#: subscription ids land far apart, and every stretch of the window gets its share).
-_GOLDEN = (5**0.5 - 1) / 2
+# --------------------------------------------------------------------------------------------
+# Digests due in the same minute: on time while Discord's limits allow, the rest a minute or more later
 
 
-def spread_offset(subscription_id: int, spread: timedelta) -> timedelta:
-    """How long after its due time this subscription's digest goes out: its fixed place in ``spread``."""
-    seconds = int(spread.total_seconds())
-    if seconds <= 0:
-        return timedelta(0)
-    return timedelta(seconds=int((subscription_id * _GOLDEN) % 1.0 * seconds))
+def digest_calls(count: int, *, channel: bool) -> int:
+    """The requests one digest of ``count`` papers costs under Discord's global limit: its header and a
+    message per paper, and in a channel the bot's 👍 👎 🔖 under each paper."""
+    return 1 + count * (4 if channel else 1)
+
+
+@dataclass(frozen=True, slots=True)
+class DueDigest:
+    """One digest due at some minute, as :func:`moved_later` weighs it."""
+
+    subscription_id: int
+    #: its requests (:func:`digest_calls`)
+    calls: int
+    #: who goes first: the digests set up (or last changed) earlier
+    order: tuple[str, int]
+
+
+def moved_later(due: Sequence[DueDigest], calls_per_minute: int, most: timedelta) -> dict[int, timedelta]:
+    """How much later than its minute each digest due in that same minute goes out: not at all while
+    the requests of those before it and its own fit in what Discord lets the bot send in a minute
+    (``calls_per_minute``); the others a whole minute later for each minute's worth of requests before
+    them, at most ``most``. The digests set up first keep their minute, so a new subscription never moves
+    one that was told it comes on time."""
+    most_minutes = int(most.total_seconds() // 60)
+    moved: dict[int, timedelta] = {}
+    before = 0
+    for digest in sorted(due, key=lambda d: d.order):
+        minutes = 0
+        if calls_per_minute > 0 and most_minutes > 0:
+            minutes = min((before + digest.calls - 1) // calls_per_minute, most_minutes)
+        moved[digest.subscription_id] = timedelta(minutes=minutes)
+        before += digest.calls
+    return moved
 
 
 def format_local(moment: datetime, zone: str) -> str:

@@ -8,7 +8,10 @@ stops at the first page that reaches papers submitted before the cut-off. Polite
   retries and categories;
 - HTTP 5xx, 429, timeouts and connection errors are retried with exponential backoff (6, 12, 24,
   48 s); arXiv's occasional empty page in the middle of a result set is retried the same way;
-- the arXiv error feed (HTTP 400, "incorrect id format …") is not retried: it is a bad query.
+- the arXiv error feed (HTTP 400, "incorrect id format …") is not retried: it is a bad query;
+- a category is checked against arXiv's taxonomy (:mod:`arxiv_taxonomy`) before any request, and a
+  machine that cannot reach arXiv at all (its name does not resolve, no route to it: offline) is
+  told so at the first attempt (:class:`ArxivUnreachableError`) rather than after minutes of retries.
 
 Each page is merged into the store exactly as `paperbot ingest` merges (same repository, same
 rules) in one transaction together with the paging cursor (`app_state` key `arxiv:<category>`),
@@ -23,9 +26,9 @@ responses without a network and check the spacing and the backoff without waitin
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,6 +37,7 @@ from typing import Protocol
 import aiohttp
 
 from bot.errors import UserFacingError
+from bot.services.papers.arxiv_taxonomy import UnknownCategoryError, arxiv_category
 from bot.services.papers.ingest.arxiv_atom import ArxivApiError, parse_atom
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
@@ -52,11 +56,24 @@ CURSOR_MAX_AGE = timedelta(hours=24)  # an older cursor is stale: start over
 LAST_FETCH_KEY = "arxiv:last_fetch"
 USER_AGENT = "paperbot/0.1 (research paper digest bot; polite arXiv API client)"
 
-_CATEGORY = re.compile(r"[a-z\-]+(?:\.[A-Za-z\-]+)?")
+#: connection failures that mean this machine cannot reach arXiv at all, not a passing hiccup
+_OFFLINE_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN})
 
 
 class ArxivFetchError(UserFacingError):
     """The fetch could not finish (arXiv refused the query or kept failing); str() says why."""
+
+
+class ArxivUnreachableError(ArxivFetchError):
+    """arXiv could not be reached (offline, or it kept failing): nothing more was fetched, what was
+    stored stays and the next run resumes."""
+
+
+def _offline(error: BaseException) -> bool:
+    """Whether a failed request means no network to arXiv (its name does not resolve, no route)."""
+    if isinstance(error, aiohttp.ClientConnectorDNSError):
+        return True
+    return isinstance(error, aiohttp.ClientConnectorError) and error.os_error.errno in _OFFLINE_ERRNOS
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,12 +206,17 @@ class _Fetcher:
                 response = await self._polite_get(params)
             except (TimeoutError, OSError, aiohttp.ClientError) as error:
                 failure = f"{type(error).__name__}: {error}".rstrip(": ")
+                if _offline(error):
+                    raise ArxivUnreachableError(
+                        f"cannot reach arXiv ({failure}): this machine seems to be offline; nothing was "
+                        "fetched. Run it again once it has a network."
+                    ) from error
                 continue
             if response.status >= 500 or response.status == 429:
                 failure = f"HTTP {response.status}"
                 continue
             return response
-        raise ArxivFetchError(
+        raise ArxivUnreachableError(
             f"arXiv did not answer for {category} after {MAX_RETRIES + 1} attempts ({failure})"
         )
 
@@ -286,12 +308,12 @@ async def fetch_arxiv(
     url: str = API_URL,
 ) -> FetchSummary:
     """Fetch the last `days` days of each category into the store (see the module docstring)."""
-    wanted = [c.strip() for c in categories if c.strip()]
+    try:
+        wanted = list(dict.fromkeys(arxiv_category(c) for c in categories if c.strip()))
+    except UnknownCategoryError as unknown:
+        raise ArxivFetchError(str(unknown)) from None
     if not wanted:
         raise ArxivFetchError("name at least one arXiv category, e.g. cs.LG")
-    for category in wanted:
-        if not _CATEGORY.fullmatch(category):
-            raise ArxivFetchError(f"{category!r} is not an arXiv category (e.g. cs.LG, math.ST, hep-th)")
     if days < 1:
         raise ArxivFetchError("days must be at least 1")
     fetcher = _Fetcher(db, http, sleep, clock, page_size, max_papers, url)
@@ -326,7 +348,9 @@ async def fetch_arxiv(
 async def fetch_arxiv_live(db: Database, *, categories: Sequence[str], days: int) -> FetchSummary:
     """`fetch_arxiv` over the network (the CLI and the daily job)."""
     async with aiohttp.ClientSession(headers={"User-Agent": USER_AGENT}) as session:
-        return await fetch_arxiv(db, categories=categories, days=days, http=AiohttpTransport(session))
+        return await fetch_arxiv(
+            db, categories=categories, days=days, http=AiohttpTransport(session), url=API_URL
+        )
 
 
 async def last_fetch(db: Database) -> str | None:

@@ -23,6 +23,7 @@ from typing import Final
 
 from bot.errors import NotFoundError, UserFacingError
 from bot.services.people.authors import AuthorDirectory, AuthorGroup
+from bot.services.search.snippets import echo
 from paperindex.engine import fold
 from storage.db import Database
 from storage.repositories.follows import FollowRepository, FollowRow
@@ -120,8 +121,7 @@ def _joined(names: tuple[str, ...]) -> str:
 
 
 def _quoted(text: str) -> str:
-    shown = " ".join(text.split())
-    return shown if len(shown) <= _SHOWN_NAME else shown[: _SHOWN_NAME - 1] + "…"
+    return echo(text, _SHOWN_NAME)
 
 
 def _parse(text: str) -> tuple[str, int | None]:

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.errors import UserFacingError
+from bot.services.search.snippets import echo
 from paperindex.tokenizer import count_terms, display_terms, surface_form, tokenize
 from storage.db import Database
 from storage.models import Paper
@@ -398,7 +399,7 @@ def clean_topic(topic: str) -> str:
         raise UserFacingError(f"Keep a topic under {MAX_TOPIC_CHARS} characters.")
     if not tokenize(cleaned):
         raise UserFacingError(
-            f"“{cleaned}” has no searchable words (only very common words); try something more specific."
+            f"“{echo(cleaned)}” has no searchable words (only very common words); try something more specific."
         )
     return cleaned
 
@@ -540,8 +541,8 @@ class ProfileService:
                 return current
         if not existing:
             raise UserFacingError("You have no topics yet. Add one with `/paper interests add`.")
-        listed = ", ".join(f"“{t}”" for t in existing[:10])
-        raise UserFacingError(f"“{topic.strip()}” is not one of your topics ({listed}).")
+        listed = ", ".join(f"“{echo(t)}”" for t in existing[:10])
+        raise UserFacingError(f"“{echo(topic)}” is not one of your topics ({listed}).")
 
     async def topics(self, user_id: int) -> list[str]:
         return await self.users.topics(user_id)

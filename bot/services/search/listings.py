@@ -103,7 +103,7 @@ class SearchService:
             if len(matches) == 1 or (matches and matches[0][1].casefold() == text.casefold()):
                 paper = await self.papers.get(matches[0][0])
         if paper is None:
-            shown = text if len(text) <= _SHOWN_REFERENCE else text[: _SHOWN_REFERENCE - 1] + "…"
+            shown = snippets.echo(text, _SHOWN_REFERENCE)
             raise NotFoundError(
                 f"I don't know a paper matching “{shown}”. Start typing a title and pick one from the list, "
                 "or give an arXiv id, OpenReview id or DOI."
@@ -195,16 +195,14 @@ class SearchService:
 
 def _no_match_message(query: str, author: str | None, venue: str | None, year: int | None) -> str:
     filters = [
-        f"author “{author}”" if author else "",
-        f"venue “{venue}”" if venue else "",
+        f"author “{snippets.echo(author)}”" if author else "",
+        f"venue “{snippets.echo(venue)}”" if venue else "",
         f"year {year}" if year else "",
     ]
     active = [part for part in filters if part]
     if active:
-        return (
-            f"No papers match “{query}” with {', '.join(active)}. Try without a filter or with other words."
-        )
-    return f"No papers match “{query}”. Try other or fewer words."
+        return f"No papers match “{snippets.echo(query, 150)}” with {', '.join(active)}. Try without a filter or with other words."
+    return f"No papers match “{snippets.echo(query, 150)}”. Try other or fewer words."
 
 
 def _listed(results: SearchResults, hit: SearchHit, paper: Paper) -> ListedHit:

@@ -14,6 +14,12 @@ from paperindex.tokenizer import LOWER_ASCII_WORD_RE, WORD_RE, normal_word_terms
 
 DEFAULT_WIDTH: Final = 300
 _MARKDOWN_RE: Final = re.compile(r"([\\*_~`|>\[\]#])")
+#: what makes Discord ping: @everyone, @here, <@id>, <@!id>, <@&id>
+_MENTION_RE: Final = re.compile(r"@(everyone|here|[!&]?\d{15,21})")
+#: the scheme of a link Discord would make clickable ("https:" before "//")
+_LINK_SCHEME_RE: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)")
+#: keeps an @ from starting a mention, as discord.utils.escape_mentions does
+_ZERO_WIDTH_SPACE: Final = "\u200b"
 _SENTENCE_END_RE: Final = re.compile(r"[.!?]\s+")
 _ELLIPSIS: Final = "…"
 _PHRASE_GAP_RE: Final = re.compile(r"\s+|\s*-\s*")  # what may stand between two words of a phrase
@@ -33,6 +39,17 @@ def one_line(text: str, limit: int) -> str:
 def escape_markdown(text: str) -> str:
     """Backslash-escape the characters Discord markdown gives a meaning (* _ ~ ` | > [ ] # \\)."""
     return _MARKDOWN_RE.sub(r"\\\1", text)
+
+
+def echo(text: str, limit: int | None = None) -> str:
+    """What a person typed, to repeat back in a message exactly as they typed it and nothing more: one
+    line (cut to ``limit`` characters), its markdown escaped (``**bold**`` shows its asterisks), its
+    mentions inert (``@everyone`` pings no one, even where mentions are allowed) and its links plain text
+    (``https\\://…`` is not made clickable)."""
+    line = one_line(text, limit) if limit is not None else _collapse(text)
+    line = escape_markdown(line)
+    line = _MENTION_RE.sub(_ZERO_WIDTH_SPACE.join(("@", r"\1")), line)
+    return _LINK_SCHEME_RE.sub(r"\1\\:", line)
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,12 +78,14 @@ async def test_an_extension_adds_only_its_own_commands(make_bot: Any) -> None:
     await bot.load_extension("bot.exts.search")
     assert [command.name for command in bot.command_groups.paper.commands] == [
         "interests",
+        "club",
         "search",
         "show",
         "similar",
     ]
     assert bot.command_groups.interests.commands == []
-    assert bot.command_groups.paperadmin.commands == [bot.command_groups.feed]
+    assert bot.command_groups.club.commands == []
+    assert bot.command_groups.paperadmin.commands == [bot.command_groups.feed, bot.command_groups.club_admin]
 
 
 async def test_two_extensions_cannot_take_the_same_command_name(make_bot: Any) -> None:

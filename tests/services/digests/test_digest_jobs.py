@@ -191,36 +191,77 @@ async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
     assert run.status == "sent"
 
 
-async def test_digests_due_together_go_out_at_their_places_in_the_spread(db: Database) -> None:
-    """With a 10-minute spread each job fires at its subscription's own minute after 09:00 (the one the
-    confirmation names) and delivers the 09:00 period; subscribing after 09:00 keeps it for tomorrow."""
+async def test_a_digest_goes_out_at_the_minute_chosen_when_little_else_is_due_then(db: Database) -> None:
+    """Three people at 09:00 with room to spare under Discord's limits: each job fires at 09:00 (the
+    time the confirmation names) and delivers the 09:00 period; subscribing after 09:00 keeps it for
+    tomorrow."""
     await add_papers(db, range(1, 11))
     service = make_service(
-        db, Clock(utc(2026, 11, 30, 6, 0)), {p: 1.0 for p in range(1, 11)}, spread=timedelta(minutes=10)
+        db,
+        Clock(utc(2026, 11, 30, 6, 0)),
+        {p: 1.0 for p in range(1, 11)},
+        spread=timedelta(minutes=60),
+        calls_per_minute=2700,
     )
     jobs = DigestScheduler(service, Senders(), clock=service.clock)
     try:
-        subs = [await service.subscriptions.subscribe(u, time="09:00", count=1) for u in (1, 2, 3)]
+        subs = [
+            await service.subscriptions.subscribe(u, topics="x", time="09:00", count=1) for u in (1, 2, 3)
+        ]
         await jobs.start(recover=False)
         due = utc(2026, 11, 30, 9, 0)
-        fires = []
         for sub in subs:
             job = jobs.scheduler.get_job(job_id(sub.id))
             assert job is not None
-            offset = service.subscriptions.offset(sub)
-            assert timedelta(0) <= offset < timedelta(minutes=10)
-            fire = job.trigger.get_next_fire_time(None, utc(2026, 11, 30, 6, 0))
-            assert fire == due + offset == service.subscriptions.next_arrival(sub)
-            fires.append(fire)
-        assert len(set(fires)) == 3
+            assert job.trigger.get_next_fire_time(None, utc(2026, 11, 30, 6, 0)) == due
+            arrival = await service.subscriptions.arrival(sub)
+            assert (arrival.at, arrival.moved, arrival.due_together) == (due, timedelta(0), 3)
         clock = service.clock
         assert isinstance(clock, Clock)
-        clock.set(max(fires))
+        clock.set(due)
         outcomes = [await jobs.run_job(sub.id) for sub in subs]
         assert [(o.status, o.period_key) for o in outcomes if o is not None] == [("sent", "2026-11-30")] * 3
         clock.set(due + timedelta(minutes=1))  # subscribing at 09:01: today's 09:00 is not this one's
-        late = await service.subscriptions.subscribe(4, time="09:00", count=1)
-        assert service.subscriptions.next_arrival(late).date() == date(2026, 12, 1)
+        late = await service.subscriptions.subscribe(4, topics="x", time="09:00", count=1)
+        assert (await service.subscriptions.arrival(late)).at.date() == date(2026, 12, 1)
+    finally:
+        jobs.shutdown()
+
+
+async def test_only_what_does_not_fit_in_its_minute_moves_to_the_next(db: Database) -> None:
+    """Discord's limits allow 4 requests a minute here (a one-paper DM digest costs 2): of three
+    digests due at 09:00 the two set up first go out at 09:00, the third at 09:01 — its confirmation
+    says so, and its job, firing at 09:00, sends it at 09:01, once."""
+    await add_papers(db, range(1, 11))
+    clock = Clock(utc(2026, 11, 30, 6, 0))
+    service = make_service(
+        db, clock, {p: 1.0 for p in range(1, 11)}, spread=timedelta(minutes=10), calls_per_minute=4
+    )
+    senders = Senders()
+    jobs = DigestScheduler(service, senders, clock=service.clock)
+    try:
+        subs = []
+        for user in (1, 2, 3):
+            subs.append(await service.subscriptions.subscribe(user, topics="x", time="09:00", count=1))
+            clock.set(clock() + timedelta(seconds=1))
+        await jobs.start(recover=False)
+        due = utc(2026, 11, 30, 9, 0)
+        arrivals = [await service.subscriptions.arrival(sub) for sub in subs]
+        assert [a.moved for a in arrivals] == [timedelta(0), timedelta(0), timedelta(minutes=1)]
+        assert arrivals[2].at == due + timedelta(minutes=1)
+        clock.set(due)
+        outcomes = [await jobs.run_job(sub.id) for sub in subs]
+        assert [o.status if o else None for o in outcomes] == ["sent", "sent", None]
+        later = jobs.scheduler.get_job(f"digest-later:{subs[2].id}")
+        assert later is not None
+        assert later.next_run_time == due + timedelta(minutes=1)
+        assert subs[2].id not in senders.by_sub, "nothing of the third went out at 09:00"
+        clock.set(due + timedelta(minutes=1))
+        outcome = await jobs.later_job(*later.args)
+        assert outcome is not None
+        assert (outcome.status, outcome.period_key) == ("sent", "2026-11-30")
+        await jobs.run_job(subs[2].id)  # a second fire (at 09:01) finds the period delivered
+        assert len(senders.by_sub[subs[2].id].papers) == 1
     finally:
         jobs.shutdown()
 

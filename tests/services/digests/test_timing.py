@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -11,11 +10,14 @@ import pytest
 from bot.errors import InvalidScheduleError
 from bot.services.digests.timing import (
     AUTOCOMPLETE_LIMIT,
+    DueDigest,
     Schedule,
     check_due,
+    digest_calls,
     format_local,
     latest_due,
     make_schedule,
+    moved_later,
     next_delivery,
     occurrence,
     parse_frequency,
@@ -23,7 +25,6 @@ from bot.services.digests.timing import (
     parse_timezone,
     parse_topics,
     parse_weekday,
-    spread_offset,
     timezone_choices,
     validate_count,
 )
@@ -254,20 +255,31 @@ def test_describe_and_format_local() -> None:
     assert format_local(utc(2026, 11, 30, 8, 0), "Europe/Berlin") == "Monday 30 November 2026 at 09:00 CET"
 
 
-# ---- the spread of digests due at the same time -------------------------------------------------
+# ---- digests due in the same minute ---------------------------------------------------------------
 
 
-def test_each_subscription_has_a_fixed_place_in_the_spread_and_consecutive_ones_land_apart() -> None:
-    spread = timedelta(minutes=10)
-    offsets = [spread_offset(sub_id, spread) for sub_id in range(1, 601)]
-    assert all(timedelta(0) <= offset < spread for offset in offsets)
-    assert offsets == [spread_offset(sub_id, spread) for sub_id in range(1, 601)], "the same every day"
-    assert spread_offset(7, timedelta(0)) == timedelta(0)
-    # 600 subscriptions over 600 seconds: every minute of the window gets 60 ± a few
-    per_minute = [sum(1 for o in offsets if o // timedelta(minutes=1) == m) for m in range(10)]
-    assert max(per_minute) - min(per_minute) <= 4, per_minute
-    # neighbours (people who subscribed one after another) are far apart
-    assert min(abs(a - b) for a, b in itertools.pairwise(offsets)) >= timedelta(minutes=2)
+def test_digests_due_together_keep_their_minute_while_discords_limits_allow() -> None:
+    """A minute's worth of requests (2,700, as the bot's pacer sends) goes out at the minute chosen: 200
+    five-paper DM digests (1,200 requests) all do; of 1,000 the first 450 do, the next 450 a minute
+    later, the rest two; those set up first keep their minute; never more than ``most``."""
+
+    def due(n: int, calls: int = digest_calls(5, channel=False)) -> list[DueDigest]:
+        return [DueDigest(i, calls, (f"2026-11-30T06:{i // 60 % 60:02d}:{i % 60:02d}", i)) for i in range(n)]
+
+    assert digest_calls(5, channel=False) == 6
+    assert digest_calls(5, channel=True) == 21, "a feed's papers get the bot's three reactions each"
+    assert set(moved_later(due(200), 2700, timedelta(minutes=60)).values()) == {timedelta(0)}
+    moved = moved_later(due(1000), 2700, timedelta(minutes=60))
+    minutes = [moved[i] // timedelta(minutes=1) for i in range(1000)]
+    assert minutes == [0] * 450 + [1] * 450 + [2] * 100
+    assert set(moved_later(due(1000), 2700, timedelta(minutes=1)).values()) == {
+        timedelta(0),
+        timedelta(minutes=1),
+    }
+    assert set(moved_later(due(1000), 2700, timedelta(0)).values()) == {timedelta(0)}, "0: none moves"
+    assert set(moved_later(due(1000), 0, timedelta(minutes=60)).values()) == {timedelta(0)}
+    shuffled = list(reversed(due(1000)))
+    assert moved_later(shuffled, 2700, timedelta(minutes=60)) == moved, "by when they were set up"
 
 
 def test_cron_fields_with_an_offset_cross_midnight_onto_the_next_day() -> None:

@@ -11,12 +11,14 @@ from datetime import UTC, datetime, timedelta
 import aiohttp
 import pytest
 from aiohttp import web
+from aiohttp.client_reqrep import ConnectionKey
 from shared_data import shared_path
 
 from bot.services.papers import arxiv_fetch
 from bot.services.papers.arxiv_fetch import (
     AiohttpTransport,
     ArxivFetchError,
+    ArxivUnreachableError,
     HttpResponse,
     fetch_arxiv,
     last_fetch,
@@ -193,6 +195,22 @@ async def test_5xx_and_timeouts_are_retried_with_backoff_and_spacing(db: Databas
     assert all(gap >= 3.0 for gap in arxiv.gaps())
 
 
+async def test_a_machine_without_a_network_is_told_at_the_first_attempt(db: Database) -> None:
+    """arXiv's name does not resolve (offline): no retry, no backoff, one clear error; a category is
+    taken in any case and stored under arXiv's spelling."""
+    clock = FakeTime()
+    offline = aiohttp.ClientConnectorDNSError(
+        ConnectionKey("export.arxiv.org", 443, True, True, None, None, None, None),
+        OSError(-2, "Name or service not known"),
+    )
+    arxiv = FakeArxiv(clock, {0: offline})
+    with pytest.raises(ArxivUnreachableError, match="this machine seems to be offline; nothing was fetched"):
+        await fetch_arxiv(db, categories=["CS.lg"], days=1, http=arxiv, sleep=clock.sleep, clock=clock)
+    assert len(arxiv.calls) == 1
+    assert clock.sleeps == []
+    assert arxiv.calls[0][1]["search_query"] == "cat:cs.LG"
+
+
 async def test_gives_up_after_the_retries_and_says_why(db: Database) -> None:
     clock = FakeTime()
     arxiv = FakeArxiv(clock, {0: HttpResponse(502, b"")})
@@ -297,7 +315,13 @@ async def test_several_categories_keep_the_spacing_between_them(db: Database) ->
 
 @pytest.mark.parametrize(
     ("categories", "days", "message"),
-    [([], 1, "at least one"), (["cs LG"], 1, "not an arXiv category"), (["cs.LG"], 0, "at least 1")],
+    [
+        ([], 1, "at least one"),
+        (["cs LG"], 1, "not an arXiv category"),
+        (["notacat"], 1, "'notacat' is not an arXiv category"),
+        (["cs.LGG"], 1, "Did you mean cs.LG"),
+        (["cs.LG"], 0, "at least 1"),
+    ],
 )
 async def test_bad_arguments_are_refused(
     db: Database, categories: list[str], days: int, message: str

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.services.search import snippets
-from bot.services.search.snippets import escape_markdown, snippet
+from bot.services.search.snippets import echo, escape_markdown, snippet
 from paperindex.tokenizer import LOWER_ASCII_WORD_RE, WORD_RE, tokenize
 
 # ASCII pieces that test where words start and end: apostrophes, dots between digits, trailing "+",
@@ -138,3 +138,14 @@ def test_snippet_bolds_a_phrase_of_the_query_as_one_run() -> None:
     assert "**KV-cache** size" in snippet(
         "The KV-cache size grows.", ("kv", "cach"), phrases=(("kv", "cach"),)
     )
+
+
+def test_echo_shows_what_was_typed_with_its_markdown_mentions_and_links_inert() -> None:
+    typed = "@everyone  **bold** [site](https://evil.example/a_b) <@123456789012345678> <@&123456789012345678> @here"
+    assert echo(typed) == (
+        "@\u200beveryone \\*\\*bold\\*\\* \\[site\\](https\\://evil.example/a\\_b) "
+        "<@\u200b123456789012345678\\> <@\u200b&123456789012345678\\> @\u200bhere"
+    )
+    assert echo("plain words, kept as they are") == "plain words, kept as they are"
+    assert echo("a" * 50, 10) == "a" * 9 + "…", "cut before escaping, so no escape is cut in two"
+    assert echo("**" * 10, 6) == "\\*\\*\\*\\*\\*…"
