@@ -43,8 +43,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bot.runtime import one_blas_thread  # noqa: E402
-from bot.services.digests import Digests  # noqa: E402
+from bot.runtime import build_digests, one_blas_thread  # noqa: E402
 from bot.services.digests.subscriptions import recipient_of  # noqa: E402
 from bot.services.recommend.recommender import Recommender  # noqa: E402
 from bot.services.search.live_index import LiveIndex  # noqa: E402
@@ -307,7 +306,7 @@ async def measure(db_path: Path, args: argparse.Namespace) -> int:
         print(f"paper space (the learned models' coordinates) in {time.perf_counter() - started:.1f} s")
         clock_now = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
         timed = TimedRecommender(recommender)
-        service = Digests(db, papers=papers, recommender=timed, clock=lambda: clock_now)
+        service = build_digests(db, papers=papers, recommender=timed, clock=lambda: clock_now)
         subs = await service.subscriptions.active()
         reacted = {int(r[0]) for r in await db.fetchall("SELECT DISTINCT user_id FROM feedback")}
         rss_before = rss_mb()

@@ -42,7 +42,7 @@ from bot.runtime import open_services  # noqa: E402
 from bot.services.digests.planning import DigestPlan  # noqa: E402
 from bot.services.papers.gist import gist  # noqa: E402
 from bot.services.papers.ingest.runner import ingest_paths  # noqa: E402
-from bot.services.papers.ingest.titles import plain_text, sentences  # noqa: E402
+from bot.services.papers.prose import plain_text, sentences  # noqa: E402
 from bot.services.search.snippets import escape_markdown  # noqa: E402
 from bot.settings import Settings  # noqa: E402
 from bot.ui.embeds import GIST_LIMIT  # noqa: E402

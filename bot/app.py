@@ -1,4 +1,4 @@
-"""PaperBot: the discord.py client, wired to the services built in `bot.runtime`."""
+"""PaperBot: the discord.py client, given the services and the Discord parts `bot.runtime.build_bot` built."""
 
 from __future__ import annotations
 
@@ -7,29 +7,30 @@ import contextlib
 import hashlib
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 import yarl
 from discord.ext import commands
 
 from bot.club_sender import DiscordClubSender
-from bot.digest_sender import DiscordDigestSender, Sending
-from bot.discord_limits import DIGEST_CONCURRENCY, ChannelSpacer, RequestPacer, global_limit_trace
-from bot.dm_channels import DMChannels
+from bot.discord_limits import RequestPacer, global_limit_trace
 from bot.exts import discover_extensions
 from bot.exts._groups import make_groups
 from bot.health import HEARTBEAT_SECONDS, make_beat, write_beat
 from bot.leadership import Leadership
-from bot.runtime import Services
 from bot.scheduler import CLUB_EVERY_SECONDS, CLUB_JOB_ID, ProcessScheduler
-from bot.services.digests.jobs import DigestScheduler
 from bot.services.papers.arxiv_daily import run_daily_fetch
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from bot.tree import PaperTree
+from bot.ui.views import ItemHandler
 from storage.repositories.state import StateRepository
-from storage.repositories.users import UserRepository
+
+if TYPE_CHECKING:
+    from bot.digest_sender import DiscordSenders, Sending
+    from bot.runtime import Services
+    from bot.services.digests.jobs import DigestScheduler
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +68,19 @@ def command_definitions_hash(tree: discord.app_commands.CommandTree[Any]) -> str
 class PaperBot(commands.AutoShardedBot):
     """The bot on the shards the settings name (`PAPERBOT_SHARDS` of `PAPERBOT_SHARD_COUNT`; all of
     them by default), doing what its role says: `all`, `gateway` (no background work) or `worker` (the
-    background work over REST, never connecting the gateway)."""
+    background work over REST, never connecting the gateway). Built by `bot.runtime.build_bot`, which
+    gives it the pace of bulk sending and the process scheduler, then (`attach`) the Discord sending
+    adapter and the digest jobs made on this client."""
 
-    def __init__(self, *, settings: Settings, services: Services, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        services: Services,
+        pacer: RequestPacer,
+        scheduler: ProcessScheduler,
+        **options: Any,
+    ) -> None:
         intents = discord.Intents.none()
         intents.guilds = True
         intents.guild_reactions = True
@@ -77,7 +88,7 @@ class PaperBot(commands.AutoShardedBot):
         if settings.shard_ids is not None:
             options["shard_ids"] = list(settings.shard_ids)
         #: the pace of bulk sending under Discord's global limit, held by every global 429 the client gets
-        self.pacer = RequestPacer()
+        self.pacer = pacer
         options["http_trace"] = global_limit_trace(self.pacer)
         super().__init__(
             command_prefix=commands.when_mentioned,
@@ -92,9 +103,11 @@ class PaperBot(commands.AutoShardedBot):
         self.services = services
         #: /paper and /paperadmin with their subgroups; each extension adds its commands in setup()
         self.command_groups = make_groups()
+        #: what a press of each button or menu class does; each extension registers its own in setup()
+        self.item_handlers: dict[type, ItemHandler] = {}
         #: every timed job and loop of the process: digests, the arXiv fetch, the prune, the store
-        self.scheduler = ProcessScheduler()
-        self._sending: Sending | None = None
+        self.scheduler = scheduler
+        self._senders: DiscordSenders | None = None
         self._digest_jobs: DigestScheduler | None = None
         self.leadership: Leadership | None = None  # with a role that does the background work
         self._writes: WriteBehind | None = None  # started in setup_hook
@@ -104,30 +117,29 @@ class PaperBot(commands.AutoShardedBot):
             asyncio.Event()
         )  # the heartbeat is written at once (ready, logged in) and every few s
 
+    def attach(self, *, senders: DiscordSenders, digest_jobs: DigestScheduler) -> None:
+        """What the root made on this client: the sending adapter and the digest jobs using it."""
+        self._senders, self._digest_jobs = senders, digest_jobs
+
+    @property
+    def senders(self) -> DiscordSenders:
+        """The Discord sending adapter: a sender per subscription or person, sharing `sending`."""
+        if self._senders is None:
+            raise RuntimeError("PaperBot is built by bot.runtime.build_bot")
+        return self._senders
+
     @property
     def sending(self) -> Sending:
         """Shared by every digest, feed post and paper message: the pace under Discord's global limit,
-        the reaction bucket per channel, each person's DM channel (built on first use)."""
-        if self._sending is None:
-            dm_channels = DMChannels(self, UserRepository(self.services.db))
-            self._sending = Sending(
-                dm_channels, self.pacer, ChannelSpacer(), self.services.permission_notices
-            )
-        return self._sending
+        the reaction bucket per channel, each person's DM channel."""
+        return self.senders.sending
 
     @property
     def digest_jobs(self) -> DigestScheduler:
-        """The digest jobs on the process scheduler (built on first use, started in setup_hook, stopped
-        in close()): Discord senders, waiting for the gateway before the first send."""
+        """The digest jobs on the process scheduler (started while this process leads, stopped in
+        close())."""
         if self._digest_jobs is None:
-            self._digest_jobs = DigestScheduler(
-                self.services.digests,
-                lambda sub: DiscordDigestSender.for_subscription(self, self.sending, sub),
-                # a worker sends over REST as soon as it logged in; a gateway process once connected
-                wait_until_ready=self.wait_until_ready if self.settings.connects_gateway else None,
-                scheduler=self.scheduler.jobs,
-                concurrency=DIGEST_CONCURRENCY,
-            )
+            raise RuntimeError("PaperBot is built by bot.runtime.build_bot")
         return self._digest_jobs
 
     async def login(self, token: str) -> None:

@@ -44,11 +44,10 @@ from bot.services.digests.delivery import (
     SentThenDeletedError,
 )
 from bot.services.digests.fairness import SHARED_LANE, lane_of
-from bot.ui.embeds import REACTIONS
 from bot.ui.paper_views import digest_message
 from bot.ui.views import paper_buttons
 from storage.db import utcnow_precise
-from storage.models import Paper, Subscription
+from storage.models import REACTIONS, Paper, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +78,22 @@ class Sending:
     reactions: ChannelSpacer
     notices: PermissionNotices
     messages: ChannelWindow = field(default_factory=ChannelWindow)
+
+
+@dataclass(frozen=True)
+class DiscordSenders:
+    """The Discord sending adapter of one client (built by the composition root, `bot.runtime`): a
+    sender for a subscription (what the digest jobs call) or for one person (`/paper digest`,
+    `paperbot digest --user`), all sharing `sending`."""
+
+    client: discord.Client
+    sending: Sending
+
+    def __call__(self, sub: Subscription) -> DiscordDigestSender:
+        return DiscordDigestSender.for_subscription(self.client, self.sending, sub)
+
+    def to_person(self, user_id: int) -> DiscordDigestSender:
+        return DiscordDigestSender(self.client, self.sending, user_id=user_id)
 
 
 class DiscordDigestSender:

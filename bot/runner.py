@@ -9,7 +9,7 @@ import logging
 import signal
 
 from bot.app import PaperBot
-from bot.runtime import Services, open_services
+from bot.runtime import Services, build_bot, open_services
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ async def _freeze_once_ready(bot: PaperBot) -> None:
 
 async def _serve(settings: Settings, services: Services, token: str, stop: asyncio.Event) -> int:
     """Run the Discord client until `stop` is set (0) or the client fails (1)."""
-    bot = PaperBot(settings=settings, services=services)
+    bot = build_bot(settings, services)
     async with bot:
         runner = asyncio.create_task(bot.start(token), name="discord-client")
         ready = asyncio.create_task(_freeze_once_ready(bot), name="freeze-once-ready")

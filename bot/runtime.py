@@ -1,4 +1,11 @@
-"""The composition root: open the database, build every service, close them in order."""
+"""The composition root: every object of the process is built here, once, and handed to what uses it.
+
+`open_services` opens the store and builds the services (one clock for every service that reads the
+time), `build_digests` the digest parts, `build_bot` the Discord client with what it shares (the
+pacer, the process scheduler, the Discord sending adapter and the digest jobs that use it), and
+`discord_senders` that adapter for any logged-in client (`paperbot digest --user` reuses it). Nothing
+else builds a service; nothing but this module (and the entry points that call it) imports it.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +15,30 @@ import logging
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from threadpoolctl import threadpool_limits
 
 from bot.discord_limits import BULK_CALLS_PER_MINUTE
 from bot.services.admin.permission_notices import PermissionNotices
 from bot.services.club import ClubService
-from bot.services.digests import Digests
-from bot.services.digests.subscriptions import StoredInterests
+from bot.services.digests import DEFAULT_GRACE, Digests
+from bot.services.digests.delivery import RESEND_DELAYS, DigestDelivery
+from bot.services.digests.leases import DEFAULT_LEASE, Leases
+from bot.services.digests.planning import DigestPlanner, FollowedLike, PaperLookup, RecommenderLike
+from bot.services.digests.recovery import DigestRecovery
+from bot.services.digests.retention import DEFAULT_HISTORY_DAYS, DigestHistory
+from bot.services.digests.subscriptions import (
+    DEFAULT_FEEDS_PER_SERVER,
+    InterestsLookup,
+    StoredInterests,
+    SubscriptionService,
+)
+from bot.services.digests.timing import Clock, utc_now
 from bot.services.papers.arxiv_lookup import ArxivLookup
 from bot.services.papers.ingest.runner import ensure_shipped_corpus
 from bot.services.papers.linked import LinkedPapers
@@ -29,6 +48,7 @@ from bot.services.people.follows import FollowService
 from bot.services.people.library import LibraryImporter, LibraryMatcher
 from bot.services.people.limits import PersonLimits
 from bot.services.people.privacy import PrivacyService
+from bot.services.people.ratings import Ratings
 from bot.services.recommend.interests import InterestService
 from bot.services.recommend.recommender import Recommender
 from bot.services.search.listings import SearchService
@@ -40,13 +60,22 @@ from paperindex.engine import SearchEngine
 from paperindex.index import warm_up
 from storage.db import Database
 from storage.repositories.clubs import ClubRepository
+from storage.repositories.digests import DigestRepository
+from storage.repositories.interests import InterestRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository
 from storage.repositories.state import StateRepository
 from storage.repositories.subscriptions import SubscriptionRepository
-from storage.repositories.users import ForgetCounts
+from storage.repositories.users import ForgetCounts, UserRepository
 from storage.store import open_database
+
+if TYPE_CHECKING:
+    import discord
+
+    from bot.app import PaperBot
+    from bot.digest_sender import DiscordSenders
+    from bot.discord_limits import RequestPacer
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +94,8 @@ class Services:
     papers: PaperRepository
     #: the search engine, kept level with the store (``index.engine``)
     index: LiveIndex
+    #: the one clock every service that reads the time reads (a test passes its own)
+    clock: Clock = utc_now
     # reactions, profiles, recommendations, forget-me: built from db and search
     messages: PostedMessageRepository = field(init=False)
     feedback: FeedbackService = field(init=False)
@@ -78,6 +109,8 @@ class Services:
     digests: Digests = field(init=False)
     #: reactions, rating clicks, listings and posted-message notes, stored behind the answers
     writes: WriteBehind = field(init=False)
+    #: where every 👍 👎 🔖 enters (reactions, buttons, message commands)
+    ratings: Ratings = field(init=False)
     #: /paper search, show and similar: listings, their pages, paper references
     search_service: SearchService = field(init=False)
     #: the paper a message's or a pasted link points to (fetched from arXiv when the store lacks it)
@@ -98,14 +131,19 @@ class Services:
 
     def __post_init__(self) -> None:
         self.messages = PostedMessageRepository(self.db)
-        self.feedback = FeedbackService(self.db)
-        self.profiles = InterestService(self.db)
-        self.recommender = Recommender(self.db, self.search, self.search.index, profiles=self.profiles)
-        self.privacy = PrivacyService(self.db, search_retention_days=self.settings.search_retention_days)
+        self.feedback = FeedbackService(self.db, clock=self.clock)
+        self.profiles = InterestService(self.db, clock=self.clock)
+        self.recommender = Recommender(
+            self.db, self.search, self.search.index, clock=self.clock, profiles=self.profiles
+        )
+        self.privacy = PrivacyService(
+            self.db, clock=self.clock, search_retention_days=self.settings.search_retention_days
+        )
         self.authors = AuthorDirectory(self.search, self.papers)
-        self.follows = FollowService(self.db, self.authors, papers=self.papers)
-        self.digests = Digests(
+        self.follows = FollowService(self.db, self.authors, papers=self.papers, clock=self.clock)
+        self.digests = build_digests(
             self.db,
+            clock=self.clock,
             papers=self.papers,
             recommender=self.recommender,
             grace=timedelta(hours=self.settings.digest_grace_hours),
@@ -123,7 +161,9 @@ class Services:
             feedback=self.feedback,
             searches=searches,
             messages=self.messages,
+            wall=self.clock,
         )
+        self.ratings = Ratings(self.feedback, self.writes)
         url = self.settings.arxiv_lookup_url
         arxiv = ArxivLookup(self.db, url=url) if url else None  # one per process: its requests take turns
         self.linked = LinkedPapers(self.papers, arxiv=arxiv, on_stored=self.index.refresh)
@@ -146,6 +186,7 @@ class Services:
             messages=self.messages,
             feeds=SubscriptionRepository(self.db),
             search=lambda: self.index.engine,
+            clock=self.clock,
         )
 
     async def forget_user(self, user_id: int) -> ForgetCounts:
@@ -199,6 +240,102 @@ class Services:
             except Exception:
                 log.exception("could not index the papers committed to the store; trying again shortly")
             await asyncio.sleep(every)
+
+
+def build_digests(
+    db: Database,
+    *,
+    papers: PaperLookup,
+    recommender: RecommenderLike,
+    clock: Clock = utc_now,
+    grace: timedelta = DEFAULT_GRACE,
+    spread: timedelta = timedelta(0),
+    calls_per_minute: int = 0,
+    min_score: float = 0.0,
+    resend_delays: Sequence[float] = RESEND_DELAYS,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    owner: str | None = None,
+    lease: timedelta = DEFAULT_LEASE,
+    lease_wall: Callable[[], float] = time.time,
+    followed: FollowedLike | None = None,
+    history_days: int = DEFAULT_HISTORY_DAYS,
+    feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
+    interests: InterestsLookup | None = None,
+) -> Digests:
+    """The digest parts of one store on one clock: a missed period is still sent within ``grace``;
+    this process (``owner``) holds the runs it sends for ``lease`` at a time; finished runs are kept
+    ``history_days``."""
+    repository = DigestRepository(db)
+    leases = Leases(repository, owner=owner, duration=lease, wall=lease_wall)
+    subscriptions = SubscriptionService(
+        SubscriptionRepository(db),
+        clock=clock,
+        spread=spread,
+        calls_per_minute=calls_per_minute,
+        feeds_per_server=feeds_per_server,
+        interests=interests,
+        interest_store=InterestRepository(db),
+    )
+    planner = DigestPlanner(
+        repository,
+        papers=papers,
+        recommender=recommender,
+        clock=clock,
+        min_score=min_score,
+        followed=followed,
+    )
+    delivery = DigestDelivery(
+        repository,
+        subscriptions=subscriptions,
+        planner=planner,
+        papers=papers,
+        clock=clock,
+        leases=leases,
+        resend_delays=resend_delays,
+        sleep=sleep,
+    )
+    recovery = DigestRecovery(
+        repository, subscriptions=subscriptions, clock=clock, grace=grace, leases=leases
+    )
+    history = DigestHistory(
+        repository, PostedMessageRepository(db), clock=clock, keep=timedelta(days=history_days)
+    )
+    return Digests(clock, grace, repository, leases, subscriptions, planner, delivery, recovery, history)
+
+
+def discord_senders(client: discord.Client, services: Services, pacer: RequestPacer) -> DiscordSenders:
+    """The Discord sending adapter of one logged-in client: what every digest, feed post and paper
+    message of that client shares (the pace under Discord's global limit, the reaction bucket per
+    channel, each person's DM channel), and a sender per subscription or person."""
+    from bot.digest_sender import DiscordSenders, Sending
+    from bot.discord_limits import ChannelSpacer
+    from bot.dm_channels import DMChannels
+
+    dm_channels = DMChannels(client, UserRepository(services.db))
+    return DiscordSenders(client, Sending(dm_channels, pacer, ChannelSpacer(), services.permission_notices))
+
+
+def build_bot(settings: Settings, services: Services, **options: Any) -> PaperBot:
+    """The Discord client on `services`, with the pacer, the process scheduler, the sending adapter
+    and the digest jobs it runs (a worker sends over REST as soon as it logged in; a gateway process
+    once connected)."""
+    from bot.app import PaperBot
+    from bot.discord_limits import DIGEST_CONCURRENCY, RequestPacer
+    from bot.scheduler import ProcessScheduler
+    from bot.services.digests.jobs import DigestScheduler
+
+    pacer, scheduler = RequestPacer(), ProcessScheduler()
+    bot = PaperBot(settings=settings, services=services, pacer=pacer, scheduler=scheduler, **options)
+    senders = discord_senders(bot, services, pacer)
+    jobs = DigestScheduler(
+        services.digests,
+        senders,
+        wait_until_ready=bot.wait_until_ready if settings.connects_gateway else None,
+        scheduler=scheduler.jobs,
+        concurrency=DIGEST_CONCURRENCY,
+    )
+    bot.attach(senders=senders, digest_jobs=jobs)
+    return bot
 
 
 def snapshot_path(settings: Settings) -> Path | None:
@@ -303,9 +440,11 @@ async def open_services(
     *,
     load_shipped_corpus: bool = True,
     beside_start: bool = True,
+    clock: Clock = utc_now,
     progress: Callable[[str], None] | None = None,
 ) -> AsyncIterator[Services]:
-    """Open the store (migrating it), load the shipped corpus into an empty one, build the index.
+    """Open the store (migrating it), load the shipped corpus into an empty one, build the index and
+    every service (``clock``: the time they all read).
 
     ``beside_start=False`` leaves out what the learned models and ``/paper follow`` need (the paper
     space, the author directory), for a command that only searches (``paperbot search``).
@@ -327,7 +466,7 @@ async def open_services(
         count = await papers.count()
         say(f"loading {count:,} {'paper' if count == 1 else 'papers'} into the search index…")
         index = await LiveIndex.open(papers, snapshot_path(settings))
-        services = Services(settings=settings, db=db, papers=papers, index=index)
+        services = Services(settings=settings, db=db, papers=papers, index=index, clock=clock)
         if child is None:
             await ready_for_first_search(index.engine)
         # beside the start: the loops of adding papers; the learned models' paper space (seconds at

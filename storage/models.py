@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Final, Literal, NamedTuple
+
+# ---- the vocabulary of ratings (the one place: the stored names, their emoji, what excludes what) ----
 
 #: A person's rating of a paper: 👍, 👎 or 🔖 (like and dislike exclude each other; save is apart).
 Signal = Literal["like", "dislike", "save"]
+SIGNALS: Final[tuple[Signal, ...]] = ("like", "dislike", "save")
+OPPOSITE: Final[dict[str, Signal]] = {"like": "dislike", "dislike": "like"}
+#: each signal's emoji: the reaction, the button and the words that name it
+SIGNAL_EMOJI: Final[dict[Signal, str]] = {"like": "👍", "dislike": "👎", "save": "🔖"}
+#: the reactions the bot adds under a paper it posts in a channel, in this order
+REACTIONS: Final[tuple[str, ...]] = tuple(SIGNAL_EMOJI.values())
+_EMOJI_SIGNAL: Final[dict[str, Signal]] = {emoji: signal for signal, emoji in SIGNAL_EMOJI.items()}
+# Emoji modifiers a client may attach: skin tones and the emoji variation selector.
+_MODIFIERS: Final = frozenset(chr(c) for c in range(0x1F3FB, 0x1F400)) | {"\ufe0f", "\ufe0e"}
+
+
+def as_signal(text: str) -> Signal | None:
+    """The signal ``text`` names ("like", "dislike" or "save"), else None."""
+    return next((signal for signal in SIGNALS if signal == text), None)
+
+
+def signal_for_emoji(emoji: str) -> Signal | None:
+    """👍 → like, 👎 → dislike, 🔖 → save (skin tones and variation selectors ignored); else None."""
+    base = "".join(ch for ch in emoji if ch not in _MODIFIERS)
+    return _EMOJI_SIGNAL.get(base)
 
 
 @dataclass(slots=True)

@@ -87,10 +87,6 @@ class StoreLocation:
         return cls(url=text)
 
     @property
-    def is_postgres(self) -> bool:
-        return self.url is not None
-
-    @property
     def in_memory(self) -> bool:
         return self.path is not None and str(self.path) == ":memory:"
 

@@ -1,30 +1,19 @@
-"""Fakes for digest tests: a settable clock, a scripted recommender, a recording sender, a paper store."""
+"""Fakes for digest tests (the settable clock is `builders.Clock`, as `FakeClock` here): a scripted recommender, a recording sender, a paper store."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
+from builders import Clock
+
+from bot.runtime import build_digests
 from bot.services.digests import Digests
 from bot.services.digests.delivery import SendOutcomeUnknownError, SentMessage
 from storage.db import Database
 from storage.models import Paper
-
-
-class FakeClock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def set(self, now: datetime) -> None:
-        self.now = now
-
-    def advance(self, **kwargs: float) -> None:
-        self.now += timedelta(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -195,8 +184,8 @@ async def no_sleep(seconds: float) -> None:
     """The digest's pause between repeats of a send, skipped in tests."""
 
 
-def make_service(db: Database, clock: FakeClock, scores: dict[int, float], **kwargs: object) -> Digests:
+def make_service(db: Database, clock: Clock, scores: dict[int, float], **kwargs: object) -> Digests:
     """The digests of one process (each call: another process); their leases follow `clock` too."""
     kwargs.setdefault("sleep", no_sleep)
     kwargs.setdefault("lease_wall", lambda: clock().timestamp())
-    return Digests(db, papers=DbPapers(db), recommender=FakeRecommender(scores), clock=clock, **kwargs)  # type: ignore[arg-type]
+    return build_digests(db, papers=DbPapers(db), recommender=FakeRecommender(scores), clock=clock, **kwargs)  # type: ignore[arg-type]

@@ -176,3 +176,13 @@ def test_no_part_of_the_sandbox_server_calls_back_into_it(path: Path) -> None:
     assert (1, "server") not in _all_imports(path), (
         f"{path.relative_to(REPO)} imports the server that owns it"
     )
+
+
+@pytest.mark.parametrize("path", _modules(REPO / "bot" / "ui"), ids=lambda p: str(p.relative_to(REPO)))
+def test_rendering_never_reaches_the_client_or_the_root_not_even_for_a_type(path: Path) -> None:
+    """bot/ui renders what a service returned; what a press does is an extension's (bot/exts), so
+    nothing there needs the client that holds the services — not even to annotate an interaction."""
+    for level, module in _all_imports(path):
+        where = f"{path.relative_to(REPO)} imports {'.' * level}{module}"
+        assert level == 0, where
+        assert not module.startswith(("bot.app", "bot.runtime", "bot.exts")), where

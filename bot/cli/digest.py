@@ -1,7 +1,7 @@
 """`paperbot digest --user ID [--dry-run]`: one user's digest from the terminal, sent or shown.
 
 Sending goes through the bot's own pipeline — `DigestDelivery.deliver_now` with the
-`DiscordDigestSender` that `/paper digest` uses — so the messages, their 👍 👎 🔖, the records of what
+Discord sending adapter `/paper digest` uses (built by `bot.runtime.discord_senders`) — so the messages, their 👍 👎 🔖, the records of what
 was sent (a paper never goes to the same person twice) and the DM index that lets the running bot
 learn from reactions on them are exactly those of `/paper digest`. Sending needs only Discord's REST
 API, so this logs in with the bot token without opening a gateway connection and can run beside the
@@ -23,10 +23,8 @@ from typing import TextIO
 import discord
 
 from bot.app import point_discord_at
-from bot.digest_sender import DiscordDigestSender, Sending
-from bot.discord_limits import ChannelSpacer, RequestPacer, global_limit_trace
-from bot.dm_channels import DMChannels
-from bot.runtime import open_services
+from bot.discord_limits import RequestPacer, global_limit_trace
+from bot.runtime import discord_senders, open_services
 from bot.services.digests import Digests
 from bot.services.digests.delivery import DeliveryOutcome, RecipientUnreachableError
 from bot.services.digests.planning import DigestPlan
@@ -79,9 +77,7 @@ async def send_digest_now(
         return NOT_SENT
     pacer = RequestPacer()
     async with open_services(settings) as services, discord_rest_client(settings, pacer) as client:
-        dm_channels = DMChannels(client, UserRepository(services.db))
-        sending = Sending(dm_channels, pacer, ChannelSpacer(), services.permission_notices)
-        sender = DiscordDigestSender(client, sending, user_id=user_id)
+        sender = discord_senders(client, services, pacer).to_person(user_id)
         try:
             outcome = await services.digests.delivery.deliver_now(user_id, sender)
         except RecipientUnreachableError as error:

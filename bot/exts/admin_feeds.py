@@ -14,8 +14,9 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.exts._autocomplete import timezone_autocomplete
 from bot.exts._groups import Subcommands
-from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
+from bot.ui.digests import Frequency, Weekday, describe_subscription
 from bot.ui.embeds import CONTENT_LIMIT
 
 if TYPE_CHECKING:

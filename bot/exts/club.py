@@ -4,18 +4,18 @@ propose|history — its members' side. The weekly steps run in the process doing
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
 from bot.errors import UserFacingError
+from bot.exts._autocomplete import paper_autocomplete, timezone_autocomplete
 from bot.exts._groups import Subcommands
+from bot.exts._items import answer
 from bot.services.club import WEEKDAYS
 from bot.ui import club as ui
-from bot.ui.digests import Weekday, timezone_autocomplete
-from bot.ui.paper_views import paper_autocomplete
+from bot.ui.digests import Weekday
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -136,7 +136,16 @@ async def club_history_command(interaction: discord.Interaction[PaperBot]) -> No
     await interaction.response.send_message(ui.history(await service.history(here), here), ephemeral=True)
 
 
-async def setup(bot: commands.Bot) -> None:
+async def vote(interaction: discord.Interaction[Any], button: ui.ClubVoteButton) -> None:
+    """A poll's numbered button: the presser's vote, or taken back when pressed again."""
+    bot: PaperBot = interaction.client
+    outcome, paper = await bot.services.club.vote(
+        button.channel_id, button.week, interaction.user.id, button.answer
+    )
+    await interaction.response.send_message(ui.vote_note(outcome, button.answer, paper), ephemeral=True)
+
+
+async def setup(bot: PaperBot) -> None:
     club_admin.add_to(bot)
     club.add_to(bot)
-    bot.add_dynamic_items(ui.ClubVoteButton)
+    answer(bot, ui.ClubVoteButton, vote)

@@ -1,22 +1,29 @@
-"""👍 👎 🔖 reactions on single-paper messages the bot posted, of any age (raw reaction events).
+"""👍 👎 🔖 on papers: reactions on single-paper messages the bot posted, of any age (raw reaction
+events), and presses of the rating buttons (`bot.ui.views.RateButton`). Both enter one service,
+`bot.services.people.ratings`, with plain ids and a signal.
 
 Exits fast: an emoji that is not a rating, the bot's own reactions, other bots and other people's
 messages are dropped before any database work. Discord names the message's author on an addition
 only, so a removal is kept only for a message the bot knows it posted (its note is stored or waits in
 the outbox): removing a 👍 from anyone's message in any server writes nothing. The rest goes to the
 outbox (`services.writes`) and is stored behind, so a busy store delays a reaction but never loses
-it; only messages in `posted_messages` count. Nothing is posted in the channel.
+it; only messages in `posted_messages` count. Nothing is posted in the channel. A rating button is the
+same rating by another way in: it answers the presser privately (given, or taken back when pressed
+again).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord.ext import commands
 
-from bot.services.people.feedback import signal_for_emoji
+from bot.exts._items import answer
+from bot.services.people.ratings import OnMessage
+from bot.ui.views import RateButton, report_item_error
+from storage.models import signal_for_emoji
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -29,8 +36,6 @@ class Feedback(commands.Cog):
         self.bot = bot
 
     def _ignored(self, payload: discord.RawReactionActionEvent) -> bool:
-        if payload.emoji.id is not None or signal_for_emoji(payload.emoji.name or "") is None:
-            return True  # a custom emoji or not one of 👍 👎 🔖
         me = self.bot.user.id if self.bot.user is not None else None
         if payload.user_id == me:
             return True  # the bot adding its own three reactions
@@ -42,18 +47,15 @@ class Feedback(commands.Cog):
         return user is not None and user.bot
 
     async def _apply(self, payload: discord.RawReactionActionEvent, *, added: bool) -> None:
-        if self._ignored(payload):
+        signal = signal_for_emoji(payload.emoji.name or "") if payload.emoji.id is None else None
+        if signal is None or self._ignored(payload):
             return
+        # Discord names the author on additions only: a removal is kept if the bot knows the message
+        message = OnMessage(payload.message_id, ours=payload.message_author_id is not None if added else None)
         try:
             # Kept in the outbox at once and stored behind: a busy store delays it, never drops it.
-            await self.bot.services.writes.reaction(
-                user_id=payload.user_id,
-                message_id=payload.message_id,
-                emoji=payload.emoji.name or "",
-                guild_id=payload.guild_id,
-                added=added,
-                # Discord names the author on additions only: a removal is kept if the bot knows the message
-                on_our_message=payload.message_author_id is not None if added else None,
+            await self.bot.services.ratings.on_message(
+                payload.user_id, signal, message, added=added, guild_id=payload.guild_id
             )
         except Exception:
             log.exception(
@@ -72,5 +74,20 @@ class Feedback(commands.Cog):
         await self._apply(payload, added=False)
 
 
+async def press_rating(interaction: discord.Interaction[Any], button: RateButton) -> None:
+    """A rating button: given, or taken back when the presser had given it; answered privately."""
+    bot: PaperBot = interaction.client
+    try:
+        press = await bot.services.ratings.on_paper(
+            interaction.user.id, button.signal, button.paper_id, guild_id=interaction.guild_id
+        )
+        await interaction.response.send_message(press.note, ephemeral=True)
+    except Exception as error:
+        await report_item_error(
+            interaction, error, "rating button", detail=f"{button.signal} on paper {button.paper_id}"
+        )
+
+
 async def setup(bot: PaperBot) -> None:
     await bot.add_cog(Feedback(bot))
+    answer(bot, RateButton, press_rating)

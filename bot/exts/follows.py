@@ -5,21 +5,17 @@ Every answer is personal, so every answer is ephemeral.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
+from bot.exts._autocomplete import author_autocomplete, followed_autocomplete
 from bot.exts._groups import Subcommands
+from bot.exts._items import answer
 from bot.services.search.snippets import escape_markdown
-from bot.ui.follow_views import (
-    AuthorGroupsMenu,
-    author_autocomplete,
-    follow_answer,
-    followed_autocomplete,
-    following_embed,
-)
+from bot.ui.follow_views import AuthorGroupsMenu, follow_answer, following_embed
+from bot.ui.views import report_item_error
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -57,6 +53,17 @@ async def unfollow_command(interaction: discord.Interaction[PaperBot], author: A
     )
 
 
-async def setup(bot: commands.Bot) -> None:
+async def follow_picked(interaction: discord.Interaction[Any], menu: AuthorGroupsMenu) -> None:
+    """The menu under a name people may share: follow only the groups picked."""
+    bot: PaperBot = interaction.client
+    try:
+        picked = [int(value) for value in menu.item.values if value.isdigit()]
+        outcome = await bot.services.follows.follow_groups(interaction.user.id, menu.key, picked)
+        await interaction.response.send_message(follow_answer(outcome)["content"], ephemeral=True)
+    except Exception as error:
+        await report_item_error(interaction, error, "author groups menu")
+
+
+async def setup(bot: PaperBot) -> None:
     paper.add_to(bot)
-    bot.add_dynamic_items(AuthorGroupsMenu)
+    answer(bot, AuthorGroupsMenu, follow_picked)

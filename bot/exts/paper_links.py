@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from bot.services.people.feedback import SIGNAL_EMOJI
 from bot.ui.format import display_title
-from storage.models import Signal
+from storage.models import SIGNAL_EMOJI, Signal
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -41,21 +40,15 @@ async def rate_linked(
     # a paper the store lacks is fetched from arXiv first: that can take longer than Discord's 3 s
     await interaction.response.defer(ephemeral=True, thinking=True)
     paper = await services.linked.find(message_text(message))
-    user_id = interaction.user.id
-    press = await services.feedback.plan_button(
-        user_id=user_id,
-        paper_id=paper.id,
-        signal=signal,
-        pending=services.writes.pending_ratings(user_id, paper.id),
+    # a message command sets, it never takes back what the person gave
+    press = await services.ratings.on_paper(
+        interaction.user.id, signal, paper.id, guild_id=interaction.guild_id, takes_back=False
     )
-    if press.added is False:  # a message command sets, it never takes back what the person gave
-        note = f"You already gave {SIGNAL_EMOJI[signal]} to “{display_title(paper)}”."
-    else:
-        note = press.note
-        if press.added:
-            await services.writes.rating(
-                user_id=user_id, paper_id=paper.id, signal=signal, added=True, guild_id=interaction.guild_id
-            )
+    note = (
+        f"You already gave {SIGNAL_EMOJI[signal]} to “{display_title(paper)}”."
+        if press.added is False
+        else press.note
+    )
     await interaction.followup.send(note, ephemeral=True)
 
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
 from bot.errors import UserFacingError
+from bot.exts._autocomplete import paper_autocomplete
 from bot.exts._groups import Subcommands
+from bot.exts._items import answer
 from bot.services.papers.export import FORMATS
 from bot.services.people.library import MAX_LIBRARY_BYTES
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
@@ -22,7 +23,6 @@ from bot.services.recommend.topic_breadth import breadth
 from bot.services.search.snippets import echo
 from bot.ui.format import file_size, trim
 from bot.ui.library import library_answer
-from bot.ui.paper_views import paper_autocomplete
 from bot.ui.profile_views import (
     NO_SAVED_PAPERS,
     ExportButton,
@@ -39,6 +39,7 @@ from bot.ui.profile_views import (
     rating_view,
     saved_embed,
 )
+from bot.ui.views import report_item_error
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -277,7 +278,7 @@ async def saved_command(interaction: discord.Interaction[PaperBot], export: str 
 
 @paper_group.command(name="forget-me", description="Delete everything paperbot stores about you")
 async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
-    view = ForgetMeView(interaction.user.id)
+    view = ForgetMeView(interaction.user.id, interaction.client.services.forget_user)
     await interaction.response.send_message(
         "This deletes your topics, reactions, saved papers, followed authors, subscription, searches and "
         "history, for good. "
@@ -288,7 +289,41 @@ async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
     )
 
 
-async def setup(bot: commands.Bot) -> None:
+async def export_saved(interaction: discord.Interaction[Any], button: ExportButton) -> None:
+    """An export button under /paper saved: the presser's saved papers as a file in its format."""
+    bot: PaperBot = interaction.client
+    try:
+        papers = await bot.services.feedback.saved_papers(interaction.user.id)
+        if not papers:
+            await interaction.response.send_message(NO_SAVED_PAPERS, ephemeral=True)
+            return
+        await interaction.response.send_message(
+            **export_answer(papers, button.key, interaction.filesize_limit), ephemeral=True
+        )
+    except Exception as error:
+        await report_item_error(interaction, error, f"export button {button.key}")
+
+
+async def narrow_topic(interaction: discord.Interaction[Any], button: NarrowTopicButton) -> None:
+    """A narrower topic's button under /paper interests add: followed in place of the broad one."""
+    bot: PaperBot = interaction.client
+    try:
+        stored, replaced = await bot.services.profiles.narrow_topic(
+            interaction.user.id, button.broad, button.narrower
+        )
+        shown = echo(stored)
+        text = (
+            f"Now following “{shown}” in place of “{echo(replaced)}”. `/paper recommend` uses it."
+            if replaced is not None
+            else added_line(stored)
+        )
+        await interaction.response.send_message(text, ephemeral=True)
+    except Exception as error:
+        await report_item_error(interaction, error, "narrower topic button", detail=repr(button.narrower))
+
+
+async def setup(bot: PaperBot) -> None:
     paper_group.add_to(bot)
     interests_group.add_to(bot)
-    bot.add_dynamic_items(ExportButton, NarrowTopicButton)
+    answer(bot, ExportButton, export_saved)
+    answer(bot, NarrowTopicButton, narrow_topic)

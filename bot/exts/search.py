@@ -1,22 +1,24 @@
-"""/paper search, /paper show and /paper similar."""
+"""/paper search, /paper show and /paper similar, and the buttons under their answers: ◀ ▶ of a listing,
+"Full abstract" and "More like this" under a paper (the rating buttons are `bot.exts.feedback`'s)."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
 from bot.digest_sender import add_ratings
 from bot.errors import NotFoundError
+from bot.exts._autocomplete import paper_autocomplete
 from bot.exts._groups import Subcommands
+from bot.exts._items import answer
 from bot.services.papers.links import paper_links
-from bot.ui.embeds import paper_embed
+from bot.ui.embeds import abstract_embed, paper_embed
 from bot.ui.listing import PageButton, render_listing
-from bot.ui.paper_views import FullAbstractButton, MoreLikeThisButton, paper_autocomplete, paper_view
-from bot.ui.views import RateButton, paper_buttons
+from bot.ui.paper_views import MORE_LIKE_THIS, FullAbstractButton, MoreLikeThisButton, paper_view
+from bot.ui.views import paper_buttons, report_item_error
 from storage.models import Paper
 
 if TYPE_CHECKING:
@@ -145,6 +147,49 @@ async def similar_command(
     await interaction.response.send_message(embed=listing.embed, view=listing.view)
 
 
-async def setup(bot: commands.Bot) -> None:
+async def turn_page(interaction: discord.Interaction[Any], button: PageButton) -> None:
+    """◀ ▶ under a listing: the page it moves to, in place."""
+    bot: PaperBot = interaction.client
+    try:
+        bot.services.limits.take("search", interaction.user.id)
+        page = await bot.services.search_service.page(
+            button.search_id, button.page, user_id=interaction.user.id
+        )
+        listing = render_listing(page)
+        await interaction.response.edit_message(embed=listing.embed, view=listing.view)
+    except Exception as error:
+        await report_item_error(interaction, error, f"page button {button.search_id}:{button.page}")
+
+
+async def show_abstract(interaction: discord.Interaction[Any], button: FullAbstractButton) -> None:
+    """ "Full abstract": the paper's whole abstract, to whoever pressed it."""
+    bot: PaperBot = interaction.client
+    try:
+        found = await bot.services.papers.get(button.paper_id)
+        if found is None:
+            raise NotFoundError("That paper is no longer in the library.")
+        await interaction.response.send_message(embed=abstract_embed(found), ephemeral=True)
+    except Exception as error:
+        await report_item_error(interaction, error, "full abstract button", detail=f"paper {button.paper_id}")
+
+
+async def more_like_this(interaction: discord.Interaction[Any], button: MoreLikeThisButton) -> None:
+    """ "More like this": the papers most like this one, to whoever pressed it, with their buttons."""
+    bot: PaperBot = interaction.client
+    try:
+        first = await bot.services.search_service.similar(
+            interaction.id, user_id=interaction.user.id, paper=str(button.paper_id), page_size=MORE_LIKE_THIS
+        )
+        listing = render_listing(first)
+        await interaction.response.send_message(embed=listing.embed, view=listing.view, ephemeral=True)
+    except Exception as error:
+        await report_item_error(
+            interaction, error, "more like this button", detail=f"paper {button.paper_id}"
+        )
+
+
+async def setup(bot: PaperBot) -> None:
     paper.add_to(bot)
-    bot.add_dynamic_items(RateButton, PageButton, FullAbstractButton, MoreLikeThisButton)
+    answer(bot, PageButton, turn_page)
+    answer(bot, FullAbstractButton, show_abstract)
+    answer(bot, MoreLikeThisButton, more_like_this)

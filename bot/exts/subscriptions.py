@@ -15,11 +15,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.digest_sender import DiscordDigestSender
+from bot.exts._autocomplete import timezone_autocomplete
 from bot.exts._groups import Subcommands
 from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, RecipientUnreachableError
 from bot.services.recommend.topic_breadth import Breadth, TitledIndex, breadth
-from bot.ui.digests import Frequency, Weekday, describe_subscription, timezone_autocomplete
+from bot.ui.digests import Frequency, Weekday, describe_subscription
 from bot.ui.embeds import CONTENT_LIMIT
 from bot.ui.profile_views import breadth_note
 
@@ -146,7 +146,7 @@ async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
     with limits.one_at_a_time("digest", user_id, busy=DIGEST_GOING_OUT):
         limits.take("digest", user_id)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        sender = DiscordDigestSender(bot, bot.sending, user_id=user_id)
+        sender = bot.senders.to_person(user_id)
         try:
             outcome = await bot.services.digests.delivery.deliver_now(
                 user_id, sender, stopping=bot.shutting_down

@@ -12,6 +12,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,18 +190,20 @@ async def running_paperbot(
     load_shipped_corpus: bool = True,
     ready_timeout: float = 30.0,
     client_options: dict[str, Any] | None = None,
+    clock: Callable[[], datetime] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AsyncIterator[RunningPaperBot]:
-    """The real paperbot (open_services + PaperBot) running against `server`; `progress` is told what
-    takes time at start, a line each."""
-    from bot.app import PaperBot
-    from bot.runtime import open_services
+    """The real paperbot (open_services + build_bot) running against `server`; ``clock``, the time
+    every service reads (the wall clock by default); `progress` is told what takes time at start, a
+    line each."""
+    from bot.runtime import build_bot, open_services
+    from bot.services.digests.timing import utc_now
 
     options = SANDBOX_CLIENT_OPTIONS if client_options is None else client_options
     async with open_services(
-        settings, load_shipped_corpus=load_shipped_corpus, progress=progress
+        settings, load_shipped_corpus=load_shipped_corpus, clock=clock or utc_now, progress=progress
     ) as services:
-        bot = PaperBot(settings=settings, services=services, **options)
+        bot = build_bot(settings, services, **options)
         async with running_client(
             bot, server, ready_timeout=ready_timeout, ready=bot.wait_until_serving
         ) as running:

@@ -40,15 +40,14 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Hashable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from bot.services.people.feedback import FeedbackService
 from storage.db import describe_error, is_busy, is_refused, utcnow
-from storage.models import Signal
+from storage.models import Signal, as_signal, signal_for_emoji
 from storage.outbox import Outbox, PendingWrite
-from storage.repositories.feedback import as_signal
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository, StoredSearch
 
@@ -154,9 +153,13 @@ class WriteBehind:
         searches: SearchRepository,
         messages: PostedMessageRepository,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
         dead_after: float = DEAD_AFTER,
     ) -> None:
+        """``clock`` times retries and grace periods; ``wall`` stamps when each write was given (the
+        time every service reads, from the root)."""
         self.path = path
+        self._wall = wall
         self._feedback = feedback
         self._searches = searches
         self._messages = messages
@@ -231,6 +234,9 @@ class WriteBehind:
 
     # ------------------------------------------------------------------ accepting
 
+    def _stamp(self) -> str:
+        return self._wall().astimezone(UTC).isoformat(timespec="seconds")
+
     async def _accept(self, kind: str, payload: dict[str, Any]) -> None:
         if self._outbox is None:
             raise RuntimeError("WriteBehind.start() was not called")
@@ -243,7 +249,7 @@ class WriteBehind:
         *,
         user_id: int,
         message_id: int,
-        emoji: str,
+        signal: Signal,
         guild_id: int | None,
         added: bool,
         on_our_message: bool | None,
@@ -261,11 +267,11 @@ class WriteBehind:
                 {
                     "user_id": user_id,
                     "message_id": message_id,
-                    "emoji": emoji,
+                    "signal": signal,
                     "guild_id": guild_id,
                     "added": added,
                     "ours": ours,
-                    "at": utcnow(),
+                    "at": self._stamp(),
                 },
             )
             return True
@@ -297,7 +303,7 @@ class WriteBehind:
                 "signal": signal,
                 "added": added,
                 "guild_id": guild_id,
-                "at": utcnow(),
+                "at": self._stamp(),
             },
         )
 
@@ -315,7 +321,7 @@ class WriteBehind:
                 "year": stored.year,
                 "page_size": stored.page_size,
                 "user_id": user_id,
-                "at": utcnow(),
+                "at": self._stamp(),
             },
         )
 
@@ -541,10 +547,14 @@ class WriteBehind:
         when it was accepted (``since``), so the store refuses one about a person forgotten since."""
         p, kind, since = entry.payload, entry.write.kind, entry.write.created_at
         if kind == REACTION:
+            # (an outbox an older version wrote names the emoji)
+            signal = _signal(p["signal"]) if "signal" in p else signal_for_emoji(p["emoji"])
+            if signal is None:
+                return True
             change = await self._feedback.react(
                 user_id=p["user_id"],
                 message_id=p["message_id"],
-                emoji=p["emoji"],
+                signal=signal,
                 guild_id=p["guild_id"],
                 added=p["added"],
                 now=datetime.fromisoformat(p["at"]),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import discord
@@ -15,10 +15,8 @@ from bot.services.club import WEEKDAYS, Outcome, Pick, PollPlan
 from bot.ui.embeds import CONTENT_LIMIT
 from bot.ui.format import byline, display_title, links, paper_link, trim
 from bot.ui.paper_views import PaperMessage, digest_message
+from bot.ui.views import Answered
 from storage.models import ClubRow, Paper
-
-if TYPE_CHECKING:
-    from bot.app import PaperBot
 
 QUESTION_LIMIT = 300
 ANSWER_LIMIT = 55
@@ -82,6 +80,7 @@ def poll_question(plan: PollPlan) -> str:
 
 
 class ClubVoteButton(
+    Answered,
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"pbclub:(?P<channel>\d+):(?P<week>\d+):(?P<answer>\d+)",
 ):
@@ -104,18 +103,13 @@ class ClubVoteButton(
     ) -> ClubVoteButton:
         return cls(int(match["channel"]), int(match["week"]), int(match["answer"]))
 
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        bot: PaperBot = interaction.client
-        outcome, paper = await bot.services.club.vote(
-            self.channel_id, self.week, interaction.user.id, self.answer
-        )
-        title = display_title(paper) if paper is not None else f"paper {self.answer}"
-        text = (
-            f"🗳️ Your vote: **{self.answer}. {trim(title, 200)}** (press it again to take it back)."
-            if outcome == "voted"
-            else f"Your vote for **{self.answer}. {trim(title, 200)}** is taken back."
-        )
-        await interaction.response.send_message(text, ephemeral=True)
+
+def vote_note(outcome: str, answer: int, paper: Paper | None) -> str:
+    """What the person who pressed a poll's button is told: their vote, or that it is taken back."""
+    title = display_title(paper) if paper is not None else f"paper {answer}"
+    if outcome == "voted":
+        return f"🗳️ Your vote: **{answer}. {trim(title, 200)}** (press it again to take it back)."
+    return f"Your vote for **{answer}. {trim(title, 200)}** is taken back."
 
 
 def announcement(outcome: Outcome) -> str:

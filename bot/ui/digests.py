@@ -1,30 +1,17 @@
-"""How digests and channel feeds are asked for and described in Discord: the option types, the timezone
-autocomplete, and one line per subscription with when it comes next."""
+"""How digests and channel feeds are asked for and described in Discord: the option types and one line
+per subscription with when it comes next (the timezone autocomplete is `bot.exts._autocomplete`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
-import discord
-from discord import app_commands
+from typing import Literal
 
 from bot.services.digests.subscriptions import Arrival, subscription_schedule
-from bot.services.digests.timing import format_local, timezone_choices
+from bot.services.digests.timing import format_local
 from bot.services.search.snippets import echo
 from storage.models import Subscription
 
-if TYPE_CHECKING:
-    from bot.app import PaperBot
-
 Frequency = Literal["daily", "weekdays", "weekly"]
 Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-
-
-async def timezone_autocomplete(
-    interaction: discord.Interaction[PaperBot], current: str
-) -> list[app_commands.Choice[str]]:
-    """IANA zones matching what was typed (popular ones when empty); at most 25."""
-    return [app_commands.Choice(name=name, value=name) for name in timezone_choices(current)]
 
 
 def discord_time(moment_utc_timestamp: float) -> str:

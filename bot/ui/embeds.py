@@ -7,10 +7,9 @@ from dataclasses import dataclass
 
 import discord
 
-from bot.services.people.feedback import SIGNAL_EMOJI
 from bot.services.search.snippets import escape_markdown
 from bot.ui.format import byline, display_title, links, paper_link, short_authors, trim, venue_line
-from storage.models import Paper
+from storage.models import REACTIONS, Paper
 
 # Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits)
 TITLE_LIMIT = 256
@@ -24,7 +23,6 @@ CUSTOM_ID_LIMIT = 100  # a button's or menu's custom id
 
 PAPER_COLOUR = discord.Colour(0x3B82F6)
 #: the reactions the bot adds to a paper it posts: the three signals, in their order
-REACTIONS = tuple(SIGNAL_EMOJI.values())
 
 
 #: the most of an abstract a digest message shows: its gist, one or two sentences

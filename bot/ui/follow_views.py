@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
-from discord import app_commands
 
 from bot.services.people.follows import AuthorSuggestion, Followed, FollowOutcome
 from bot.services.search.snippets import echo, escape_markdown
 from bot.ui.embeds import CONTENT_LIMIT, DESCRIPTION_LIMIT, PAPER_COLOUR, TITLE_LIMIT
 from bot.ui.format import trim
-from bot.ui.views import report_item_error
-
-if TYPE_CHECKING:
-    from bot.app import PaperBot
+from bot.ui.views import Answered
 
 #: Discord's limits: a choice's or a menu option's name, label and value; options in one menu
 CHOICE_LIMIT = 100
@@ -50,28 +46,6 @@ def suggestion_label(suggestion: AuthorSuggestion) -> str:
 def followed_label(follow: Followed) -> str:
     """ "Wei Wang — with Jiawei Han · KDD · 2019 · 1 paper", or the name."""
     return trim(f"{follow.name} — {follow.detail}" if follow.detail else follow.name, CHOICE_LIMIT)
-
-
-async def author_autocomplete(
-    interaction: discord.Interaction[PaperBot], current: str
-) -> list[app_commands.Choice[str]]:
-    """Stored author names matching what was typed; a name's groups where it may be shared."""
-    suggestions = await interaction.client.services.follows.suggest(current, limit=MENU_OPTIONS)
-    return [app_commands.Choice(name=suggestion_label(s), value=s.value) for s in suggestions]
-
-
-async def followed_autocomplete(
-    interaction: discord.Interaction[PaperBot], current: str
-) -> list[app_commands.Choice[str]]:
-    """The authors the person follows, matching what was typed."""
-    follows = await interaction.client.services.follows.suggest_followed(
-        interaction.user.id, current, limit=MENU_OPTIONS
-    )
-    return [
-        app_commands.Choice(name=followed_label(f), value=f.value)
-        for f in follows
-        if len(f.value) <= CHOICE_LIMIT
-    ]
 
 
 def follow_answer(outcome: FollowOutcome) -> dict[str, Any]:
@@ -145,7 +119,9 @@ def groups_view(outcome: FollowOutcome) -> discord.ui.View | None:
     return view
 
 
-class AuthorGroupsMenu(discord.ui.DynamicItem[discord.ui.Select[Any]], template=r"pb:authors:(?P<key>.+)"):
+class AuthorGroupsMenu(
+    Answered, discord.ui.DynamicItem[discord.ui.Select[Any]], template=r"pb:authors:(?P<key>.+)"
+):
     """Follow only the groups picked under one name (instead of every paper under it)."""
 
     def __init__(self, key: str, options: Sequence[discord.SelectOption] = ()) -> None:
@@ -166,16 +142,6 @@ class AuthorGroupsMenu(discord.ui.DynamicItem[discord.ui.Select[Any]], template=
     ) -> AuthorGroupsMenu:
         options = item.options if isinstance(item, discord.ui.Select) else []
         return cls(match["key"], options)
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        bot: PaperBot = interaction.client
-        try:
-            picked = [int(value) for value in self.item.values if value.isdigit()]
-            outcome = await bot.services.follows.follow_groups(interaction.user.id, self.key, picked)
-            answer = follow_answer(outcome)
-            await interaction.response.send_message(answer["content"], ephemeral=True)
-        except Exception as error:
-            await report_item_error(interaction, error, "author groups menu")
 
 
 def following_embed(follows: Sequence[Followed], limit: int) -> discord.Embed:

@@ -9,8 +9,9 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from bot.ui.embeds import DESCRIPTION_LIMIT, PAPER_COLOUR, REACTIONS
+from bot.ui.embeds import DESCRIPTION_LIMIT, PAPER_COLOUR
 from bot.ui.format import trim
+from storage.models import REACTIONS
 
 ON_A_PAPER = (
     f"**On a paper the bot posts:** press its {' '.join(REACTIONS)} buttons, or react with them in a "

@@ -1,14 +1,14 @@
 """A page of search or similar-papers results: one embed plus rating and paging buttons.
 
-Renders what `bot.services.search.listings` returned; the paging button asks that service for the
-page it moves to and edits the message in place.
+Renders what `bot.services.search.listings` returned; a press of the paging button is answered in
+`bot.exts.search` (the page it moves to, edited in place).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 
@@ -16,10 +16,7 @@ from bot.services.search.listings import ListingPage
 from bot.services.search.snippets import echo
 from bot.ui.embeds import ListedPaper, results_embed
 from bot.ui.format import trim
-from bot.ui.views import add_rating_buttons, report_item_error
-
-if TYPE_CHECKING:
-    from bot.app import PaperBot
+from bot.ui.views import Answered, add_rating_buttons
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +74,7 @@ def _describe_filters(page: ListingPage) -> str:
 
 
 class PageButton(
+    Answered,
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"pb:page:(?P<search>\d+):(?P<page>\d+)(?::(?P<tag>[a-z]))?",
 ):
@@ -106,15 +104,3 @@ class PageButton(
             label=getattr(item, "label", None) or "",
             tag=match["tag"] or "n",
         )
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        bot: PaperBot = interaction.client
-        try:
-            bot.services.limits.take("search", interaction.user.id)
-            page = await bot.services.search_service.page(
-                self.search_id, self.page, user_id=interaction.user.id
-            )
-            listing = render_listing(page)
-            await interaction.response.edit_message(embed=listing.embed, view=listing.view)
-        except Exception as error:
-            await report_item_error(interaction, error, f"page button {self.search_id}:{self.page}")

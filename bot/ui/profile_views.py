@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -27,11 +27,11 @@ from bot.ui.embeds import (
     results_embed,
 )
 from bot.ui.format import display_title, file_size, paper_link, trim
-from bot.ui.views import add_rating_buttons, report_item_error, secondary_button
+from bot.ui.views import Answered, add_rating_buttons, report_item_error, secondary_button
 from storage.models import Paper
 
 if TYPE_CHECKING:
-    from bot.app import PaperBot
+    from storage.repositories.users import ForgetCounts
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,9 @@ def export_answer(papers: Sequence[Paper], key: str, size_limit: int) -> dict[st
     }
 
 
-class ExportButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"pb:export:(?P<format>[a-z-]+)"):
+class ExportButton(
+    Answered, discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"pb:export:(?P<format>[a-z-]+)"
+):
     """Attaches the presser's saved papers as a file in one format (the buttons under /paper saved)."""
 
     def __init__(self, key: str) -> None:
@@ -177,18 +179,6 @@ class ExportButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"pb
         if match["format"] not in FORMATS:
             raise NotFoundError("That export format is not offered any more: run /paper saved again.")
         return cls(match["format"])
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        bot: PaperBot = interaction.client
-        try:
-            papers = await bot.services.feedback.saved_papers(interaction.user.id)
-            if not papers:
-                await interaction.response.send_message(NO_SAVED_PAPERS, ephemeral=True)
-                return
-            answer = export_answer(papers, self.key, interaction.filesize_limit)
-            await interaction.response.send_message(**answer, ephemeral=True)
-        except Exception as error:
-            await report_item_error(interaction, error, f"export button {self.key}")
 
 
 def export_view() -> discord.ui.View:
@@ -208,11 +198,15 @@ OUTSIDE_FORGET_ME = (
 
 
 class ForgetMeView(discord.ui.View):
-    """Confirm / cancel for /paper forget-me; only the person who asked can press them."""
+    """Confirm / cancel for /paper forget-me; only the person who asked can press them. ``forget``
+    (given by `bot.exts.recommend`) deletes what is stored about them."""
 
-    def __init__(self, user_id: int, *, timeout: float = 120.0) -> None:
+    def __init__(
+        self, user_id: int, forget: Callable[[int], Awaitable[ForgetCounts]], *, timeout: float = 120.0
+    ) -> None:
         super().__init__(timeout=timeout)
         self.user_id = user_id
+        self.forget = forget
         self.done = False
 
     async def interaction_check(self, interaction: discord.Interaction[Any]) -> bool:
@@ -234,10 +228,8 @@ class ForgetMeView(discord.ui.View):
         self.stop()
 
     @discord.ui.button(label="Delete everything", style=discord.ButtonStyle.danger)
-    async def confirm(
-        self, interaction: discord.Interaction[PaperBot], button: discord.ui.Button[Any]
-    ) -> None:
-        counts = await interaction.client.services.forget_user(self.user_id)
+    async def confirm(self, interaction: discord.Interaction[Any], button: discord.ui.Button[Any]) -> None:
+        counts = await self.forget(self.user_id)
         self._finish()
         await interaction.response.edit_message(
             content=(
@@ -252,9 +244,7 @@ class ForgetMeView(discord.ui.View):
         )
 
     @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
-    async def cancel(
-        self, interaction: discord.Interaction[PaperBot], button: discord.ui.Button[Any]
-    ) -> None:
+    async def cancel(self, interaction: discord.Interaction[Any], button: discord.ui.Button[Any]) -> None:
         self._finish()
         await interaction.response.edit_message(content="Cancelled: nothing was deleted.", view=self)
 
@@ -282,7 +272,9 @@ def breadth_note(topic: str, breadth: Breadth, *, buttons: bool, ask_for_paper: 
 
 
 class NarrowTopicButton(
-    discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"pb:narrow:(?P<narrower>[^|]+)\|(?P<broad>.+)"
+    Answered,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"pb:narrow:(?P<narrower>[^|]+)\|(?P<broad>.+)",
 ):
     """Follows a narrower topic in place of the broad one it was offered under (/paper interests add)."""
 
@@ -299,22 +291,6 @@ class NarrowTopicButton(
         cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> NarrowTopicButton:
         return cls(match["narrower"], match["broad"])
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        bot: PaperBot = interaction.client
-        try:
-            stored, replaced = await bot.services.profiles.narrow_topic(
-                interaction.user.id, self.broad, self.narrower
-            )
-            shown = echo(stored)
-            text = (
-                f"Now following “{shown}” in place of “{echo(replaced)}”. `/paper recommend` uses it."
-                if replaced is not None
-                else added_line(stored)
-            )
-            await interaction.response.send_message(text, ephemeral=True)
-        except Exception as error:
-            await report_item_error(interaction, error, "narrower topic button", detail=repr(self.narrower))
 
 
 def narrow_id(narrower: str, broad: str) -> str:

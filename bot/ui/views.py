@@ -1,23 +1,38 @@
 """Rating buttons whose custom_id carries their state, so they keep working after a restart (the paging
-button of a result list is in `bot.ui.listing`)."""
+button of a result list is in `bot.ui.listing`), and `Answered`: how every button and menu under a
+message finds what its press does. `bot/ui/` renders; what a press does (a service called, a write) is
+the handler an extension registers for the item's class (`bot.exts._items.answer`)."""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 import discord
 
-from bot.services.people.feedback import SIGNAL_EMOJI, parse_signal
+from bot.services.people.feedback import parse_signal
 from bot.tree import report_error
-from storage.models import Signal
-
-if TYPE_CHECKING:
-    from bot.app import PaperBot
+from storage.models import SIGNAL_EMOJI, SIGNALS, Signal
 
 log = logging.getLogger(__name__)
+
+#: what a press of an item does: called with the interaction and the item (its state parsed)
+ItemHandler = Callable[[discord.Interaction[Any], Any], Awaitable[None]]
+
+
+class Answered:
+    """A button or menu whose press is answered by the handler an extension registered on the client
+    for its class (``client.item_handlers``, in the extension's ``setup``): ui only renders it."""
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        handlers: Mapping[type, ItemHandler] = getattr(interaction.client, "item_handlers", {})
+        handler = handlers.get(type(self))
+        if handler is None:
+            raise RuntimeError(f"no extension answers {type(self).__name__}")
+        await handler(interaction, self)
+
 
 BUTTONS_PER_ROW = 5
 
@@ -38,8 +53,9 @@ def secondary_button(*, label: str, emoji: str, custom_id: str) -> discord.ui.Bu
 
 
 class RateButton(
+    Answered,
     discord.ui.DynamicItem[discord.ui.Button[Any]],
-    template=r"pb:(?P<signal>like|dislike|save):(?P<paper>\d+)",
+    template=rf"pb:(?P<signal>{'|'.join(SIGNALS)}):(?P<paper>\d+)",
 ):
     """👍 / 👎 / 🔖 for one paper (of a result list, or of a message showing one paper); pressing again
     takes it back."""
@@ -64,30 +80,6 @@ class RateButton(
         cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> RateButton:
         return cls(parse_signal(match["signal"]), int(match["paper"]), label=getattr(item, "label", None))
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        bot: PaperBot = interaction.client
-        services, user_id = bot.services, interaction.user.id
-        try:
-            press = await services.feedback.plan_button(
-                user_id=user_id,
-                paper_id=self.paper_id,
-                signal=self.signal,
-                pending=services.writes.pending_ratings(user_id, self.paper_id),
-            )
-            if press.added is not None:  # stored behind the answer: a busy store never delays it
-                await services.writes.rating(
-                    user_id=user_id,
-                    paper_id=self.paper_id,
-                    signal=press.signal,
-                    added=press.added,
-                    guild_id=interaction.guild_id,
-                )
-            await interaction.response.send_message(press.note, ephemeral=True)
-        except Exception as error:
-            await report_item_error(
-                interaction, error, "rating button", detail=f"{self.signal} on paper {self.paper_id}"
-            )
 
 
 def add_rating_buttons(view: discord.ui.View, paper_ids: Sequence[int], *, first_number: int) -> None:

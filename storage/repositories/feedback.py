@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from storage.db import Database, utcnow
+from storage.models import OPPOSITE, as_signal
 from storage.models import Signal as Signal  # defined with the records; importable from here too
 from storage.repositories.users import ensure_user
 
-SIGNALS: Final[tuple[Signal, ...]] = ("like", "dislike", "save")
-OPPOSITE: Final[dict[str, Signal]] = {"like": "dislike", "dislike": "like"}
 #: a paper is popular in a server once this many people there 👍'd it (see FeedbackRepository.popular)
 POPULAR_LIKERS: Final = 3
 
@@ -38,11 +37,6 @@ class FeedbackCounts:
     likes: int = 0
     dislikes: int = 0
     saves: int = 0
-
-
-def as_signal(text: str) -> Signal | None:
-    """The signal ``text`` names ("like", "dislike" or "save"), else None."""
-    return next((signal for signal in SIGNALS if signal == text), None)
 
 
 def _signal(value: object) -> Signal:

@@ -415,12 +415,6 @@ class PaperRepository:
             )
         )
 
-    async def latest_added(self, limit: int = 10) -> list[Paper]:
-        rows = await self._db.fetchall(
-            f"SELECT {_PAPER_COLUMNS} FROM papers ORDER BY added_at DESC, id DESC LIMIT ?", (limit,)
-        )
-        return [_paper(row) for row in rows]
-
     async def dates_and_titles(
         self, paper_ids: Iterable[int] | None = None
     ) -> list[tuple[int, str | None, int | None, str]]:
@@ -441,23 +435,6 @@ class PaperRepository:
             authors = tuple(json.loads(row[1])) if row[1] and row[1] != "[]" else ()
             found[int(row[0])] = Credits(int(row[0]), authors, row[2], row[3])
         return found
-
-    async def title_matches(self, text: str, limit: int = 25) -> list[tuple[int, str]]:
-        """(id, title) of papers whose title contains `text` (case-insensitive), titles starting with
-        it first: for autocomplete."""
-        needle = text.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        if not needle:
-            rows = await self._db.fetchall(
-                "SELECT id, title FROM papers ORDER BY added_at DESC, id DESC LIMIT ?", (limit,)
-            )
-        else:
-            # lower() on both sides: LIKE ignores case in SQLite but not in PostgreSQL
-            rows = await self._db.fetchall(
-                "SELECT id, title FROM papers WHERE lower(title) LIKE lower(?) ESCAPE '\\' "
-                "ORDER BY lower(title) NOT LIKE lower(?) ESCAPE '\\', length(title), id LIMIT ?",
-                (f"%{needle}%", f"{needle}%", limit),
-            )
-        return [(row[0], row[1]) for row in rows]
 
     async def iter_index_rows(self, *, ids: Iterable[int] | None = None, page: int = 20000) -> list[IndexRow]:
         """Every paper (or the given ids) as (id, title, abstract, authors, venue, year, its arXiv /

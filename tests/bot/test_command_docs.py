@@ -6,15 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
+from builders import bare_bot
 from discord import app_commands
 
 from bot.app import PaperBot
 from bot.sandbox.console import DEMO_SCRIPT
-from bot.settings import Settings
 from bot.ui.help import help_embed
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -22,8 +20,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 @pytest.fixture
 async def bot() -> AsyncIterator[PaperBot]:
-    services: Any = SimpleNamespace()
-    made = PaperBot(settings=Settings(), services=services)
+    made = bare_bot()
     await made.load_commands()
     yield made
     await made.close()

@@ -9,6 +9,7 @@ from typing import Any
 
 import discord
 import pytest
+from builders import bare_bot
 from discord import app_commands
 
 from bot.app import PaperBot, command_definitions_hash
@@ -35,8 +36,7 @@ class RecordingSync:
 
 
 def make_bot(db: Database, *, description: str = "Find papers", dev_guild: int | None = None) -> PaperBot:
-    services: Any = SimpleNamespace(db=db)
-    bot = PaperBot(settings=Settings(dev_guild_id=dev_guild), services=services)
+    bot = bare_bot(Settings(dev_guild_id=dev_guild), SimpleNamespace(db=db))
     group = app_commands.Group(name="paper", description=description)
 
     @group.command(name="search", description="Search the corpus")
@@ -110,10 +110,9 @@ async def test_dev_guild_syncs_to_that_guild_on_every_start_and_never_globally(
 
 
 def test_hash_depends_on_definitions_not_on_object_identity() -> None:
-    services: Any = SimpleNamespace(db=None)
     trees = []
     for description in ("Find papers", "Find papers", "Other"):
-        bot = PaperBot(settings=Settings(), services=services)
+        bot = bare_bot()
         bot.tree.add_command(app_commands.Group(name="paper", description=description))
         trees.append(bot.tree)
     first, same, other = (command_definitions_hash(tree) for tree in trees)

@@ -7,7 +7,8 @@
   `e2e.allow_error("text")` accepts an expected error line.
 - `bot`: the PaperBot instance of `e2e`.
 - `start_paperbot`: for tests that need other settings or a prepared database first:
-  ``async with start_paperbot(store=..., load_shipped_corpus=False) as e2e: ...``
+  ``async with start_paperbot(store=..., load_shipped_corpus=False) as e2e: ...``; in a test that
+  takes a `clock` fixture (a `builders.Clock`), every bot it starts reads that clock.
 - `e2e_store`: where the bot's store is — a SQLite file, or for tests marked
   ``@pytest.mark.both_engines`` once on SQLite and once on a fresh PostgreSQL store.
 """
@@ -48,13 +49,18 @@ def e2e_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreLocation:
 
 @pytest.fixture
 def start_paperbot(
-    sandbox: SandboxServer, e2e_store: StoreLocation, tmp_path: Path
+    request: pytest.FixtureRequest, sandbox: SandboxServer, e2e_store: StoreLocation, tmp_path: Path
 ) -> Callable[..., contextlib.AbstractAsyncContextManager[E2E]]:
+    # a test that takes a `clock` fixture (a `builders.Clock`) runs every bot it starts on that clock
+    clock = request.getfixturevalue("clock") if "clock" in request.fixturenames else None
+
     def start(
         *, load_shipped_corpus: bool = True, store: StoreLocation | Path | None = None, **settings: Any
     ) -> contextlib.AbstractAsyncContextManager[E2E]:
         settings.setdefault("state_dir", tmp_path)  # the process's own files, with a PostgreSQL store
-        return run_paperbot(sandbox, store or e2e_store, load_shipped_corpus=load_shipped_corpus, **settings)
+        return run_paperbot(
+            sandbox, store or e2e_store, load_shipped_corpus=load_shipped_corpus, clock=clock, **settings
+        )
 
     return start
 

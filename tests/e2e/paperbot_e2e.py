@@ -9,7 +9,8 @@ unhandled in a task), or if the bot called a REST route the sandbox does not imp
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,12 +98,16 @@ async def run_paperbot(
     store: StoreLocation | Path,
     *,
     load_shipped_corpus: bool = True,
+    clock: Callable[[], datetime] | None = None,
     **settings: Any,
 ) -> AsyncIterator[E2E]:
-    """The real paperbot on ``store`` against ``sandbox``, ready; the end-to-end checks when it stops."""
+    """The real paperbot on ``store`` against ``sandbox``, ready (``clock``: the time its services
+    read); the end-to-end checks when it stops."""
     config = sandbox_settings(sandbox, store, **settings)
     with capture_errors() as errors:
-        async with running_paperbot(sandbox, config, load_shipped_corpus=load_shipped_corpus) as running:
+        async with running_paperbot(
+            sandbox, config, load_shipped_corpus=load_shipped_corpus, clock=clock
+        ) as running:
             yield E2E(running, errors)
             death = running.running.death()  # before closing it: a closed client's task ends
         found = problems(running, errors, death=death)

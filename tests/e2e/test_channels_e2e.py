@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from builders import Clock
 
 from bot.sandbox import Permissions
 
@@ -26,20 +27,10 @@ if TYPE_CHECKING:
 MONDAY_0900 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+def clock() -> Clock:
     """The digest service's clock: 08:00 UTC on a Monday, until a test moves it."""
-    fake = Clock(MONDAY_0900 - timedelta(hours=1))
-    monkeypatch.setattr("bot.services.digests.utc_now", fake)
-    return fake
+    return Clock(MONDAY_0900 - timedelta(hours=1))
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, JobExecutionEvent
+from builders import Clock
 
 from bot.sandbox.emulator.recorder import ClientRefused
 from bot.sandbox.emulator.state import Permissions
@@ -33,19 +34,10 @@ MONDAY = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
 FIRST_WINNER = datetime(2026, 12, 2, 17, 0, tzinfo=UTC)
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock(MONDAY)
-    monkeypatch.setattr("bot.services.club.utc_now", fake)
-    return fake
+def clock() -> Clock:
+    """The clock every bot started in the test reads."""
+    return Clock(MONDAY)
 
 
 @pytest.fixture

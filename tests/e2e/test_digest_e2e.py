@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, JobExecutionEvent
+from builders import Clock
 
 from bot.services.digests.subscriptions import subscription_schedule
 from bot.services.digests.timing import make_schedule, next_delivery
@@ -36,20 +37,10 @@ BERLIN_0900 = MONDAY + timedelta(hours=8)  # 09:00 CET on Monday 30 November 202
 TOPICS = "quantization, language models"
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+def clock() -> Clock:
     """The digest service's clock (every bot started in the test reads it)."""
-    fake = Clock(MONDAY + timedelta(hours=6))  # 07:00 in Berlin
-    monkeypatch.setattr("bot.services.digests.utc_now", fake)
-    return fake
+    return Clock(MONDAY + timedelta(hours=6))  # 07:00 in Berlin
 
 
 @pytest.fixture

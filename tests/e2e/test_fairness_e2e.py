@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from builders import Clock
 
 if TYPE_CHECKING:
     from paperbot_e2e import E2E
@@ -20,19 +21,10 @@ StartBot = Callable[..., contextlib.AbstractAsyncContextManager["E2E"]]
 BERLIN_0900 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # 09:00 CET on Monday 30 November 2026
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock(BERLIN_0900 - timedelta(hours=2))
-    monkeypatch.setattr("bot.services.digests.utc_now", fake)
-    return fake
+def clock() -> Clock:
+    """The clock every bot started in the test reads."""
+    return Clock(BERLIN_0900 - timedelta(hours=2))
 
 
 def answer(result: Any) -> str:

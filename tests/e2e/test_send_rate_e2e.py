@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
+from builders import Clock
 
 from bot.sandbox import DISCORD_RATES, RateRules, SandboxServer
 
@@ -30,14 +31,6 @@ MONDAY_0900 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 RATES = RateRules(**{**dataclasses.asdict(DISCORD_RATES), "dm_opens": (3, 2.0)})
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 async def sandbox() -> AsyncIterator[SandboxServer]:
     async with SandboxServer(rates=RATES) as server:
@@ -45,10 +38,9 @@ async def sandbox() -> AsyncIterator[SandboxServer]:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock(MONDAY_0900 - timedelta(hours=1))
-    monkeypatch.setattr("bot.services.digests.utc_now", fake)
-    return fake
+def clock() -> Clock:
+    """The clock every bot started in the test reads."""
+    return Clock(MONDAY_0900 - timedelta(hours=1))
 
 
 @pytest.fixture

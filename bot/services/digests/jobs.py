@@ -24,7 +24,8 @@
   due at 09:00 queue up — in turns between servers and people (``fairness``: a server's feeds hold at
   most half the places, and a digest of another server waits behind its own lane's work only).
 
-Nothing here imports discord: the Discord layer passes a sender factory and ``wait_until_ready``.
+Nothing here imports discord: the composition root passes the Discord sending adapter (a sender per
+subscription) and ``wait_until_ready``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ LATER_PREFIX = "digest-later:"
 #: how long the digests moved later at one minute are remembered (longer than any move)
 _MOVES_KEPT = timedelta(hours=3)
 
+#: how a digest reaches a subscription's recipient: the Discord sending adapter, in the bot
 SenderFactory = Callable[[Subscription], DigestSender]
 
 

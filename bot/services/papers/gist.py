@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from bot.services.papers.ingest.titles import plain_text, sentences
+from bot.services.papers.prose import plain_text, sentences
 
 MAX_CHARS: Final = 320
 SHORT: Final = 120

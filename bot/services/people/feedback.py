@@ -15,31 +15,19 @@ import logging
 from collections.abc import Callable, MutableSet, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final
 
 from bot.errors import NotFoundError, UserFacingError
 from bot.services.search.snippets import one_line
 from storage.db import Database
-from storage.models import Paper, Signal
-from storage.repositories.feedback import OPPOSITE, FeedbackRepository, as_signal
+from storage.models import OPPOSITE, SIGNAL_EMOJI, Paper, Signal, as_signal
+from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
 
 log = logging.getLogger(__name__)
 
-SIGNAL_EMOJI: Final[dict[Signal, str]] = {"like": "👍", "dislike": "👎", "save": "🔖"}
-_EMOJI_SIGNAL: Final[dict[str, Signal]] = {emoji: signal for signal, emoji in SIGNAL_EMOJI.items()}
-# Emoji modifiers a client may attach: skin tones and the emoji variation selector.
-_MODIFIERS: Final = frozenset(chr(c) for c in range(0x1F3FB, 0x1F400)) | {"\ufe0f", "\ufe0e"}
-
 TITLE_IN_NOTE = 90
-
-
-def signal_for_emoji(emoji: str) -> Signal | None:
-    """👍 → like, 👎 → dislike, 🔖 → save (skin tones and variation selectors ignored); else None."""
-    base = "".join(ch for ch in emoji if ch not in _MODIFIERS)
-    return _EMOJI_SIGNAL.get(base)
 
 
 def parse_signal(value: str) -> Signal:
@@ -123,17 +111,14 @@ class FeedbackService:
         *,
         user_id: int,
         message_id: int,
-        emoji: str,
+        signal: Signal,
         guild_id: int | None,
         added: bool,
         now: datetime | None = None,
         since: str | None = None,
     ) -> FeedbackChange | None:
-        """A reaction was added or removed; None when it is not a rating on one of our messages.
+        """A rating on a message was given or taken back; None when it is not one of our messages.
         ``since``: as for `set`."""
-        signal = signal_for_emoji(emoji)
-        if signal is None:
-            return None
         paper_id = await self.messages.paper_for(message_id)
         if paper_id is None:
             return None
@@ -214,15 +199,6 @@ class FeedbackService:
             else:
                 given.discard(earlier)
         return one_line(paper.title, TITLE_IN_NOTE), given
-
-    async def apply_button(self, *, user_id: int, paper_id: int, signal: str, guild_id: int | None) -> str:
-        """A rating button, planned and stored at once; returns the one-line ephemeral confirmation."""
-        press = await self.plan_button(user_id=user_id, paper_id=paper_id, signal=signal)
-        if press.added:
-            await self.set(user_id, paper_id, press.signal, guild_id=guild_id)
-        elif press.added is False:
-            await self.unset(user_id, paper_id, press.signal)
-        return press.note
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import discord
 import pytest
+from builders import paper
 
 from bot.sandbox.emulator import limits
 from bot.ui.embeds import ListedPaper, abstract_embed, paper_embed, results_embed
@@ -21,24 +22,9 @@ LONG_WORDS = " ".join(["quantization"] * 2000)  # 25,999 characters, no sentence
 
 def _paper(paper_id: int = 1, *, long: bool = False, **fields: Any) -> Paper:
     values: dict[str, Any] = {
-        "id": paper_id,
         "title": "KV cache quantization",
-        "title_derived": False,
         "abstract": "We quantize the KV cache.",
-        "authors": ("A. Author", "B. Author"),
-        "venue": "ICML 2024",
-        "year": 2024,
-        "status": None,
-        "url": None,
-        "pdf_url": None,
-        "code_url": None,
         "arxiv_id": "2401.01234",
-        "openreview_id": None,
-        "doi": None,
-        "external_id": None,
-        "source": None,
-        "published": None,
-        "added_at": "2024-01-01T00:00:00+00:00",
     }
     if long:
         values |= {
@@ -54,7 +40,7 @@ def _paper(paper_id: int = 1, *, long: bool = False, **fields: Any) -> Paper:
             "openreview_id": "x" * 200,
             "doi": "10.1000/" + "d" * 300,
         }
-    return Paper(**(values | fields))
+    return paper(paper_id, **(values | fields))
 
 
 def _problems(embeds: list[discord.Embed]) -> str:

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from builders import paper
 
 from bot.sandbox.emulator import limits
 from bot.services.search.listings import ListedHit, ListingPage
@@ -18,26 +19,7 @@ from storage.repositories.searches import StoredSearch
 
 
 def _paper(paper_id: int) -> Paper:
-    return Paper(
-        id=paper_id,
-        title=f"Paper number {paper_id}",
-        title_derived=False,
-        abstract="An abstract.",
-        authors=("A. Author",),
-        venue="ICML 2024",
-        year=2024,
-        status=None,
-        url=f"https://example.org/{paper_id}",
-        pdf_url=None,
-        code_url=None,
-        arxiv_id=None,
-        openreview_id=None,
-        doi=None,
-        external_id=None,
-        source=None,
-        published=None,
-        added_at="2024-01-01T00:00:00+00:00",
-    )
+    return paper(paper_id, authors=("A. Author",), url=f"https://example.org/{paper_id}")
 
 
 def _page(

@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from digest_fakes import FakeClock, FakeRecommender, FakeSender, add_papers, make_service
+from builders import Clock
+from digest_fakes import FakeRecommender, FakeSender, add_papers, make_service
 
 from bot.errors import InvalidScheduleError
 from bot.services.digests import Digests
@@ -45,17 +46,15 @@ async def papers(db: Database) -> list[int]:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(MONDAY_0800Z - timedelta(hours=2))
+def clock() -> Clock:
+    return Clock(MONDAY_0800Z - timedelta(hours=2))
 
 
 def scores(ids: list[int]) -> dict[int, float]:
     return {pid: 100.0 - pid for pid in ids}
 
 
-async def test_subscribe_stores_a_validated_schedule(
-    db: Database, clock: FakeClock, papers: list[int]
-) -> None:
+async def test_subscribe_stores_a_validated_schedule(db: Database, clock: Clock, papers: list[int]) -> None:
     """Subscribing stores canonical values and the next delivery is in the user's zone."""
     service = make_service(db, clock, scores(papers))
     sub = await service.subscriptions.subscribe(
@@ -70,9 +69,7 @@ async def test_subscribe_stores_a_validated_schedule(
     "options",
     [{"time": "25:00"}, {"timezone": "Berlin"}, {"frequency": "hourly"}, {"count": 11}, {"count": 0}],
 )
-async def test_invalid_input_stores_nothing(
-    db: Database, clock: FakeClock, options: dict[str, object]
-) -> None:
+async def test_invalid_input_stores_nothing(db: Database, clock: Clock, options: dict[str, object]) -> None:
     """A bad time, timezone, frequency or count raises a user-facing error and writes nothing."""
     service = make_service(db, clock, {})
     with pytest.raises(InvalidScheduleError):
@@ -82,7 +79,7 @@ async def test_invalid_input_stores_nothing(
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
 
 
-async def test_resubscribing_keeps_unset_options_and_resumes(db: Database, clock: FakeClock) -> None:
+async def test_resubscribing_keeps_unset_options_and_resumes(db: Database, clock: Clock) -> None:
     """Running subscribe again changes only the options given, and un-pauses a paused digest."""
     service = make_service(db, clock, {})
     first = await service.subscriptions.subscribe(
@@ -101,7 +98,7 @@ async def test_resubscribing_keeps_unset_options_and_resumes(db: Database, clock
     assert again.paused_reason is None
 
 
-async def test_unsubscribe(db: Database, clock: FakeClock) -> None:
+async def test_unsubscribe(db: Database, clock: Clock) -> None:
     """Unsubscribing removes the subscription; a second time reports there was none."""
     service = make_service(db, clock, {})
     await service.subscriptions.subscribe(USER)
@@ -112,7 +109,7 @@ async def test_unsubscribe(db: Database, clock: FakeClock) -> None:
 
 
 async def test_scheduled_digest_sends_header_then_one_message_per_paper(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """A due period sends a header and `count` papers with reasons, each recorded for reactions."""
     service = make_service(db, clock, scores(papers))
@@ -142,7 +139,7 @@ async def test_scheduled_digest_sends_header_then_one_message_per_paper(
 
 
 async def test_a_period_is_sent_once_even_when_fired_twice(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """A double fire (or a second process) finds the period claimed and sends nothing."""
     service = make_service(db, clock, scores(papers))
@@ -161,7 +158,7 @@ async def test_a_period_is_sent_once_even_when_fired_twice(
     assert third.headers == third.papers == third.nothing == []
 
 
-async def test_next_digest_never_repeats_a_paper(db: Database, clock: FakeClock, papers: list[int]) -> None:
+async def test_next_digest_never_repeats_a_paper(db: Database, clock: Clock, papers: list[int]) -> None:
     """The next day's digest leaves out everything sent before (the recommender is told to exclude it)."""
     service = make_service(db, clock, scores(papers))
     sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin", count=5)
@@ -176,9 +173,7 @@ async def test_next_digest_never_repeats_a_paper(db: Database, clock: FakeClock,
     assert len(seen) == len(set(seen)) == 20
 
 
-async def test_recommender_repeats_are_filtered_anyway(
-    db: Database, clock: FakeClock, papers: list[int]
-) -> None:
+async def test_recommender_repeats_are_filtered_anyway(db: Database, clock: Clock, papers: list[int]) -> None:
     """Even if a recommender ignored `exclude`, an already-sent paper is not sent again."""
     service = make_service(db, clock, scores(papers))
     sub = await service.subscriptions.subscribe(USER, count=3)
@@ -197,7 +192,7 @@ async def test_recommender_repeats_are_filtered_anyway(
     assert outcome.status == "empty"
 
 
-async def test_nothing_new_is_said_in_one_short_message(db: Database, clock: FakeClock) -> None:
+async def test_nothing_new_is_said_in_one_short_message(db: Database, clock: Clock) -> None:
     """With nothing above the bar, one message says so (never silence) and the run is 'empty'."""
     service = make_service(db, clock, {})
     sub = await service.subscriptions.subscribe(
@@ -219,7 +214,7 @@ async def test_nothing_new_is_said_in_one_short_message(db: Database, clock: Fak
     assert run.status == "empty"
 
 
-async def test_low_scores_count_as_nothing(db: Database, clock: FakeClock, papers: list[int]) -> None:
+async def test_low_scores_count_as_nothing(db: Database, clock: Clock, papers: list[int]) -> None:
     """Picks at or below the bar are not sent."""
     service = make_service(db, clock, {1: 0.0, 2: 0.5}, min_score=0.5)
     sub = await service.subscriptions.subscribe(USER, count=5)
@@ -229,7 +224,7 @@ async def test_low_scores_count_as_nothing(db: Database, clock: FakeClock, paper
 
 
 async def test_crash_mid_digest_resumes_with_unsent_papers_only(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """A failure after two papers leaves the run open; resuming sends the other three, no header again."""
     service = make_service(db, clock, scores(papers))
@@ -274,7 +269,7 @@ async def crash_while_sending_the_second_paper(service: Digests, sub_id: int) ->
 
 
 async def test_a_paper_in_doubt_is_sent_again_with_its_nonce_while_discord_dedupes_it(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """Resumed within NONCE_TRUST, the paper the crash interrupted is sent again with the same nonce
     (Discord returns the message if it had gone out), the header not again."""
@@ -295,7 +290,7 @@ async def test_a_paper_in_doubt_is_sent_again_with_its_nonce_while_discord_dedup
 
 
 async def test_a_paper_in_doubt_is_not_sent_again_once_its_nonce_may_be_forgotten(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """Past NONCE_TRUST, Discord may create a second message: resume skips the paper (never twice)."""
     service = make_service(db, clock, scores(papers))
@@ -313,7 +308,7 @@ async def test_a_paper_in_doubt_is_not_sent_again_once_its_nonce_may_be_forgotte
 
 
 async def test_a_paper_posted_without_an_answer_is_found_and_recorded_once_its_nonce_may_be_forgotten(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """Every attempt at paper 2 went out without an answer; resumed past NONCE_TRUST, the run finds it
     among the channel's latest messages and records it (a reaction on it counts), never posting it again."""
@@ -337,7 +332,7 @@ async def test_a_paper_posted_without_an_answer_is_found_and_recorded_once_its_n
 
 
 async def test_a_paper_whose_reactions_fail_stays_sent_and_recorded(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """Adding the 👍 👎 🔖 after a paper's message fails (the connection dropped): the paper stays out
     and recorded, the rest of the digest goes on, and nothing is sent twice."""
@@ -362,7 +357,7 @@ async def test_a_paper_whose_reactions_fail_stays_sent_and_recorded(
 
 
 async def test_a_lost_answer_is_sent_again_with_the_same_nonce_and_each_paper_goes_out_once(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """Paper 2 is posted but its answer lost (a timeout): sent again at once with the same nonce, Discord
     returns that message: one message per paper, each recorded once, one header."""
@@ -382,7 +377,7 @@ async def test_a_lost_answer_is_sent_again_with_the_same_nonce_and_each_paper_go
 
 
 async def test_a_header_whose_answer_was_lost_goes_out_once(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     service = make_service(db, clock, scores(papers))
     sub = await service.subscriptions.subscribe(USER, count=2)
@@ -397,7 +392,7 @@ async def test_a_header_whose_answer_was_lost_goes_out_once(
 
 
 async def test_a_retry_after_the_first_paper_failed_does_not_send_the_header_twice(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """The header went out, the first paper failed (released): the retry sends the papers, no header."""
     service = make_service(db, clock, scores(papers))
@@ -417,7 +412,7 @@ async def test_a_retry_after_the_first_paper_failed_does_not_send_the_header_twi
 
 
 async def test_a_send_that_never_answers_stays_reserved_and_the_resume_sends_it_once(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """Every repeat loses its answer too: the run stops with the paper reserved (not released, it may
     be out), and the resume a minute later sends it with the same nonce: still one message."""
@@ -445,7 +440,7 @@ async def test_a_send_that_never_answers_stays_reserved_and_the_resume_sends_it_
 
 
 async def test_a_paper_deleted_before_its_repeat_is_not_sent_again(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """Discord answers a repeated nonce of a deleted message with Unknown Message: it went out, so the
     digest moves on to the next paper."""
@@ -491,7 +486,7 @@ async def test_a_run_interrupted_before_the_upgrade_gets_no_second_header(tmp_pa
         conn.execute("INSERT INTO digest_sent (user_id, paper_id, sent_at) VALUES (?, 1, ?)", (USER, claimed))
     conn.close()
     async with await open_database(path) as db:
-        service = make_service(db, FakeClock(datetime(2026, 11, 30, 9, 0, 30, tzinfo=UTC)), {1: 2.0, 2: 1.0})
+        service = make_service(db, Clock(datetime(2026, 11, 30, 9, 0, 30, tzinfo=UTC)), {1: 2.0, 2: 1.0})
         (run,) = await service.recovery.runs_to_resume()
         resumed = FakeSender()
         assert (await service.delivery.resume(run, resumed)).status == "sent"
@@ -516,7 +511,7 @@ def test_message_nonces_fit_discord_and_name_one_message_each() -> None:
 
 
 async def test_interrupted_runs_beyond_grace_are_closed_not_resumed(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """A run interrupted long ago is marked failed instead of arriving a day late."""
     service = make_service(db, clock, scores(papers))
@@ -532,7 +527,7 @@ async def test_interrupted_runs_beyond_grace_are_closed_not_resumed(
     assert run.status == "failed"
 
 
-async def test_closed_dms_pause_and_leave_a_notice(db: Database, clock: FakeClock, papers: list[int]) -> None:
+async def test_closed_dms_pause_and_leave_a_notice(db: Database, clock: Clock, papers: list[int]) -> None:
     """Discord 50007 pauses the subscription, records why, and leaves a notice for the next command."""
     service = make_service(db, clock, scores(papers))
     sub = await service.subscriptions.subscribe(USER, count=3)
@@ -561,7 +556,7 @@ async def test_closed_dms_pause_and_leave_a_notice(db: Database, clock: FakeCloc
 
 
 async def test_dms_closed_mid_digest_keeps_sent_papers_sent(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """If DMs close after one paper, that paper stays sent and the rest are released."""
     service = make_service(db, clock, scores(papers))
@@ -573,7 +568,7 @@ async def test_dms_closed_mid_digest_keeps_sent_papers_sent(
 
 
 async def test_channel_feed_delivers_and_pauses_when_the_channel_is_gone(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """A feed posts to its channel (reactions there train the reacting person: recipient NULL)."""
     service = make_service(db, clock, scores(papers))
@@ -614,7 +609,7 @@ async def test_channel_feed_delivers_and_pauses_when_the_channel_is_gone(
 
 
 async def test_digest_now_is_not_a_scheduled_period_and_never_repeats(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """/paper digest sends now without using up today's period, and the 09:00 digest has other papers."""
     service = make_service(db, clock, scores(papers))
@@ -634,7 +629,7 @@ async def test_digest_now_is_not_a_scheduled_period_and_never_repeats(
     assert set(again.paper_ids).isdisjoint(manual.paper_ids + scheduled.paper_ids)
 
 
-async def test_digest_now_without_a_subscription(db: Database, clock: FakeClock, papers: list[int]) -> None:
+async def test_digest_now_without_a_subscription(db: Database, clock: Clock, papers: list[int]) -> None:
     """A user without a subscription still gets a preview from their profile (default count)."""
     service = make_service(db, clock, scores(papers))
     sender = FakeSender()
@@ -652,7 +647,7 @@ async def test_digest_now_without_a_subscription(db: Database, clock: FakeClock,
 
 @pytest.mark.parametrize("subscribed", [False, True], ids=["on-demand", "subscribed"])
 async def test_forget_me_while_a_digest_goes_out_stops_it_and_leaves_nothing_of_the_person(
-    db: Database, clock: FakeClock, papers: list[int], subscribed: bool
+    db: Database, clock: Clock, papers: list[int], subscribed: bool
 ) -> None:
     """`/paper digest` (with and without a subscription): the person asks to be forgotten after the
     second paper went out; no paper follows, and the store holds nothing about them afterwards (no
@@ -679,7 +674,7 @@ async def test_forget_me_while_a_digest_goes_out_stops_it_and_leaves_nothing_of_
 
 
 async def test_missed_period_within_grace_is_caught_up_once(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """Down at 09:00, back at 11:00: the 09:00 digest is due once; after delivery it is not due again."""
     service = make_service(db, clock, scores(papers))
@@ -694,7 +689,7 @@ async def test_missed_period_within_grace_is_caught_up_once(
 
 
 async def test_missed_period_beyond_grace_is_skipped_and_logged(
-    db: Database, clock: FakeClock, papers: list[int], caplog: pytest.LogCaptureFixture
+    db: Database, clock: Clock, papers: list[int], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Back after the grace window: nothing is sent late; the skip is recorded and logged once."""
     service = make_service(db, clock, scores(papers))
@@ -711,7 +706,7 @@ async def test_missed_period_beyond_grace_is_skipped_and_logged(
 
 
 async def test_subscribing_after_todays_time_does_not_count_as_missed(
-    db: Database, clock: FakeClock, papers: list[int]
+    db: Database, clock: Clock, papers: list[int]
 ) -> None:
     """Subscribing at 10:00 for 09:00 starts tomorrow; a restart does not send today's."""
     service = make_service(db, clock, scores(papers))
@@ -722,7 +717,7 @@ async def test_subscribing_after_todays_time_does_not_count_as_missed(
     assert await service.recovery.missed_periods() == []
 
 
-async def test_build_writes_nothing(db: Database, clock: FakeClock, papers: list[int]) -> None:
+async def test_build_writes_nothing(db: Database, clock: Clock, papers: list[int]) -> None:
     """Building a digest (the CLI dry run, the bench) records nothing."""
     service = make_service(db, clock, scores(papers))
     sub = await service.subscriptions.subscribe(USER, count=4)
@@ -732,9 +727,7 @@ async def test_build_writes_nothing(db: Database, clock: FakeClock, papers: list
         assert await db.fetchval(f"SELECT COUNT(*) FROM {table}") == 0
 
 
-async def test_unsubscribing_mid_digest_stops_the_rest(
-    db: Database, clock: FakeClock, papers: list[int]
-) -> None:
+async def test_unsubscribing_mid_digest_stops_the_rest(db: Database, clock: Clock, papers: list[int]) -> None:
     """If the user unsubscribes (or is forgotten) while their digest goes out, nothing more is sent or
     stored about them."""
     service = make_service(db, clock, scores(papers))

@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from digest_fakes import FakeClock, FakeSender, add_papers, make_service
+from builders import Clock
+from digest_fakes import FakeSender, add_papers, make_service
 
 from bot.services.digests.retention import DigestHistory
 from storage.db import Database
@@ -23,7 +24,7 @@ async def test_history_past_its_retention_goes_and_no_paper_is_sent_twice(db: Da
     those messages names no paper any more); yesterday's is untouched, and the next digest still leaves
     out every paper either sent."""
     await add_papers(db, list(range(1, 21)))
-    clock = FakeClock(DAY_ONE)
+    clock = Clock(DAY_ONE)
     service = make_service(db, clock, {pid: 100.0 - pid for pid in range(1, 21)}, history_days=30)
     sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="UTC", count=3)
     old = FakeSender()
@@ -55,7 +56,7 @@ def _paper_messages(sender: FakeSender) -> list[int]:
 
 async def test_a_run_still_in_progress_is_kept_however_old(db: Database) -> None:
     await add_papers(db, [1, 2])
-    clock = FakeClock(DAY_ONE)
+    clock = Clock(DAY_ONE)
     service = make_service(db, clock, {1: 1.0, 2: 0.5}, history_days=14)
     sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="UTC", count=2)
     run = await service.repository.claim_run(sub.id, "2026-01-05", at=clock().isoformat())

@@ -9,7 +9,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from apscheduler.triggers.cron import CronTrigger
-from digest_fakes import FakeClock, FakeSender, add_papers, make_service
+from builders import Clock
+from digest_fakes import FakeSender, add_papers, make_service
 
 from bot.services.digests import Digests
 from bot.services.digests.jobs import DigestScheduler, job_id, make_trigger
@@ -26,7 +27,7 @@ def utc(*args: int) -> datetime:
 async def service(db: Database) -> Digests:
     await add_papers(db, range(1, 41))
     # Subscriptions are set up at 06:00 UTC on Monday 30 November 2026 unless a test says otherwise.
-    return make_service(db, FakeClock(utc(2026, 11, 30, 6, 0)), {pid: 100.0 - pid for pid in range(1, 41)})
+    return make_service(db, Clock(utc(2026, 11, 30, 6, 0)), {pid: 100.0 - pid for pid in range(1, 41)})
 
 
 class Senders:
@@ -147,7 +148,7 @@ def test_cron_trigger_agrees_with_next_delivery_for_a_year(zone: str, hhmm: str)
 async def test_ambiguous_time_double_fire_delivers_once(service: Digests, jobs: DigestScheduler) -> None:
     """CronTrigger fires 02:30 twice on the fall-back night; the second fire sends nothing."""
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     clock.set(utc(2026, 10, 20, 12, 0))
     sub = await service.subscriptions.subscribe(1, time="02:30", timezone="Europe/Berlin", count=2)
     trigger = make_trigger(sub)
@@ -170,7 +171,7 @@ async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
     """Through APScheduler itself: when the job's time comes, the period is delivered once."""
     sub = await service.subscriptions.subscribe(1, time="09:00", timezone="Europe/Berlin", count=3)
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     await jobs.start(recover=False)
     due = occurrence(make_schedule(time_local="09:00", timezone="Europe/Berlin"), date(2026, 11, 30))
     clock.set(due.due_utc)
@@ -197,7 +198,7 @@ async def test_a_digest_goes_out_at_the_minute_chosen_when_little_else_is_due_th
     await add_papers(db, range(1, 11))
     service = make_service(
         db,
-        FakeClock(utc(2026, 11, 30, 6, 0)),
+        Clock(utc(2026, 11, 30, 6, 0)),
         {p: 1.0 for p in range(1, 11)},
         spread=timedelta(minutes=60),
         calls_per_minute=2700,
@@ -216,7 +217,7 @@ async def test_a_digest_goes_out_at_the_minute_chosen_when_little_else_is_due_th
             arrival = await service.subscriptions.arrival(sub)
             assert (arrival.at, arrival.moved, arrival.due_together) == (due, timedelta(0), 3)
         clock = service.clock
-        assert isinstance(clock, FakeClock)
+        assert isinstance(clock, Clock)
         clock.set(due)
         outcomes = [await jobs.run_job(sub.id) for sub in subs]
         assert [(o.status, o.period_key) for o in outcomes if o is not None] == [("sent", "2026-11-30")] * 3
@@ -232,7 +233,7 @@ async def test_only_what_does_not_fit_in_its_minute_moves_to_the_next(db: Databa
     digests due at 09:00 the two set up first go out at 09:00, the third at 09:01 — its confirmation
     says so, and its job, firing at 09:00, sends it at 09:01, once."""
     await add_papers(db, range(1, 11))
-    clock = FakeClock(utc(2026, 11, 30, 6, 0))
+    clock = Clock(utc(2026, 11, 30, 6, 0))
     service = make_service(
         db, clock, {p: 1.0 for p in range(1, 11)}, spread=timedelta(minutes=10), calls_per_minute=4
     )
@@ -278,7 +279,7 @@ async def test_one_failing_subscriber_never_stops_the_others(
     senders.failing = {subs[2].id}
     await jobs.start(recover=False)
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     # far from the real date: APScheduler runs the retry on the real clock, which must not reach it
     clock.set(utc(2030, 12, 2, 9, 0))
     outcomes = await asyncio.gather(*(jobs.run_job(sub.id) for sub in subs))
@@ -333,17 +334,17 @@ async def test_deliveries_are_bounded_by_the_semaphore(service: Digests) -> None
         for user in range(1, 13)
     ]
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     clock.set(utc(2026, 11, 30, 9, 0))
     outcomes = await jobs.deliver_many([(sub, None) for sub in subs])
     assert [o.status for o in outcomes] == ["sent"] * 12
     assert peak == 3
 
 
-async def test_recover_resumes_then_catches_up_after_ready(service: Digests) -> None:
+async def test_recover_resumes_then_catches_up_after_ready(service: Digests, db: Database) -> None:
     """At start: wait for the gateway, finish the interrupted run, deliver the missed period once."""
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     clock.set(utc(2026, 11, 30, 6, 0))
     interrupted = await service.subscriptions.subscribe(1, time="07:00", timezone="UTC", count=3)
     missed = await service.subscriptions.subscribe(2, time="08:00", timezone="UTC", count=2)
@@ -351,7 +352,7 @@ async def test_recover_resumes_then_catches_up_after_ready(service: Digests) -> 
     with pytest.raises(RuntimeError):
         await service.delivery.deliver_period(interrupted.id, FakeSender(fail_at={1: RuntimeError("killed")}))
     clock.set(utc(2026, 11, 30, 9, 30))  # the bot was down from 07:00 to 09:30
-    service = make_service(service.db, clock, {pid: 100.0 - pid for pid in range(1, 41)})  # restarted
+    service = make_service(db, clock, {pid: 100.0 - pid for pid in range(1, 41)})  # restarted
 
     ready = asyncio.Event()
     senders = Senders()
@@ -383,7 +384,7 @@ async def test_a_fire_before_the_subscription_existed_sends_nothing(
 ) -> None:
     """Subscribed at 10:00 for 09:00: a stray fire at 10:05 must not send "today's" digest."""
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     clock.set(utc(2026, 11, 30, 10, 0))
     sub = await service.subscriptions.subscribe(1, time="09:00", timezone="UTC")
     clock.set(utc(2026, 11, 30, 10, 5))
@@ -394,10 +395,12 @@ async def test_a_fire_before_the_subscription_existed_sends_nothing(
     assert await service.repository.runs(sub.id) == []
 
 
-async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(service: Digests) -> None:
+async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(
+    service: Digests, db: Database
+) -> None:
     """Shutting down mid-digest stops at a paper boundary (nothing in doubt); the next process resumes."""
     clock = service.clock
-    assert isinstance(clock, FakeClock)
+    assert isinstance(clock, Clock)
     sub = await service.subscriptions.subscribe(1, time="09:00", timezone="UTC", count=4)
     clock.set(utc(2026, 11, 30, 9, 0))
     jobs: DigestScheduler
@@ -421,7 +424,7 @@ async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(ser
     assert [i.paper_id for i in await service.repository.items(run.id) if i.in_doubt] == []
 
     # The next process (a fresh service on the same database) resumes the run with papers 3 and 4.
-    restarted = make_service(service.db, clock, {pid: 100.0 - pid for pid in range(1, 41)})
+    restarted = make_service(db, clock, {pid: 100.0 - pid for pid in range(1, 41)})
     later = FakeSender()
     report = await DigestScheduler(restarted, lambda s: later).recover()
     assert [o.status for o in report.resumed] == ["sent"]

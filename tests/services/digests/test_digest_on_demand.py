@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from digest_fakes import FakeClock, FakeSender, add_papers, make_service
+from builders import Clock
+from digest_fakes import FakeSender, add_papers, make_service
 
 from bot.services.digests import Digests
 from bot.services.digests.delivery import DigestInterruptedError, SentMessage
@@ -20,7 +21,7 @@ MONDAY_0800Z = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 @pytest.fixture
 async def service(db: Database) -> Digests:
     await add_papers(db, list(range(1, 21)))
-    clock = FakeClock(MONDAY_0800Z)
+    clock = Clock(MONDAY_0800Z)
     return make_service(db, clock, {pid: 100.0 - pid for pid in range(1, 21)})
 
 

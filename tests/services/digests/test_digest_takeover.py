@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
-from digest_fakes import FakeClock, FakeSender, add_papers, make_service
+from builders import Clock
+from digest_fakes import FakeSender, add_papers, make_service
 
 from bot.services.digests import Digests
 from bot.services.digests.delivery import DigestInterruptedError, SentMessage
@@ -25,12 +26,12 @@ SCORES = {pid: 100.0 - pid for pid in range(1, 11)}
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+def clock() -> Clock:
+    return Clock(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
 
 
 @pytest.fixture
-async def two(db: Database, store: StoreLocation, clock: FakeClock) -> AsyncIterator[tuple[Digests, Digests]]:
+async def two(db: Database, store: StoreLocation, clock: Clock) -> AsyncIterator[tuple[Digests, Digests]]:
     """The digests of two processes, each with its own connection to the store."""
     await add_papers(db, range(1, 11))
     async with await open_database(store) as other:
@@ -54,7 +55,7 @@ class StallsAtPaper(FakeSender):
 
 
 async def test_a_process_stalled_past_its_lease_loses_the_run_and_the_other_sends_the_rest(
-    two: tuple[Digests, Digests], clock: FakeClock
+    two: tuple[Digests, Digests], clock: Clock, db: Database
 ) -> None:
     first, second = two
     sub = await first.subscriptions.subscribe(USER, time="09:00", timezone="UTC", count=4)
@@ -77,11 +78,11 @@ async def test_a_process_stalled_past_its_lease_loses_the_run_and_the_other_send
     finished = await second.repository.get_run(run.id)
     assert finished is not None
     assert finished.status == "sent"
-    assert await second.db.fetchval("SELECT COUNT(*) FROM posted_messages") == 4
+    assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 4
 
 
 async def test_the_process_running_the_digests_resumes_a_dead_processs_run_once_its_lease_ran_out(
-    two: tuple[Digests, Digests], clock: FakeClock
+    two: tuple[Digests, Digests], clock: Clock, db: Database
 ) -> None:
     """The dead process (its task cancelled mid-send, as a kill leaves it) stops renewing; the other
     process's digest loop finds the run within a few looks after the lease ran out and finishes it."""
@@ -114,4 +115,4 @@ async def test_the_process_running_the_digests_resumes_a_dead_processs_run_once_
             await following
         await jobs.stop()
     assert dying.paper_ids + rest.paper_ids == [1, 2, 3, 4]
-    assert await second.db.fetchval("SELECT status FROM digest_runs") == "sent"
+    assert await db.fetchval("SELECT status FROM digest_runs") == "sent"

@@ -6,7 +6,8 @@ import asyncio
 from datetime import UTC, datetime
 
 import pytest
-from digest_fakes import FakeClock, make_service
+from builders import Clock
+from digest_fakes import make_service
 
 from bot.services.digests.subscriptions import TooManyFeedsError
 from storage.db import Database
@@ -17,7 +18,7 @@ GUILD, OTHER_GUILD = 1, 2
 async def test_feeds_set_at_once_never_pass_the_servers_cap(db: Database) -> None:
     """Ten channels' feeds set together where three are allowed: three are stored, seven refused; the
     cap is per server, and changing a stored feed is never refused."""
-    service = make_service(db, FakeClock(datetime(2026, 1, 5, tzinfo=UTC)), {}, feeds_per_server=3)
+    service = make_service(db, Clock(datetime(2026, 1, 5, tzinfo=UTC)), {}, feeds_per_server=3)
     feeds = service.subscriptions
     results = await asyncio.gather(
         *(feeds.set_feed(GUILD, 100 + n, created_by=9, topics="robotics") for n in range(10)),
@@ -37,7 +38,7 @@ async def test_feeds_set_at_once_never_pass_the_servers_cap(db: Database) -> Non
 async def test_a_lowered_cap_keeps_the_feeds_there_are_and_lets_them_change(db: Database) -> None:
     """The operator lowers the cap below what a server has: its feeds stay and can still be changed;
     a new one is refused until it is under the cap."""
-    clock = FakeClock(datetime(2026, 1, 5, tzinfo=UTC))
+    clock = Clock(datetime(2026, 1, 5, tzinfo=UTC))
     before = make_service(db, clock, {}, feeds_per_server=3).subscriptions
     for n in range(3):
         await before.set_feed(GUILD, 100 + n, created_by=9, topics="robotics")

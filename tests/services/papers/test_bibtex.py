@@ -4,33 +4,22 @@ from __future__ import annotations
 
 import re
 
+from builders import paper
+
 from bot.services.papers.bibtex import base_key, escape, to_bibtex, unique_keys
 from storage.models import Paper
 
 
 def _paper(pid: int, **fields: object) -> Paper:
     values: dict[str, object] = {
-        "id": pid,
         "title": "Attention Is All You Need",
-        "title_derived": False,
         "abstract": "We propose the Transformer.",
         "authors": ("Ashish Vaswani", "Noam Shazeer"),
         "venue": "NeurIPS 2017",
         "year": 2017,
-        "status": None,
-        "url": None,
-        "pdf_url": None,
-        "code_url": None,
-        "arxiv_id": None,
-        "openreview_id": None,
-        "doi": None,
-        "external_id": None,
-        "source": None,
-        "published": None,
         "added_at": "2026-01-01T00:00:00+00:00",
     }
-    values.update(fields)
-    return Paper(**values)  # type: ignore[arg-type]
+    return paper(pid, **(values | fields))
 
 
 _ENTRY_HEAD = re.compile(r"@(\w+)\{([^,\s{}]+),")

@@ -1,31 +1,22 @@
-"""Feedback capture: emoji mapping, like/dislike exclusivity, idempotence, take-backs, pausing, buttons."""
+"""Feedback capture: like/dislike exclusivity, idempotence, take-backs, pausing (a button's press and the
+other ways a rating enters: tests/services/people/test_ratings.py)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 import pytest
+from builders import stored_papers
 
-from bot.errors import NotFoundError, UserFacingError
-from bot.services.people.feedback import FeedbackService, signal_for_emoji
+from bot.services.people.feedback import FeedbackService
 from storage.db import Database
-from storage.models import PaperRecord
 from storage.repositories.feedback import POPULAR_LIKERS, FeedbackRepository
-from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
 
 USER = 111
 OTHER = 222
 MESSAGE = 9001
 GUILD = 77
-
-
-async def _papers(db: Database, n: int = 3) -> list[int]:
-    await PaperRepository(db).upsert_many(
-        PaperRecord(title=f"Paper number {i}", abstract=f"Abstract {i} about topic {i} and more words {i}.")
-        for i in range(n)
-    )
-    return [int(r[0]) for r in await db.fetchall("SELECT id FROM papers ORDER BY id")]
 
 
 @pytest.fixture
@@ -37,32 +28,13 @@ async def _signals(db: Database, user: int = USER) -> set[tuple[int, str]]:
     return {(row.paper_id, row.signal) for row in await FeedbackRepository(db).signals_for(user)}
 
 
-@pytest.mark.parametrize(
-    ("emoji", "signal"),
-    [
-        ("👍", "like"),
-        ("👍🏽", "like"),
-        ("👎", "dislike"),
-        ("👎🏻", "dislike"),
-        ("🔖", "save"),
-        ("🔖\ufe0f", "save"),
-        ("❤️", None),
-        ("thumbsup", None),
-        ("", None),
-    ],
-)
-def test_emoji_maps_to_signal(emoji: str, signal: str | None) -> None:
-    """👍 👎 🔖 (any skin tone) are the three ratings; every other emoji is ignored."""
-    assert signal_for_emoji(emoji) == signal
-
-
 async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
     db: Database, service: FeedbackService
 ) -> None:
     """A 👍 on one of our single-paper messages becomes a like of that paper by the reacting user."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, GUILD, papers[1], kind="digest")
-    change = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True)
+    change = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
     assert change is not None
     assert change.changed
     assert await _signals(db) == {(papers[1], "like")}
@@ -72,15 +44,13 @@ async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
     assert row[1].startswith("2026-01-10T12:00")
 
 
-async def test_reaction_on_an_unknown_message_or_with_another_emoji_does_nothing(
-    db: Database, service: FeedbackService
-) -> None:
-    """Messages the bot did not post and non-rating emoji are ignored, without writing anything."""
-    papers = await _papers(db)
+async def test_reaction_on_an_unknown_message_does_nothing(db: Database, service: FeedbackService) -> None:
+    """Messages the bot did not post are ignored, without writing anything (an emoji that is no rating
+    never gets here: the Discord layer drops it, tests/e2e/test_recommend_e2e.py)."""
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, GUILD, papers[0])
-    assert await service.react(user_id=USER, message_id=424242, emoji="👍", guild_id=None, added=True) is None
     assert (
-        await service.react(user_id=USER, message_id=MESSAGE, emoji="🎉", guild_id=None, added=True) is None
+        await service.react(user_id=USER, message_id=424242, signal="like", guild_id=None, added=True) is None
     )
     assert await db.fetchval("SELECT COUNT(*) FROM feedback") == 0
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
@@ -88,10 +58,10 @@ async def test_reaction_on_an_unknown_message_or_with_another_emoji_does_nothing
 
 async def test_repeated_reaction_events_are_idempotent(db: Database, service: FeedbackService) -> None:
     """The same reaction delivered twice stores one row and reports the second as no change."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, None, papers[0])
-    first = await service.react(user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True)
-    second = await service.react(user_id=USER, message_id=MESSAGE, emoji="🔖", guild_id=None, added=True)
+    first = await service.react(user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
+    second = await service.react(user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
     assert first is not None
     assert first.changed
     assert second is not None
@@ -101,11 +71,11 @@ async def test_repeated_reaction_events_are_idempotent(db: Database, service: Fe
 
 async def test_removing_the_reaction_takes_the_signal_back(db: Database, service: FeedbackService) -> None:
     """Removing 👍 deletes the like; removing it again is a harmless no-op."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, None, papers[0])
-    await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=True)
-    removed = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=False)
-    again = await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=None, added=False)
+    await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=True)
+    removed = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=False)
+    again = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=False)
     assert removed is not None
     assert removed.changed
     assert not removed.added
@@ -118,7 +88,7 @@ async def test_like_and_dislike_exclude_each_other_but_save_is_independent(
     db: Database, service: FeedbackService
 ) -> None:
     """👎 after 👍 replaces the like; a save stays alongside either."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.set(USER, papers[0], "like")
     await service.set(USER, papers[0], "save")
     change = await service.set(USER, papers[0], "dislike")
@@ -131,10 +101,10 @@ async def test_like_and_dislike_exclude_each_other_but_save_is_independent(
 
 async def test_feedback_is_per_user(db: Database, service: FeedbackService) -> None:
     """Two people reacting on the same message each get their own signal (a channel feed)."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, GUILD, papers[2], kind="feed")
-    await service.react(user_id=USER, message_id=MESSAGE, emoji="👍", guild_id=GUILD, added=True)
-    await service.react(user_id=OTHER, message_id=MESSAGE, emoji="👎", guild_id=GUILD, added=True)
+    await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
+    await service.react(user_id=OTHER, message_id=MESSAGE, signal="dislike", guild_id=GUILD, added=True)
     assert await _signals(db, USER) == {(papers[2], "like")}
     assert await _signals(db, OTHER) == {(papers[2], "dislike")}
 
@@ -143,7 +113,7 @@ async def test_paused_learning_ignores_likes_and_dislikes_but_keeps_saves(
     db: Database, service: FeedbackService
 ) -> None:
     """With learning paused, 👍/👎 are not recorded, 🔖 still bookmarks, and take-backs still work."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.set(USER, papers[0], "like")
     await UserRepository(db).set_learning_paused(USER, True)
     liked = await service.set(USER, papers[1], "like")
@@ -155,54 +125,11 @@ async def test_paused_learning_ignores_likes_and_dislikes_but_keeps_saves(
     assert await _signals(db) == {(papers[1], "save")}
 
 
-async def test_button_toggles_and_confirms_with_the_title(db: Database, service: FeedbackService) -> None:
-    """The first press records and says so with the title; the second press takes it back."""
-    papers = await _papers(db)
-    note = await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=GUILD)
-    assert note.startswith("👍")
-    assert "Paper number 0" in note
-    assert await _signals(db) == {(papers[0], "like")}
-    undo = await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=GUILD)
-    assert undo.startswith("Removed your 👍")
-    assert "Paper number 0" in undo
-    assert await _signals(db) == set()
-
-
-async def test_button_dislike_replaces_a_like(db: Database, service: FeedbackService) -> None:
-    """Pressing 👎 on a liked paper swaps the like for a dislike."""
-    papers = await _papers(db)
-    await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=None)
-    note = await service.apply_button(user_id=USER, paper_id=papers[0], signal="dislike", guild_id=None)
-    assert note.startswith("👎")
-    assert await _signals(db) == {(papers[0], "dislike")}
-
-
-async def test_button_while_paused_says_learning_is_paused(db: Database, service: FeedbackService) -> None:
-    """A 👍 press while paused is not recorded and the user is told how to resume."""
-    papers = await _papers(db)
-    await UserRepository(db).set_learning_paused(USER, True)
-    note = await service.apply_button(user_id=USER, paper_id=papers[0], signal="like", guild_id=None)
-    assert "paused" in note
-    assert "/paper interests pause" in note
-    assert await _signals(db) == set()
-
-
-async def test_button_on_a_missing_paper_or_bad_signal_is_a_friendly_error(
-    db: Database, service: FeedbackService
-) -> None:
-    """A button naming a deleted paper or an unknown rating raises a user-facing error."""
-    papers = await _papers(db)
-    with pytest.raises(NotFoundError):
-        await service.apply_button(user_id=USER, paper_id=papers[-1] + 100, signal="like", guild_id=None)
-    with pytest.raises(UserFacingError):
-        await service.apply_button(user_id=USER, paper_id=papers[0], signal="love", guild_id=None)
-
-
 async def test_deleting_a_paper_deletes_its_messages_and_feedback(
     db: Database, service: FeedbackService
 ) -> None:
     """posted_messages and feedback follow their paper (foreign keys cascade)."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     await service.messages.record(MESSAGE, 5, None, papers[0])
     await service.set(USER, papers[0], "save")
     await db.execute("DELETE FROM papers WHERE id = ?", (papers[0],))
@@ -215,7 +142,7 @@ async def test_popular_here_takes_three_people_who_liked_it_in_this_server(
 ) -> None:
     """A paper is popular in a server once three people there 👍'd it, and more 👍'd than 👎'd it;
     the most liked first. Bookmarks never count, nor 👍 given in a DM or another server."""
-    papers = await _papers(db, 6)
+    papers = await stored_papers(db, 6)
     for user in (1, 2, 3, 4):
         await service.set(user, papers[0], "like", guild_id=GUILD)
     for user in (1, 2, 3):
@@ -244,7 +171,7 @@ async def test_popular_here_takes_three_people_who_liked_it_in_this_server(
 
 async def test_a_dm_has_nothing_popular(db: Database, service: FeedbackService) -> None:
     """Without a server there is no "here": nothing is popular, however many liked a paper anywhere."""
-    papers = await _papers(db)
+    papers = await stored_papers(db)
     for user in (1, 2, 3):
         await service.set(user, papers[0], "like", guild_id=GUILD)
         await service.set(user, papers[1], "like", guild_id=None)

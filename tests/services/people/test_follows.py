@@ -8,7 +8,8 @@ import re
 from datetime import UTC, datetime
 
 import pytest
-from digest_fakes import FakeClock, FakeSender, make_service
+from builders import Clock
+from digest_fakes import FakeSender, make_service
 
 from bot.errors import NotFoundError, UserFacingError
 from bot.services.people import authors
@@ -55,7 +56,7 @@ class Library:
         self.papers = PaperRepository(db)
         self.engine = SearchEngine()
         self.directory = AuthorDirectory(self.engine, self.papers)
-        self.clock = FakeClock(FOLLOWED_AT)
+        self.clock = Clock(FOLLOWED_AT)
         self.follows = FollowService(db, self.directory, clock=self.clock, limit=4)
 
     async def add(self, records: list[PaperRecord], *, at: str) -> list[int]:
@@ -268,7 +269,7 @@ async def test_the_digest_brings_followed_papers_first_and_never_twice(library: 
     await library.follows.follow(USER, "Grace Hopper")
     (new,) = await library.add([_paper("Nanoseconds", "Grace Hopper")], at=AFTER)
     others = [await library.id_of(t) for t in ("Graph kernels", "Loom programs", "Accents")]
-    clock = FakeClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     digests = make_service(
         library.db,
         clock,

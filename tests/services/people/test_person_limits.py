@@ -4,6 +4,7 @@ time; people do not share a budget; a refusal says how long to wait."""
 from __future__ import annotations
 
 import pytest
+from builders import Ticker
 
 from bot.errors import UserFacingError
 from bot.services.people.limits import (
@@ -17,16 +18,8 @@ from bot.services.people.limits import (
 ALICE, BOB = 1, 2
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_burst_then_one_every_so_often_and_each_person_has_their_own() -> None:
-    clock = Clock()
+    clock = Ticker()
     limits = PersonLimits({"digest": DIGEST_NOW}, clock=clock)
     limits.take("digest", ALICE)
     limits.take("digest", ALICE)
@@ -50,7 +43,7 @@ def test_a_burst_then_one_every_so_often_and_each_person_has_their_own() -> None
 
 def test_a_refused_use_costs_nothing() -> None:
     """Being refused does not push the next allowed use further away."""
-    clock = Clock()
+    clock = Ticker()
     limits = PersonLimits({"search": Limit("searching", burst=1, every=2)}, clock=clock)
     limits.take("search", ALICE)
     for _ in range(4):
@@ -62,7 +55,7 @@ def test_a_refused_use_costs_nothing() -> None:
 
 
 def test_the_wait_is_never_shown_as_zero() -> None:
-    clock = Clock()
+    clock = Ticker()
     limits = PersonLimits({"search": Limit("searching", burst=1, every=2)}, clock=clock)
     limits.take("search", ALICE)
     clock.now += 1.9999
@@ -107,7 +100,7 @@ def test_people_whose_budget_filled_up_again_are_forgotten(monkeypatch: pytest.M
     """Memory stays bounded: once many people are counted, those with a full budget again are dropped
     (a new count starts full anyway), and the others keep theirs."""
     monkeypatch.setattr("bot.services.people.limits._PRUNE_AT", 3)
-    clock = Clock()
+    clock = Ticker()
     limits = PersonLimits({"search": Limit("searching", burst=1, every=2)}, clock=clock)
     limits.take("search", 10)
     limits.take("search", 11)

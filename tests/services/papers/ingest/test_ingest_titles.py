@@ -14,8 +14,8 @@ from bot.services.papers.ingest.titles import (
     clip,
     derive_title,
     extract_code_url,
-    plain_text,
 )
+from bot.services.papers.prose import plain_text
 
 
 def _seed_abstracts() -> list[str]:

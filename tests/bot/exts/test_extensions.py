@@ -6,18 +6,17 @@ Fast: the bots never connect; only their command trees are compared.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from types import SimpleNamespace
 from typing import Any
 
 import discord
 import pytest
+from builders import bare_bot
 from discord import app_commands
 from discord.ext import commands
 
 from bot.app import PaperBot, command_definitions_hash
 from bot.exts import discover_extensions
 from bot.exts._groups import Subcommands
-from bot.settings import Settings
 
 
 @pytest.fixture
@@ -25,8 +24,7 @@ async def make_bot() -> AsyncIterator[Any]:
     made: list[PaperBot] = []
 
     def make() -> PaperBot:
-        services: Any = SimpleNamespace()
-        made.append(PaperBot(settings=Settings(), services=services))
+        made.append(bare_bot())
         return made[-1]
 
     yield make

@@ -1,0 +1,88 @@
+"""Builders every test folder shares (import them as ``from builders import ...``): one settable
+clock, a bare bot, a paper."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.app import PaperBot
+    from bot.settings import Settings
+    from storage.db import Database
+    from storage.models import Paper
+
+
+class Clock:
+    """A wall clock a test sets: what the services read as "now" (``open_services(clock=...)``, or a
+    service's ``clock=``), moved with ``clock.now = ...``, ``set`` or ``advance``."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def set(self, now: datetime) -> None:
+        self.now = now
+
+    def advance(self, **kwargs: float) -> None:
+        self.now += timedelta(**kwargs)
+
+
+def bare_bot(settings: Settings | None = None, services: Any = None) -> PaperBot:
+    """A PaperBot on no store and without the Discord parts `bot.runtime.build_bot` attaches: its
+    commands, tree and hooks, never started (``services``: whatever the test needs of them)."""
+    from bot.app import PaperBot
+    from bot.discord_limits import RequestPacer
+    from bot.scheduler import ProcessScheduler
+    from bot.settings import Settings
+
+    return PaperBot(
+        settings=settings or Settings(),
+        services=services if services is not None else SimpleNamespace(),
+        pacer=RequestPacer(),
+        scheduler=ProcessScheduler(),
+    )
+
+
+def paper(paper_id: int = 1, **fields: Any) -> Paper:
+    """A stored paper as a service returns it: a title, an abstract and two authors at ICML 2024;
+    ``fields`` set the rest (every other one None)."""
+    from storage.models import Paper
+
+    values: dict[str, Any] = dict.fromkeys(Paper.__dataclass_fields__)
+    values |= {
+        "id": paper_id,
+        "title": f"Paper number {paper_id}",
+        "title_derived": False,
+        "abstract": "An abstract.",
+        "authors": ("A. Author", "B. Author"),
+        "venue": "ICML 2024",
+        "year": 2024,
+        "added_at": "2024-01-01T00:00:00+00:00",
+    }
+    return Paper(**(values | fields))
+
+
+class Ticker:
+    """A monotonic clock a test moves (``ticker.now += 61``): what limits and retries read."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def stored_papers(db: Database, n: int = 3) -> list[int]:
+    """``n`` papers ("Paper number 0", …) stored in ``db``; their ids in order."""
+    from storage.models import PaperRecord
+    from storage.repositories.papers import PaperRepository
+
+    await PaperRepository(db).upsert_many(
+        PaperRecord(title=f"Paper number {i}", abstract=f"Abstract {i} about topic {i} and more words {i}.")
+        for i in range(n)
+    )
+    return [int(r[0]) for r in await db.fetchall("SELECT id FROM papers ORDER BY id")]
