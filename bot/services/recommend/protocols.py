@@ -21,8 +21,8 @@ class Hit(Protocol):
     def score(self) -> float: ...
 
 
-class RecommendationEngine(Protocol):
-    """What the recommender needs from the search engine (``paperindex.engine.SearchEngine``)."""
+class WeightedSearch(Protocol):
+    """What ranking by a topic's words asks of the search engine (``paperindex.engine.SearchEngine``)."""
 
     def weighted(
         self,
@@ -33,6 +33,10 @@ class RecommendationEngine(Protocol):
         allowed: Collection[int] | None = None,
         matched: bool = True,
     ) -> Sequence[Hit]: ...
+
+
+class RecommendationEngine(WeightedSearch, Protocol):
+    """What the recommender needs from the search engine: weighted search, and titles."""
 
     def title(self, paper_id: int) -> str: ...
 

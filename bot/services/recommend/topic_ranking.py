@@ -18,32 +18,11 @@ import numpy.typing as npt
 from bot.services.recommend.candidates import Candidate, Pool, WeightedPapers
 from bot.services.recommend.paper_facts import PaperFacts
 from bot.services.recommend.profile import Profile, RankingParams
+from bot.services.recommend.protocols import WeightedSearch
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 REASON_TERMS = 3
-
-
-class Hit(Protocol):
-    @property
-    def paper_id(self) -> int: ...
-
-    @property
-    def score(self) -> float: ...
-
-
-class WeightedSearch(Protocol):
-    """What is asked of the search engine (``paperindex.engine.SearchEngine``)."""
-
-    def weighted(
-        self,
-        query: Mapping[str, float],
-        *,
-        limit: int,
-        exclude: Collection[int] = (),
-        allowed: Collection[int] | None = None,
-        matched: bool = True,
-    ) -> Sequence[Hit]: ...
 
 
 class QueryIndex(WeightedPapers, Protocol):
