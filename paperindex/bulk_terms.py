@@ -323,6 +323,10 @@ class DocumentPostings:
     term_ids: Int32Array
     tf: npt.NDArray[np.unsignedinteger]
     terms: list[str]
+    #: the distinct words of the texts (casefolded), and how many distinct pieces of text hold each:
+    #: what the engine's :class:`~paperindex.vocabulary.Vocabulary` learns to show a term as a word
+    words: list[str] = field(default_factory=list)
+    word_counts: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def _phrases(
@@ -427,6 +431,8 @@ def document_postings(
         term_ids=np.concatenate(term_parts) if term_parts else np.zeros(0, dtype=np.int32),
         tf=np.concatenate(tf_parts, dtype=tf_type, casting="unsafe") if tf_parts else np.zeros(0, tf_type),
         terms=[names[p] for p in prov_of_local.tolist()],
+        words=table.words,
+        word_counts=np.bincount(table.piece_words.array, minlength=len(table.words)).astype(np.int64),
     )
 
 

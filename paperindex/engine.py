@@ -42,29 +42,24 @@ import numpy.typing as npt
 from paperindex import snapshot, tokenizer
 from paperindex.bulk_terms import document_postings, title_words
 from paperindex.documents import Document
-from paperindex.errors import QueryError, UnknownPaperError
+from paperindex.errors import UnknownPaperError
 from paperindex.index import BM25Index, Query
 from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges
+from paperindex.query import MAX_QUERY_CHARS as MAX_QUERY_CHARS
+from paperindex.query import PHRASE_MAX_TERMS as PHRASE_MAX_TERMS
+from paperindex.query import PHRASE_WEIGHT as PHRASE_WEIGHT
+from paperindex.query import ParsedQuery
+from paperindex.query import parse_query as parse_query
+from paperindex.query import query_weights as query_weights
 from paperindex.snapshot import SnapshotError, check_offsets, check_range, expect
-from paperindex.tokenizer import (
-    WORD_RE,
-    display_terms,
-    iter_terms,
-    normalize,
-    phrase_spans,
-    phrase_terms,
-    surface_form,
-    tokenize,
-)
+from paperindex.tokenizer import WORD_RE, display_terms, iter_terms, normalize, phrase_terms, tokenize
+from paperindex.vocabulary import Vocabulary
 
 log = logging.getLogger(__name__)
 
 TITLE_WEIGHT: Final = 3
-PHRASE_WEIGHT: Final = 0.3
-PHRASE_MAX_TERMS: Final = 5  # longer queries (sentences, claims) ask for no phrases
 #: Bump whenever :func:`document_terms` changes (a snapshot of other documents is rebuilt).
 DOCUMENT_VERSION: Final = 2
-MAX_QUERY_CHARS: Final = 300
 _SIMILAR_TERMS: Final = 10  # terms of the source paper listed (and bolded) for /paper similar
 _FILTER_CACHE: Final = 64
 _AUTOCOMPLETE_PRESELECT: Final = 200
@@ -130,43 +125,6 @@ def document_tokens(title: str, abstract: str) -> list[str]:
     return tokenize(title) * TITLE_WEIGHT + tokenize(abstract) + phrase_terms(title)
 
 
-def query_weights(query: str) -> dict[str, float]:
-    """The weighted terms a search asks for: each term as often as the query holds it, and, for a
-    query of at most :data:`PHRASE_MAX_TERMS` distinct terms, each phrase term :data:`PHRASE_WEIGHT`."""
-    weights: dict[str, float] = {}
-    for term in tokenize(query):  # with repeats: a repeated word counts again, as in rank-bm25
-        weights[term] = weights.get(term, 0.0) + 1.0
-    if len(weights) <= PHRASE_MAX_TERMS:
-        for phrase in phrase_terms(query):
-            weights[phrase] = weights.get(phrase, 0.0) + PHRASE_WEIGHT
-    return weights
-
-
-def parse_query(query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(distinct index terms, words as typed) of a query, or QueryError saying what is wrong."""
-    text = query.strip()
-    if not text:
-        raise QueryError("The search query is empty: type a few words to look for.")
-    if len(text) > MAX_QUERY_CHARS:
-        raise QueryError(
-            f"The search query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}. "
-            "Try a few key words instead."
-        )
-    pairs = display_terms(text)
-    if not pairs:
-        if not WORD_RE.search(normalize(text)):
-            raise QueryError(
-                "The search query has no words in it (only symbols or emoji): type a few words to look for."
-            )
-        raise QueryError(
-            "The search query only has very common words (like “the” or “of”) or single letters, "
-            "which every paper contains: add a more specific word."
-        )
-    words = tuple(word for word, _ in pairs)
-    terms = tuple(term for _, term in pairs)
-    return terms, words
-
-
 _DEFAULTS: Final = tuple(Document._field_defaults.values())  # authors, venue, year, external_ids
 _Fields = tuple[int, str, str, tuple[str, ...], str | None, int | None, tuple[str, ...]]
 
@@ -225,6 +183,7 @@ class SearchEngine:
 
     def __init__(self) -> None:
         self.index = BM25Index()
+        self.vocabulary = Vocabulary()  # the word shown for each term (the papers' most common one)
         self._lock = self.index.lock  # one lock: no ordering between two to get wrong
         self._meta = _Meta()
         self._venue_names: list[str] = []
@@ -275,13 +234,7 @@ class SearchEngine:
                 strings[f"engine.title{n}.words"] = seg.words
                 arrays[f"engine.title{n}.indptr"] = seg.indptr
                 arrays[f"engine.title{n}.slots"] = seg.slots
-        # The tokenizer's surface forms (which word to show for a term), as (term, word, count) rows.
-        forms = [
-            (term, word, n) for term, words in tokenizer.surface_counts().items() for word, n in words.items()
-        ]
-        strings["surface.terms"] = [term for term, _, _ in forms]
-        strings["surface.words"] = [word for _, word, _ in forms]
-        arrays["surface.counts"] = np.fromiter((n for _, _, n in forms), dtype=np.int64, count=len(forms))
+        self.vocabulary.save(arrays, strings)
         snapshot.write(path, meta, arrays, strings)
 
     @classmethod
@@ -307,7 +260,7 @@ class SearchEngine:
                 ):
                     log.info("search snapshot %s is stale: rebuilding", path)
                     return None
-                engine, surface = cls._from_snapshot(meta, saved)
+                engine = cls._from_snapshot(meta, saved)
         except FileNotFoundError:
             return None
         except SnapshotError as error:
@@ -316,13 +269,10 @@ class SearchEngine:
         except Exception:  # a file nobody foresaw: a cache is rebuilt, never trusted or fatal
             log.warning("ignoring search snapshot %s (unreadable): rebuilding it", path, exc_info=True)
             return None
-        tokenizer.merge_surface_counts(surface)
         return engine
 
     @classmethod
-    def _from_snapshot(
-        cls, meta: dict[str, Any], saved: snapshot.Snapshot
-    ) -> tuple[SearchEngine, list[tuple[str, str, int]]]:
+    def _from_snapshot(cls, meta: dict[str, Any], saved: snapshot.Snapshot) -> SearchEngine:
         index = BM25Index.from_snapshot(meta.get("index"), saved)
         n = index.n_slots
         titles = saved.strings("engine.titles", length=n)
@@ -337,12 +287,8 @@ class SearchEngine:
         external_keys = saved.strings("engine.external")
         external_papers = saved.array("engine.external_papers", (np.int64,), length=len(external_keys))
         external = dict(zip(external_keys, external_papers.tolist(), strict=True))
-        surface_terms = saved.strings("surface.terms")
-        surface_words = saved.strings("surface.words", length=len(surface_terms))
-        counts = saved.array("surface.counts", (np.int64,), length=len(surface_terms))
-        check_range("surface.counts", counts, 1, 1 << 62)
-        surface = list(zip(surface_terms, surface_words, counts.tolist(), strict=True))
         engine = cls()
+        engine.vocabulary = Vocabulary.from_snapshot(saved)
         engine.index = index
         engine._lock = index.lock
         engine._meta = _Meta(titles, authors, venues.tolist(), years.tolist())
@@ -354,7 +300,7 @@ class SearchEngine:
         engine._title_len = np.fromiter(map(len, titles), dtype=np.int32, count=n)
         engine._title_segments = segments
         engine._external = external
-        return engine, surface
+        return engine
 
     @staticmethod
     def _title_segments_from(layout: Any, saved: snapshot.Snapshot, n_slots: int) -> list[_TitleSegment]:
@@ -408,6 +354,7 @@ class SearchEngine:
         finally:
             if gc_was_enabled:
                 gc.enable()
+        self.vocabulary.learn_words(postings.words, postings.word_counts)
         with self._lock:
             first_slot = self.index.n_slots
             self.index.add_postings(
@@ -496,11 +443,11 @@ class SearchEngine:
     # --------------------------------------------------------------------------- queries
     def validate_query(self, query: str) -> tuple[str, ...]:
         """The index terms of ``query``, or QueryError with a message for the user."""
-        return parse_query(query)[0]
+        return ParsedQuery.parse(query).terms
 
     def search(
         self,
-        query: str,
+        query: str | ParsedQuery,
         *,
         limit: int = 5,
         offset: int = 0,
@@ -515,16 +462,15 @@ class SearchEngine:
         Filters: ``author`` is a case- and accent-insensitive substring of one author's name,
         ``venue`` a substring of the venue, ``year`` exact.  Filters that match no paper give
         empty results (``filtered`` = 0).  Each hit names the query's words it holds (left empty with
-        ``matched=False``, for a caller that shows no snippet).
+        ``matched=False``, for a caller that shows no snippet). ``query`` is read here unless it was
+        already (:meth:`ParsedQuery.parse`, once per request).
         """
         _check_page(limit, offset)
-        terms, words = parse_query(query)
-        word_of = dict(zip(terms, words, strict=True))
-        weights = query_weights(query)
-        pairs = tuple(dict.fromkeys((a, b) for a, b, _, _ in phrase_spans(query) if a != b))
+        parsed = query if isinstance(query, ParsedQuery) else ParsedQuery.parse(query)
+        word_of = dict(zip(parsed.terms, parsed.words, strict=True))
         with self._lock:
             hits, total, filtered = self._ranked_page(
-                weights,
+                parsed.weights,
                 word_of,
                 limit=limit,
                 offset=offset,
@@ -534,7 +480,7 @@ class SearchEngine:
                 exclude=exclude,
                 matched=matched,
             )
-        return SearchResults(hits, total, terms, words, offset, filtered, pairs)
+        return SearchResults(hits, total, parsed.terms, parsed.words, offset, filtered, parsed.phrases)
 
     def similar(
         self,
@@ -564,7 +510,7 @@ class SearchEngine:
                 term: _display_form(word)
                 for word, term in display_terms(self._meta.titles[self.index.slot_of(paper_id)])
             }
-            shown = {t: in_title.get(t) or surface_form(t) for t in top}
+            shown = {t: in_title.get(t) or self.vocabulary.form(t) for t in top}
             hits, total, filtered = self._ranked_page(
                 query,
                 shown,
@@ -628,7 +574,7 @@ class SearchEngine:
             if not matched:
                 return [SearchHit(pid, score, ()) for pid, score in ranked]
             return [
-                SearchHit(pid, score, _surface(found))
+                SearchHit(pid, score, tuple(map(self.vocabulary.form, found)))
                 for (pid, score), found in zip(
                     ranked, self.index.matched_terms_many([p for p, _ in ranked], positive), strict=True
                 )
@@ -734,10 +680,6 @@ class SearchEngine:
 def _display_form(word: str) -> str:
     """ "Federated" (sentence case) → "federated"; acronyms and mixed case ("KV", "LoRA") stay."""
     return word.lower() if word[:1].isupper() and word[1:].islower() else word
-
-
-def _surface(terms: Iterable[str]) -> tuple[str, ...]:
-    return tuple(surface_form(t) for t in terms)
 
 
 def _external_key(external_id: str) -> str:

@@ -31,10 +31,10 @@ functions; ``bench/build_bench.py`` times the build).
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import chain
 from typing import Final
 
@@ -104,63 +104,9 @@ def _stem(word: str) -> str:
     return stem
 
 
-# term → {word → how many distinct raw pieces ("federated", "federated.", "(federated") gave it}:
-# a cheap popularity count kept on cache misses, so "federated" wins over a stray "feder".
-# Papers are tokenised in worker threads while queries are on the event loop and a snapshot copies
-# the counts, so every read and write of _surface and _best_surface holds _surface_lock (taken only
-# on piece-cache misses: cheap next to stemming).
-_surface: dict[str, dict[str, int]] = {}
-_best_surface: dict[str, str] = {}
-_surface_lock = threading.Lock()
-
-
 def _word_terms(word: str) -> tuple[str, ...]:
     """Index terms of one normalised word: its stem, or nothing for a stop word."""
-    if not _keep(word):
-        return ()
-    stem = _stem(word)
-    with _surface_lock:
-        forms = _surface.get(stem)
-        if forms is None:
-            if len(_surface) < _CACHE_LIMIT:
-                _surface[stem] = {word: 1}
-        elif word in forms or len(forms) < 64:
-            forms[word] = forms.get(word, 0) + 1
-            _best_surface.pop(stem, None)
-    return (stem,)
-
-
-def surface_counts() -> dict[str, dict[str, int]]:
-    """A copy of the surface-form counts (saved with search snapshots)."""
-    with _surface_lock:
-        return {term: dict(forms) for term, forms in _surface.items()}
-
-
-def merge_surface_counts(counts: Iterable[tuple[str, str, int]]) -> None:
-    """Add ``(term, word, count)`` triples saved from :func:`surface_counts` (after loading a search
-    snapshot)."""
-    with _surface_lock:
-        for term, word, n in counts:
-            mine = _surface.get(term)
-            if mine is None:
-                if len(_surface) >= _CACHE_LIMIT:
-                    continue
-                mine = _surface[term] = {}
-            if word in mine or len(mine) < 64:
-                mine[word] = mine.get(word, 0) + n
-            _best_surface.pop(term, None)
-
-
-def surface_form(term: str) -> str:
-    """A readable word for an index term: the most widespread word seen that stems to it."""
-    best = _best_surface.get(term)
-    if best is None:
-        with _surface_lock:
-            forms = _surface.get(term)
-            if not forms:
-                return term
-            best = _best_surface[term] = min(forms, key=lambda w: (-forms[w], len(w), w))
-    return best
+    return (_stem(word),) if _keep(word) else ()
 
 
 def _piece_terms(piece: str) -> tuple[str, ...]:
@@ -247,22 +193,69 @@ def word_terms(word: str) -> tuple[str, ...]:
 normal_word_terms: Final[Callable[[str], tuple[str, ...]]] = _str_terms
 
 
+@dataclass(frozen=True, slots=True)
+class Word:
+    """A word of a text as written (after NFKC, apostrophes straightened) and where it stands."""
+
+    text: str
+    start: int
+    end: int
+    terms: tuple[str, ...]  # its index terms (none for a stop word or a single letter)
+    broken: bool  # punctuation that ends a phrase stands between it and the word before
+
+
+def text_words(text: str) -> list[Word]:
+    """Every word of ``text`` (``WORD_RE`` over its NFKC form, case kept) with its index terms: one walk
+    of a text that gives its terms, the words as the person wrote them and its phrases at once."""
+    text = _straight_apostrophes(unicodedata.normalize("NFKC", text))
+    found: list[Word] = []
+    last_end = 0
+    for match in WORD_RE.finditer(text):
+        start, end = match.span()
+        broken = bool(found) and _PHRASE_BREAK_RE.search(text, last_end, start) is not None
+        found.append(Word(match.group(), start, end, _str_terms(match.group().casefold()), broken))
+        last_end = end
+    return found
+
+
+def distinct_terms(words: Iterable[Word]) -> list[tuple[str, str]]:
+    """(word as written, index term) for each distinct term of ``words``, the first word giving it."""
+    seen: set[str] = set()
+    pairs: list[tuple[str, str]] = []
+    for word in words:
+        for term in word.terms:
+            if term not in seen:
+                seen.add(term)
+                pairs.append((word.text, term))
+    return pairs
+
+
+def word_pairs(words: Iterable[Word]) -> list[tuple[str, str, int, int]]:
+    """Adjacent pairs of index terms among ``words``: ``(first term, second term, start, end)``.
+
+    Two terms are adjacent when their words stand next to each other with only spaces or a hyphen
+    between: a stop word, a dropped single letter or punctuation (``. , ; : ( ) [ ] { } ! ? "``) ends a
+    phrase."""
+    out: list[tuple[str, str, int, int]] = []
+    previous: str | None = None
+    previous_start = 0
+    for word in words:
+        if word.broken or not word.terms:
+            previous = None
+        for term in word.terms:
+            if previous is not None:
+                out.append((previous, term, previous_start, word.end))
+            previous, previous_start = term, word.start
+    return out
+
+
 def display_terms(query: str) -> list[tuple[str, str]]:
     """(word as the user wrote it, index term) for each distinct searchable term of ``query``.
 
     The word keeps the user's spelling (after NFKC), so callers can say "matched: KV, caching"
     while the index matched "kv" and "cach".
     """
-    seen: set[str] = set()
-    pairs: list[tuple[str, str]] = []
-    text = _straight_apostrophes(unicodedata.normalize("NFKC", query))
-    for match in WORD_RE.finditer(text):
-        shown = match.group()
-        for term in _str_terms(shown.casefold()):
-            if term not in seen:
-                seen.add(term)
-                pairs.append((shown, term))
-    return pairs
+    return distinct_terms(text_words(query))
 
 
 def phrase_spans(text: str) -> list[tuple[str, str, int, int]]:
@@ -273,22 +266,7 @@ def phrase_spans(text: str) -> list[tuple[str, str, int, int]]:
     between ("graph neural networks" → "graph neural", "neural network"; "KV-cache" → "kv cach"): a
     stop word, a dropped single letter or punctuation (``. , ; : ( ) [ ] { } ! ? "``) ends a phrase.
     """
-    text = _straight_apostrophes(unicodedata.normalize("NFKC", text))
-    out: list[tuple[str, str, int, int]] = []
-    previous: str | None = None
-    previous_start = last_end = 0
-    for match in WORD_RE.finditer(text):
-        if previous is not None and _PHRASE_BREAK_RE.search(text, last_end, match.start()):
-            previous = None
-        terms = _str_terms(match.group().casefold())
-        if not terms:
-            previous = None
-        for term in terms:
-            if previous is not None:
-                out.append((previous, term, previous_start, match.end()))
-            previous, previous_start = term, match.start()
-        last_end = match.end()
-    return out
+    return word_pairs(text_words(text))
 
 
 def phrase_terms(text: str) -> list[str]:

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import pickle
 import re
+import sys
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,7 @@ from lab_papers import add_papers
 
 from bot.sandbox import ClientRefused
 from bot.services.papers.ingest.runner import ingest_bytes
+from paperindex import tokenizer
 from storage.store import open_database
 
 if TYPE_CHECKING:
@@ -73,6 +76,42 @@ async def test_a_matched_phrase_is_shown_as_one_phrase_in_bold_and_in_matched(e2
     assert "matched: graph neural networks" in first
     assert "**graph neural networks**" not in second
     assert "matched: graph, neural networks" in second  # the part of the phrase it holds
+
+
+def _count_readings(monkeypatch: pytest.MonkeyPatch, text: str) -> list[str]:
+    """Every call of a function of ``paperindex.tokenizer`` on ``text``, by name, from now on: each
+    function is wrapped where it is defined and wherever a module of paperbot imported it."""
+    readings: list[str] = []
+    for name, original in list(vars(tokenizer).items()):
+        if (
+            not inspect.isfunction(original)
+            or original.__module__ != tokenizer.__name__
+            or name.startswith("_")
+        ):
+            continue
+
+        def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            if args and isinstance(args[0], str) and args[0].strip() == text.strip():
+                readings.append(_name)
+            return _original(*args, **kwargs)
+
+        for module in list(sys.modules.values()):
+            if (
+                module.__name__.split(".")[0] in ("paperindex", "bot")
+                and getattr(module, name, None) is original
+            ):
+                monkeypatch.setattr(module, name, counted)
+    return readings
+
+
+async def test_a_search_tokenises_its_query_once(e2e: E2E, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One /paper search reads its query's text once (a ParsedQuery) and hands what it read on to the
+    engine, the snippets and the listing, however many of them look at the query."""
+    query = "graph neural networks for KV-cache quantization"
+    readings = _count_readings(monkeypatch, query)
+    result = await e2e.server.run_command("bob", "paper search", query=query, limit=3)
+    assert "matched: " in result.embed["description"]
+    assert len(readings) == 1, f"the query was tokenised {len(readings)} times: {readings}"
 
 
 async def test_paging_edits_the_message_in_place_with_the_next_results(e2e: E2E) -> None:

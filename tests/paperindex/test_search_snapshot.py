@@ -7,7 +7,6 @@ with a log line (the bot then rebuilds it: tests/bot/test_runtime.py).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -17,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,6 @@ from hypothesis import strategies as st
 from test_search_engine import ROWS
 
 from paperindex import snapshot
-from paperindex import tokenizer as tokenize_module
 from paperindex.documents import Document as IndexRow
 from paperindex.engine import SearchEngine
 from paperindex.tokenizer import tokenize
@@ -258,20 +256,6 @@ def test_a_corrupt_truncated_foreign_or_wrong_version_snapshot_is_refused_with_a
     assert_refused(path, caplog)
 
 
-@contextlib.contextmanager
-def surface_counts_restored() -> Iterator[None]:
-    """Loading adds the saved surface-form counts to the process's own (one load per process in the
-    bot); a test loading hundreds of times restores them after each load, lest they double each time."""
-    kept = tokenize_module.surface_counts()
-    try:
-        yield
-    finally:
-        with tokenize_module._surface_lock:
-            tokenize_module._surface.clear()
-            tokenize_module._surface.update(kept)
-            tokenize_module._best_surface.clear()
-
-
 WORDS = ["kernel", "cache", "graph", "network", "sparse", "token", "quantum", "robot", "vision", "speech"]
 sentence = st.lists(st.sampled_from(WORDS), min_size=0, max_size=8).map(" ".join)
 row = st.builds(
@@ -299,7 +283,7 @@ def test_a_loaded_snapshot_scores_exactly_as_the_engine_that_saved_it(
     for batch in batches:
         engine.add(batch)
     engine.remove(removed)
-    with tempfile.TemporaryDirectory() as folder, surface_counts_restored():
+    with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "snapshot"
         engine.save(path, "fingerprint")
         loaded = SearchEngine.load(path, "fingerprint")
@@ -359,3 +343,20 @@ def test_the_snapshot_is_owner_only_whatever_the_umask(tmp_path: Path) -> None:
         os.umask(previous)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_each_engine_shows_the_words_of_its_own_papers_and_its_snapshot_keeps_them(tmp_path: Path) -> None:
+    """The word shown for a term is the one most pieces of its papers' text write (the engine's
+    vocabulary), saved with its snapshot: another engine's papers, in the same process, and the
+    queries asked change nothing of it."""
+    caching = SearchEngine.build([IndexRow(1, "Caching", "We study caching and caching. Caches help.")])
+    caches = SearchEngine.build([IndexRow(1, "Caches", "Caches and caches. A cached page")])
+    caching.search("cached caches cache")
+    assert caching.vocabulary.form("cach") == "caching"
+    assert caches.vocabulary.form("cach") == "caches"
+    path = tmp_path / "snapshot"
+    caching.save(path, "fingerprint")
+    loaded = SearchEngine.load(path, "fingerprint")
+    assert loaded is not None
+    assert loaded.vocabulary.counts() == caching.vocabulary.counts()
+    assert loaded.vocabulary.form("cach") == "caching"

@@ -7,6 +7,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,12 +17,10 @@ from paperindex.tokenizer import (
     count_terms,
     display_terms,
     iter_terms,
-    merge_surface_counts,
-    surface_counts,
-    surface_form,
     tokenize,
     word_terms,
 )
+from paperindex.vocabulary import Vocabulary
 
 
 def test_stop_words_never_become_terms() -> None:
@@ -100,9 +99,13 @@ def test_display_terms_keep_the_users_spelling() -> None:
 def test_word_terms_and_surface_forms() -> None:
     assert word_terms("Caching") == ("cach",)
     assert word_terms("the") == ()
-    tokenize("caches caching cache")
-    assert surface_form("cach") == "cache"
-    assert surface_form("never-seen-term") == "never-seen-term"
+    words = Vocabulary()
+    words.learn_words(["caches", "caching", "cache", "the"], np.array([1, 1, 1, 5]))
+    assert words.form("cach") == "cache"  # as common as the others, and shortest
+    words.learn_words(["caching"], np.array([2]))
+    assert words.form("cach") == "caching"  # now the most widespread
+    assert words.form("never-seen-term") == "never-seen-term"
+    assert "the" not in words.counts()  # a stop word is no term
 
 
 @pytest.mark.parametrize(
@@ -141,29 +144,30 @@ def fast_thread_switches() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("fast_thread_switches")
-def test_surface_counts_can_be_copied_while_another_thread_tokenizes() -> None:
-    """A snapshot copies the surface-form counts in one thread while papers are tokenised in another
+def test_surface_counts_can_be_copied_while_another_thread_learns_words() -> None:
+    """A snapshot copies the surface-form counts in one thread while papers are added in another
     (new words add counts): the copy must not fail with "dictionary changed size during iteration"."""
-    merge_surface_counts((word, word, 1) for word in _novel_words("zqpre", 20_000))
+    words = Vocabulary()
+    words.learn((word, word, 1) for word in _novel_words("zqpre", 20_000))
     failures: list[BaseException] = []
     stop = threading.Event()
 
-    def tokenize_new_papers() -> None:
+    def learn_new_papers() -> None:
         try:
             for word in _novel_words("zqnew", 200_000):
                 if stop.is_set():
                     return
-                tokenize(f"{word} and {word}s")
+                words.learn([(word, word, 1), (word, word + "s", 1)])
         except BaseException as error:
             failures.append(error)
 
-    worker = threading.Thread(target=tokenize_new_papers)
+    worker = threading.Thread(target=learn_new_papers)
     worker.start()
     try:
         for _ in range(40):
-            copied = surface_counts()
+            copied = words.counts()
             assert copied["zqpreb"] == {"zqpreb": 1}
-            assert surface_form("zqpreb") == "zqpreb"
+            assert words.form("zqpreb") == "zqpreb"
     finally:
         stop.set()
         worker.join()

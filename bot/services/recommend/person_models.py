@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Protocol
@@ -24,7 +24,6 @@ from bot.services.recommend.learner import (
 )
 from bot.services.recommend.paper_space import PaperSpace
 from bot.services.recommend.profile import decay
-from paperindex.tokenizer import surface_form
 from storage.repositories.feedback import FeedbackRow, Signal
 
 IntArray = npt.NDArray[np.int64]
@@ -96,9 +95,16 @@ class PersonModels:
     """Fits people's models and scores papers with them; holds no state about anyone."""
 
     def __init__(
-        self, index: IndexedPapers, space: PaperSpace, params: LearningParams = DEFAULT_LEARNING
+        self,
+        index: IndexedPapers,
+        space: PaperSpace,
+        params: LearningParams = DEFAULT_LEARNING,
+        *,
+        shown: Callable[[str], str] = str,
     ) -> None:
         self.index = index
+        #: the word to show for an index term (the engine's ``vocabulary.form``; the term itself without one)
+        self.shown = shown
         self.space = space
         self.params = params
         self._background_rows: tuple[tuple[int, int, int], IntArray, sp.csr_matrix] | None = None
@@ -243,7 +249,7 @@ class PersonModels:
         field &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
 
         def named(pairs: Iterable[tuple[int, float]]) -> WeightedWords:
-            return tuple((surface_form(self.index.term_name(t)), round(w, 2)) for t, w in pairs)
+            return tuple((self.shown(self.index.term_name(t)), round(w, 2)) for t, w in pairs)
 
         kept = PersonModel(model.terms[field], model.term_weights[field], model.coord_weights, 0.0, 0.0)
         return (

@@ -8,7 +8,7 @@ still being computed after a start. :mod:`bot.services.recommend.topic_ranking` 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Protocol
@@ -16,7 +16,7 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from paperindex.tokenizer import display_terms, surface_form
+from paperindex.tokenizer import display_terms
 
 
 class DocumentStats(Protocol):
@@ -77,7 +77,9 @@ def _unit_top(scored: list[tuple[str, float]], top_k: int) -> dict[str, float]:
     return {term: w / norm for term, w in top}
 
 
-def indexed_vector(paper_id: int, index: DocumentStats, *, top_k: int, min_df: int = 2) -> PaperVector:
+def indexed_vector(
+    paper_id: int, index: DocumentStats, *, top_k: int, min_df: int = 2, shown: Callable[[str], str] = str
+) -> PaperVector:
     """An indexed paper's distinctive terms, unit length, from the index's own counts (no text read).
 
     The terms kept are the `top_k` with the largest BM25 weight in the paper, ``idf · tf·(k1 + 1) /
@@ -85,7 +87,8 @@ def indexed_vector(paper_id: int, index: DocumentStats, *, top_k: int, min_df: i
     paper uses finds nothing else). Each is weighted by the tf part of that weight only: the profile
     query is scored with BM25, which applies idf itself. With idf in the query weights too, the rare
     words of one liked paper outweighed the words all liked papers share (``bench/recommend_eval.py``:
-    0.380 → 0.394 mean precision@5). Words shown are the corpus's most common surface forms.
+    0.380 → 0.394 mean precision@5). Each term is shown as ``shown`` writes it (the engine's
+    ``vocabulary.form``: the corpus's most common word for it).
     """
     counts = index.doc_terms(paper_id)
     names = list(counts)
@@ -101,7 +104,7 @@ def indexed_vector(paper_id: int, index: DocumentStats, *, top_k: int, min_df: i
     weight[index.doc_freqs(term_ids) < min_df] = 0.0
     best = [i for i in np.argsort(-weight, kind="stable")[:top_k].tolist() if weight[i] > 0]
     unit = _unit_top([(names[i], float(tf_part[i])) for i in best], top_k)
-    return PaperVector(weights=unit, words={t: surface_form(t) for t in unit})
+    return PaperVector(weights=unit, words={t: shown(t) for t in unit})
 
 
 @dataclass(frozen=True, slots=True)

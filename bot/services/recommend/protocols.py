@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.services.recommend.person_models import IndexedPapers
+from paperindex.vocabulary import Vocabulary
 
 IntArray = npt.NDArray[np.int64]
 
@@ -36,9 +37,13 @@ class WeightedSearch(Protocol):
 
 
 class RecommendationEngine(WeightedSearch, Protocol):
-    """What the recommender needs from the search engine: weighted search, and titles."""
+    """What the recommender needs from the search engine: weighted search, titles, and the word shown
+    for each index term."""
 
     def title(self, paper_id: int) -> str: ...
+
+    @property
+    def vocabulary(self) -> Vocabulary: ...
 
 
 class TermIndex(IndexedPapers, Protocol):

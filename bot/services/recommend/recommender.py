@@ -129,7 +129,7 @@ class Recommender:
         self.params = params
         self.learning = learning
         self.space = space or PaperSpace(index)
-        self.models = PersonModels(index, self.space, learning)
+        self.models = PersonModels(index, self.space, learning, shown=engine.vocabulary.form)
         self.feedback = FeedbackRepository(db)
         self.interests = InterestRepository(db)
         self.follows = FollowRepository(db)

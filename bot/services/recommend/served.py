@@ -167,7 +167,10 @@ class PersonPlanner:
     def _seed_words(self, paper_id: int | None) -> Profile:
         if paper_id is None or paper_id not in self.index:
             return NO_WORDS
-        return paper_profile(indexed_vector(paper_id, self.index, top_k=self.params.terms_per_paper))
+        vector = indexed_vector(
+            paper_id, self.index, top_k=self.params.terms_per_paper, shown=self.models.shown
+        )
+        return paper_profile(vector)
 
     async def _start_groups(
         self, user_id: int, papers: Sequence[int], rows: list[InterestRow]

@@ -17,6 +17,7 @@ from bot.errors import NotFoundError, QueryError
 from bot.services.search import snippets
 from bot.services.write_behind import WriteBehind
 from paperindex.engine import SearchEngine, SearchHit, SearchResults
+from paperindex.query import ParsedQuery
 from storage.models import Paper
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository, StoredSearch
@@ -121,10 +122,11 @@ class SearchService:
         year: int | None = None,
         page_size: int,
     ) -> ListingPage:
-        """The first page of a search, stored as listing ``listing_id`` (QueryError when nothing matches)."""
-        self.engine.validate_query(query)
+        """The first page of a search, stored as listing ``listing_id`` (QueryError when nothing matches).
+        The query is read once (QueryError when it has no words to look for) and handed on as read."""
+        parsed = ParsedQuery.parse(query)
         listing = StoredSearch(listing_id, "search", query, None, author, venue, year, page_size, user_id)
-        first = await self._page(listing, 0)
+        first = await self._page(listing, 0, parsed)
         if first.total == 0:
             raise QueryError(_no_match_message(query, author, venue, year))
         await self.writes.listing(listing, user_id=user_id)
@@ -149,8 +151,9 @@ class SearchService:
             raise NotFoundError("This result list has expired; run the search again.")
         return replace(await self._page(listing, page), for_searcher=user_id == listing.user_id)
 
-    async def _page(self, listing: StoredSearch, page: int) -> ListingPage:
-        """One page of the listing, its close matches ordered by its searcher's model when they have one."""
+    async def _page(self, listing: StoredSearch, page: int, parsed: ParsedQuery | None = None) -> ListingPage:
+        """One page of the listing, its close matches ordered by its searcher's model when they have one
+        (a search's query read here unless the caller has ``parsed`` it already)."""
         user_id = listing.user_id
         offset = page * listing.page_size
         source_title: str | None = None
@@ -163,7 +166,7 @@ class SearchService:
         else:
             personal = user_id is not None and self.personal_order is not None and offset < PERSONAL_WINDOW
             results = self.engine.search(
-                listing.query,
+                parsed or ParsedQuery.parse(listing.query),
                 limit=max(PERSONAL_WINDOW, offset + listing.page_size) if personal else listing.page_size,
                 offset=0 if personal else offset,
                 author=listing.author,

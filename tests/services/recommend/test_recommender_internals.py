@@ -135,7 +135,7 @@ async def product(db: Database) -> tuple[Recommender, FeedbackService, SearchEng
 def test_liked_paper_vectors_keep_shared_distinctive_words_at_unit_length() -> None:
     """A word no other paper has finds nothing: it is left out; the rest is scaled to length 1."""
     engine = SearchEngine.build([(i + 1, t, a, (), None, y) for i, (t, a, y) in enumerate(PAPERS)])
-    vector = indexed_vector(1, engine.index, top_k=40)
+    vector = indexed_vector(1, engine.index, top_k=40, shown=engine.vocabulary.form)
     assert "tactil" in vector.weights  # shared with paper 2
     assert "clutter" in vector.weights
     assert "feedback" not in vector.weights  # only paper 1 says it
