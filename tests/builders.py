@@ -1,14 +1,16 @@
 """Builders every test folder shares (import them as ``from builders import ...``): one settable
-clock, a bare bot, a paper."""
+clock, a bare bot, a paper; waiting for the digest jobs to be done."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
+    from bot.services.digests.jobs import DigestScheduler
     from bot.settings import Settings
     from storage.db import Database
     from storage.models import Paper
@@ -86,3 +88,10 @@ async def stored_papers(db: Database, n: int = 3) -> list[int]:
         for i in range(n)
     )
     return [int(r[0]) for r in await db.fetchall("SELECT id FROM papers ORDER BY id")]
+
+
+async def wait_idle(jobs: DigestScheduler) -> None:
+    """Wait for the background work ``jobs`` started and for its deliveries in progress."""
+    while jobs._tasks or jobs._active:
+        await asyncio.gather(*list(jobs._tasks), return_exceptions=True)
+        await jobs._idle.wait()

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from builders import Clock
+from builders import Clock, wait_idle
 
 from bot.sandbox import Permissions
 
@@ -100,7 +100,7 @@ async def test_a_channel_without_the_reaction_permission_gets_buttons_and_one_no
         what="the feed's two papers",
         timeout=10,
     )
-    await e2e.bot.digest_jobs.wait_idle()
+    await wait_idle(e2e.bot.digest_jobs)
     papers = [m for m in server.messages_in(channel) if m.embeds][2:]
     assert all(button_emoji(m)[:3] == ["👍", "👎", "🔖"] for m in papers)
     assert not server.requests_matching("PUT /channels/*/messages/*/reactions/**")
@@ -162,7 +162,7 @@ async def test_a_feed_in_a_thread_posts_there_and_unarchives_it(e2e: E2E, clock:
         what="the feed's two papers in the thread",
         timeout=10,
     )
-    await e2e.bot.digest_jobs.wait_idle()
+    await wait_idle(e2e.bot.digest_jobs)
     assert thread.thread is not None
     assert not thread.thread.archived, "posting unarchived the thread"
     papers = [m for m in server.messages_in(thread) if m.embeds]

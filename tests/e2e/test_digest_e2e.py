@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, JobExecutionEvent
-from builders import Clock
+from builders import Clock, wait_idle
 
 from bot.services.digests.subscriptions import subscription_schedule
 from bot.services.digests.timing import make_schedule, next_delivery
@@ -111,7 +111,7 @@ async def wait_for_papers(
         return len(papers) >= total and all(rated(m, e2e.server.bot_user.id) for m in papers)
 
     await e2e.server.eventually(done, what=f"{total} paper messages with 👍 👎 🔖", timeout=10)
-    await e2e.bot.digest_jobs.wait_idle()  # the run is recorded as finished after its last message
+    await wait_idle(e2e.bot.digest_jobs)  # the run is recorded as finished after its last message
     await e2e.server.wait_quiet()
     return paper_messages(where())
 
@@ -284,7 +284,7 @@ async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_pe
         assert len(set(ids)) == 8
     clock.now += timedelta(minutes=10)
     async with start_paperbot() as fourth:
-        await fourth.bot.digest_jobs.wait_idle()
+        await wait_idle(fourth.bot.digest_jobs)
         await server.wait_quiet(quiet=0.3)
         assert len(paper_messages(server.dm_messages("alice"))) == 8
         assert len(text_messages(server.dm_messages("alice"))) == 2
@@ -292,7 +292,7 @@ async def test_restart_mid_digest_sends_the_rest_once_and_catches_up_a_missed_pe
     # Down over Wednesday 09:00 until 17:00 (beyond the grace): skipped and logged, nothing sent late.
     clock.now = BERLIN_0900 + timedelta(days=2, hours=8)
     async with start_paperbot() as fifth:
-        await fifth.bot.digest_jobs.wait_idle()
+        await wait_idle(fifth.bot.digest_jobs)
         await server.wait_quiet(quiet=0.3)
         assert len(paper_messages(server.dm_messages("alice"))) == 8
         run = await fifth.services.digests.repository.run_for(sub_id, "2026-12-02")
@@ -387,7 +387,7 @@ async def test_a_retry_after_sends_that_never_answered_sends_no_paper_or_header_
         lambda: fault.exhausted and len(paper_messages(server.dm_messages("alice"))) == 2,
         what="paper 2 created, every answer about it lost",
     )
-    await jobs.wait_idle()
+    await wait_idle(jobs)
     run = await e2e.services.digests.repository.run_for(sub_id, "2026-11-30")
     assert run is not None
     assert run.status == "claimed"
@@ -417,7 +417,7 @@ async def test_closed_dms_pause_the_digest_and_the_next_command_says_how_to_fix_
         lambda: e2e.db.fetchval("SELECT active = 0 FROM subscriptions WHERE id = ?", (sub_id,)),
         what="the subscription paused",
     )
-    await e2e.bot.digest_jobs.wait_idle()
+    await wait_idle(e2e.bot.digest_jobs)
     assert e2e.bot.digest_jobs.scheduler.get_job(f"digest:{sub_id}") is None
     assert server.dm_messages("bob") == []
 
@@ -498,7 +498,7 @@ async def test_channel_feed_posts_in_its_channel_and_reactions_train_the_reactor
         lambda: e2e.db.fetchval("SELECT active = 0 FROM subscriptions WHERE id = ?", (feed.id,)),
         what="the feed paused",
     )
-    await e2e.bot.digest_jobs.wait_idle()
+    await wait_idle(e2e.bot.digest_jobs)
     answer = await server.run_command("alice", "paperadmin feed list")
     assert "paused" in ephemeral_text(answer)
     notice = "\n".join(m.content for m in answer.followups)
@@ -543,7 +543,7 @@ async def test_feed_without_permission_to_post_is_refused_then_paused_when_permi
         lambda: e2e.db.fetchval("SELECT paused_reason FROM subscriptions WHERE id = ?", (feed.id,)),
         what="the feed paused",
     )
-    await e2e.bot.digest_jobs.wait_idle()
+    await wait_idle(e2e.bot.digest_jobs)
     reason = await e2e.db.fetchval("SELECT paused_reason FROM subscriptions WHERE id = ?", (feed.id,))
     assert "50013" in reason
     assert server.messages_in(open_channel) == []
@@ -704,7 +704,7 @@ async def test_a_feed_paper_posted_without_any_answer_is_found_later_and_recorde
     clock.now = BERLIN_0900
     await fire(e2e, feed.id)
     await server.eventually(lambda: fault.exhausted, what="every answer about paper 2 lost")
-    await jobs.wait_idle()
+    await wait_idle(jobs)
     second = paper_messages(server.messages_in(channel))[1]
     assert await e2e.services.messages.paper_for(second.id) is None
 

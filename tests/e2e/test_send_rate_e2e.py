@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
-from builders import Clock
+from builders import Clock, wait_idle
 
 from bot.sandbox import DISCORD_RATES, RateRules, SandboxServer
 
@@ -76,7 +76,7 @@ async def test_a_burst_of_dm_opens_answered_40003_pauses_the_opens_and_every_dig
         timeout=30,
         what="every person's two papers",
     )
-    await e2e.bot.digest_jobs.wait_idle()
+    await wait_idle(e2e.bot.digest_jobs)
 
     opens = server.requests_matching("POST /users/@me/channels")
     too_fast = [r for r in opens if r.error_code == 40003]
@@ -169,7 +169,7 @@ async def test_a_global_429_holds_every_paced_send_for_the_wait_discord_named(e2
     clock.now = MONDAY_0900
     await _fire(e2e, person.id)
     await server.eventually(lambda: len(_papers(server, person)) == 3, timeout=15, what="the three papers")
-    await e2e.bot.digest_jobs.wait_idle()
+    await wait_idle(e2e.bot.digest_jobs)
 
     posts = server.requests_matching(f"POST /channels/{server.dm_channel(person).id}/messages")
     refused_at = [r.at for r in posts if r.status == 429]

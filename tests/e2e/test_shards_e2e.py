@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from builders import Clock
+from builders import Clock, wait_idle
 from paperbot_e2e import E2E
 
 from bot.sandbox import SandboxServer
@@ -130,7 +130,7 @@ async def test_a_subscription_made_on_a_gateway_process_is_delivered_by_the_work
             timeout=15,
             what="alice's digest of 3 papers",
         )
-        await worker.bot.digest_jobs.wait_idle()  # each message is recorded once it went out
+        await wait_idle(worker.bot.digest_jobs)  # each message is recorded once it went out
         posted = await worker.db.fetchval(
             "SELECT COUNT(*) FROM posted_messages WHERE recipient_id = ?", (sandbox.alice.id,)
         )

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
-from builders import Clock
+from builders import Clock, wait_idle
 
 from bot.sandbox import DISCORD_RATES, SandboxServer
 from storage.repositories.users import UserRepository
@@ -143,7 +143,7 @@ async def test_a_rush_of_200_at_one_minute_goes_out_at_the_pace_of_discords_glob
         timeout=120,
         what="every one of the 200 digests",
     )
-    await jobs.wait_idle()
+    await wait_idle(jobs)
     assert time.monotonic() - started < 120
     rush = [
         r

@@ -205,12 +205,6 @@ class DigestScheduler:
         if not task.cancelled() and task.exception() is not None:
             log.error("background task %s failed", task.get_name(), exc_info=task.exception())
 
-    async def wait_idle(self) -> None:
-        """Wait for background work started here and for deliveries in progress (tests, shutdown)."""
-        while self._tasks or self._active:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-            await self._idle.wait()
-
     # ---- jobs ----------------------------------------------------------------------------------
 
     async def sync_all(self) -> int:

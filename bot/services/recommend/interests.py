@@ -221,9 +221,6 @@ class InterestService:
         await self.repository.remove(user_id, interest.id, at=self._stamp())
         return interest.label
 
-    async def remove_topic(self, user_id: int, topic: str) -> str:
-        return await self.remove(user_id, topic)
-
     async def pause(self, user_id: int, name: str, paused: bool | None = None) -> tuple[str, bool]:
         """Pause or resume one interest (None switches): a paused one brings no picks and learns
         nothing until resumed. Returns its name and whether it is paused now."""

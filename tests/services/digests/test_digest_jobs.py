@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from apscheduler.triggers.cron import CronTrigger
-from builders import Clock
+from builders import Clock, wait_idle
 from digest_fakes import FakeSender, add_papers, make_service
 
 from bot.services.digests import Digests
@@ -184,7 +184,7 @@ async def test_the_scheduler_fires_the_job_and_the_digest_goes_out(
         if sub.id in senders.by_sub and len(senders.by_sub[sub.id].papers) == 3:
             break
         await asyncio.sleep(0.01)
-    await jobs.wait_idle()  # the run is finished after its last message is recorded
+    await wait_idle(jobs)  # the run is finished after its last message is recorded
     assert senders.by_sub[sub.id].paper_ids == [1, 2, 3]
     run = await service.repository.run_for(sub.id, due.key)
     assert run is not None
@@ -303,7 +303,7 @@ async def test_a_background_start_returns_at_once_and_schedules_every_subscripti
     ]
     assert await jobs.start(recover=False, in_background=True) == 0
     assert len(jobs.scheduler.get_jobs()) < len(subs)  # still being rebuilt
-    await jobs.wait_idle()
+    await wait_idle(jobs)
     assert sorted(job.id for job in jobs.scheduler.get_jobs()) == sorted(job_id(sub.id) for sub in subs)
 
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
-from builders import Clock
+from builders import Clock, wait_idle
 from digest_fakes import FakeSender, add_papers, make_service
 
 from bot.services.digests import Digests
@@ -108,7 +108,7 @@ async def test_the_process_running_the_digests_resumes_a_dead_processs_run_once_
             if len(rest.papers) == 2:
                 break
             await asyncio.sleep(0.05)
-        await jobs.wait_idle()
+        await wait_idle(jobs)
     finally:
         following.cancel()
         with contextlib.suppress(asyncio.CancelledError):

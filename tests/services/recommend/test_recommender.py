@@ -267,7 +267,7 @@ async def test_interests_add_remove_pause_reset(setup) -> None:  # type: ignore[
     with pytest.raises(UserFacingError):
         await profiles.add_topic(USER, "the of and")
     with pytest.raises(UserFacingError, match="not one of your interests"):
-        await profiles.remove_topic(USER, "robots")
+        await profiles.remove(USER, "robots")
     assert await profiles.set_paused(USER) is True
     assert await profiles.set_paused(USER) is False
     assert await profiles.set_paused(USER, True) is True
@@ -281,7 +281,7 @@ async def test_interests_add_remove_pause_reset(setup) -> None:  # type: ignore[
     assert removed.likes == 1
     after = await recommender.summary(USER)
     assert (after.counts.likes, after.counts.saves) == (0, 1)
-    assert await profiles.remove_topic(USER, "GRAPH neural networks") == "Graph neural networks"
+    assert await profiles.remove(USER, "GRAPH neural networks") == "Graph neural networks"
     assert (await recommender.summary(USER)).topics == ()
 
 
