@@ -27,12 +27,11 @@ import bisect
 import gc
 import logging
 import re
-import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, pairwise
+from itertools import chain
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,18 +39,18 @@ import numpy as np
 import numpy.typing as npt
 
 from paperindex import snapshot, tokenizer
-from paperindex.bulk_terms import document_postings, title_words
+from paperindex.bulk_terms import document_postings
 from paperindex.documents import Document
 from paperindex.errors import UnknownPaperError
 from paperindex.index import BM25Index, Query
-from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges
 from paperindex.query import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from paperindex.query import PHRASE_MAX_TERMS as PHRASE_MAX_TERMS
 from paperindex.query import PHRASE_WEIGHT as PHRASE_WEIGHT
 from paperindex.query import ParsedQuery
 from paperindex.query import parse_query as parse_query
 from paperindex.query import query_weights as query_weights
-from paperindex.snapshot import SnapshotError, check_offsets, check_range, expect
+from paperindex.snapshot import SnapshotError, check_range, expect
+from paperindex.titles import TitleWords
 from paperindex.tokenizer import WORD_RE, display_terms, iter_terms, normalize, phrase_terms, tokenize
 from paperindex.vocabulary import Vocabulary
 
@@ -138,37 +137,6 @@ def _row_fields(row: Document | Sequence[Any]) -> _Fields:
 
 
 @dataclass(slots=True)
-class _TitleSegment:
-    """Title words of slots [start, stop): sorted distinct words → slots (CSR)."""
-
-    start: int
-    stop: int
-    words: list[str]
-    indptr: npt.NDArray[np.int64]
-    slots: npt.NDArray[np.int32]
-
-
-def _title_count(segment: _TitleSegment) -> int:
-    return segment.stop - segment.start
-
-
-def _build_title_segment(titles: Sequence[str], start: int, stop: int) -> _TitleSegment:
-    names, ptr, flat = title_words(titles[start:stop])
-    words = sorted(names)
-    rank = np.empty(len(words), dtype=np.int64)
-    word_id = {w: n for n, w in enumerate(names)}
-    rank[np.fromiter(map(word_id.__getitem__, words), dtype=np.int64, count=len(words))] = np.arange(
-        len(words)
-    )
-    keys = rank[flat]
-    slots_of = np.repeat(np.arange(start, stop, dtype=np.int32), np.diff(ptr))
-    order = np.argsort(keys, kind="stable")
-    indptr = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=len(words)), out=indptr[1:])
-    return _TitleSegment(start, stop, words, indptr, slots_of[order])
-
-
-@dataclass(slots=True)
 class _Meta:
     """Per-slot metadata, aligned with the index's slots."""
 
@@ -192,8 +160,7 @@ class SearchEngine:
         self._years = np.zeros(0, dtype=np.int32)
         self._venues = np.zeros(0, dtype=np.int32)
         self._title_len = np.zeros(0, dtype=np.int32)
-        self._title_segments: list[_TitleSegment] = []
-        self._merging_titles = threading.Lock()  # one title merge at a time; searches never take it
+        self._title_words = TitleWords()
         self._external: dict[str, int] = {}
         self._external_sorted: list[str] | None = None  # the keys of _external, sorted when asked
         self._filter_cache: dict[tuple[str, str], npt.NDArray[np.bool_]] = {}
@@ -214,14 +181,13 @@ class SearchEngine:
         """
         with self._lock:
             index_meta, arrays, strings = self.index.snapshot_state()
-            segments = list(self._title_segments)
             meta = {
                 "format": SNAPSHOT_FORMAT,
                 "tokenizer": tokenizer.TOKENIZER_VERSION,
                 "documents": DOCUMENT_VERSION,
                 "fingerprint": fingerprint,
                 "index": index_meta,
-                "title_segments": [[seg.start, seg.stop] for seg in segments],
+                "title_segments": self._title_words.save(arrays, strings),
             }
             strings["engine.titles"] = list(self._meta.titles)
             strings["engine.authors"] = list(self._meta.authors)
@@ -230,10 +196,6 @@ class SearchEngine:
             arrays["engine.external_papers"] = np.fromiter(self._external.values(), dtype=np.int64)
             arrays["engine.venues"] = self._venues
             arrays["engine.years"] = self._years
-            for n, seg in enumerate(segments):
-                strings[f"engine.title{n}.words"] = seg.words
-                arrays[f"engine.title{n}.indptr"] = seg.indptr
-                arrays[f"engine.title{n}.slots"] = seg.slots
         self.vocabulary.save(arrays, strings)
         snapshot.write(path, meta, arrays, strings)
 
@@ -283,7 +245,7 @@ class SearchEngine:
         venues = saved.array("engine.venues", (np.int32,), length=n)
         check_range("engine.venues", venues, -1, len(venue_names))
         years = saved.array("engine.years", (np.int32,), length=n)
-        segments = cls._title_segments_from(meta.get("title_segments"), saved, n)
+        title_words = TitleWords.from_snapshot(meta.get("title_segments"), saved, n)
         external_keys = saved.strings("engine.external")
         external_papers = saved.array("engine.external_papers", (np.int64,), length=len(external_keys))
         external = dict(zip(external_keys, external_papers.tolist(), strict=True))
@@ -298,32 +260,9 @@ class SearchEngine:
         engine._years = years
         engine._venues = venues
         engine._title_len = np.fromiter(map(len, titles), dtype=np.int32, count=n)
-        engine._title_segments = segments
+        engine._title_words = title_words
         engine._external = external
         return engine
-
-    @staticmethod
-    def _title_segments_from(layout: Any, saved: snapshot.Snapshot, n_slots: int) -> list[_TitleSegment]:
-        expect(isinstance(layout, list), "no title segments")
-        segments: list[_TitleSegment] = []
-        start = 0
-        for n, entry in enumerate(layout):
-            expect(
-                isinstance(entry, list) and len(entry) == 2 and all(type(v) is int for v in entry),
-                f"title segment {n} badly described",
-            )
-            lo, hi = entry
-            expect(lo == start and lo <= hi <= n_slots, f"title segment {n} out of place")
-            words = saved.strings(f"engine.title{n}.words")
-            expect(all(a < b for a, b in pairwise(words)), f"engine.title{n}.words: not sorted")
-            indptr = saved.array(f"engine.title{n}.indptr", (np.int64,), length=len(words) + 1)
-            slots = saved.array(f"engine.title{n}.slots", (np.int32,))
-            check_offsets(f"engine.title{n}.indptr", indptr, len(slots))
-            check_range(f"engine.title{n}.slots", slots, lo, hi)
-            segments.append(_TitleSegment(lo, hi, words, indptr, slots))
-            start = hi
-        expect(start == n_slots, "the title segments do not cover every slot")
-        return segments
 
     def __len__(self) -> int:
         return len(self.index)
@@ -374,12 +313,10 @@ class SearchEngine:
             self._venues = np.array(meta.venue_codes, dtype=np.int32)
             self._title_len = np.array([len(t) for t in meta.titles], dtype=np.int32)
             self._filter_cache.clear()
-            self._title_segments.append(
-                _build_title_segment(self._meta.titles, first_slot, self.index.n_slots)
-            )
+            self._title_words.append(self._meta.titles, first_slot, self.index.n_slots)
         # Merges run without the lock, so searches go on meanwhile (paperindex.merges).
         self.index.merge_segments()
-        run_merges(self._lock, self._merging_titles, self._due_title_merge, self._install_titles)
+        self._title_words.merge(self._lock, self._meta.titles)
 
     def remove(self, paper_ids: Iterable[int]) -> None:
         """Take papers out of the index (unknown ids are ignored)."""
@@ -396,17 +333,6 @@ class SearchEngine:
             self._venue_names.append(venue)
             self._venue_folded.append(fold(venue))
         return code
-
-    def _due_title_merge(self) -> MergeJob[_TitleSegment] | None:
-        pair = due_pair(self._title_segments, _title_count, 6)
-        if pair is None:
-            return None
-        titles, start, stop = self._meta.titles, pair[0].start, pair[1].stop
-        # Titles are only ever appended: the slots start..stop are there for good.
-        return MergeJob(*pair, lambda: _build_title_segment(titles, start, stop))
-
-    def _install_titles(self, job: MergeJob[_TitleSegment], merged: _TitleSegment) -> None:
-        replace_pair(self._title_segments, job, merged)
 
     # --------------------------------------------------------------------------- filters
     def _filter_mask(
@@ -649,12 +575,7 @@ class SearchEngine:
         exact = np.zeros(n, dtype=np.int16)
         for word in words:
             prefix = np.zeros(n, dtype=bool)
-            for seg in self._title_segments:
-                lo = bisect.bisect_left(seg.words, word)
-                hi = bisect.bisect_left(seg.words, word + "\U0010ffff", lo)
-                prefix[seg.slots[seg.indptr[lo] : seg.indptr[hi]]] = True
-                if lo < len(seg.words) and seg.words[lo] == word:
-                    exact[seg.slots[seg.indptr[lo] : seg.indptr[lo + 1]]] += 1
+            self._title_words.mark(word, prefix, exact)
             candidates &= prefix
         cand = np.flatnonzero(candidates)
         if not len(cand):

@@ -32,39 +32,36 @@ re-entrant ``lock``, so papers can be added from a worker thread while another t
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from operator import attrgetter, methodcaller
-from typing import Any, Concatenate, Final, ParamSpec, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
-from paperindex import doc_terms as doc_codes
-from paperindex import kernels, topk
+from paperindex import topk
 from paperindex.bulk_kernels import document_lengths
+from paperindex.forward import ForwardReads
+from paperindex.locking import locked
 from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges, run_merges_waiting
+from paperindex.ranking import Query as Query
+from paperindex.ranking import Ranking
 from paperindex.segments import (
     SEGMENT_ARRAYS,
     Segment,
     merge,
     new_segment,
-    offsets,
     segments_from_snapshot,
     tf_dtype,
 )
 from paperindex.slots import SlotMap
 from paperindex.snapshot import Snapshot, check_range, expect
-from paperindex.tokenizer import PHRASE_JOIN
-
-Query: TypeAlias = Sequence[str] | Mapping[str, float]
-"""A list of terms (each occurrence adds its BM25 score again, as in rank-bm25) or a mapping
-term → weight (score = Σ weight · bm25_term)."""
+from paperindex.term_ids import TermIds
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
@@ -73,40 +70,6 @@ BoolArray: TypeAlias = npt.NDArray[np.bool_]
 _values: Final = methodcaller("values")
 _postings: Final = attrgetter("n_postings")
 _MAX_SEGMENTS: Final = 6
-_ROWS: Final = 128  # a score array is viewed as _ROWS × (slots / _ROWS) for the top-k cut
-
-
-class _Vocabulary(dict[str, int]):
-    """term → id; looking up a new term gives it the next id."""
-
-    def __init__(self, terms: list[str]) -> None:
-        super().__init__()
-        self.terms = terms
-        self.is_word: BoolArray = np.zeros(0, dtype=bool)  # per term id: not a phrase term
-
-    def __missing__(self, term: str) -> int:
-        tid = self[term] = len(self.terms)
-        self.terms.append(term)
-        return tid
-
-    def word_mask(self, ids: IntArray) -> BoolArray:
-        """Which of these term ids are word terms, not phrase terms (the mask grows with the vocabulary)."""
-        known = len(self.is_word)
-        if known < len(self.terms):
-            fresh = np.fromiter((PHRASE_JOIN not in t for t in self.terms[known:]), dtype=bool)
-            self.is_word = np.concatenate([self.is_word, fresh])
-        return self.is_word[ids]
-
-
-def _only_words(
-    indptr: IntArray, ids: IntArray, weights: FloatArray, word_mask: Callable[[IntArray], BoolArray]
-) -> tuple[IntArray, IntArray, FloatArray]:
-    """Documents' ``(indptr, term ids, weights)`` without their phrase terms."""
-    words = word_mask(ids)
-    if words.all():
-        return indptr, ids, weights
-    kept = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(words, dtype=np.int64)])
-    return kept[indptr], ids[words], weights[words]
 
 
 def _counts_as_postings(
@@ -128,7 +91,7 @@ def _counts_as_postings(
     tf_all = np.fromiter(chain.from_iterable(map(_values, counts)), dtype=np.int64, count=total)
     if tf_all.min(initial=1) <= 0:
         raise ValueError("term frequencies must be positive")  # before changing anything
-    local = _Vocabulary([])  # the terms numbered in order of appearance
+    local = TermIds([])  # the terms numbered in order of appearance
     term_ids = np.fromiter(map(local.__getitem__, chain.from_iterable(counts)), dtype=np.int32, count=total)
     return ids, n_unique, term_ids, tf_all.astype(tf_dtype(int(tf_all.max(initial=0)))), local.terms
 
@@ -154,7 +117,7 @@ def _check_postings(
 
 
 def _vocabulary_ids(
-    vocab: _Vocabulary, terms: Sequence[str], term_ids: npt.NDArray[np.int32]
+    vocab: TermIds, terms: Sequence[str], term_ids: npt.NDArray[np.int32]
 ) -> npt.NDArray[np.int32]:
     """``term_ids`` (numbered in order of appearance, named by ``terms``) as ids of ``vocab``, which
     gives a new term the next id."""
@@ -166,22 +129,7 @@ def _vocabulary_ids(
     return term_ids + np.int32(first_new) if first_new else term_ids
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _locked(method: Callable[Concatenate[BM25Index, _P], _R]) -> Callable[Concatenate[BM25Index, _P], _R]:
-    """Run the method holding the index's lock (adds in a worker thread, queries in another)."""
-
-    @functools.wraps(method)
-    def wrapper(self: BM25Index, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self.lock:
-            return method(self, *args, **kwargs)
-
-    return wrapper
-
-
-class BM25Index:
+class BM25Index(Ranking, ForwardReads):
     """rank-bm25's BM25 Okapi over documents given as term lists, keyed by integer ids."""
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
@@ -191,7 +139,7 @@ class BM25Index:
         self.b = b
         self.epsilon = epsilon
         self._terms: list[str] = []
-        self._vocab = _Vocabulary(self._terms)
+        self._vocab = TermIds(self._terms)
         self._df: IntArray = np.zeros(0, dtype=np.int64)
         self._idf: FloatArray = np.zeros(0)
         self.average_idf = 0.0
@@ -250,7 +198,7 @@ class BM25Index:
         terms = snapshot.strings("index.terms")
         index = cls(k1=k1, b=b, epsilon=epsilon)
         n_terms = len(terms)
-        vocab = _Vocabulary(terms)
+        vocab = TermIds(terms)
         vocab.update(zip(terms, range(n_terms), strict=True))
         expect(len(vocab) == n_terms, "index: a term twice in the vocabulary")
         slot_ids = snapshot.array("index.slot_ids", (np.int64,))
@@ -309,7 +257,7 @@ class BM25Index:
         view.flags.writeable = False
         return view
 
-    @_locked
+    @locked
     def slot_of(self, doc_id: int) -> int:
         """The slot holding ``doc_id`` (KeyError if absent): index of masks for ``allowed``."""
         return self._slot_of[doc_id]
@@ -349,13 +297,13 @@ class BM25Index:
         vocab = sum(49 + len(t) + 8 * 4 for t in self._terms)
         return arrays + vocab + self._slot_of.nbytes
 
-    @_locked
+    @locked
     def df(self, term: str) -> int:
         """Number of documents containing ``term``."""
         tid = self._vocab.get(term)
         return 0 if tid is None else int(self._df[tid])
 
-    @_locked
+    @locked
     def idf(self, term: str) -> float:
         """rank-bm25's idf of ``term`` (after its floor); 0.0 for a term no document has."""
         tid = self._vocab.get(term)
@@ -363,26 +311,17 @@ class BM25Index:
             return 0.0
         return float(self._idf[tid])
 
-    @_locked
+    @locked
     def doc_length(self, doc_id: int) -> int:
         return int(self._dl[self._slot_of[doc_id]])
 
-    @_locked
-    def doc_terms(self, doc_id: int, *, phrases: bool = False) -> dict[str, int]:
-        """Term frequencies of one document's word terms (KeyError for an unknown id): phrase terms
-        (two words joined by :data:`PHRASE_JOIN`) count in its length but are left out unless asked for."""
-        terms, tfs = self._forward(self._slot_of[doc_id])
-        names = self._terms
-        pairs = zip(terms.tolist(), tfs.tolist(), strict=True)
-        return {names[t]: f for t, f in pairs if phrases or PHRASE_JOIN not in names[t]}
-
-    @_locked
+    @locked
     def term_ids(self, terms: Iterable[str]) -> IntArray:
         """Index ids of ``terms`` (−1 for a term never indexed), to compare with :meth:`doc_weights`."""
         get = self._vocab.get
         return np.fromiter((get(t, -1) for t in terms), dtype=np.int64)
 
-    @_locked
+    @locked
     def term_name(self, term_id: int) -> str:
         """The term with this id (ids as :meth:`term_ids` and :meth:`doc_weights` give them)."""
         return self._terms[term_id]
@@ -391,84 +330,6 @@ class BM25Index:
         """Number of documents holding each term of :meth:`term_ids` (0 for −1)."""
         ids = np.asarray(term_ids, dtype=np.int64)
         return np.where(ids >= 0, self._df[np.maximum(ids, 0)] if len(self._df) else 0, 0)
-
-    @_locked
-    def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]:
-        """The word terms of several documents at once: ``(indptr, term ids, weights)``.
-
-        Document ``n``'s terms are ``ids[indptr[n]:indptr[n + 1]]``; each weight is what the term adds
-        to the document's score for a one-term query, ``idf · tf·(k1 + 1) / (tf + k1·(1 − b + b·|d|/avgdl))``
-        (KeyError for an unknown id). Phrase terms are left out, as in :meth:`doc_terms`.
-        """
-        return _only_words(*self._doc_weights(doc_ids), self._vocab.word_mask)
-
-    def _doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]:
-        slots = self._slot_of.slots_array(np.asarray(doc_ids, dtype=np.int64))
-        if len(self._segments) == 1:  # the usual case after a build: one gather, no per-segment masks
-            seg = self._segments[0]
-            local = slots - seg.slot0
-            lo, lengths = seg.d_indptr[local], seg.d_indptr[local + 1] - seg.d_indptr[local]
-            indptr = offsets(lengths)
-            at = np.arange(int(indptr[-1]), dtype=np.int64) + np.repeat(lo - indptr[:-1], lengths)
-            ids = seg.doc_terms(local).astype(np.int64)
-            tf = seg.doc_tf(at).astype(np.float64)
-            norm = np.repeat(self._len_factor[slots], lengths)
-            return indptr, ids, self._idf[ids] * (tf * (self.k1 + 1) / (tf + norm))
-        # Gather every document's forward range at once, segment by segment (no loop per document).
-        seg_of = np.searchsorted(np.asarray(self._seg_starts, dtype=np.int64), slots, side="right") - 1
-        lo = np.empty(len(slots), dtype=np.int64)
-        lengths = np.empty(len(slots), dtype=np.int64)
-        for k in np.unique(seg_of).tolist():
-            seg, mine = self._segments[k], seg_of == k
-            local = slots[mine] - seg.slot0
-            lo[mine] = seg.d_indptr[local]
-            lengths[mine] = seg.d_indptr[local + 1] - lo[mine]
-        indptr = offsets(lengths)
-        total = int(indptr[-1])
-        at = np.arange(total, dtype=np.int64) + np.repeat(lo - indptr[:-1], lengths)
-        ids = np.empty(total, dtype=np.int64)
-        tf = np.empty(total, dtype=np.float64)
-        posting_seg = np.repeat(seg_of, lengths)
-        for k in np.unique(seg_of).tolist():
-            mine, seg = posting_seg == k, self._segments[k]
-            ids[mine] = seg.doc_terms(slots[seg_of == k] - seg.slot0)
-            tf[mine] = seg.doc_tf(at[mine])
-        norm = np.repeat(self._len_factor[slots], lengths)
-        return indptr, ids, self._idf[ids] * (tf * (self.k1 + 1) / (tf + norm))
-
-    def matched_terms(self, doc_id: int, terms: Iterable[str]) -> list[str]:
-        """Those of ``terms`` (in their order, without repeats) that occur in the document."""
-        return self.matched_terms_many([doc_id], terms)[0]
-
-    @_locked
-    def matched_terms_many(self, doc_ids: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
-        """:meth:`matched_terms` for many documents at once (one compiled walk of each one's terms)."""
-        wanted = [t for t in dict.fromkeys(terms) if self._vocab.get(t) is not None]
-        if not wanted or not doc_ids:
-            return [[] for _ in doc_ids]
-        slots = np.array([self._slot_of[d] for d in doc_ids], dtype=np.int64)
-        ids = np.array([self._vocab[t] for t in wanted], dtype=np.int64)
-        order = np.argsort(ids)
-        held = np.zeros((len(slots), len(wanted)), dtype=bool)
-        rows = np.arange(len(slots))
-        for seg in self._segments:
-            mine = (
-                rows
-                if len(self._segments) == 1
-                else rows[(slots >= seg.slot0) & (slots < seg.slot0 + seg.n_docs)]
-            )
-            if len(mine):
-                doc_codes.holds(
-                    seg.d_code, seg.d_byteptr, slots[mine] - seg.slot0, ids[order], order, held, mine
-                )
-        return [[term for term, h in zip(wanted, row, strict=True) if h] for row in held.tolist()]
-
-    def _forward(self, slot: int) -> tuple[npt.NDArray[np.int32], IntArray]:
-        """The term ids (ascending) and frequencies of the document in ``slot``."""
-        seg = self._segments[bisect.bisect_right(self._seg_starts, slot) - 1]
-        local = slot - seg.slot0
-        lo, hi = int(seg.d_indptr[local]), int(seg.d_indptr[local + 1])
-        return seg.doc_terms(np.array([local], dtype=np.int64)), seg.doc_tf(np.arange(lo, hi))
 
     # ----------------------------------------------------------------------------- adding
     def add(self, doc_ids: Sequence[int], docs: Sequence[Sequence[str]]) -> None:
@@ -509,7 +370,7 @@ class BM25Index:
         if merge:
             self.merge_segments()
 
-    @_locked
+    @locked
     def _add_postings(
         self,
         doc_ids: Sequence[int],
@@ -540,7 +401,7 @@ class BM25Index:
         self._seg_starts.append(slot0)
         self._refresh_stats()
 
-    @_locked
+    @locked
     def remove(self, doc_ids: Iterable[int]) -> None:
         """Remove documents (unknown ids are ignored)."""
         slots = [self._slot_of.pop(int(i)) for i in doc_ids if int(i) in self._slot_of]
@@ -633,147 +494,6 @@ class BM25Index:
         self._seg_starts[replace_pair(self._segments, job, merged)] = [merged.slot0]
         self._requantise()  # the merged segment's impacts again if avgdl moved too far meanwhile
 
-    # ----------------------------------------------------------------------------- scoring
-    def _plan(self, query: Query) -> list[tuple[int, float, float]]:
-        """(term id, coefficient = weight · idf, weight) per query term with postings."""
-        if isinstance(query, str):
-            raise TypeError("query must be a sequence of terms or a term → weight mapping")
-        vocab, df, idf = self._vocab, self._df, self._idf
-        plan: list[tuple[int, float, float]] = []
-        if isinstance(query, Mapping):
-            for term, weight in query.items():
-                tid = vocab.get(term)
-                if tid is not None and df[tid] and weight:
-                    plan.append((tid, float(weight) * float(idf[tid]), float(weight)))
-        else:
-            for term in query:
-                tid = vocab.get(term)
-                if tid is not None and df[tid]:
-                    plan.append((tid, float(idf[tid]), 1.0))
-        return plan
-
-    def _accumulate(self, plan: list[tuple[int, float, float]], size: int) -> FloatArray:
-        plan = [p for p in plan if p[1] != 0.0]  # rank-bm25 adds 0.0 for those: no change
-        tids = np.fromiter((tid for tid, _, _ in plan), dtype=np.int64, count=len(plan))
-        coef = np.fromiter((c for _, c, _ in plan), dtype=np.float64, count=len(plan))
-        return self._scatter(tids, coef, size)
-
-    def _scatter(self, tids: IntArray, coef: FloatArray, size: int) -> FloatArray:
-        """Scores of ``size`` slots for terms ``tids`` with coefficients ``coef``, in that (query) order."""
-        scores = np.zeros(size)
-        for seg in self._segments:
-            kernels.accumulate(
-                seg.term_codes,
-                seg.t_indptr,
-                seg.slot0,
-                seg.tfs,
-                tids,
-                coef,
-                self.k1 + 1,
-                self._len_factor,
-                scores,
-            )
-        return scores
-
-    def _mark(self, plan: Iterable[tuple[int, float, float]], size: int) -> BoolArray:
-        """Which slots contain at least one of the plan's terms."""
-        mask = np.zeros(size, dtype=bool)
-        for tid, _, _ in plan:
-            for seg in self._segments:
-                if tid < seg.n_terms:
-                    mask[seg.postings(tid)] = True
-        return mask
-
-    @_locked
-    def score_array(self, query: Query) -> FloatArray:
-        """Scores of every slot (0.0 for empty slots), aligned with :attr:`slot_ids`."""
-        n = self.n_slots
-        scores = self._accumulate(self._plan(query), n)
-        if len(self._dead):
-            scores[self._dead] = 0.0
-        return scores
-
-    @_locked
-    def scores(self, query: Query) -> dict[int, float]:
-        """Score of every document containing a query term (absent ids score 0.0)."""
-        plan = self._plan(query)
-        n = self.n_slots
-        scores = self._accumulate(plan, n)
-        mask = self._mark(plan, n) & self._alive
-        slots = np.flatnonzero(mask)
-        return dict(zip(self._slot_ids[slots].tolist(), scores[slots].tolist(), strict=True))
-
-    def top_k(
-        self,
-        query: Query,
-        k: int,
-        *,
-        allowed: BoolArray | Collection[int] | None = None,
-        exclude: Collection[int] = (),
-    ) -> list[tuple[int, float]]:
-        """Best ``k`` (id, score), by score descending then id ascending.
-
-        Only documents containing at least one query term of positive weight are returned.
-        ``allowed`` is a boolean mask over slots (see :meth:`slot_of`) or a collection of ids.
-        """
-        return self.rank(query, k, allowed=allowed, exclude=exclude)[0]
-
-    @_locked
-    def rank(
-        self,
-        query: Query,
-        k: int,
-        *,
-        offset: int = 0,
-        allowed: BoolArray | Collection[int] | None = None,
-        exclude: Collection[int] = (),
-    ) -> tuple[list[tuple[int, float]], int]:
-        """Hits ``offset .. offset + k - 1`` of :meth:`top_k`'s order and the number of matches."""
-        if k < 0 or offset < 0:
-            raise ValueError("k and offset must not be negative")
-        n = self.n_slots
-        plan = self._plan(query)
-        if not plan or n == 0:
-            return [], 0
-        mask = _allowed_mask(self._slot_of, allowed, exclude, n)
-        if all(coef > 0 for _, coef, _ in plan):
-            # Every matched document scores > 0 and every other one exactly 0.
-            tids = np.fromiter((tid for tid, _, _ in plan), dtype=np.int64, count=len(plan))
-            coef = np.fromiter((c for _, c, _ in plan), dtype=np.float64, count=len(plan))
-            hits, total = self._top_positive(tids, coef, offset + k, mask)
-            return hits[offset:], total
-        scores = self._accumulate(plan, n)
-        matched = self._mark((p for p in plan if p[2] > 0), n) & self._alive
-        if mask is not None:
-            matched &= mask
-        cand = np.flatnonzero(matched)
-        values = scores[cand]
-        ids = self._slot_ids[cand]
-        order = np.lexsort((ids, -values))[offset : offset + k]
-        return list(zip(ids[order].tolist(), values[order].tolist(), strict=True)), len(cand)
-
-    def _top_positive(
-        self, tids: IntArray, coef: FloatArray, need: int, mask: BoolArray | None
-    ) -> tuple[list[tuple[int, float]], int]:
-        """The best ``need`` (id, score) of a query whose coefficients are all positive (``tids``/``coef``
-        in query order), best first, and the number of matches."""
-        n = self.n_slots
-        keep = mask & self._alive if mask is not None else self._alive if len(self._dead) else None
-        if self._segments and self.avgdl > 0 and topk.usable(self._segments):
-            found = topk.top_positive(
-                self._segments, tids, coef, need, k1=self.k1, avgdl=self.avgdl, len_factor=self._len_factor,
-                slot_ids=self._slot_ids, keep=keep, space=self._topk_space,
-            )  # fmt: skip
-            if found is not None:
-                return found[0][:need], found[1]
-        scores = self._scatter(tids, coef, -(-n // _ROWS) * _ROWS)
-        if keep is not None:
-            np.multiply(scores[:n], keep, out=scores[:n])
-        slots, values, total = _top_exact(scores, need)
-        ids = self._slot_ids[slots]
-        order = np.lexsort((ids, -values))[:need]
-        return list(zip(ids[order].tolist(), values[order].tolist(), strict=True)), total
-
 
 def warm_up(index: BM25Index, stop: threading.Event | None = None) -> None:
     """Prepare the compiled loops a search takes (the bounded best k; every slot's score, as similar
@@ -810,50 +530,3 @@ def _merge_job(
         return merged
 
     return MergeJob(a, b, build)
-
-
-def _top_exact(scores: FloatArray, need: int) -> tuple[IntArray, FloatArray, int]:
-    """Slots holding the best ``need`` of ``scores`` (length a multiple of _ROWS; 0.0 where unmatched)
-    and every slot tied with them, their scores, and the number of positive scores."""
-    # +0.0 is the only double whose bits are all zero: counting int64 is SIMD-fast.
-    total = int(np.count_nonzero(scores.view(np.int64)))
-    if total == 0 or need == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0), total
-    grid = scores.reshape(_ROWS, -1)
-    cand: IntArray | None = None
-    if total > 4 * need and need <= grid.shape[1]:
-        # Column maxima: the need-th largest is ≤ the need-th largest score, so only columns
-        # reaching it can hold a top-need score (a few columns, not the array).
-        col_max = grid.max(axis=0)
-        cut = len(col_max) - need
-        threshold = np.partition(col_max, cut)[cut]
-        if threshold > 0:
-            cols = np.flatnonzero(col_max >= threshold)
-            rows, at = np.nonzero(grid[:, cols] >= threshold)
-            cand = rows * grid.shape[1] + cols[at]
-    if cand is None:
-        cand = np.flatnonzero(scores)
-    return cand, scores[cand], total
-
-
-def _allowed_mask(
-    slot_of: Mapping[int, int], allowed: BoolArray | Collection[int] | None, exclude: Collection[int], n: int
-) -> BoolArray | None:
-    """A mask over ``n`` slots: the ``allowed`` mask or ids, without the ``exclude`` ids (None: every slot)."""
-    mask: BoolArray | None = None
-    if allowed is not None:
-        if isinstance(allowed, np.ndarray) and allowed.dtype == np.bool_:
-            if len(allowed) != n:
-                raise ValueError(f"allowed mask has {len(allowed)} slots, index has {n}")
-            mask = allowed.copy()
-        else:
-            mask = np.zeros(n, dtype=bool)
-            slots = [slot_of[i] for i in allowed if i in slot_of]
-            mask[slots] = True
-    if exclude:
-        slots = [slot_of[i] for i in exclude if i in slot_of]
-        if slots:
-            if mask is None:
-                mask = np.ones(n, dtype=bool)
-            mask[slots] = False
-    return mask

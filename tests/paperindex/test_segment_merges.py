@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-import paperindex.engine as search_module
 import paperindex.index as index_module
+import paperindex.titles as titles_module
 from paperindex.documents import Document as IndexRow
 from paperindex.engine import SearchEngine, document_tokens, query_weights
 from paperindex.index import BM25Index
@@ -202,9 +202,9 @@ def test_a_search_completes_while_the_engine_merges(
         monkeypatch.setattr(index_module, "merge", held)
     else:  # a title segment spanning more than the new batch is a merge of two
         held = HeldMerge(
-            search_module._build_title_segment, holds=lambda _, start, stop: stop - start > len(new)
+            titles_module._build_title_segment, holds=lambda _, start, stop: stop - start > len(new)
         )
-        monkeypatch.setattr(search_module, "_build_title_segment", held)
+        monkeypatch.setattr(titles_module, "_build_title_segment", held)
 
     adding = adder(lambda: engine.add(new))
     try:
