@@ -61,6 +61,7 @@ from paperindex.index import warm_up
 from storage.db import Database
 from storage.repositories.clubs import ClubRepository
 from storage.repositories.digests import DigestRepository
+from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.interests import InterestRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
@@ -158,7 +159,7 @@ class Services:
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(
             self.settings.local_file(".pending") or Path(":memory:"),
-            feedback=self.feedback,
+            feedback=FeedbackRepository(self.db),
             searches=searches,
             messages=self.messages,
             wall=self.clock,

@@ -44,10 +44,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from bot.services.people.feedback import FeedbackService
 from storage.db import describe_error, is_busy, is_refused, utcnow
 from storage.models import Signal, as_signal, signal_for_emoji
 from storage.outbox import Outbox, PendingWrite
+from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository, StoredSearch
 
@@ -149,7 +149,7 @@ class WriteBehind:
         self,
         path: Path,
         *,
-        feedback: FeedbackService,
+        feedback: FeedbackRepository,
         searches: SearchRepository,
         messages: PostedMessageRepository,
         clock: Callable[[], float] = time.monotonic,
@@ -551,31 +551,28 @@ class WriteBehind:
             signal = _signal(p["signal"]) if "signal" in p else signal_for_emoji(p["emoji"])
             if signal is None:
                 return True
-            change = await self._feedback.react(
+            rated = await self._feedback.react(
                 user_id=p["user_id"],
                 message_id=p["message_id"],
                 signal=signal,
                 guild_id=p["guild_id"],
                 added=p["added"],
-                now=datetime.fromisoformat(p["at"]),
+                at=p["at"],
                 since=since,
             )
-            if change is not None or not p["ours"]:
+            if rated is not None or not p["ours"]:
                 return True
             return not self._note_waits(p["message_id"]) and self._clock() - entry.accepted >= MESSAGE_GRACE
         if kind == RATING:
-            signal = _signal(p["signal"])
-            if p["added"]:
-                await self._feedback.set(
-                    p["user_id"],
-                    p["paper_id"],
-                    signal,
-                    guild_id=p["guild_id"],
-                    now=datetime.fromisoformat(p["at"]),
-                    since=since,
-                )
-            else:
-                await self._feedback.unset(p["user_id"], p["paper_id"], signal)
+            await self._feedback.rate(
+                p["user_id"],
+                p["paper_id"],
+                _signal(p["signal"]),
+                added=p["added"],
+                guild_id=p["guild_id"],
+                at=p["at"],
+                since=since,
+            )
             return True
         if kind == LISTING:
             await self._searches.save(

@@ -33,6 +33,15 @@ class SetResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Rated:
+    """What a rating did to the store (:meth:`FeedbackRepository.rate`)."""
+
+    changed: bool  # False when it was already so (a repeat) or learning is paused
+    replaced: Signal | None = None  # the opposite signal a like or dislike removed
+    paused: bool = False  # a like or dislike not recorded because the person paused learning
+
+
+@dataclass(frozen=True, slots=True)
 class FeedbackCounts:
     likes: int = 0
     dislikes: int = 0
@@ -91,6 +100,51 @@ class FeedbackRepository:
             (user_id, paper_id, signal),
         )
         return changed > 0
+
+    async def rate(
+        self,
+        user_id: int,
+        paper_id: int,
+        signal: Signal,
+        *,
+        added: bool,
+        guild_id: int | None,
+        at: str | None = None,
+        since: str | None = None,
+    ) -> Rated:
+        """A rating given (``added``) or taken back, as it reaches the store behind the answer: a like or
+        dislike while the person's learning is paused is not recorded (a save is, and a take-back always
+        is). ``since``: as for `set_signal`."""
+        if not added:
+            return Rated(await self.remove_signal(user_id, paper_id, signal))
+        if signal != "save" and await self._db.fetchval(
+            "SELECT learning_paused FROM users WHERE id = ?", (user_id,)
+        ):
+            return Rated(False, paused=True)
+        result = await self.set_signal(user_id, paper_id, signal, guild_id=guild_id, at=at, since=since)
+        return Rated(result.added or result.replaced is not None, result.replaced)
+
+    async def react(
+        self,
+        *,
+        user_id: int,
+        message_id: int,
+        signal: Signal,
+        added: bool,
+        guild_id: int | None,
+        at: str | None = None,
+        since: str | None = None,
+    ) -> Rated | None:
+        """A rating on a message the bot posted, given or taken back (as :meth:`rate`, on the paper the
+        message shows); None when the store knows no such message."""
+        paper_id = await self._db.fetchval(
+            "SELECT paper_id FROM posted_messages WHERE message_id = ?", (message_id,)
+        )
+        if paper_id is None:
+            return None
+        return await self.rate(
+            user_id, int(paper_id), signal, added=added, guild_id=guild_id, at=at, since=since
+        )
 
     async def clear_learned(self, user_id: int) -> FeedbackCounts:
         """Forget every like and dislike of the user (bookmarks stay); returns what was removed."""

@@ -24,6 +24,7 @@ from bot.services.write_behind import MESSAGE_GRACE, WriteBehind
 from storage.db import Database
 from storage.models import PaperRecord
 from storage.outbox import Outbox
+from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository, StoredSearch
@@ -48,10 +49,9 @@ async def papers(db: Database) -> list[int]:
 
 
 def _writes(db: Database, path: Path, clock: Ticker | None = None, **options: float) -> WriteBehind:
-    feedback = FeedbackService(db)
     return WriteBehind(
         path,
-        feedback=feedback,
+        feedback=FeedbackRepository(db),
         searches=SearchRepository(db),
         messages=PostedMessageRepository(db),
         **({"clock": clock} if clock else {}),
@@ -169,16 +169,16 @@ async def test_what_a_stop_left_in_the_outbox_is_stored_at_the_next_start(
 CHILD = """
 import asyncio, sys
 from pathlib import Path
-from bot.services.people.feedback import FeedbackService
 from bot.services.people.privacy import PrivacyService
 from bot.services.write_behind import WriteBehind
 from storage.store import open_database
+from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository
 
 async def main(db_path, outbox, paper_id):
     db = await open_database(db_path)
-    writes = WriteBehind(Path(outbox), feedback=FeedbackService(db), searches=SearchRepository(db),
+    writes = WriteBehind(Path(outbox), feedback=FeedbackRepository(db), searches=SearchRepository(db),
                          messages=PostedMessageRepository(db))
     await writes.start()
     await writes.rating(user_id=11, paper_id=int(paper_id), signal="save", added=True, guild_id=None)

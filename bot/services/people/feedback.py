@@ -11,7 +11,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, MutableSet, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,12 +19,9 @@ from bot.errors import NotFoundError, UserFacingError
 from bot.services.search.snippets import one_line
 from storage.db import Database
 from storage.models import OPPOSITE, SIGNAL_EMOJI, Paper, Signal, as_signal
-from storage.repositories.feedback import FeedbackRepository
-from storage.repositories.messages import PostedMessageRepository
+from storage.repositories.feedback import FeedbackRepository, Rated
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
-
-log = logging.getLogger(__name__)
 
 TITLE_IN_NOTE = 90
 
@@ -37,18 +33,6 @@ def parse_signal(value: str) -> Signal:
     return signal
 
 
-@dataclass(frozen=True, slots=True)
-class FeedbackChange:
-    """What one feedback event did."""
-
-    paper_id: int
-    signal: Signal
-    added: bool  # True for a set, False for a take-back
-    changed: bool  # False when it was already so (idempotent repeat) or learning is paused
-    paused: bool = False  # True when a like/dislike was not recorded because learning is paused
-    replaced: Signal | None = None  # the opposite signal a like/dislike removed
-
-
 def _iso(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
@@ -58,7 +42,6 @@ def _iso(moment: datetime) -> str:
 class FeedbackService:
     def __init__(self, db: Database, *, clock: Callable[[], datetime] | None = None) -> None:
         self.feedback = FeedbackRepository(db)
-        self.messages = PostedMessageRepository(db)
         self.users = UserRepository(db)
         self.papers = PaperRepository(db)
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -69,8 +52,6 @@ class FeedbackService:
         papers = await self.papers.get_many(ids)
         return [papers[pid] for pid in ids if pid in papers]
 
-    # -- the three operations -----------------------------------------------------------------
-
     async def set(
         self,
         user_id: int,
@@ -79,52 +60,16 @@ class FeedbackService:
         *,
         guild_id: int | None = None,
         now: datetime | None = None,
-        since: str | None = None,
-    ) -> FeedbackChange:
-        """Record a signal. Idempotent; like and dislike replace each other. ``since``: when it was given,
-        for one stored later (PersonForgottenError if the person asked to be forgotten since)."""
-        if signal != "save" and await self.users.learning_paused(user_id):
-            log.debug("learning paused: %s on paper %d by user %d not recorded", signal, paper_id, user_id)
-            return FeedbackChange(paper_id, signal, added=True, changed=False, paused=True)
-        result = await self.feedback.set_signal(
-            user_id, paper_id, signal, guild_id=guild_id, at=_iso(now or self._clock()), since=since
-        )
-        if result.added or result.replaced:
-            log.debug("feedback: user %d %s paper %d", user_id, signal, paper_id)  # content: DEBUG only
-        return FeedbackChange(
-            paper_id,
-            signal,
-            added=True,
-            changed=result.added or result.replaced is not None,
-            replaced=result.replaced,
-        )
+    ) -> Rated:
+        """Record a signal now (or at ``now``), as the outbox stores one (`FeedbackRepository.rate`):
+        idempotent; like and dislike replace each other; a like or dislike while learning is paused is
+        not recorded."""
+        at = _iso(now or self._clock())
+        return await self.feedback.rate(user_id, paper_id, signal, added=True, guild_id=guild_id, at=at)
 
-    async def unset(self, user_id: int, paper_id: int, signal: Signal) -> FeedbackChange:
+    async def unset(self, user_id: int, paper_id: int, signal: Signal) -> Rated:
         """Take a signal back (always allowed, even while learning is paused)."""
-        removed = await self.feedback.remove_signal(user_id, paper_id, signal)
-        if removed:
-            log.debug("feedback: user %d took back %s on paper %d", user_id, signal, paper_id)
-        return FeedbackChange(paper_id, signal, added=False, changed=removed)
-
-    async def react(
-        self,
-        *,
-        user_id: int,
-        message_id: int,
-        signal: Signal,
-        guild_id: int | None,
-        added: bool,
-        now: datetime | None = None,
-        since: str | None = None,
-    ) -> FeedbackChange | None:
-        """A rating on a message was given or taken back; None when it is not one of our messages.
-        ``since``: as for `set`."""
-        paper_id = await self.messages.paper_for(message_id)
-        if paper_id is None:
-            return None
-        if added:
-            return await self.set(user_id, paper_id, signal, guild_id=guild_id, now=now, since=since)
-        return await self.unset(user_id, paper_id, signal)
+        return await self.feedback.rate(user_id, paper_id, signal, added=False, guild_id=None)
 
     async def plan_button(
         self,

@@ -4,13 +4,15 @@ other ways a rating enters: tests/services/people/test_ratings.py)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from builders import stored_papers
 
 from bot.services.people.feedback import FeedbackService
 from storage.db import Database
-from storage.repositories.feedback import POPULAR_LIKERS, FeedbackRepository
+from storage.repositories.feedback import POPULAR_LIKERS, FeedbackRepository, Rated
+from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.users import UserRepository
 
 USER = 111
@@ -24,6 +26,11 @@ async def service(db: Database) -> FeedbackService:
     return FeedbackService(db, clock=lambda: datetime(2026, 1, 10, 12, tzinfo=UTC))
 
 
+async def _react(db: Database, **rating: Any) -> Rated | None:
+    """A reaction as the outbox stores it, at the time the service's clock says."""
+    return await FeedbackRepository(db).react(at="2026-01-10T12:00:00+00:00", **rating)
+
+
 async def _signals(db: Database, user: int = USER) -> set[tuple[int, str]]:
     return {(row.paper_id, row.signal) for row in await FeedbackRepository(db).signals_for(user)}
 
@@ -33,8 +40,8 @@ async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
 ) -> None:
     """A 👍 on one of our single-paper messages becomes a like of that paper by the reacting user."""
     papers = await stored_papers(db)
-    await service.messages.record(MESSAGE, 5, GUILD, papers[1], kind="digest")
-    change = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
+    await PostedMessageRepository(db).record(MESSAGE, 5, GUILD, papers[1], kind="digest")
+    change = await _react(db, user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
     assert change is not None
     assert change.changed
     assert await _signals(db) == {(papers[1], "like")}
@@ -48,10 +55,8 @@ async def test_reaction_on_an_unknown_message_does_nothing(db: Database, service
     """Messages the bot did not post are ignored, without writing anything (an emoji that is no rating
     never gets here: the Discord layer drops it, tests/e2e/test_recommend_e2e.py)."""
     papers = await stored_papers(db)
-    await service.messages.record(MESSAGE, 5, GUILD, papers[0])
-    assert (
-        await service.react(user_id=USER, message_id=424242, signal="like", guild_id=None, added=True) is None
-    )
+    await PostedMessageRepository(db).record(MESSAGE, 5, GUILD, papers[0])
+    assert await _react(db, user_id=USER, message_id=424242, signal="like", guild_id=None, added=True) is None
     assert await db.fetchval("SELECT COUNT(*) FROM feedback") == 0
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
 
@@ -59,9 +64,9 @@ async def test_reaction_on_an_unknown_message_does_nothing(db: Database, service
 async def test_repeated_reaction_events_are_idempotent(db: Database, service: FeedbackService) -> None:
     """The same reaction delivered twice stores one row and reports the second as no change."""
     papers = await stored_papers(db)
-    await service.messages.record(MESSAGE, 5, None, papers[0])
-    first = await service.react(user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
-    second = await service.react(user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
+    await PostedMessageRepository(db).record(MESSAGE, 5, None, papers[0])
+    first = await _react(db, user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
+    second = await _react(db, user_id=USER, message_id=MESSAGE, signal="save", guild_id=None, added=True)
     assert first is not None
     assert first.changed
     assert second is not None
@@ -72,13 +77,12 @@ async def test_repeated_reaction_events_are_idempotent(db: Database, service: Fe
 async def test_removing_the_reaction_takes_the_signal_back(db: Database, service: FeedbackService) -> None:
     """Removing 👍 deletes the like; removing it again is a harmless no-op."""
     papers = await stored_papers(db)
-    await service.messages.record(MESSAGE, 5, None, papers[0])
-    await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=True)
-    removed = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=False)
-    again = await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=False)
+    await PostedMessageRepository(db).record(MESSAGE, 5, None, papers[0])
+    await _react(db, user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=True)
+    removed = await _react(db, user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=False)
+    again = await _react(db, user_id=USER, message_id=MESSAGE, signal="like", guild_id=None, added=False)
     assert removed is not None
     assert removed.changed
-    assert not removed.added
     assert again is not None
     assert not again.changed
     assert await _signals(db) == set()
@@ -102,9 +106,9 @@ async def test_like_and_dislike_exclude_each_other_but_save_is_independent(
 async def test_feedback_is_per_user(db: Database, service: FeedbackService) -> None:
     """Two people reacting on the same message each get their own signal (a channel feed)."""
     papers = await stored_papers(db)
-    await service.messages.record(MESSAGE, 5, GUILD, papers[2], kind="feed")
-    await service.react(user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
-    await service.react(user_id=OTHER, message_id=MESSAGE, signal="dislike", guild_id=GUILD, added=True)
+    await PostedMessageRepository(db).record(MESSAGE, 5, GUILD, papers[2], kind="feed")
+    await _react(db, user_id=USER, message_id=MESSAGE, signal="like", guild_id=GUILD, added=True)
+    await _react(db, user_id=OTHER, message_id=MESSAGE, signal="dislike", guild_id=GUILD, added=True)
     assert await _signals(db, USER) == {(papers[2], "like")}
     assert await _signals(db, OTHER) == {(papers[2], "dislike")}
 
@@ -130,10 +134,10 @@ async def test_deleting_a_paper_deletes_its_messages_and_feedback(
 ) -> None:
     """posted_messages and feedback follow their paper (foreign keys cascade)."""
     papers = await stored_papers(db)
-    await service.messages.record(MESSAGE, 5, None, papers[0])
+    await PostedMessageRepository(db).record(MESSAGE, 5, None, papers[0])
     await service.set(USER, papers[0], "save")
     await db.execute("DELETE FROM papers WHERE id = ?", (papers[0],))
-    assert await service.messages.paper_for(MESSAGE) is None
+    assert await PostedMessageRepository(db).paper_for(MESSAGE) is None
     assert await _signals(db) == set()
 
 

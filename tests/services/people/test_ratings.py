@@ -34,7 +34,7 @@ async def ratings(db: Database, tmp_path: Path) -> AsyncIterator[Ratings]:
     feedback = FeedbackService(db)
     writes = WriteBehind(
         tmp_path / "pending",
-        feedback=feedback,
+        feedback=FeedbackRepository(db),
         searches=SearchRepository(db),
         messages=PostedMessageRepository(db),
     )
@@ -114,3 +114,15 @@ async def test_a_reaction_counts_on_the_bots_own_message_only(db: Database, rati
     assert not await ratings.on_message(USER, "like", OnMessage(4242, ours=None), added=False, guild_id=GUILD)
     await ratings.writes.drained()
     assert await _signals(db) == {(papers[1], "like")}
+
+
+async def test_a_paper_an_interest_starts_from_counts_as_a_like_once(db: Database, ratings: Ratings) -> None:
+    """`/paper interests add paper:` enters here too: the paper is 👍'd (through the outbox, like a
+    button's 👍); starting from it again changes nothing and says it counts already."""
+    papers = await stored_papers(db)
+    first = await ratings.on_seed(USER, papers[0], guild_id=GUILD)
+    again = await ratings.on_seed(USER, papers[0], guild_id=GUILD)  # before the store has the first
+    await ratings.writes.drained()
+    assert (first.added, again.added) == (True, None)
+    assert "already like" in again.note
+    assert await _signals(db) == {(papers[0], "like")}

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from bot.errors import USER_FACING, NotFoundError, QueryError
-from bot.services.people.feedback import FeedbackService
 from bot.services.search.listings import SearchService
 from bot.services.write_behind import WriteBehind
 from paperindex.engine import SearchEngine
 from storage.db import Database
 from storage.models import PaperRecord
+from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository
@@ -66,7 +66,7 @@ async def service(db: Database, tmp_path: Path) -> AsyncIterator[SearchService]:
     searches = SearchRepository(db)
     writes = WriteBehind(
         tmp_path / "paperbot.db.pending",
-        feedback=FeedbackService(db),
+        feedback=FeedbackRepository(db),
         searches=searches,
         messages=PostedMessageRepository(db),
     )
