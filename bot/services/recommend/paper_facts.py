@@ -12,6 +12,8 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from bot.services.papers.latex_text import readable
+from bot.services.papers.shorten import one_line
 from bot.services.recommend.profile import RankingParams
 from storage.models import Paper
 from storage.repositories.papers import PaperRepository
@@ -43,18 +45,12 @@ class TitleSource(Protocol):
 
 def word_cut(text: str, limit: int) -> str:
     """``text`` on one line, cut to at most ``limit`` characters at a word's end (ending in "…")."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit // 3:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:·-–—") + "…"
+    return one_line(text, limit)
 
 
 def short_title(title: str) -> str:
-    return word_cut(title, REASON_TITLE_CHARS)
+    """A title for a reason's "like: …", its LaTeX as text."""
+    return word_cut(readable(title), REASON_TITLE_CHARS)
 
 
 def _title_key(title: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from bot.errors import NotFoundError, QueryError
+from bot.services.papers.latex_text import readable
 from bot.services.search import snippets
 from bot.services.write_behind import WriteBehind
 from paperindex.engine import SearchEngine, SearchHit, SearchResults
@@ -208,7 +209,9 @@ def _no_match_message(query: str, author: str | None, venue: str | None, year: i
 def _listed(results: SearchResults, hit: SearchHit, paper: Paper) -> ListedHit:
     """A hit with its snippet and the query's words the paper holds, a phrase of them it holds in its
     title or abstract as one ("graph neural networks")."""
-    snippet, found = snippets.snippet_and_phrases(paper.abstract, paper.title, results.terms, results.phrases)
+    snippet, found = snippets.snippet_and_phrases(
+        readable(paper.abstract), readable(paper.title), results.terms, results.phrases
+    )
     matched = hit.matched_terms
     if results.phrases and len(matched) >= 2:
         matched = snippets.group_phrases(results.terms, results.words, matched, found)
