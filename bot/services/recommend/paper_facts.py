@@ -5,7 +5,7 @@ term's idf; kept in memory, by paper id, and followed as papers are indexed."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import date
 from typing import Final, Protocol
 
@@ -15,6 +15,7 @@ import numpy.typing as npt
 from bot.services.papers.latex_text import readable
 from bot.services.papers.shorten import one_line
 from bot.services.recommend.profile import RankingParams
+from bot.services.search.distinctive import generic_terms
 from storage.models import Paper
 from storage.repositories.papers import PaperRepository
 
@@ -37,6 +38,8 @@ class FactsIndex(Protocol):
     def __len__(self) -> int: ...
 
     def idf(self, term: str) -> float: ...
+
+    def df(self, term: str) -> int: ...
 
 
 class TitleSource(Protocol):
@@ -134,6 +137,10 @@ class PaperFacts:
         if idf is None:
             idf = self._idfs[term] = self.index.idf(term)
         return idf
+
+    def generic(self, terms: Collection[str]) -> frozenset[str]:
+        """The terms of ``terms`` most papers hold ("learning"): no reason names them."""
+        return generic_terms(terms, self.index)
 
     def title_hashes(self, paper_ids: IntArray) -> IntArray:
         return values_of(self._title_hash, paper_ids)

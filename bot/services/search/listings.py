@@ -16,6 +16,7 @@ from typing import Protocol
 from bot.errors import NotFoundError, QueryError
 from bot.services.papers.latex_text import readable
 from bot.services.search import snippets
+from bot.services.search.distinctive import distinctive, generic_terms
 from bot.services.write_behind import WriteBehind
 from paperindex.engine import SearchEngine, SearchHit, SearchResults
 from storage.models import Paper
@@ -174,8 +175,11 @@ class SearchService:
             if personal and user_id is not None:
                 results, personal = await self._ordered_for(user_id, results, offset, listing.page_size)
         papers = await self.papers.get_many([hit.paper_id for hit in results.hits])
+        generic = generic_terms(results.terms, self.engine.index)
         hits = tuple(
-            _listed(results, hit, papers[hit.paper_id]) for hit in results.hits if hit.paper_id in papers
+            _listed(results, hit, papers[hit.paper_id], generic)
+            for hit in results.hits
+            if hit.paper_id in papers
         )
         return ListingPage(listing, page, results.total, hits, source_title, personal=personal)
 
@@ -206,13 +210,15 @@ def _no_match_message(query: str, author: str | None, venue: str | None, year: i
     return f"No papers match “{snippets.echo(query, 150)}”. Try other or fewer words."
 
 
-def _listed(results: SearchResults, hit: SearchHit, paper: Paper) -> ListedHit:
+def _listed(results: SearchResults, hit: SearchHit, paper: Paper, generic: frozenset[str]) -> ListedHit:
     """A hit with its snippet and the query's words the paper holds, a phrase of them it holds in its
-    title or abstract as one ("graph neural networks")."""
+    title or abstract as one ("graph neural networks"), leaving out the words most papers hold
+    (``generic``: "learning")."""
     snippet, found = snippets.snippet_and_phrases(
         readable(paper.abstract), readable(paper.title), results.terms, results.phrases
     )
     matched = hit.matched_terms
     if results.phrases and len(matched) >= 2:
         matched = snippets.group_phrases(results.terms, results.words, matched, found)
-    return ListedHit(paper, snippet, matched)
+    term_of = dict(zip(results.words, results.terms, strict=True))
+    return ListedHit(paper, snippet, distinctive(matched, term_of, generic))
