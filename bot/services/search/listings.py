@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import numpy as np
+
 from bot.errors import NotFoundError, QueryError
 from bot.services.papers.latex_text import readable
 from bot.services.search import snippets
@@ -60,6 +62,11 @@ class ListingPage:
     personal: bool = False
     #: the page is shown for the person who searched (their own command or button press)
     for_searcher: bool = True
+    #: a search of several words without filters: how many papers hold every one of them (``total``
+    #: counts those holding any one)
+    holding_all: int | None = None
+    #: the query's words that count (as typed; "the" and single letters aside), one per index term
+    words: tuple[str, ...] = ()
 
     @property
     def offset(self) -> int:
@@ -181,7 +188,27 @@ class SearchService:
             for hit in results.hits
             if hit.paper_id in papers
         )
-        return ListingPage(listing, page, results.total, hits, source_title, personal=personal)
+        holding_all = None
+        if listing.kind == "search" and results.filtered is None and len(results.terms) > 1:
+            holding_all = self._holding_all(results.terms)
+        return ListingPage(
+            listing,
+            page,
+            results.total,
+            hits,
+            source_title,
+            personal=personal,
+            holding_all=holding_all,
+            words=results.words if listing.kind == "search" else (),
+        )
+
+    def _holding_all(self, terms: Sequence[str]) -> int:
+        """How many indexed papers hold every one of ``terms``."""
+        index = self.engine.index
+        every = index.score_array({terms[0]: 1.0}) > 0
+        for term in terms[1:]:
+            every &= index.score_array({term: 1.0}) > 0
+        return int(np.count_nonzero(every))
 
     async def _ordered_for(
         self, user_id: int, results: SearchResults, offset: int, size: int
