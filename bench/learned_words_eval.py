@@ -51,8 +51,8 @@ KEYWORDS_2020_2023 = (
     Path(__file__).resolve().parents[2] / "shared/data/labelled/iclr2020-2023_keywords.jsonl.gz"
 )
 KEYWORD_USES = 2
-SUPPORTS = (0.02, 0.05, 0.08)
-CONCENTRATIONS = (1.0, 1.1, 1.13, 1.16, 1.2)
+SUPPORTS = (0.05, 0.08, 0.12)
+CONCENTRATIONS = (1.0, 1.1, 1.13, 1.16)
 
 
 def keyword_terms(rows: Sequence[dict[str, Any]]) -> Counter[str]:
@@ -67,7 +67,7 @@ def keyword_terms(rows: Sequence[dict[str, Any]]) -> Counter[str]:
     return counts
 
 
-def shown_words(models: PersonModels, liked: Sequence[int], now: datetime) -> list[str]:
+def shown_words(models: PersonModels, liked: Sequence[int], now: datetime, *, baseline: bool) -> list[str]:
     """The words an interest taught these 👍 shows, as `/paper interests show` takes them."""
     signals = [FeedbackRow(paper_id, "like", "2024-01-01T00:00:00+00:00") for paper_id in liked]
     fitted = models.fit({}, signals, set(liked), now=now)
@@ -76,7 +76,10 @@ def shown_words(models: PersonModels, liked: Sequence[int], now: datetime) -> li
     coords = models.space.coords
     near_size = max(MIN_NEAR, min(NEAR_PAPERS, len(coords) // NEAR_SHARE))
     near = np.argsort(-fitted.model.place_scores(coords, fitted.topic_match))[:near_size]
-    words, _ = models.words(fitted.model, SHOWN_WORDS, near)
+    rated = (
+        [] if baseline else [s for paper_id in liked if (s := models.slot(paper_id, len(coords))) is not None]
+    )
+    words, _ = models.words(fitted.model, SHOWN_WORDS, near, rated=rated)
     return [word for word, _ in words]
 
 
@@ -92,7 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--grid", action="store_true", help="every FIELD_SUPPORT in SUPPORTS (tune only)")
     parser.add_argument("--likes", type=int, default=5)
     parser.add_argument(
-        "--baseline", action="store_true", help="as before the field filter: no share, no concentration"
+        "--baseline",
+        action="store_true",
+        help="as before the field filter: no share, no concentration, the rated papers counted among the near",
     )
     parser.add_argument("--people", type=int, default=40, help="at most this many areas")
     args = parser.parse_args(argv)
@@ -127,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         person_models.FIELD_SUPPORT, person_models.CONCENTRATION = support, concentration
         shares, counts, others = [], [], Counter[str]()
         for liked in likes:
-            words = shown_words(models, liked, now)
+            words = shown_words(models, liked, now, baseline=args.baseline)
             counts.append(len(words))
             if words:
                 good = [w for w in words if all(field[t] >= KEYWORD_USES for t in tokenize(w))]

@@ -3,8 +3,9 @@ naming only words that say something, and a result count that says what it count
 
 from __future__ import annotations
 
+import random
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lab_papers import add_papers
 
@@ -105,3 +106,67 @@ async def test_matched_names_distinctive_words_and_the_count_says_what_it_counts
 
     single = await e2e.server.run_command("bob", "paper search", query="cache", limit=3)
     assert re.search(r"page 1 of \d+ · \d+ papers? ·", single.embed["footer"]["text"])
+
+
+LEARNED_TOPICS = {
+    "graph": "graph nodes edges molecules spectral",
+    "vision": "image pixels convolution segmentation detection video frames",
+    "speech": "audio speech spectrogram speaker phonemes recognition acoustic",
+    "proteins": "protein folding residues backbone sidechain docking ligand",
+    "markets": "auction bidders pricing revenue mechanism buyers sellers",
+    "robots": "robot grasping manipulation gripper trajectories torque actuators",
+    "weather": "precipitation forecasting climate rainfall atmospheric storms radar",
+    "circuits": "circuit transistor voltage layout routing chip placement",
+}
+
+
+def _topic_papers() -> list[dict[str, object]]:
+    """Eight papers a topic, each of its words; two of every topic also say 'despite' and
+    'remarkably' (general English, in every field), five of the graph papers (by chance)."""
+    rng = random.Random(11)
+    records: list[dict[str, object]] = []
+    for topic, words in LEARNED_TOPICS.items():
+        for k in range(8):
+            chosen = " ".join(rng.choice(words.split()) for _ in range(14))
+            english = " despite remarkably" if k < 2 else ""
+            if (k == 0 and topic not in {"weather", "circuits"}) or (topic == "graph" and k < 3):
+                english += " which obviates and ameliorates"
+            records.append(
+                {
+                    "title": f"{topic.title()} study {k}: {chosen[:40]}",
+                    "abstract": f"{chosen}{english}.",
+                    "authors": ["Ada Lovelace"],
+                    "openreview_id": f"LeArN{topic[:3]}{k:02d}",
+                }
+            )
+    return records
+
+
+async def _likes_stored(e2e: E2E, count: int) -> bool:
+    stored = await e2e.db.fetchval("SELECT COUNT(*) FROM feedback WHERE user_id = ?", (e2e.server.bob.id,))
+    return bool(stored >= count)
+
+
+async def test_the_words_an_interest_learned_are_words_of_its_field(start_paperbot: Any) -> None:
+    """Three 👍 on the graph papers that say 'obviates' and 'ameliorates': `/paper interests show`
+    names graph words, not these words of every field (nor 'despite' or 'remarkably')."""
+    async with start_paperbot(load_shipped_corpus=False) as e2e:
+        await _learned_words_of_the_field(e2e)
+
+
+async def _learned_words_of_the_field(e2e: E2E) -> None:
+    ids = await add_papers(e2e, _topic_papers())
+    space, index = e2e.services.recommender.space, e2e.services.search.index
+    await e2e.server.eventually(
+        lambda: space.ready and space.placed == index.n_slots, what="the papers placed", timeout=30
+    )
+    for paper_id in ids[:3]:
+        shown_paper = await e2e.server.run_command("bob", "paper show", paper=str(paper_id))
+        await e2e.server.react("bob", shown_paper, "👍")
+    await e2e.server.eventually(lambda: _likes_stored(e2e, 3), what="bob's three 👍 stored")
+    shown = await e2e.server.run_command("bob", "paper interests show")
+    description = str(shown.embeds[0].get("description", ""))
+    learned = re.findall(r"`([^`]+)`", description.split("for:", 1)[1].split("\n", 1)[0])
+    assert learned, description
+    graph_terms = set(tokenize(LEARNED_TOPICS["graph"]))
+    assert all(set(tokenize(word)) <= graph_terms for word in learned), learned

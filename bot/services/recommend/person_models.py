@@ -38,13 +38,13 @@ TOPIC_MATCHES: Final = 64  # topics whose match to every paper is kept (0.4 MB e
 MIN_LIFT: Final = 2.0  # …and this many times as often there as in the corpus
 #: …and in at least this share of them: a word of the interest's field is shared by many of its papers,
 #: where a rare word of a few ("obviates", "ameliorate", a name) is not (bench/learned_words_eval.py)
-FIELD_SUPPORT: float = 0.05
+FIELD_SUPPORT: float = 0.08
 #: …and whose papers lie together in the paper space: the mean direction of the papers holding it is
 #: this many times as long as that of as many papers drawn at random. A word of a field clusters
 #: ("quantization" 1.27, "pessimism" 1.41, "graph" 1.20 on 35,712 papers); one of general English is
 #: spread evenly over every field ("despite" 1.07, "obviates" 1.06, "ameliorate" 1.02, "han" 1.10,
 #: "learning" 1.10). Tuned in bench/learned_words_eval.py.
-CONCENTRATION: float = 1.13
+CONCENTRATION: float = 1.10
 
 
 def wanted(signals: Sequence[FeedbackRow]) -> list[tuple[int, Signal]]:
@@ -245,13 +245,19 @@ class PersonModels:
         place = fitted.model.place_scores(self.space.coords[slots], fitted.topic_match[slots])
         return place + self.word_scores(fitted.model, slots)
 
-    def words(self, model: PersonModel, n: int, near: IntArray) -> tuple[WeightedWords, WeightedWords]:
+    def words(
+        self, model: PersonModel, n: int, near: IntArray, *, rated: Sequence[int] = ()
+    ) -> tuple[WeightedWords, WeightedWords]:
         """The words the model counts most for and against a paper, with their weights, strongest
         first: words of the field, not the stray rare words of one liked paper ("obviates", a name).
         A word is shown when it is over-represented among ``near`` (slots of the papers the model
         ranks best, or that lie closest to what was 👎'd): in at least ``MIN_WORD_PAPERS`` of them and
         ``FIELD_SUPPORT`` of them, ``MIN_LIFT`` times as often as in the corpus, and its papers lie
-        together in the paper space (``CONCENTRATION``: not "despite", "learning"). No numbers."""
+        together in the paper space (``CONCENTRATION``: not "despite", "learning"). The papers the
+        person rated (``rated``, slots) are not counted among ``near``: a word only they hold says
+        what they hold, not the field. No numbers."""
+        if len(rated):
+            near = near[~np.isin(near, np.asarray(rated, dtype=np.int64))]
         field = self._over_represented(model.terms, near)
         field &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
         candidates = np.flatnonzero(field)

@@ -404,7 +404,8 @@ class Recommender:
                 continue
             place = fitted.model.place_scores(coords, fitted.topic_match)
             near = np.argsort(-place)[:near_size]
-            liked, _ = self.models.words(fitted.model, SHOWN_WORDS, near)
+            rated = [slot for s in entry.signals if (slot := self.models.slot(s.paper_id, n)) is not None]
+            liked, _ = self.models.words(fitted.model, SHOWN_WORDS, near, rated=rated)
             disliked_at = [
                 slot
                 for s in entry.signals
@@ -414,7 +415,7 @@ class Recommender:
             if disliked_at:
                 centre = coords[disliked_at].astype(np.float64).sum(axis=0)
                 away = np.argsort(-(coords @ centre.astype(np.float32)))[:near_size]
-                _, against = self.models.words(fitted.model, SHOWN_WORDS // 2, away)
+                _, against = self.models.words(fitted.model, SHOWN_WORDS // 2, away, rated=rated)
             out[interest_id] = (liked, against)
         return out
 
