@@ -44,6 +44,8 @@ from bot.services.digests.delivery import (
     SentThenDeletedError,
 )
 from bot.services.digests.fairness import SHARED_LANE, lane_of
+from bot.ui.embeds import CONTENT_LIMIT
+from bot.ui.format import trim_markdown
 from bot.ui.paper_views import digest_message
 from bot.ui.views import paper_buttons
 from storage.db import utcnow_precise
@@ -218,10 +220,10 @@ class DiscordDigestSender:
         return message
 
     async def send_header(self, text: str, *, nonce: str) -> SentMessage:
-        return _sent(await self._send(content=text[:2000], nonce=nonce))
+        return _sent(await self._send(content=trim_markdown(text, CONTENT_LIMIT), nonce=nonce))
 
     async def send_nothing_today(self, text: str, *, nonce: str) -> SentMessage:
-        return _sent(await self._send(content=text[:2000], nonce=nonce))
+        return _sent(await self._send(content=trim_markdown(text, CONTENT_LIMIT), nonce=nonce))
 
     async def send_paper(self, paper: Paper, reason: str, *, nonce: str) -> SentMessage:
         shown = digest_message(paper, reason)

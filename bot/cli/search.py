@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bot.errors import USER_FACING, UserFacingError
 from bot.runtime import open_services
+from bot.services.papers.latex_text import readable
 from bot.settings import Settings
 from paperindex.engine import SearchEngine, SearchResults
 from storage.models import PaperIdentity
@@ -78,7 +79,7 @@ def _print_results(
         if not results.hits:
             print(f"No papers match {text!r}.")
         for row in _rows(results, papers):
-            print(f"{row['rank']:>3}. [{row['score']:.3f}] {row['title']}  (#{row['id']})")
+            print(f"{row['rank']:>3}. [{row['score']:.3f}] {readable(str(row['title']))}  (#{row['id']})")
 
 
 def batch_line(

@@ -8,6 +8,8 @@ import discord
 from discord import app_commands
 
 from bot.services.digests.timing import timezone_choices
+from bot.services.papers.latex_text import readable
+from bot.services.papers.shorten import cut
 from bot.ui.follow_views import CHOICE_LIMIT, MENU_OPTIONS, followed_label, suggestion_label
 
 if TYPE_CHECKING:
@@ -20,14 +22,14 @@ async def paper_autocomplete(
     """Titles (or ids) matching what the user typed so far; at most 25, as Discord allows."""
     matches = interaction.client.services.search_service.autocomplete(current, limit=25)
     return [
-        app_commands.Choice(name=_choice_name(paper_id, title), value=str(paper_id))
+        app_commands.Choice(name=_choice_name(paper_id, readable(title)), value=str(paper_id))
         for paper_id, title in matches
     ]
 
 
 def _choice_name(paper_id: int, title: str) -> str:
     name = f"{title} (#{paper_id})"
-    return name if len(name) <= 100 else f"{title[: 100 - len(f'… (#{paper_id})')]}… (#{paper_id})"
+    return name if len(name) <= 100 else f"{cut(title, 100 - len(f' (#{paper_id})'))} (#{paper_id})"
 
 
 async def author_autocomplete(

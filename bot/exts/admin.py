@@ -21,7 +21,7 @@ from bot.services.papers.ingest.runner import IngestSummary, ingest_bytes
 from bot.services.search.snippets import echo
 from bot.services.write_behind import DEAD_AFTER, DEAD_RETRY_EVERY, OutboxState
 from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
-from bot.ui.format import file_size
+from bot.ui.format import file_size, trim, trim_markdown
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -150,7 +150,7 @@ def render_ingest_summary(filename: str, summary: IngestSummary) -> tuple[str, d
     budget = CONTENT_LIMIT - 120  # room for the "and N more" line
     shown = 0
     for problem in problems:
-        line = f"• {discord.utils.escape_markdown(problem[:300])}"
+        line = f"• {discord.utils.escape_markdown(trim(problem, 300))}"
         if sum(len(x) + 1 for x in lines) + len(line) > budget:
             break
         lines.append(line)
@@ -216,7 +216,7 @@ def render_stats(
         if guild_name
         else "paperbot stats for this server"
     )
-    embed = discord.Embed(title=title[:TITLE_LIMIT], colour=ADMIN_COLOUR)
+    embed = discord.Embed(title=trim(title, TITLE_LIMIT), colour=ADMIN_COLOUR)
     embed.set_footer(text="Counts of this server only; the papers are shared by every server.")
     papers = f"{counts.papers:,} ({searchable:,} searchable)"
     if counts.derived_titles:
@@ -233,7 +233,7 @@ def render_stats(
             f"{counts.paused_subscriptions:,} paused"
         ),
     )
-    embed.add_field(name="Last arXiv fetch", value=last_fetch[:FIELD_VALUE_LIMIT], inline=False)
+    embed.add_field(name="Last arXiv fetch", value=trim(last_fetch, FIELD_VALUE_LIMIT), inline=False)
     outlook = stats.digests
     if outlook.next is None:
         upcoming = "none scheduled"
@@ -247,7 +247,9 @@ def render_stats(
         lines = [f"<#{feed.channel_id}> {_when(feed.due_utc)}" for feed in feeds[:FEEDS_SHOWN]]
         if len(feeds) > FEEDS_SHOWN:
             lines.append(f"…and {len(feeds) - FEEDS_SHOWN} more (`/paperadmin feed list`)")
-        embed.add_field(name="This server's feeds", value="\n".join(lines)[:FIELD_VALUE_LIMIT], inline=False)
+        embed.add_field(
+            name="This server's feeds", value=trim_markdown("\n".join(lines), FIELD_VALUE_LIMIT), inline=False
+        )
     if stats.outbox is not None:
         embed.add_field(
             name="Not stored yet (this bot process)", value=_outbox_line(stats.outbox), inline=False

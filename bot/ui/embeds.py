@@ -8,7 +8,17 @@ from dataclasses import dataclass
 import discord
 
 from bot.services.search.snippets import escape_markdown
-from bot.ui.format import byline, display_title, links, paper_link, short_authors, trim, venue_line
+from bot.ui.format import (
+    byline,
+    display_abstract,
+    display_title,
+    links,
+    paper_link,
+    short_authors,
+    trim,
+    trim_markdown,
+    venue_line,
+)
 from storage.models import REACTIONS, Paper
 
 # Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits)
@@ -31,7 +41,7 @@ GIST_LIMIT = 320
 
 def paper_embed(paper: Paper) -> discord.Embed:
     """One paper in full (`/paper show`): title (linked), the whole abstract, authors, venue, links."""
-    embed = _titled(paper, escape_markdown(paper.abstract.strip()) or "*No abstract.*")
+    embed = _titled(paper, escape_markdown(display_abstract(paper)) or "*No abstract.*")
     if paper.authors:
         embed.add_field(name="Authors", value=trim(short_authors(paper.authors, limit=8), FIELD_VALUE_LIMIT))
     if venue := venue_line(paper):
@@ -60,14 +70,14 @@ def digest_embed(paper: Paper, reason: str, summary: str) -> discord.Embed:
 
 def abstract_embed(paper: Paper) -> discord.Embed:
     """A paper's title and whole abstract (the "Full abstract" button's answer)."""
-    return _fit(_titled(paper, escape_markdown(paper.abstract.strip()) or "*No abstract.*"))
+    return _fit(_titled(paper, escape_markdown(display_abstract(paper)) or "*No abstract.*"))
 
 
 def _titled(paper: Paper, description: str) -> discord.Embed:
     return discord.Embed(
         title=trim(display_title(paper), TITLE_LIMIT),
         url=paper_link(paper),
-        description=trim(description, DESCRIPTION_LIMIT),
+        description=trim_markdown(description, DESCRIPTION_LIMIT),
         colour=PAPER_COLOUR,
     )
 
@@ -84,7 +94,7 @@ def _fit(embed: discord.Embed) -> discord.Embed:
     """Shorten the description until the whole embed is within Discord's 6000 characters."""
     excess = len(embed) - EMBED_TOTAL_LIMIT
     if excess > 0 and embed.description:
-        embed.description = trim(embed.description, len(embed.description) - excess)
+        embed.description = trim_markdown(embed.description, len(embed.description) - excess)
     return embed
 
 
@@ -116,7 +126,9 @@ def results_embed(
             and len(description) + len(heading) + len(footer) < EMBED_TOTAL_LIMIT
         ):
             break
-    embed = discord.Embed(title=trim(heading, TITLE_LIMIT), description=trim(description, DESCRIPTION_LIMIT))
+    embed = discord.Embed(
+        title=trim(heading, TITLE_LIMIT), description=trim_markdown(description, DESCRIPTION_LIMIT)
+    )
     embed.colour = PAPER_COLOUR
     embed.set_footer(text=trim(footer, FOOTER_LIMIT))
     return embed
@@ -131,7 +143,7 @@ def _entry_block(number: int, entry: ListedPaper, snippet_limit: int) -> str:
     if about := byline(paper):
         lines.append(escape_markdown(about))
     if snippet_limit and entry.snippet:
-        lines.append(f"> {trim(entry.snippet, snippet_limit)}")
+        lines.append(f"> {trim_markdown(entry.snippet, snippet_limit)}")
     if entry.reason:
         lines.append(f"*{escape_markdown(trim(entry.reason, 200))}*")
     elif entry.matched:

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from bot.services.papers.citation import landing_url
+from bot.services.papers.latex_text import readable
+from bot.services.papers.shorten import cut, cut_markdown
 from storage.models import Paper
 
 
 def trim(text: str, limit: int, *, ellipsis: str = "…") -> str:
-    """Cut `text` to at most `limit` characters, at a word boundary when one is near."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - len(ellipsis)]
-    space = cut.rfind(" ")
-    if space > limit * 0.6:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:.-") + ellipsis
+    """Plain `text` cut to at most `limit` characters at a word's end (never inside a word)."""
+    return cut(text, limit, ellipsis=ellipsis)
+
+
+def trim_markdown(text: str, limit: int) -> str:
+    """Markdown `text` cut to at most `limit` characters at a word's end, its links whole and its
+    bold and italics closed."""
+    return cut_markdown(text, limit)
 
 
 def short_authors(authors: tuple[str, ...], *, limit: int = 3) -> str:
@@ -68,7 +69,14 @@ def links(paper: Paper) -> list[tuple[str, str]]:
 
 
 def display_title(paper: Paper) -> str:
-    return paper.title if not paper.title_derived else f"{paper.title} (derived title)"
+    """The title as people read it: its LaTeX as text, "(derived title)" when the bot made it."""
+    title = readable(paper.title)
+    return title if not paper.title_derived else f"{title} (derived title)"
+
+
+def display_abstract(paper: Paper) -> str:
+    """The abstract as people read it: its LaTeX as text."""
+    return readable(paper.abstract.strip())
 
 
 def file_size(size: int) -> str:

@@ -36,7 +36,7 @@ def render_listing(page: ListingPage) -> Listing:
     entries = [ListedPaper(paper=hit.paper, snippet=hit.snippet, matched=hit.matched) for hit in page.hits]
     number, pages = page.page, page.pages
     footer = (
-        f"page {number + 1} of {pages} · {page.total} matches{_describe_filters(page)} · "
+        f"page {number + 1} of {pages} · {_count(page)}{_describe_filters(page)} · "
         + (_personal_note(page) if page.personal else "")
         + "buttons: rate or save a paper"
     )
@@ -53,6 +53,18 @@ def render_listing(page: ListingPage) -> Listing:
             )
         )
     return Listing(embed=embed, view=view, total=page.total)
+
+
+def _count(page: ListingPage) -> str:
+    """What the listing holds, said truly: a search of several words lists every paper holding one of
+    them, most holding only some ("1,550 matches" for three words was mostly papers with one)."""
+    total = f"{page.total:,} paper{'s' if page.total != 1 else ''}"
+    if page.listing.kind == "similar":
+        return f"{total} sharing words with it"
+    words = len(page.words)
+    if page.holding_all is not None:
+        return f"{page.holding_all:,} with all {words} words, {page.total:,} with one or more"
+    return total if words <= 1 else f"{total} with one of these words or more"
 
 
 def _personal_note(page: ListingPage) -> str:

@@ -26,7 +26,7 @@ from bot.ui.embeds import (
     ListedPaper,
     results_embed,
 )
-from bot.ui.format import display_title, file_size, paper_link, trim
+from bot.ui.format import display_abstract, display_title, file_size, paper_link, trim
 from bot.ui.views import Answered, add_rating_buttons, report_item_error, secondary_button
 from storage.models import Paper
 
@@ -40,7 +40,7 @@ SNIPPET_CHARS = 220
 
 
 def listed(paper: Paper, reason: str | None) -> ListedPaper:
-    snippet = escape_markdown(trim(paper.abstract, SNIPPET_CHARS)) if paper.abstract else ""
+    snippet = escape_markdown(trim(display_abstract(paper), SNIPPET_CHARS)) if paper.abstract else ""
     return ListedPaper(paper=paper, snippet=snippet, matched=(), reason=reason)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.services.papers.bibtex import unique_keys
 from bot.services.papers.citation import id_lines, landing_url, split_name
+from bot.services.papers.latex_text import readable
 from storage.models import Paper
 
 
@@ -34,7 +35,7 @@ def item(paper: Paper, key: str, *, include_abstract: bool = True) -> dict[str, 
     data: dict[str, Any] = {
         "id": key,
         "type": "paper-conference" if paper.venue else "article",
-        "title": paper.title,
+        "title": readable(paper.title),
     }
     if paper.authors:
         data["author"] = [_name(author) for author in paper.authors if author.strip()]
@@ -50,7 +51,7 @@ def item(paper: Paper, key: str, *, include_abstract: bool = True) -> dict[str, 
     if url := landing_url(paper):
         data["URL"] = url
     if include_abstract and paper.abstract.strip():
-        data["abstract"] = paper.abstract
+        data["abstract"] = readable(paper.abstract)
     notes = id_lines(paper)
     if paper.title_derived:
         notes.append("Title derived from the abstract by paperbot")

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from bot.services.papers.latex_text import readable
 from bot.services.papers.prose import plain_text, sentences
 
 MAX_CHARS: Final = 320
@@ -75,7 +76,7 @@ def sentence_score(sentence: str) -> int:
 
 def gist(abstract: str, *, max_chars: int = MAX_CHARS) -> Gist:
     """The one or two sentences of ``abstract`` that state its contribution (see the module doc)."""
-    text = plain_text(abstract)
+    text = plain_text(readable(abstract))
     parts = sentences(text)
     if not parts:
         return Gist("", whole=True)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from bot.services.papers.citation import id_lines, landing_url, split_name
+from bot.services.papers.latex_text import readable
 from storage.models import Paper
 
 EOL: Final = "\r\n"
@@ -26,7 +27,10 @@ def _value(text: str) -> str:
 
 def record(paper: Paper, *, include_abstract: bool = True) -> list[tuple[str, str]]:
     """The (tag, value) lines of one paper, TY first and ER last."""
-    tags: list[tuple[str, str]] = [("TY", CONFERENCE if paper.venue else GENERIC), ("TI", paper.title)]
+    tags: list[tuple[str, str]] = [
+        ("TY", CONFERENCE if paper.venue else GENERIC),
+        ("TI", readable(paper.title)),
+    ]
     for author in paper.authors:
         family, given = split_name(author)
         tags.append(("AU", f"{family}, {given}" if given else family))
@@ -43,7 +47,7 @@ def record(paper: Paper, *, include_abstract: bool = True) -> list[tuple[str, st
     if paper.pdf_url:
         tags.append(("L1", paper.pdf_url))
     if include_abstract and paper.abstract.strip():
-        tags.append(("AB", paper.abstract))
+        tags.append(("AB", readable(paper.abstract)))
     notes = id_lines(paper)
     if paper.title_derived:
         notes.append("Title derived from the abstract by paperbot")

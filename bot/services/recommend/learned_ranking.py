@@ -106,6 +106,7 @@ class LearnedRanker:
         ]
         topic_query = dict(profile.topic_terms)
         weight = {t: self.facts.idf(t) for t in topic_query}
+        generic = self.facts.generic(topic_query)
         picks: list[Candidate] = []
         for slot in order:
             paper_id = int(self.models.index.slot_ids[slot])
@@ -116,7 +117,7 @@ class LearnedRanker:
                 if sims[best] >= MIN_LIKE_COSINE:
                     like, like_signal = liked[best][0], liked[best][1]
             matched = self.index.matched_terms(paper_id, topic_query) if topic_query else []
-            words = reason_words(profile, matched, weight)
+            words = reason_words(profile, matched, weight, generic)
             picks.append(Candidate(paper_id, round(float(scores[slot]), 4), words, like, like_signal))
         return picks
 

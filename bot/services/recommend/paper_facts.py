@@ -5,14 +5,17 @@ term's idf; kept in memory, by paper id, and followed as papers are indexed."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import date
 from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from bot.services.papers.latex_text import readable
+from bot.services.papers.shorten import one_line
 from bot.services.recommend.profile import RankingParams
+from bot.services.search.distinctive import generic_terms
 from storage.models import Paper
 from storage.repositories.papers import PaperRepository
 
@@ -36,6 +39,8 @@ class FactsIndex(Protocol):
 
     def idf(self, term: str) -> float: ...
 
+    def df(self, term: str) -> int: ...
+
 
 class TitleSource(Protocol):
     def title(self, paper_id: int) -> str: ...
@@ -43,18 +48,12 @@ class TitleSource(Protocol):
 
 def word_cut(text: str, limit: int) -> str:
     """``text`` on one line, cut to at most ``limit`` characters at a word's end (ending in "…")."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit // 3:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:·-–—") + "…"
+    return one_line(text, limit)
 
 
 def short_title(title: str) -> str:
-    return word_cut(title, REASON_TITLE_CHARS)
+    """A title for a reason's "like: …", its LaTeX as text."""
+    return word_cut(readable(title), REASON_TITLE_CHARS)
 
 
 def _title_key(title: str) -> str:
@@ -138,6 +137,10 @@ class PaperFacts:
         if idf is None:
             idf = self._idfs[term] = self.index.idf(term)
         return idf
+
+    def generic(self, terms: Collection[str]) -> frozenset[str]:
+        """The terms of ``terms`` most papers hold ("learning"): no reason names them."""
+        return generic_terms(terms, self.index)
 
     def title_hashes(self, paper_ids: IntArray) -> IntArray:
         return values_of(self._title_hash, paper_ids)

@@ -3,6 +3,7 @@ the training examples their reactions make, what the model says of papers, and i
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -34,6 +35,15 @@ SYNC_SPACE_PAPERS: Final = 5000  # a corpus this small gets its paper space on f
 MIN_WORD_PAPERS: Final = 3  # a word shown as learned occurs in at least this many papers near the interest
 TOPIC_MATCHES: Final = 64  # topics whose match to every paper is kept (0.4 MB each at 100k papers)
 MIN_LIFT: Final = 2.0  # …and this many times as often there as in the corpus
+#: …and in at least this share of them: a word of the interest's field is shared by many of its papers,
+#: where a rare word of a few ("obviates", "ameliorate", a name) is not (bench/learned_words_eval.py)
+FIELD_SUPPORT: float = 0.08
+#: …and whose papers lie together in the paper space: the mean direction of the papers holding it is
+#: this many times as long as that of as many papers drawn at random. A word of a field clusters
+#: ("quantization" 1.27, "pessimism" 1.41, "graph" 1.20 on 35,712 papers); one of general English is
+#: spread evenly over every field ("despite" 1.07, "obviates" 1.06, "ameliorate" 1.02, "han" 1.10,
+#: "learning" 1.10). Tuned in bench/learned_words_eval.py.
+CONCENTRATION: float = 1.10
 
 
 def wanted(signals: Sequence[FeedbackRow]) -> list[tuple[int, Signal]]:
@@ -110,6 +120,8 @@ class PersonModels:
         self._background_rows: tuple[tuple[int, int, int], IntArray, sp.csr_matrix] | None = None
         self._matches: OrderedDict[tuple[tuple[str, float], ...], npt.NDArray[np.float32]] = OrderedDict()
         self._matches_of: tuple[int, int, int] = (-1, -1, -1)
+        # (the coordinates' array, how many were placed) → unit coordinates and their mean's length²
+        self._unit: tuple[object, int, FloatArray, float] | None = None
 
     def slot(self, paper_id: int, n: int) -> int | None:
         """The paper's slot if the space has coordinates for it."""
@@ -239,14 +251,23 @@ class PersonModels:
         place = fitted.model.place_scores(self.space.coords[slots], fitted.topic_match[slots])
         return place + self.word_scores(fitted.model, slots)
 
-    def words(self, model: PersonModel, n: int, near: IntArray) -> tuple[WeightedWords, WeightedWords]:
+    def words(
+        self, model: PersonModel, n: int, near: IntArray, *, rated: Sequence[int] = ()
+    ) -> tuple[WeightedWords, WeightedWords]:
         """The words the model counts most for and against a paper, with their weights, strongest
         first: words of the field, not the stray rare words of one liked paper ("obviates", a name).
         A word is shown when it is over-represented among ``near`` (slots of the papers the model
         ranks best, or that lie closest to what was 👎'd): in at least ``MIN_WORD_PAPERS`` of them and
-        ``MIN_LIFT`` times as often as in the corpus. No numbers."""
+        ``FIELD_SUPPORT`` of them, ``MIN_LIFT`` times as often as in the corpus, and its papers lie
+        together in the paper space (``CONCENTRATION``: not "despite", "learning"). The papers the
+        person rated (``rated``, slots) are not counted among ``near``: a word only they hold says
+        what they hold, not the field. No numbers."""
+        if len(rated):
+            near = near[~np.isin(near, np.asarray(rated, dtype=np.int64))]
         field = self._over_represented(model.terms, near)
         field &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
+        candidates = np.flatnonzero(field)
+        field[candidates] = self._concentrated(model.terms[candidates])
 
         def named(pairs: Iterable[tuple[int, float]]) -> WeightedWords:
             return tuple((self.shown(self.index.term_name(t)), round(w, 2)) for t, w in pairs)
@@ -265,5 +286,35 @@ class PersonModels:
             terms
         ]
         share_near = counts / len(near)
-        share_corpus = self.index.doc_freqs(terms) / max(1, len(self.index))
-        return np.asarray((counts >= MIN_WORD_PAPERS) & (share_near >= MIN_LIFT * share_corpus), dtype=bool)
+        papers = len(self.index)
+        df = self.index.doc_freqs(terms)
+        share_corpus = df / max(1, papers)
+        support = max(MIN_WORD_PAPERS, math.ceil(FIELD_SUPPORT * len(near)))
+        return np.asarray((counts >= support) & (share_near >= MIN_LIFT * share_corpus), dtype=bool)
+
+    def _concentrated(self, terms: IntArray) -> npt.NDArray[np.bool_]:
+        """Whether the papers holding each term lie together in the paper space (``CONCENTRATION``)."""
+        out = np.zeros(len(terms), dtype=bool)
+        if not len(terms):
+            return out
+        unit, mean_square = self._unit_coords()
+        n = len(unit)
+        for k, term in enumerate(terms.tolist()):
+            holding = self.index.score_array({self.index.term_name(term): 1.0})[:n] > 0
+            count = int(np.count_nonzero(holding))
+            if count:
+                length = float(np.linalg.norm(unit[holding].mean(axis=0)))
+                at_random = math.sqrt(mean_square + (1.0 - mean_square) / count)
+                out[k] = length >= CONCENTRATION * at_random
+        return out
+
+    def _unit_coords(self) -> tuple[FloatArray, float]:
+        """Every placed paper's coordinates at unit length, and the squared length of their mean."""
+        coords = self.space.coords
+        array = coords if coords.base is None else coords.base  # (a view of the space's array)
+        if self._unit is None or self._unit[0] is not array or self._unit[1] != len(coords):
+            unit = coords.astype(np.float64)
+            unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+            mean = unit.mean(axis=0) if len(unit) else np.zeros(unit.shape[1])
+            self._unit = (array, len(coords), unit, float(mean @ mean))
+        return self._unit[2], self._unit[3]

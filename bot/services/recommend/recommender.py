@@ -40,6 +40,7 @@ from bot.services.recommend.protocols import RecommendationEngine, TermIndex
 from bot.services.recommend.served import Person, PersonPlanner, Served
 from bot.services.recommend.shares import allocate, interleave
 from bot.services.recommend.topic_ranking import TopicRanker
+from paperindex.tokenizer import tokenize
 from storage.db import Database
 from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.follows import FollowRepository
@@ -87,13 +88,17 @@ class PersonalPicks:
     popular: tuple[PopularPaper, ...] = ()
 
 
-def reason(described: str, candidate: Candidate, like_title: str | None) -> str:
+def reason(
+    described: str, candidate: Candidate, like_title: str | None, generic: Collection[str] = ()
+) -> str:
     """ "for your interest in X · matched: a, b · like: <title>", within ``REASON_CHARS``, never cut
-    inside a word (the interest's name and the title are shortened first)."""
+    inside a word (the interest's name and the title are shortened first). ``generic``: the terms
+    most papers hold, never named (nor needed to repeat the name)."""
     head = f"for your interest in {word_cut(described, 80)}"
     parts = [head]
     matched = {w.casefold() for w in candidate.words}
-    if candidate.words and not {w.casefold() for w in described.split()} <= matched:
+    named = {w.casefold() for w in described.split() if not set(tokenize(w)) <= set(generic)}
+    if candidate.words and not named <= matched:
         # (words that only repeat the interest's whole name say nothing more)
         parts.append(f"matched: {', '.join(candidate.words)}")
     if like_title is not None:
@@ -295,11 +300,12 @@ class Recommender:
         chosen = interleave(rankings, shares, count, admit)
         by_key = {s.key: s for s in served}
         titles = await self.facts.short_titles([c.like for _, c in chosen if c.like is not None])
+        generic = self.facts.generic({t for s in served for t in tokenize(s.described)})
         return [
             Recommendation(
                 c.paper_id,
                 c.score if by_key[key].fitted is None else _positive(c.score),
-                reason(by_key[key].described, c, titles.get(c.like) if c.like is not None else None),
+                reason(by_key[key].described, c, titles.get(c.like) if c.like is not None else None, generic),
                 by_key[key].interest_id,
             )
             for key, c in chosen
@@ -404,7 +410,8 @@ class Recommender:
                 continue
             place = fitted.model.place_scores(coords, fitted.topic_match)
             near = np.argsort(-place)[:near_size]
-            liked, _ = self.models.words(fitted.model, SHOWN_WORDS, near)
+            rated = [slot for s in entry.signals if (slot := self.models.slot(s.paper_id, n)) is not None]
+            liked, _ = self.models.words(fitted.model, SHOWN_WORDS, near, rated=rated)
             disliked_at = [
                 slot
                 for s in entry.signals
@@ -414,7 +421,7 @@ class Recommender:
             if disliked_at:
                 centre = coords[disliked_at].astype(np.float64).sum(axis=0)
                 away = np.argsort(-(coords @ centre.astype(np.float32)))[:near_size]
-                _, against = self.models.words(fitted.model, SHOWN_WORDS // 2, away)
+                _, against = self.models.words(fitted.model, SHOWN_WORDS // 2, away, rated=rated)
             out[interest_id] = (liked, against)
         return out
 

@@ -55,10 +55,15 @@ class TermTable:
             table[keys] = -1
 
 
-def reason_words(profile: Profile, matched: Sequence[str], weight: Mapping[str, float]) -> tuple[str, ...]:
-    """The matched query words a reason names: the weightiest first, each word once."""
+def reason_words(
+    profile: Profile, matched: Sequence[str], weight: Mapping[str, float], generic: Collection[str] = ()
+) -> tuple[str, ...]:
+    """The matched query words a reason names: the weightiest first, each word once, none that most
+    papers hold (``generic``: "learning")."""
     words: list[str] = []
     for term in sorted(matched, key=lambda t: (-weight.get(t, 0.0), t)):
+        if term in generic:
+            continue
         word = profile.word(term)
         if word.casefold() not in {w.casefold() for w in words}:
             words.append(word)
@@ -140,6 +145,7 @@ class TopicRanker:
             t: float(q_weight[k] * q_idf[k]) * (2.0 if t in profile.topic_terms else 1.0)
             for k, t in enumerate(terms)
         }
+        generic = facts.generic(terms)
         picked_rows = keep[order]
         starts = np.searchsorted(found_rows, picked_rows).tolist()
         ends = np.searchsorted(found_rows, picked_rows, "right").tolist()
@@ -147,7 +153,7 @@ class TopicRanker:
             Candidate(
                 int(ids[k]),
                 round(float(final[k]), 4),
-                reason_words(profile, [terms[t] for t in found_terms[lo:hi].tolist()], weight),
+                reason_words(profile, [terms[t] for t in found_terms[lo:hi].tolist()], weight, generic),
             )
             for k, lo, hi in zip(order.tolist(), starts, ends, strict=True)
         ]

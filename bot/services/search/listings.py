@@ -13,8 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import numpy as np
+
 from bot.errors import NotFoundError, QueryError
+from bot.services.papers.latex_text import readable
 from bot.services.search import snippets
+from bot.services.search.distinctive import distinctive, generic_terms
 from bot.services.write_behind import WriteBehind
 from paperindex.engine import SearchEngine, SearchHit, SearchResults
 from paperindex.query import ParsedQuery
@@ -59,6 +63,11 @@ class ListingPage:
     personal: bool = False
     #: the page is shown for the person who searched (their own command or button press)
     for_searcher: bool = True
+    #: a search of several words without filters: how many papers hold every one of them (``total``
+    #: counts those holding any one)
+    holding_all: int | None = None
+    #: the query's words that count (as typed; "the" and single letters aside), one per index term
+    words: tuple[str, ...] = ()
 
     @property
     def offset(self) -> int:
@@ -176,10 +185,33 @@ class SearchService:
             if personal and user_id is not None:
                 results, personal = await self._ordered_for(user_id, results, offset, listing.page_size)
         papers = await self.papers.get_many([hit.paper_id for hit in results.hits])
+        generic = generic_terms(results.terms, self.engine.index)
         hits = tuple(
-            _listed(results, hit, papers[hit.paper_id]) for hit in results.hits if hit.paper_id in papers
+            _listed(results, hit, papers[hit.paper_id], generic)
+            for hit in results.hits
+            if hit.paper_id in papers
         )
-        return ListingPage(listing, page, results.total, hits, source_title, personal=personal)
+        holding_all = None
+        if listing.kind == "search" and results.filtered is None and len(results.terms) > 1:
+            holding_all = self._holding_all(results.terms)
+        return ListingPage(
+            listing,
+            page,
+            results.total,
+            hits,
+            source_title,
+            personal=personal,
+            holding_all=holding_all,
+            words=results.words if listing.kind == "search" else (),
+        )
+
+    def _holding_all(self, terms: Sequence[str]) -> int:
+        """How many indexed papers hold every one of ``terms``."""
+        index = self.engine.index
+        every = index.score_array({terms[0]: 1.0}) > 0
+        for term in terms[1:]:
+            every &= index.score_array({term: 1.0}) > 0
+        return int(np.count_nonzero(every))
 
     async def _ordered_for(
         self, user_id: int, results: SearchResults, offset: int, size: int
@@ -208,11 +240,15 @@ def _no_match_message(query: str, author: str | None, venue: str | None, year: i
     return f"No papers match “{snippets.echo(query, 150)}”. Try other or fewer words."
 
 
-def _listed(results: SearchResults, hit: SearchHit, paper: Paper) -> ListedHit:
+def _listed(results: SearchResults, hit: SearchHit, paper: Paper, generic: frozenset[str]) -> ListedHit:
     """A hit with its snippet and the query's words the paper holds, a phrase of them it holds in its
-    title or abstract as one ("graph neural networks")."""
-    snippet, found = snippets.snippet_and_phrases(paper.abstract, paper.title, results.terms, results.phrases)
+    title or abstract as one ("graph neural networks"), leaving out the words most papers hold
+    (``generic``: "learning")."""
+    snippet, found = snippets.snippet_and_phrases(
+        readable(paper.abstract), readable(paper.title), results.terms, results.phrases
+    )
     matched = hit.matched_terms
     if results.phrases and len(matched) >= 2:
         matched = snippets.group_phrases(results.terms, results.words, matched, found)
-    return ListedHit(paper, snippet, matched)
+    term_of = dict(zip(results.words, results.terms, strict=True))
+    return ListedHit(paper, snippet, distinctive(matched, term_of, generic))

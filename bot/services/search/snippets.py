@@ -10,6 +10,7 @@ from itertools import compress, pairwise
 from operator import attrgetter, not_
 from typing import Final
 
+from bot.services.papers import shorten
 from paperindex.tokenizer import LOWER_ASCII_WORD_RE, WORD_RE, normal_word_terms, word_terms
 
 DEFAULT_WIDTH: Final = 300
@@ -22,6 +23,7 @@ _LINK_SCHEME_RE: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)")
 _ZERO_WIDTH_SPACE: Final = "\u200b"
 _SENTENCE_END_RE: Final = re.compile(r"[.!?]\s+")
 _ELLIPSIS: Final = "…"
+_WORD_REACH: Final = 24  # a snippet's cut goes on to a word's end at most this far (a giant "word" is cut)
 _PHRASE_GAP_RE: Final = re.compile(r"\s+|\s*-\s*")  # what may stand between two words of a phrase
 
 
@@ -31,9 +33,9 @@ def _collapse(text: str) -> str:
 
 
 def one_line(text: str, limit: int) -> str:
-    """``text`` with its whitespace collapsed, cut to ``limit`` characters (ending in "…") when longer."""
-    line = _collapse(text)
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + _ELLIPSIS
+    """``text`` with its whitespace collapsed, cut to ``limit`` characters at a word's end (ending in
+    "…") when longer."""
+    return shorten.one_line(text, limit)
 
 
 def escape_markdown(text: str) -> str:
@@ -190,7 +192,12 @@ def _cut_end(text: str, start: int, width: int, at_least: int) -> int:
     if end >= len(text):
         return len(text)
     space = text.rfind(" ", at_least, end + 1)
-    return space if space > at_least else max(at_least, end)
+    if space > at_least:
+        return space
+    end = max(at_least, end)
+    word_end = text.find(" ", end)  # no space to cut at: the word under the cut is kept whole
+    word_end = len(text) if word_end < 0 else word_end
+    return word_end if word_end - end <= _WORD_REACH else end
 
 
 def snippet(

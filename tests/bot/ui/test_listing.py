@@ -40,7 +40,11 @@ def _page(
         ListedHit(_paper(n), snippet="the **kv cache**", matched=("kv", "cache"))
         for n in range(first + 1, min(total, first + page_size) + 1)
     )
-    return ListingPage(listing, page, total, hits, source_title)
+    if kind != "search":
+        return ListingPage(listing, page, total, hits, source_title)
+    # the service counts the papers holding every word only without filters
+    every = None if author or year else 5
+    return ListingPage(listing, page, total, hits, source_title, holding_all=every, words=("kv", "cache"))
 
 
 def _buttons(rendered: Listing) -> list[dict[str, Any]]:
@@ -62,7 +66,8 @@ def test_the_first_of_three_pages() -> None:
     assert rendered.total == 12
     assert rendered.embed.title == "Results for “kv cache”"
     assert rendered.embed.footer.text == (
-        "page 1 of 3 · 12 matches · author: Lovelace, year: 2024 · buttons: rate or save a paper"
+        "page 1 of 3 · 12 papers with one of these words or more · author: Lovelace, year: 2024 · "
+        "buttons: rate or save a paper"
     )
     assert (rendered.embed.description or "").startswith("**1. [Paper number 1](https://example.org/1)**")
     assert _labels(rendered) == ["1", "2", "3", "4", "5"] * 3 + ["◀ Previous", "Next ▶"]
@@ -76,7 +81,9 @@ def test_the_first_of_three_pages() -> None:
 
 def test_the_last_page_numbers_on_and_cannot_go_further() -> None:
     rendered = render_listing(_page(page=2, total=12))
-    assert rendered.embed.footer.text == "page 3 of 3 · 12 matches · buttons: rate or save a paper"
+    assert rendered.embed.footer.text == (
+        "page 3 of 3 · 5 with all 2 words, 12 with one or more · buttons: rate or save a paper"
+    )
     assert (rendered.embed.description or "").startswith("**11. ")
     assert _labels(rendered) == ["11", "12"] * 3 + ["◀ Previous", "Next ▶"]
     previous, following = _buttons(rendered)[-2:]
@@ -98,7 +105,7 @@ def test_a_page_ordered_by_the_searchers_reactions_says_for_whom(for_searcher: b
     page = dataclasses.replace(_page(page=1, total=12), personal=True, for_searcher=for_searcher)
     assert (
         render_listing(page).embed.footer.text
-        == f"page 2 of 3 · 12 matches · {note} · buttons: rate or save a paper"
+        == f"page 2 of 3 · 5 with all 2 words, 12 with one or more · {note} · buttons: rate or save a paper"
     )
 
 
@@ -123,3 +130,14 @@ def test_ten_papers_a_page_get_two_like_rows_and_two_save_rows() -> None:
     assert buttons[0]["custom_id"] == "pb:like:1"
     assert buttons[10]["custom_id"] == "pb:save:1"
     assert _valid(rendered) == ""
+
+
+def test_the_count_says_what_it_counts() -> None:
+    """One word: the papers holding it; several: how many hold all and how many one or more; papers
+    like one paper: how many share words with it."""
+    single = dataclasses.replace(_page(page=0, total=1), words=("cache",), holding_all=None)
+    assert render_listing(single).embed.footer.text.startswith("page 1 of 1 · 1 paper · ")
+    several = dataclasses.replace(_page(page=0, total=1550), holding_all=38)
+    assert "· 38 with all 2 words, 1,550 with one or more ·" in render_listing(several).embed.footer.text
+    similar = _page(page=0, total=40, kind="similar", source_title="KIVI")
+    assert "· 40 papers sharing words with it ·" in render_listing(similar).embed.footer.text

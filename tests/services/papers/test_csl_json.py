@@ -45,12 +45,18 @@ def test_items_follow_the_schema_and_carry_ids_doi_url_and_abstract() -> None:
     assert second["note"].endswith("Title derived from the abstract by paperbot")
 
 
-def test_ids_are_unique_and_text_is_kept_as_written() -> None:
+def test_ids_are_unique_and_text_is_kept_as_written_its_latex_as_text() -> None:
+    # CSL-JSON is read by reference managers as plain text: LaTeX there shows raw, so it goes as text
     papers = [
-        _paper(n, title="Attention everywhere", abstract="Ünïcödé — “quotes” {braces} \\ $x$")
+        _paper(
+            n,
+            title="A $2.2\\times$ faster $\\alpha$-search",
+            abstract="Ünïcödé — “quotes” {braces} \\ $O(n^2)$",
+        )
         for n in range(3)
     ]
     data = json.loads(to_csl_json(papers))
     check_against_schema(data)
     assert len({item["id"] for item in data}) == 3
-    assert data[0]["abstract"] == "Ünïcödé — “quotes” {braces} \\ $x$"
+    assert data[0]["abstract"] == "Ünïcödé — “quotes” {braces} \\ O(n²)"
+    assert data[0]["title"] == "A 2.2× faster α-search"

@@ -11,6 +11,7 @@ from bot.services.recommend.candidates import Candidate
 from bot.services.recommend.paper_facts import word_cut
 from bot.services.recommend.recommender import REASON_CHARS, reason
 from bot.services.recommend.shares import allocate, engagement, interleave
+from paperindex.tokenizer import tokenize
 from storage.repositories.feedback import FeedbackRow
 from storage.repositories.interests import InterestRow
 
@@ -135,3 +136,14 @@ def test_a_reason_names_the_interest_and_is_never_cut_inside_a_word() -> None:
     assert len(long) <= REASON_CHARS
     assert long.split(" ")[-1].rstrip("…") in {"quantization", "x", "a", ""}
     assert word_cut("abcdefghij klmnop", 12) == "abcdefghij…"
+
+
+def test_a_reason_leaves_out_words_most_papers_hold_and_does_not_just_repeat_the_name() -> None:
+    """'learning' is generic: matching 'offline' and 'reinforcement' of "offline reinforcement
+    learning" only repeats the name; matching 'offline' alone says what the paper holds of it."""
+    name = "offline reinforcement learning"
+    generic = frozenset(tokenize("learning"))
+    whole = reason(name, Candidate(1, 1.0, ("offline", "reinforcement")), None, generic)
+    assert whole == f"for your interest in {name}"
+    part = reason(name, Candidate(1, 1.0, ("offline",)), None, generic)
+    assert part == f"for your interest in {name} · matched: offline"

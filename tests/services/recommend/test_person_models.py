@@ -126,3 +126,26 @@ def test_typed_topics_stay_the_interest_s_prior_after_a_like(models: PersonModel
     assert fitted is not None
     assert fitted.liked
     assert 0.5 < fitted.model.topic_weight <= models.params.prior_liked
+
+
+def test_a_word_spread_over_every_field_is_not_shown_even_where_it_clusters_by_chance() -> None:
+    """'despite' is in a third of the papers of every topic: general English, not a word of the
+    field. Among the graph papers that hold it (the papers near an interest, by chance) it is
+    over-represented, yet it is not shown: the papers holding it lie all over the paper space."""
+    rng = np.random.default_rng(5)
+    index = BM25Index()
+    ids, docs = [], []
+    for t, words in enumerate(TOPICS.values()):
+        for k in range(30):
+            ids.append(100 * t + k)
+            docs.append([*rng.choice(words.split(), 12).tolist(), *(["despite"] if k < 10 else [])])
+    index.add(ids, docs)
+    models = PersonModels(index, PaperSpace(index, dims=8))
+    fitted = models.fit({}, [_row(0, "like"), _row(1, "like"), _row(2, "like")], set(), now=NOW)
+    assert fitted is not None
+    near = np.array([index.slot_of(k) for k in range(10)])  # graph papers, all holding "despite"
+    liked, _ = models.words(fitted.model, 8, near)
+    shown = {w for w, _ in liked}
+    assert shown  # the graph words are
+    assert _terms(shown) <= _terms(TOPICS["graphs"].split()), shown
+    assert "despite" not in shown
