@@ -509,18 +509,25 @@ class SearchEngine:
         year: int | None = None,
         exclude: Collection[int] = (),
         matched: bool = True,
+        forms: Iterable[tuple[str, str, float]] = (),
     ) -> SearchResults:
         """Papers matching ``query`` (best first), ``limit`` from ``offset``, and how many match.
 
         Filters: ``author`` is a case- and accent-insensitive substring of one author's name,
         ``venue`` a substring of the venue, ``year`` exact.  Filters that match no paper give
         empty results (``filtered`` = 0).  Each hit names the query's words it holds (left empty with
-        ``matched=False``, for a caller that shows no snippet).
+        ``matched=False``, for a caller that shows no snippet).  ``forms``: (word, term, weight) asked
+        for besides the query's own terms (other forms of its words, :mod:`paperindex.word_forms`).
         """
         _check_page(limit, offset)
         terms, words = parse_query(query)
         word_of = dict(zip(terms, words, strict=True))
         weights = query_weights(query)
+        for word, term, weight in forms:
+            weights[term] = weights.get(term, 0.0) + weight
+            if tokenizer.PHRASE_JOIN not in term:
+                word_of.setdefault(term, word)
+        terms, words = tuple(word_of), tuple(word_of.values())
         pairs = tuple(dict.fromkeys((a, b) for a, b, _, _ in phrase_spans(query) if a != b))
         with self._lock:
             hits, total, filtered = self._ranked_page(
@@ -535,6 +542,30 @@ class SearchEngine:
                 matched=matched,
             )
         return SearchResults(hits, total, terms, words, offset, filtered, pairs)
+
+    def newest(
+        self,
+        paper_ids: Iterable[int],
+        *,
+        limit: int = 5,
+        offset: int = 0,
+        author: str | None = None,
+        venue: str | None = None,
+        year: int | None = None,
+    ) -> SearchResults:
+        """Those of ``paper_ids`` in the index under the filters, newest year first (then the latest
+        added), ``limit`` from ``offset``: a listing with no query to rank by (an author's papers)."""
+        _check_page(limit, offset)
+        with self._lock:
+            index = self.index
+            slots = np.array([index.slot_of(p) for p in set(paper_ids) if p in index], dtype=np.int64)
+            mask = self._filter_mask(author, venue, year)
+            filtered = None if mask is None else int(np.count_nonzero(mask & index.alive))
+            if mask is not None:
+                slots = slots[mask[slots]]
+            order = np.lexsort((-slots, -self._years[slots]))[offset : offset + limit]
+            hits = [SearchHit(int(index.slot_ids[s]), 0.0, ()) for s in slots[order].tolist()]
+        return SearchResults(hits, len(slots), (), (), offset, filtered)
 
     def similar(
         self,

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from bot.errors import NotFoundError, QueryError
 from bot.services.search import snippets
+from bot.services.search.query_repair import QueryRepair, SearchAnswer
 from bot.services.write_behind import WriteBehind
 from paperindex.engine import SearchEngine, SearchHit, SearchResults
 from storage.models import Paper
@@ -58,6 +59,11 @@ class ListingPage:
     personal: bool = False
     #: the page is shown for the person who searched (their own command or button press)
     for_searcher: bool = True
+    #: the query searched when a word of it was corrected; other forms of its words searched too;
+    #: the author's name when the query is one (their papers, newest first)
+    searched_as: str | None = None
+    forms: tuple[str, ...] = ()
+    author_name: str | None = None
 
     @property
     def offset(self) -> int:
@@ -77,12 +83,14 @@ class SearchService:
         searches: SearchRepository,
         writes: WriteBehind,
         personal_order: PersonalOrder | None = None,
+        repair: QueryRepair | None = None,
     ) -> None:
         self.engine = engine
         self.papers = papers
         self.searches = searches
         self.writes = writes
         self.personal_order = personal_order
+        self.repair = repair or QueryRepair()
 
     def autocomplete(self, text: str, *, limit: int = 25) -> list[tuple[int, str]]:
         """(paper id, title) for what someone has typed so far (an id, an external id or title words)."""
@@ -155,6 +163,7 @@ class SearchService:
         offset = page * listing.page_size
         source_title: str | None = None
         personal = False
+        answer: SearchAnswer | None = None
         if listing.kind == "similar":
             assert listing.paper_id is not None
             results = self.engine.similar(listing.paper_id, limit=listing.page_size, offset=offset)
@@ -162,7 +171,8 @@ class SearchService:
             source_title = source.title if source else None
         else:
             personal = user_id is not None and self.personal_order is not None and offset < PERSONAL_WINDOW
-            results = self.engine.search(
+            answer = await self.repair.search(
+                self.engine,
                 listing.query,
                 limit=max(PERSONAL_WINDOW, offset + listing.page_size) if personal else listing.page_size,
                 offset=0 if personal else offset,
@@ -170,13 +180,17 @@ class SearchService:
                 venue=listing.venue,
                 year=listing.year,
             )
+            results = answer.results
             if personal and user_id is not None:
                 results, personal = await self._ordered_for(user_id, results, offset, listing.page_size)
         papers = await self.papers.get_many([hit.paper_id for hit in results.hits])
         hits = tuple(
             _listed(results, hit, papers[hit.paper_id]) for hit in results.hits if hit.paper_id in papers
         )
-        return ListingPage(listing, page, results.total, hits, source_title, personal=personal)
+        page_of = ListingPage(listing, page, results.total, hits, source_title, personal=personal)
+        if answer is None:
+            return page_of
+        return replace(page_of, searched_as=answer.searched_as, forms=answer.forms, author_name=answer.author)
 
     async def _ordered_for(
         self, user_id: int, results: SearchResults, offset: int, size: int
