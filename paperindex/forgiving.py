@@ -91,7 +91,7 @@ class ForgivingSearch:
         if len(searched) > MAX_QUERY_CHARS:  # corrections that lengthen a query at the limit: none
             searched, corrections = typed, []
         asked = [term for _, term in display_terms(searched)]
-        forms = other_forms(searched, engine.index.df, asked)
+        forms = other_forms(searched, engine.index, asked)
         return Repair(typed, searched, tuple(corrections), tuple(forms))
 
     def search(

@@ -12,18 +12,22 @@ A word that runs two words together ("graphneural", "selfattention") is split wh
 known; a stop word may be the first half ("self-attention", "over-smoothing": written so in papers,
 whose index holds the second half alone).
 
-The distances are computed by rapidfuzz (C++, bit-parallel), over the whole vocabulary in a few
-milliseconds at 100k words; a correction is only looked for when a query holds an unknown word, so a
-query the index knows costs nothing more. The words are read from the index as it grows (its term
-ids only grow; the words of each new term from the tokenizer's surface forms).
+The distances are computed by rapidfuzz (C++, bit-parallel) over the words of lengths within reach
+(a word two edits away is at most two letters longer or shorter): a few milliseconds at 60k words; a
+correction is only looked for when a query holds an unknown word, so a query the index knows costs
+nothing more, and the last corrections are kept (a listing's next page asks again). The words are
+read from the index as it grows (its term ids only grow; the words of each new term from the
+tokenizer's surface forms).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final
 
+import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
@@ -37,6 +41,8 @@ MIN_CORRECTED: Final = 4
 TWO_EDITS_FROM: Final = 6
 #: The shortest half of a split word (the second half; a stop word may be shorter as the first).
 _MIN_HALF: Final = 3
+#: Corrections kept (word → correction), forgotten when the vocabulary grows.
+_KEPT: Final = 512
 
 
 def max_edits(word: str) -> int:
@@ -63,8 +69,10 @@ class SpellingCorrector:
         self._index = index
         self._lock = threading.Lock()
         self._read = 0  # index term ids read so far
-        self._words: list[str] = []  # every known word (folded), aligned with _terms
-        self._terms: list[str] = []  # the index term of each word
+        # every known word (folded) by its length, and the index term of each
+        self._words: dict[int, list[str]] = {}
+        self._terms: dict[int, list[str]] = {}
+        self._kept: OrderedDict[str, tuple[int, int, Correction | None]] = OrderedDict()
 
     # ------------------------------------------------------------------ vocabulary
     def papers_with(self, word: str) -> int | None:
@@ -90,8 +98,8 @@ class SpellingCorrector:
                 if PHRASE_JOIN in term:
                     continue
                 for word in forms.get(term) or (term,):
-                    self._words.append(word)
-                    self._terms.append(term)
+                    self._words.setdefault(len(word), []).append(word)
+                    self._terms.setdefault(len(word), []).append(term)
             self._read += len(fresh)
 
     # ------------------------------------------------------------------ corrections
@@ -102,23 +110,42 @@ class SpellingCorrector:
         if not limit or self.knows(word):
             return None
         self._refresh()
+        # The same vocabulary and papers (a removal changes no term id): the same answer.
+        state = (self._read, len(self._index))
+        kept = self._kept.get(word)
+        if kept is not None and kept[:2] == state:
+            self._kept.move_to_end(word)
+            return kept[2]
         candidates = [c for c in (self._nearest(word, limit), self._split(word)) if c is not None]
-        return min(candidates, key=lambda c: (c.edits, -c.papers, c.text), default=None)
+        best = min(candidates, key=lambda c: (c.edits, -c.papers, c.text), default=None)
+        self._kept[word] = (*state, best)
+        if len(self._kept) > _KEPT:
+            self._kept.popitem(last=False)
+        return best
 
     def _nearest(self, word: str, limit: int) -> Correction | None:
-        found = process.extract(word, self._words, scorer=OSA.distance, score_cutoff=limit, limit=None)
-        if not found:
+        lengths = range(len(word) - limit, len(word) + limit + 1)
+        words = [w for n in lengths for w in self._words.get(n, ())]
+        terms = [t for n in lengths for t in self._terms.get(n, ())]
+        if not words:
             return None
-        terms = [self._terms[n] for _, _, n in found]
-        papers = self._index.doc_freqs(self._index.term_ids(terms)).tolist()
+        edits = process.cdist([word], words, scorer=OSA.distance, score_cutoff=limit, dtype=np.int32)[0]
+        near = np.flatnonzero(edits <= limit)
+        if not len(near):
+            return None
+        papers = self._index.doc_freqs(self._index.term_ids(terms[n] for n in near.tolist()))
         best = min(
-            ((int(edits), -df, text) for (text, edits, _), df in zip(found, papers, strict=True) if df > 0),
+            (
+                (int(edits[n]), -df, words[n])
+                for n, df in zip(near.tolist(), papers.tolist(), strict=True)
+                if df > 0
+            ),
             default=None,
         )
         if best is None:
             return None
-        edits, minus_df, text = best
-        return Correction(word, text, edits, -minus_df)
+        distance, minus_df, text = best
+        return Correction(word, text, distance, -minus_df)
 
     def _split(self, word: str) -> Correction | None:
         """Two known words run together, the split whose rarer half has the most papers."""

@@ -16,9 +16,15 @@ bench/README.md), a query asks for the other forms too, where the index shows th
   rarer than its head word ("oversmoothing" 5 papers, "smoothing" 123 on ICML 2024), where a word of
   its own is not ("understand", "overlooked").
 
-Each form adds its terms with weight 1, as if the query held it too, so the three forms of a
-compound ask for the same terms and their scores are rank-bm25's for that longer query. A query with
-no such form asks for what it always did.
+Each form adds its terms as if the query held it too, weighted so that a paper writing the other
+form scores as a paper writing the typed one would: the form's terms together weigh the idf the
+typed form's terms weigh (at most 1 each). A rare joined form ("neuralnetwork", in 3 of 36k papers,
+idf 9) would otherwise lift its few papers above every paper writing "neural network" (idf 1.5 +
+1.0); on the keyword tune split weight 1 cost 0.004 nDCG@10, this weighting nothing (bench/README.md).
+A join with a hyphen prefix weighs 1: the typed form lost its prefix ("over-smoothing" asks for
+"smooth", as label smoothing does), the joined word alone names the compound. Other joins with a
+stop word ("and safety") are left out. The scores are
+rank-bm25's for the longer, weighted query. A query with no such form asks for what it always did.
 """
 
 from __future__ import annotations
@@ -26,17 +32,23 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
-from paperindex.tokenizer import PHRASE_JOIN, WORD_RE, word_terms
+from paperindex.tokenizer import PHRASE_JOIN, STOP_WORDS, WORD_RE, word_terms
 
 #: Stop words that papers write as a hyphenated prefix ("over-smoothing", "under-explored").
 HYPHEN_PREFIXES: Final = ("over", "under")
 #: A word starting with a hyphen prefix counts as a compound when its second half's term is in this
 #: many times as many papers as the whole word's.
 RARER: Final = 2
+#: A form is asked for when its papers are at least this share of the typed form's (its rarer
+#: term's; for a split word, the title pairs against the whole word's papers). Junk joins sit below
+#: it ("neuralnetwork" 0.0001, "languagemodel" 0.0011, "deeplearn" 0.0017 of their words' papers on
+#: the multivenue corpus), compounds written both ways above ("timeseries" 0.005, "metalearning" 0.009,
+#: "oversmoothing" 0.015, "multitask" 0.027): chosen on the keyword tune split.
+MIN_SHARE: Final = 0.003
 #: The weight of a title pair asked for by a split word (the engine's weight for a query's pairs).
 PAIR_WEIGHT: Final = 0.3
 _JOINERS: Final = re.compile(r"[ \-‐‑]{1,3}")
@@ -55,30 +67,32 @@ class Form:
     compound: str = ""
 
 
-def other_forms(text: str, papers_with: Callable[[str], int], asked: Iterable[str] = ()) -> list[Form]:
-    """The forms of ``text``'s compounds that papers write and the query does not, as terms to add.
+class IndexStats(Protocol):
+    """What is read of the index (:class:`paperindex.index.BM25Index` has both)."""
 
-    ``papers_with(term)`` is the index's document frequency; ``asked`` the terms the query already
-    asks for (never added twice).
-    """
+    def df(self, term: str) -> int: ...
+
+    def idf(self, term: str) -> float: ...
+
+
+def other_forms(text: str, index: IndexStats, asked: Iterable[str] = ()) -> list[Form]:
+    """The forms of ``text``'s compounds that papers write and the query does not, as terms to add
+    (``asked``: the terms the query asks for already, never added twice)."""
     have = set(asked)
     forms: list[Form] = []
 
-    def add(form: Form) -> None:
-        if form.term not in have:
-            have.add(form.term)
-            forms.append(form)
+    def add(found: list[Form]) -> None:
+        fresh = [form for form in found if form.term not in have]
+        have.update(form.term for form in fresh)
+        forms.extend(fresh)
 
     text = unicodedata.normalize("NFKC", text)
     matches = list(WORD_RE.finditer(text))
     for first, second in itertools.pairwise(matches):
         if _JOINERS.fullmatch(text, first.end(), second.start()):
-            joined = (first.group() + second.group()).casefold()
-            for form in _joined(joined, papers_with):
-                add(form)
+            add(_joined(first.group().casefold(), second.group().casefold(), index))
     for match in matches:
-        for form in _split(match.group().casefold(), papers_with):
-            add(form)
+        add(_split(match.group().casefold(), index))
     return forms
 
 
@@ -87,25 +101,40 @@ def _single_term(word: str) -> str | None:
     return terms[0] if len(terms) == 1 else None
 
 
-def _joined(word: str, papers_with: Callable[[str], int]) -> list[Form]:
+def _weight(typed_idf: float, form_idf: float) -> float:
+    """The weight that makes the form's terms weigh what the typed terms do (at most 1)."""
+    return min(1.0, typed_idf / form_idf) if form_idf > 0 else 0.0
+
+
+def _joined(first: str, second: str, index: IndexStats) -> list[Form]:
+    if second in STOP_WORDS or (first in STOP_WORDS and first not in HYPHEN_PREFIXES):
+        return []
+    word = first + second
     term = _single_term(word)
-    return [Form(word, term, compound=word)] if term is not None and papers_with(term) > 0 else []
+    typed_terms = (*word_terms(first), *word_terms(second))
+    if term is None or not typed_terms or index.df(term) < MIN_SHARE * min(map(index.df, typed_terms)):
+        return []
+    # "over-smoothing" is searched as "smoothing" (a stop word goes): the joined form alone names it
+    lossy = first in HYPHEN_PREFIXES
+    weight = 1.0 if lossy else _weight(sum(map(index.idf, typed_terms)), index.idf(term))
+    return [Form(word, term, weight, compound=word)] if weight else []
 
 
-def _split(word: str, papers_with: Callable[[str], int]) -> list[Form]:
+def _split(word: str, index: IndexStats) -> list[Form]:
     """The halves of a word that joins two, where the index shows the split form is written."""
     if len(word) < _MIN_SPLIT or not word.isalpha():
         return []
     whole = _single_term(word)
-    if whole is None:
+    if whole is None or not index.df(whole):
         return []
+    whole_papers, whole_idf = index.df(whole), index.idf(whole)
     for prefix in HYPHEN_PREFIXES:
         rest = word[len(prefix) :]
         if word.startswith(prefix) and len(rest) >= 5:
             head = _single_term(rest)
-            whole_papers = papers_with(whole)
-            if head is not None and whole_papers and papers_with(head) >= RARER * whole_papers:
-                return [Form(f"{prefix}-{rest}", head, compound=f"{prefix}-{rest}")]
+            if head is not None and index.df(head) >= RARER * whole_papers:
+                compound = f"{prefix}-{rest}"
+                return [Form(compound, head, _weight(whole_idf, index.idf(head)), compound)]
     best: tuple[int, list[Form]] | None = None
     for cut in range(_MIN_HALF, len(word) - _MIN_HALF + 1):
         first, second = word[:cut], word[cut:]
@@ -113,15 +142,16 @@ def _split(word: str, papers_with: Callable[[str], int]) -> list[Form]:
         if a is None or b is None or a == whole or b == whole:
             continue
         pair = a + PHRASE_JOIN + b
-        titles = papers_with(pair)
-        if titles and (best is None or titles > best[0]):
+        titles = index.df(pair)
+        if titles and titles >= MIN_SHARE * whole_papers and (best is None or titles > best[0]):
+            weight = _weight(whole_idf, index.idf(a) + index.idf(b))
             compound = f"{first}-{second}"
             best = (
                 titles,
                 [
-                    Form(first, a, compound=compound),
-                    Form(second, b, compound=compound),
-                    Form(f"{first} {second}", pair, PAIR_WEIGHT, compound),
+                    Form(first, a, weight, compound),
+                    Form(second, b, weight, compound),
+                    Form(f"{first} {second}", pair, PAIR_WEIGHT * weight, compound),
                 ],
             )
     return best[1] if best else []

@@ -24,23 +24,43 @@ def engine() -> SearchEngine:
     return SearchEngine.build(ROWS)
 
 
-def terms(engine: SearchEngine, text: str) -> set[tuple[str, float]]:
-    return {(f.term, f.weight) for f in other_forms(text, engine.index.df)}
+def terms(engine: SearchEngine, text: str) -> set[str]:
+    return {f.term for f in other_forms(text, engine.index)}
+
+
+def weights(engine: SearchEngine, text: str) -> dict[str, float]:
+    return {f.term: f.weight for f in other_forms(text, engine.index)}
 
 
 def test_spaced_and_hyphenated_words_also_ask_for_the_joined_word(engine: SearchEngine) -> None:
-    assert terms(engine, "over-smoothing") == {("oversmooth", 1.0)}
-    assert terms(engine, "over smoothing") == {("oversmooth", 1.0)}
-    assert terms(engine, "pre-training") == {("pretrain", 1.0)}
+    # "over" is a stop word: "over-smoothing" asks for "smooth", the joined word alone names it
+    assert weights(engine, "over-smoothing") == {"oversmooth": 1.0}
+    assert weights(engine, "over smoothing") == {"oversmooth": 1.0}
+    assert terms(engine, "pre-training") == {"pretrain"}
 
 
 def test_a_joined_word_asks_for_its_halves_where_papers_write_them(engine: SearchEngine) -> None:
     # "over" is a stop word: a paper writing "over-smoothing" holds "smooth" alone
-    assert terms(engine, "oversmoothing") == {("smooth", 1.0)}
+    assert terms(engine, "oversmoothing") == {"smooth"}
     # a title writes "Pre-training": its pair "pre train" is indexed
-    assert terms(engine, "pretraining") == {("pre", 1.0), ("train", 1.0), ("pre train", 0.3)}
-    forms = other_forms("pretraining", engine.index.df)
+    assert terms(engine, "pretraining") == {"pre", "train", "pre train"}
+    forms = other_forms("pretraining", engine.index)
     assert {f.compound for f in forms} == {"pre-training"}
+
+
+def test_a_form_weighs_what_the_typed_form_weighs(engine: SearchEngine) -> None:
+    """The halves of "pretraining" together weigh its idf: a paper writing "pre-training" scores as
+    one writing "pretraining" would, not more for having two rarer words."""
+    index = engine.index
+    split = weights(engine, "pretraining")
+    assert (
+        split["pre"]
+        == split["train"]
+        == pytest.approx(min(1.0, index.idf("pretrain") / (index.idf("pre") + index.idf("train"))))
+    )
+    assert split["pre train"] == pytest.approx(0.3 * split["pre"])
+    joined = weights(engine, "pre-training")["pretrain"]
+    assert joined == pytest.approx(min(1.0, (index.idf("pre") + index.idf("train")) / index.idf("pretrain")))
 
 
 def test_words_that_only_look_like_compounds_ask_for_nothing_more(engine: SearchEngine) -> None:
