@@ -13,7 +13,9 @@ known; a stop word may be the first half ("self-attention", "over-smoothing": wr
 whose index holds the second half alone).
 
 The distances are computed by rapidfuzz (C++, bit-parallel) over the words of lengths within reach
-(a word two edits away is at most two letters longer or shorter): a few milliseconds at 60k words; a
+(a word two edits away is at most two letters longer or shorter): Levenshtein distances for all of
+them at once, then the exact distance for the few near enough: ~10 ms a word at 62k words (the
+multivenue corpus, on a loaded 2-core machine); a
 correction is only looked for when a query holds an unknown word, so a query the index knows costs
 nothing more, and the last corrections are kept (a listing's next page asks again). The words are
 read from the index as it grows (its term ids only grow; the words of each new term from the
@@ -29,7 +31,7 @@ from typing import Final
 
 import numpy as np
 from rapidfuzz import process
-from rapidfuzz.distance import OSA
+from rapidfuzz.distance import OSA, Levenshtein
 
 from paperindex import tokenizer
 from paperindex.index import BM25Index
@@ -41,6 +43,11 @@ MIN_CORRECTED: Final = 4
 TWO_EDITS_FROM: Final = 6
 #: The shortest half of a split word (the second half; a stop word may be shorter as the first).
 _MIN_HALF: Final = 3
+#: A known word this rare (papers holding its term) is a slip when a word within reach is in
+#: :data:`SLIP_RATIO` times as many papers: papers have typos too ("diffsuion" in 1 of 36k papers,
+#: "diffusion" in 5,000). Chosen on the keyword tune split (bench/README.md).
+RARE_PAPERS: Final = 2
+SLIP_RATIO: Final = 100
 #: Corrections kept (word → correction), forgotten when the vocabulary grows.
 _KEPT: Final = 512
 
@@ -67,7 +74,7 @@ class SpellingCorrector:
 
     def __init__(self, index: BM25Index) -> None:
         self._index = index
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a refresh in a worker thread, corrections on the loop
         self._read = 0  # index term ids read so far
         # every known word (folded) by its length, and the index term of each
         self._words: dict[int, list[str]] = {}
@@ -87,8 +94,14 @@ class SpellingCorrector:
         papers = self.papers_with(word)
         return papers is None or papers > 0
 
-    def _refresh(self) -> None:
-        """Read the words of the terms the index gained since the last look."""
+    def behind(self) -> bool:
+        """Whether the index gained terms since the last look (their words are read at the next
+        correction, or by :meth:`refresh` in a worker thread beforehand)."""
+        return bool(self._index.terms_since(self._read))
+
+    def refresh(self) -> None:
+        """Read the words of the terms the index gained since the last look (0.2 s of CPU for the
+        first look at 36k papers: a caller on an event loop runs it in a worker thread)."""
         with self._lock:
             fresh = self._index.terms_since(self._read)
             if not fresh:
@@ -107,9 +120,17 @@ class SpellingCorrector:
         """The correction of an unknown word (folded), or None: known, too short, or nothing near."""
         word = tokenizer.normalize(word)
         limit = max_edits(word)
-        if not limit or self.knows(word):
+        papers = self.papers_with(word) if limit else None
+        if papers is None or papers > RARE_PAPERS:
             return None
-        self._refresh()
+        with self._lock:
+            best = self._correct(word, limit)
+        if best is None or best.papers < SLIP_RATIO * papers:
+            return None
+        return best
+
+    def _correct(self, word: str, limit: int) -> Correction | None:
+        self.refresh()
         # The same vocabulary and papers (a removal changes no term id): the same answer.
         state = (self._read, len(self._index))
         kept = self._kept.get(word)
@@ -124,22 +145,23 @@ class SpellingCorrector:
         return best
 
     def _nearest(self, word: str, limit: int) -> Correction | None:
-        lengths = range(len(word) - limit, len(word) + limit + 1)
-        words = [w for n in lengths for w in self._words.get(n, ())]
-        terms = [t for n in lengths for t in self._terms.get(n, ())]
-        if not words:
+        near: list[tuple[int, str, str]] = []  # (edits, word, term)
+        for length in range(len(word) - limit, len(word) + limit + 1):
+            words = self._words.get(length)
+            if not words:
+                continue
+            # Levenshtein first (rapidfuzz's SIMD path), with room for a swap (two Levenshtein edits, one
+            # here), then the exact optimal-string-alignment distance of the few left
+            rough = process.cdist([word], words, scorer=Levenshtein.distance, score_cutoff=limit + 1)[0]
+            for n in np.flatnonzero(rough <= limit + 1).tolist():
+                edits = OSA.distance(word, words[n], score_cutoff=limit)
+                if 0 < edits <= limit:
+                    near.append((edits, words[n], self._terms[length][n]))
+        if not near:
             return None
-        edits = process.cdist([word], words, scorer=OSA.distance, score_cutoff=limit, dtype=np.int32)[0]
-        near = np.flatnonzero(edits <= limit)
-        if not len(near):
-            return None
-        papers = self._index.doc_freqs(self._index.term_ids(terms[n] for n in near.tolist()))
+        papers = self._index.doc_freqs(self._index.term_ids(term for _, _, term in near)).tolist()
         best = min(
-            (
-                (int(edits[n]), -df, words[n])
-                for n, df in zip(near.tolist(), papers.tolist(), strict=True)
-                if df > 0
-            ),
+            ((edits, -df, text) for (edits, text, _), df in zip(near, papers, strict=True) if df > 0),
             default=None,
         )
         if best is None:

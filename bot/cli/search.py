@@ -32,7 +32,7 @@ async def run_search(args: argparse.Namespace, settings: Settings) -> int:
     queries = read_batch(args.batch) if args.batch else [(None, args.query)]
     async with open_services(settings, beside_start=False) as services:
         repair = services.search_service.repair
-        await repair.refresh()
+        await repair.refresh(services.search)
         for start in range(0, len(queries), BATCH_BLOCK):
             block = queries[start : start + BATCH_BLOCK]
             found = await search_block(

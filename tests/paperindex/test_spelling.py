@@ -86,3 +86,16 @@ def test_a_removed_papers_words_are_no_longer_offered() -> None:
     assert fixed(corrector, "difusion") == "diffusion"
     engine.remove([5])
     assert corrector.correct("difusion") is None
+
+
+def test_a_slip_some_paper_made_too_is_corrected_to_the_word_most_papers_write() -> None:
+    """Papers have typos: "atention" in one or two papers is still a slip beside "attention" in 250
+    (at least SLIP_RATIO times as many); in three it is a word of theirs."""
+    rows = [Document(n, f"Paper {n}", "Attention over tokens.") for n in range(1, 251)]
+    engine = SearchEngine.build([*rows, Document(1001, "A slip", "An atention layer.")])
+    corrector = SpellingCorrector(engine.index)
+    assert fixed(corrector, "atention") == "attention"
+    engine.add([Document(1002, "Another slip", "Atention again.")])
+    assert fixed(corrector, "atention") == "attention"  # 2 papers: still rare
+    engine.add([Document(1003, "A third", "Atention, once more.")])
+    assert corrector.correct("atention") is None  # 3 papers write it: a word of theirs

@@ -9,6 +9,7 @@ searched exactly as typed, the way to overrule either.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from bot.services.people.authors import AuthorDirectory
@@ -36,10 +37,14 @@ class QueryRepair:
         self.authors = authors
         self.forgiving = ForgivingSearch()
 
-    async def refresh(self) -> None:
-        """Take in the author names of papers indexed since the last look (call before :meth:`search`)."""
+    async def refresh(self, engine: SearchEngine) -> None:
+        """Take in the author names and the words of papers indexed since the last look (in a worker
+        thread when there are many: the event loop never waits for them); before :meth:`answer`."""
         if self.authors is not None:
             await self.authors.refresh()
+        corrector = self.forgiving.corrector(engine)
+        if corrector.behind():
+            await asyncio.to_thread(corrector.refresh)
 
     async def author_name(self, query: str) -> str | None:
         """The name as a paper writes it when ``query`` is an author's full name, else None."""
@@ -63,7 +68,7 @@ class QueryRepair:
         matched: bool = True,
     ) -> SearchAnswer:
         """The page of ``query`` from ``offset`` under the filters, the author names brought up to date."""
-        await self.refresh()
+        await self.refresh(engine)
         return await self.answer(
             engine, query, limit=limit, offset=offset, author=author, venue=venue, year=year, matched=matched
         )
