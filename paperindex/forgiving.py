@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
 
-from paperindex.engine import MAX_QUERY_CHARS, SearchEngine, SearchResults, parse_query
+from paperindex.engine import MAX_QUERY_CHARS, PHRASE_MAX_TERMS, SearchEngine, SearchResults, parse_query
 from paperindex.index import BM25Index
 from paperindex.spelling import Correction, SpellingCorrector
 from paperindex.tokenizer import WORD_RE, display_terms
@@ -77,12 +77,14 @@ class ForgivingSearch:
             return Repair(typed, inside, verbatim=True)
         parse_query(typed)
         corrector = self.corrector(engine)
+        # a rare word is taken for a slip in a short query only (a sentence names rare things)
+        slips = len(display_terms(typed)) <= PHRASE_MAX_TERMS
         text = unicodedata.normalize("NFKC", typed)
         corrections: list[Correction] = []
         pieces: list[str] = []
         last = 0
         for match in WORD_RE.finditer(text):
-            correction = corrector.correct(match.group())
+            correction = corrector.correct(match.group(), slips=slips)
             if correction is not None:
                 pieces += [text[last : match.start()], correction.text]
                 last = match.end()
