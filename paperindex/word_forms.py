@@ -40,7 +40,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from paperindex.tokenizer import PHRASE_JOIN, STOP_WORDS, WORD_RE, word_terms
+import numpy as np
+import numpy.typing as npt
+
+from paperindex.tokenizer import PHRASE_JOIN, STOP_WORDS, WORD_RE, normal_word_terms
 
 #: Stop words that papers write as a hyphenated prefix ("over-smoothing", "under-explored").
 HYPHEN_PREFIXES: Final = ("over", "under")
@@ -72,11 +75,15 @@ class Form:
 
 
 class IndexStats(Protocol):
-    """What is read of the index (:class:`paperindex.index.BM25Index` has both)."""
+    """What is read of the index (:class:`paperindex.index.BM25Index`)."""
 
     def df(self, term: str) -> int: ...
 
     def idf(self, term: str) -> float: ...
+
+    def term_ids(self, terms: Iterable[str]) -> npt.NDArray[np.int64]: ...
+
+    def doc_freqs(self, term_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
 
 
 def other_forms(text: str, index: IndexStats, asked: Iterable[str] = ()) -> list[Form]:
@@ -101,7 +108,7 @@ def other_forms(text: str, index: IndexStats, asked: Iterable[str] = ()) -> list
 
 
 def _single_term(word: str) -> str | None:
-    terms = word_terms(word)
+    terms = normal_word_terms(word)  # words here are folded already
     return terms[0] if len(terms) == 1 else None
 
 
@@ -115,7 +122,7 @@ def _joined(first: str, second: str, index: IndexStats) -> list[Form]:
         return []
     word = first + second
     term = _single_term(word)
-    typed_terms = (*word_terms(first), *word_terms(second))
+    typed_terms = (*normal_word_terms(first), *normal_word_terms(second))
     if term is None or not typed_terms or index.df(term) < MIN_SHARE * min(map(index.df, typed_terms)):
         return []
     # "over-smoothing" is searched as "smoothing" (a stop word goes): the joined form alone names it
@@ -139,17 +146,20 @@ def _split(word: str, index: IndexStats) -> list[Form]:
             if head is not None and index.df(head) >= RARER * whole_papers:
                 compound = f"{prefix}-{rest}"
                 return [Form(compound, head, _weight(whole_idf, index.idf(head)), compound)]
-    best: tuple[int, list[Form]] | None = None
+    cuts: list[tuple[str, str, str, str]] = []  # (first, second, their terms)
     for cut in range(_MIN_HALF, len(word) - _MIN_HALF + 1):
         first, second = word[:cut], word[cut:]
         a, b = _single_term(first), _single_term(second)
-        if a is None or b is None or a == whole or b == whole:
-            continue
-        pair = a + PHRASE_JOIN + b
-        titles = index.df(pair)
-        if titles and titles >= MIN_SHARE * whole_papers and (best is None or titles > best[0]):
-            # the pair alone: its halves searched apart ("hyper", "parameter") match every paper on
-            # parameters, and cost the keyword queries 0.005 (see the module)
-            weight = PAIR_WEIGHT * _weight(whole_idf, index.idf(a) + index.idf(b))
-            best = (titles, [Form(f"{first} {second}", pair, weight, f"{first}-{second}")])
-    return best[1] if best else []
+        if a is not None and b is not None and whole not in (a, b):
+            cuts.append((first, second, a, b))
+    if not cuts:
+        return []
+    # every cut's title pair looked up at once (one call under the index's lock, not one per cut)
+    titles = index.doc_freqs(index.term_ids(a + PHRASE_JOIN + b for _, _, a, b in cuts)).tolist()
+    papers, (first, second, a, b) = max(zip(titles, cuts, strict=True), key=lambda found: found[0])
+    if not papers or papers < MIN_SHARE * whole_papers:
+        return []
+    # the pair alone: its halves searched apart ("hyper", "parameter") match every paper on
+    # parameters, and cost the keyword queries 0.005 (see the module)
+    weight = PAIR_WEIGHT * _weight(whole_idf, index.idf(a) + index.idf(b))
+    return [Form(f"{first} {second}", a + PHRASE_JOIN + b, weight, f"{first}-{second}")]
