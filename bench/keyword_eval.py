@@ -18,21 +18,32 @@ type; the same words often label papers of both CoRL years, but the papers diffe
 chosen on tune (``--ablations`` runs there only); held-out is read for the reported figures.
 
 Engines, in the same run: rank-bm25's ``BM25Okapi`` on lower-cased words (``\\w+``) of title +
-abstract; and ``SearchEngine.search`` as the bot runs it. Ablations rank with ``BM25Index``, whose
-scores equal rank-bm25's on the same tokens. Reported: nDCG@10 (binary gains) and P@10, and the
-paired difference to rank-bm25 with a 95 % bootstrap interval over queries.
+abstract; ``SearchEngine.search`` on the query as typed; and the search as the bot runs it, the query
+repaired first (``ForgivingSearch``: unknown words corrected, other forms of compounds asked for too).
+Ablations rank with ``BM25Index``, whose scores equal rank-bm25's on the same tokens. Reported:
+nDCG@10 (binary gains) and P@10, and the paired difference to rank-bm25 with a 95 % bootstrap
+interval over queries.
+
+**Typo set** (``--typos``): the same queries, each word of at least four letters with no digit given
+one slip by a fixed rule (:func:`typo`, seeded by the query's text): a letter deleted, inserted,
+replaced or swapped with its neighbour, never the first letter. Shorter words are left as typed: the
+corrector never touches them (an acronym, "gan", "rl", is as likely as a slip), so editing them would
+only measure words nobody could correct. The typo set is scored for the plain and the repaired
+search, beside the correctly typed queries.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
+import random
 import re
 import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 from bench_common import MULTIVENUE, multivenue_rows  # noqa: E402
 
 from paperindex.engine import SearchEngine  # noqa: E402
+from paperindex.forgiving import ForgivingSearch  # noqa: E402
 from paperindex.index import BM25Index  # noqa: E402
 from paperindex.tokenizer import tokenize  # noqa: E402
 from storage.models import IndexRow  # noqa: E402
@@ -199,13 +211,60 @@ def index_run(
     return lambda q: [d for d, _ in index.top_k(query(q.text), 10, allowed=allowed[q.judged])]
 
 
-def engine_run(rows: Sequence[dict], queries: Sequence[Query]) -> Run:  # type: ignore[type-arg]
-    engine = SearchEngine.build(
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_TYPO_SEED = 2024
+
+
+def typo(query: str) -> str:
+    """``query`` with one slip in each word of at least four letters and no digit (see the module):
+    the same slips on every run (a generator seeded by the query's text)."""
+    rng = random.Random(f"{_TYPO_SEED}:{query}")
+
+    def slip(match: re.Match[str]) -> str:
+        word = match.group()
+        if len(word) < 4 or any(c.isdigit() for c in word):
+            return word
+        while True:
+            at = rng.randrange(1, len(word))
+            kind = rng.choice(("delete", "insert", "replace", "swap"))
+            if kind == "delete":
+                slipped = word[:at] + word[at + 1 :]
+            elif kind == "insert":
+                slipped = word[:at] + rng.choice(_LETTERS) + word[at:]
+            elif kind == "replace":
+                slipped = word[:at] + rng.choice(_LETTERS) + word[at + 1 :]
+            else:
+                at = min(at, len(word) - 2)
+                slipped = word[:at] + word[at + 1] + word[at] + word[at + 2 :]
+            if slipped != word:
+                return slipped
+
+    return _KEY_WORDS.sub(slip, query)
+
+
+def typo_queries(queries: Sequence[Query]) -> list[Query]:
+    return [replace(q, text=typo(q.text)) for q in queries]
+
+
+def build_engine(rows: Sequence[dict]) -> SearchEngine:  # type: ignore[type-arg]
+    return SearchEngine.build(
         IndexRow(
             n, r["title"] or "", r["abstract"] or "", tuple(r.get("authors") or ()), r["venue"], r["year"]
         )
         for n, r in enumerate(rows)
     )
+
+
+def engine_run(
+    rows: Sequence[dict],  # type: ignore[type-arg]
+    queries: Sequence[Query],
+    *,
+    repaired: bool = False,
+    engine: SearchEngine | None = None,
+) -> Run:
+    """``SearchEngine.search`` on each query as typed, or (``repaired``) the bot's repaired search."""
+    engine = engine or build_engine(rows)
+    forgiving = ForgivingSearch()
     # The venue's papers without labels of the query's kind are left out, as `exclude` would.
     unjudged: dict[frozenset[int], frozenset[int]] = {}
     for q in queries:
@@ -217,7 +276,11 @@ def engine_run(rows: Sequence[dict], queries: Sequence[Query]) -> Run:  # type: 
             )
 
     def run(q: Query) -> list[int]:
-        results = engine.search(q.text, limit=10, venue=q.venue, year=q.year, exclude=unjudged[q.judged])
+        options = {"limit": 10, "venue": q.venue, "year": q.year, "exclude": unjudged[q.judged]}
+        if repaired:
+            results, _ = forgiving.search(engine, q.text, **options)  # type: ignore[arg-type]
+        else:
+            results = engine.search(q.text, **options)  # type: ignore[arg-type]
         return [hit.paper_id for hit in results.hits]
 
     return run
@@ -245,6 +308,7 @@ def main() -> int:
     parser.add_argument("--split", choices=("tune", "heldout"), default="heldout")
     parser.add_argument("--min-papers", type=int, default=5, help="papers a label needs to be a query")
     parser.add_argument("--ablations", action="store_true", help="tokenizer and field variants (tune only)")
+    parser.add_argument("--typos", action="store_true", help="also the typo set: one slip per word")
     args = parser.parse_args()
     if args.ablations and args.split != "tune":
         parser.error("--ablations chooses settings: run it on --split tune")
@@ -261,30 +325,74 @@ def main() -> int:
         + f"), labels on ≥ {args.min_papers} papers, ranked among their venue's labelled papers;"
         f" corpus {len(rows):,} papers without labels"
     )
-    lines: list[tuple[str, Callable[[], Run]]] = [
-        ("rank-bm25, lower-cased words, title + abstract", lambda: rank_bm25_run(rows, queries)),
-        ("paperbot SearchEngine.search, as the bot runs", lambda: engine_run(rows, queries)),
+    typos = typo_queries(queries)
+    engine = functools.cache(lambda: build_engine(rows))
+    # (name, run, queries, the line it is compared with: paired interval over the same queries)
+    lines: list[tuple[str, Callable[[], Run], Sequence[Query], str]] = [
+        ("rank-bm25, lower-cased words, title + abstract", lambda: rank_bm25_run(rows, queries), queries, ""),
+        (
+            "paperbot SearchEngine.search, the query as typed",
+            lambda: engine_run(rows, queries, engine=engine()),
+            queries,
+            "rank-bm25",
+        ),
+        (
+            "paperbot as the bot runs (query repaired)",
+            lambda: engine_run(rows, queries, engine=engine(), repaired=True),
+            queries,
+            "rank-bm25",
+        ),
     ]
+    if args.typos:
+        lines += [
+            (
+                "typo set: SearchEngine.search as typed",
+                lambda: engine_run(rows, typos, engine=engine()),
+                typos,
+                "repaired",
+            ),
+            (
+                "typo set: as the bot runs (query repaired)",
+                lambda: engine_run(rows, typos, engine=engine(), repaired=True),
+                typos,
+                "repaired",
+            ),
+        ]
     if args.ablations:
         for weight in (1, 2, 3, 4):
             lines.append(
                 (
                     f"  ours, title x{weight}",
-                    lambda w=weight: index_run(rows, queries, title_times(w), tokenize),
-                )  # type: ignore[misc]
+                    lambda w=weight: index_run(rows, queries, title_times(w), tokenize),  # type: ignore[misc]
+                    queries,
+                    "rank-bm25",
+                )
             )
-    base: np.ndarray | None = None
-    print(f"{'':52s} {'nDCG@10':>8s} {'P@10':>6s}   vs rank-bm25 (95% interval)")
-    for name, make in lines:
+    if args.typos:
+        changed = sum(q.text != t.text for q, t in zip(queries, typos, strict=True))
+        print(
+            f"typo set: {changed} of {len(queries)} queries changed, e.g. "
+            + "; ".join(f"{q.text!r} → {t.text!r}" for q, t in list(zip(queries, typos, strict=True))[:3])
+        )
+    scores: dict[str, np.ndarray] = {}
+    print(f"{'':52s} {'nDCG@10':>8s} {'P@10':>6s}   vs (paired 95% interval)")
+    for name, make, asked, against in lines:
         started = time.perf_counter()
-        ndcg, prec = evaluate(make(), queries)
-        if base is None:
-            base, versus = ndcg, ""
-        else:
-            low, high = paired_interval(ndcg - base)
-            versus = f"{ndcg.mean() - base.mean():+.3f} ({low:+.3f} to {high:+.3f})"
+        ndcg, prec = evaluate(make(), asked)
+        key = (
+            "rank-bm25"
+            if name.startswith("rank-bm25")
+            else "repaired"
+            if name.startswith("paperbot as")
+            else name
+        )
+        scores[key] = ndcg
+        versus = ""
+        if against:
+            low, high = paired_interval(ndcg - scores[against])
+            versus = f"{ndcg.mean() - scores[against].mean():+.3f} ({low:+.3f} to {high:+.3f}) {against}"
         took = time.perf_counter() - started
-        print(f"{name:52s} {ndcg.mean():8.4f} {prec.mean():6.3f}   {versus:28s} ({took:.0f} s)", flush=True)
+        print(f"{name:52s} {ndcg.mean():8.4f} {prec.mean():6.3f}   {versus:38s} ({took:.0f} s)", flush=True)
     return 0
 
 

@@ -148,13 +148,15 @@ async def stages(db: Path, queries: Sequence[str], repeat: int, state: Path) -> 
     async with open_services(load_settings(), beside_start=False) as services:
         for _ in range(repeat):
             marks = [time.perf_counter()]
-            found = search_block(services.search, list(queries), 10, False)
+            found = await search_block(
+                services.search_service.repair, services.search, list(queries), 10, False
+            )
             marks.append(time.perf_counter())
             papers = await services.papers.identities(
                 hit.paper_id
-                for results in found
-                if not isinstance(results, Exception)
-                for hit in results.hits
+                for answer in found
+                if not isinstance(answer, Exception)
+                for hit in answer.results.hits
             )
             marks.append(time.perf_counter())
             for n, (text, results) in enumerate(zip(queries, found, strict=True), 1):

@@ -53,6 +53,7 @@ from bot.services.recommend.interests import InterestService
 from bot.services.recommend.recommender import Recommender
 from bot.services.search.listings import SearchService
 from bot.services.search.live_index import LiveIndex
+from bot.services.search.query_repair import QueryRepair
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from paperindex import bulk_terms, compiled, prepare
@@ -177,7 +178,12 @@ class Services:
             on_fetched=self.index.refresh,
         )
         self.search_service = SearchService(
-            self.search, self.papers, searches, self.writes, personal_order=self.recommender.personal_order
+            self.search,
+            self.papers,
+            searches,
+            self.writes,
+            personal_order=self.recommender.personal_order,
+            repair=QueryRepair(self.authors),
         )
         self.permission_notices = PermissionNotices(StateRepository(self.db), SubscriptionRepository(self.db))
         self.limits = PersonLimits(enabled=self.settings.person_limits)

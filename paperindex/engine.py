@@ -382,21 +382,28 @@ class SearchEngine:
         year: int | None = None,
         exclude: Collection[int] = (),
         matched: bool = True,
+        forms: Iterable[tuple[str, str, float]] = (),
     ) -> SearchResults:
         """Papers matching ``query`` (best first), ``limit`` from ``offset``, and how many match.
 
         Filters: ``author`` is a case- and accent-insensitive substring of one author's name,
         ``venue`` a substring of the venue, ``year`` exact.  Filters that match no paper give
         empty results (``filtered`` = 0).  Each hit names the query's words it holds (left empty with
-        ``matched=False``, for a caller that shows no snippet). ``query`` is read here unless it was
-        already (:meth:`ParsedQuery.parse`, once per request).
+        ``matched=False``, for a caller that shows no snippet).  ``forms``: (word, term, weight) asked
+        for besides the query's own terms (other forms of its words, :mod:`paperindex.word_forms`).
+        ``query`` is read here unless it was already (:meth:`ParsedQuery.parse`, once per request).
         """
         _check_page(limit, offset)
         parsed = query if isinstance(query, ParsedQuery) else ParsedQuery.parse(query)
         word_of = dict(zip(parsed.terms, parsed.words, strict=True))
+        weights = dict(parsed.weights)
+        for word, term, weight in forms:
+            weights[term] = weights.get(term, 0.0) + weight
+            if tokenizer.PHRASE_JOIN not in term:
+                word_of.setdefault(term, word)
         with self._lock:
             hits, total, filtered = self._ranked_page(
-                parsed.weights,
+                weights,
                 word_of,
                 limit=limit,
                 offset=offset,
@@ -406,7 +413,32 @@ class SearchEngine:
                 exclude=exclude,
                 matched=matched,
             )
-        return SearchResults(hits, total, parsed.terms, parsed.words, offset, filtered, parsed.phrases)
+        terms, words = tuple(word_of), tuple(word_of.values())
+        return SearchResults(hits, total, terms, words, offset, filtered, parsed.phrases)
+
+    def newest(
+        self,
+        paper_ids: Iterable[int],
+        *,
+        limit: int = 5,
+        offset: int = 0,
+        author: str | None = None,
+        venue: str | None = None,
+        year: int | None = None,
+    ) -> SearchResults:
+        """Those of ``paper_ids`` in the index under the filters, newest year first (then the latest
+        added), ``limit`` from ``offset``: a listing with no query to rank by (an author's papers)."""
+        _check_page(limit, offset)
+        with self._lock:
+            index = self.index
+            slots = np.array([index.slot_of(p) for p in set(paper_ids) if p in index], dtype=np.int64)
+            mask = self._filter_mask(author, venue, year)
+            filtered = None if mask is None else int(np.count_nonzero(mask & index.alive))
+            if mask is not None:
+                slots = slots[mask[slots]]
+            order = np.lexsort((-slots, -self._years[slots]))[offset : offset + limit]
+            hits = [SearchHit(int(index.slot_ids[s]), 0.0, ()) for s in slots[order].tolist()]
+        return SearchResults(hits, len(slots), (), (), offset, filtered)
 
     def similar(
         self,

@@ -322,6 +322,11 @@ class BM25Index(Ranking, ForwardReads):
         return np.fromiter((get(t, -1) for t in terms), dtype=np.int64)
 
     @locked
+    def terms_since(self, start: int) -> list[str]:
+        """The vocabulary's terms from id ``start`` on (ids only grow: a reader can follow it)."""
+        return self._terms[start:]
+
+    @locked
     def term_name(self, term_id: int) -> str:
         """The term with this id (ids as :meth:`term_ids` and :meth:`doc_weights` give them)."""
         return self._terms[term_id]

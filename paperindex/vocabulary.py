@@ -67,6 +67,11 @@ class Vocabulary:
                 best = self._best[term] = min(forms, key=lambda w: (-forms[w], len(w), w))
         return best
 
+    def words(self, term: str) -> tuple[str, ...]:
+        """The words (normal form) seen for an index term, none for a term no paper gave."""
+        with self._lock:
+            return tuple(self._forms.get(term, ()))
+
     def counts(self) -> dict[str, dict[str, int]]:
         """A copy of the counts: term → {word → count}."""
         with self._lock:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from bot.errors import USER_FACING, UserFacingError
 from bot.runtime import open_services
 from bot.services.papers.latex_text import readable
+from bot.services.search.query_repair import QueryRepair, SearchAnswer
 from bot.settings import Settings
 from paperindex.engine import SearchEngine, SearchResults
 from storage.models import PaperIdentity
@@ -30,30 +32,35 @@ async def run_search(args: argparse.Namespace, settings: Settings) -> int:
         raise UserFacingError("--limit must be between 1 and 1000")
     queries = read_batch(args.batch) if args.batch else [(None, args.query)]
     async with open_services(settings, beside_start=False) as services:
+        repair = services.search_service.repair
+        await repair.refresh(services.search)
         for start in range(0, len(queries), BATCH_BLOCK):
             block = queries[start : start + BATCH_BLOCK]
-            found = search_block(services.search, [text for _, text in block], args.limit, args.batch is None)
+            found = await search_block(
+                repair, services.search, [text for _, text in block], args.limit, args.batch is None
+            )
             # One read of the block's papers: a read per query waited on the store's thread each time.
             papers = await services.papers.identities(
                 hit.paper_id
-                for results in found
-                if isinstance(results, SearchResults)
-                for hit in results.hits
+                for answer in found
+                if isinstance(answer, SearchAnswer)
+                for hit in answer.results.hits
             )
             for (query_id, text), results in zip(block, found, strict=True):
                 _print_results(args, query_id, text, results, papers)
     return 0
 
 
-def search_block(
-    engine: SearchEngine, texts: list[str], limit: int, raise_errors: bool
-) -> list[SearchResults | Exception]:
-    """Each query's results, or the error that says why it cannot be searched (raised instead with
-    ``raise_errors``)."""
-    found: list[SearchResults | Exception] = []
+async def search_block(
+    repair: QueryRepair, engine: SearchEngine, texts: list[str], limit: int, raise_errors: bool
+) -> list[SearchAnswer | Exception]:
+    """Each query's answer (an author's papers, or the query repaired and searched), or the error that
+    says why it cannot be searched (raised instead with ``raise_errors``). The author names must be
+    up to date (``repair.refresh()``)."""
+    found: list[SearchAnswer | Exception] = []
     for text in texts:
         try:
-            found.append(engine.search(text, limit=limit, matched=False))
+            found.append(await repair.answer(engine, text, limit=limit, matched=False))
         except USER_FACING as error:
             if raise_errors:
                 raise
@@ -65,34 +72,65 @@ def _print_results(
     args: argparse.Namespace,
     query_id: str | None,
     text: str,
-    results: SearchResults | Exception,
+    answer: SearchAnswer | Exception,
     papers: dict[int, PaperIdentity],
 ) -> None:
     if args.batch:
-        print(batch_line(query_id, text, results, papers))
-    elif isinstance(results, Exception):
-        raise results
-    elif args.json:
+        print(batch_line(query_id, text, answer, papers))
+        return
+    if isinstance(answer, Exception):
+        raise answer
+    note = query_note(answer)
+    results = answer.results
+    if args.json:
+        if note:  # stdout holds the results alone
+            print(note, file=sys.stderr)
         for row in _rows(results, papers):
             print(json.dumps(row, ensure_ascii=False))
     else:
+        if note:
+            print(note)
         if not results.hits:
             print(f"No papers match {text!r}.")
         for row in _rows(results, papers):
             print(f"{row['rank']:>3}. [{row['score']:.3f}] {readable(str(row['title']))}  (#{row['id']})")
 
 
+def query_note(answer: SearchAnswer) -> str:
+    """What the query was taken as, when not word for word, and how to search it as typed."""
+    lines = []
+    if answer.author:
+        lines.append(
+            f"Papers by {answer.author}, newest first (put the query in quotes to search its words)."
+        )
+    elif answer.searched_as:
+        lines.append(
+            f"Showing results for “{answer.searched_as}” (put the query in quotes to search it as typed)."
+        )
+    if answer.forms:
+        lines.append(f"Also searched: {', '.join(answer.forms)}.")
+    return "\n".join(lines)
+
+
 def batch_line(
     query_id: str | None,
     text: str,
-    results: SearchResults | Exception,
+    answer: SearchAnswer | Exception,
     papers: dict[int, PaperIdentity],
 ) -> str:
-    """A batch query's line of output: its id, its text and its results, or the error in their place."""
-    if isinstance(results, Exception):
-        return json.dumps({"query_id": query_id, "query": text, "error": str(results), "results": []})
-    rows = _rows(results, papers)
-    return json.dumps({"query_id": query_id, "query": text, "results": rows}, ensure_ascii=False)
+    """A batch query's line of output: its id, its text and its results, or the error in their place;
+    what the query was searched as when not as typed (``searched_as``, ``author``, ``forms``)."""
+    if isinstance(answer, Exception):
+        return json.dumps({"query_id": query_id, "query": text, "error": str(answer), "results": []})
+    line: dict[str, object] = {"query_id": query_id, "query": text}
+    if answer.searched_as:
+        line["searched_as"] = answer.searched_as
+    if answer.author:
+        line["author"] = answer.author
+    if answer.forms:
+        line["forms"] = list(answer.forms)
+    line["results"] = _rows(answer.results, papers)
+    return json.dumps(line, ensure_ascii=False)
 
 
 def _rows(results: SearchResults, papers: dict[int, PaperIdentity]) -> list[dict[str, object]]:

@@ -114,13 +114,15 @@ def results_embed(
     *,
     first_number: int,
     footer: str,
+    note: str = "",
 ) -> discord.Embed:
-    """A numbered list of papers in one embed; entries are shortened until it fits Discord's limits."""
+    """A numbered list of papers in one embed, after ``note`` (markdown, a line or two); entries are
+    shortened until it fits Discord's limits."""
     for snippet_limit in (360, 240, 160, 90, 0):
         blocks = [
             _entry_block(number, entry, snippet_limit) for number, entry in enumerate(entries, first_number)
         ]
-        description = "\n\n".join(blocks)
+        description = "\n\n".join([trim(note, 600), *blocks] if note else blocks)
         if (
             len(description) <= DESCRIPTION_LIMIT
             and len(description) + len(heading) + len(footer) < EMBED_TOTAL_LIMIT

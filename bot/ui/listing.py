@@ -31,8 +31,10 @@ def render_listing(page: ListingPage) -> Listing:
     listing = page.listing
     if listing.kind == "similar":
         heading = f"Papers like “{trim(page.source_title, 150) if page.source_title else listing.paper_id}”"
+    elif page.author_name:
+        heading = f"Papers by {page.author_name}"
     else:
-        heading = f"Results for “{echo(listing.query, 150)}”"
+        heading = f"Results for “{echo(page.searched_as or listing.query, 150)}”"
     entries = [ListedPaper(paper=hit.paper, snippet=hit.snippet, matched=hit.matched) for hit in page.hits]
     number, pages = page.page, page.pages
     footer = (
@@ -40,7 +42,9 @@ def render_listing(page: ListingPage) -> Listing:
         + (_personal_note(page) if page.personal else "")
         + "buttons: rate or save a paper"
     )
-    embed = results_embed(heading, entries, first_number=page.offset + 1, footer=footer)
+    embed = results_embed(
+        heading, entries, first_number=page.offset + 1, footer=footer, note=_query_note(page)
+    )
     view = discord.ui.View(timeout=None)
     add_rating_buttons(view, [entry.paper.id for entry in entries], first_number=page.offset + 1)
     if pages > 1:
@@ -65,6 +69,26 @@ def _count(page: ListingPage) -> str:
     if page.holding_all is not None:
         return f"{page.holding_all:,} with all {words} words, {page.total:,} with one or more"
     return total if words <= 1 else f"{total} with one of these words or more"
+
+
+def _query_note(page: ListingPage) -> str:
+    """What the query was taken as, when not word for word: an author's name, corrected words, the
+    other forms of its compounds; and how to search it as typed."""
+    typed = echo(page.listing.query, 150)
+    lines = []
+    if page.author_name:
+        lines.append(
+            f"Papers by **{echo(page.author_name, 100)}**, newest first. "
+            f'To search the words instead, put them in quotes: "{typed}"'
+        )
+    elif page.searched_as:
+        lines.append(
+            f"Showing results for *{echo(page.searched_as, 150)}*: no paper has some words of "
+            f'“{typed}”. To search exactly what you typed, put it in quotes: "{typed}"'
+        )
+    if page.forms:
+        lines.append(f"Also searched: {echo(', '.join(page.forms), 150)}")
+    return "\n".join(lines)
 
 
 def _personal_note(page: ListingPage) -> str:

@@ -546,6 +546,45 @@ def test_search_batch_answers_every_line_in_order_with_errors_in_place(
     assert lines[3]["results"][0]["title"] == "Speculative decoding"
 
 
+@pytest.mark.usefixtures("ingest_db")
+def test_search_says_what_a_misspelt_query_or_a_name_was_searched_as(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text(
+        "\n".join(
+            json.dumps({"id": f"p{n}", "title": title, "abstract": abstract, "authors": authors})
+            for n, (title, abstract, authors) in enumerate(
+                [
+                    ("Quantizing the KV cache", "We quantize the key value cache.", ["Ada Lovelace"]),
+                    ("Speculative decoding", "A draft model proposes tokens.", ["Grace Hopper"]),
+                ]
+            )
+        )
+        + "\n"
+    )
+    assert cli(capsys, "ingest", str(papers))[0] == 0
+    code, out, _ = cli(capsys, "search", "quantizng the cahce")
+    assert code == 0
+    assert out.startswith("Showing results for “quantizing the cache” (put the query in quotes")
+    assert "Quantizing the KV cache" in out
+    code, out, _ = cli(capsys, "search", "ada lovelace")
+    assert out.startswith("Papers by Ada Lovelace, newest first")
+    assert "Quantizing the KV cache" in out
+    # --json: stdout holds the results alone, the note goes to stderr
+    code, out, err = cli(capsys, "search", "quantizng", "--json")
+    assert json.loads(out.splitlines()[0])["title"] == "Quantizing the KV cache"
+    assert "Showing results for “quantizing”" in err
+    batch = tmp_path / "queries.txt"
+    batch.write_text('quantizng\n"quantizng"\n')
+    code, out, _ = cli(capsys, "search", "--batch", str(batch), "--json")
+    first, typed = (json.loads(line) for line in out.splitlines())
+    assert first["searched_as"] == "quantizing"
+    assert first["results"][0]["title"] == "Quantizing the KV cache"
+    assert "searched_as" not in typed
+    assert typed["results"] == []
+
+
 @pytest.mark.parametrize(
     "command", ["ingest", "fetch", "search", "digest", "stats", "backup", "migrate-store", "health"]
 )

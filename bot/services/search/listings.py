@@ -19,6 +19,7 @@ from bot.errors import NotFoundError, QueryError
 from bot.services.papers.latex_text import readable
 from bot.services.search import snippets
 from bot.services.search.distinctive import distinctive, generic_terms
+from bot.services.search.query_repair import QueryRepair, SearchAnswer
 from bot.services.write_behind import WriteBehind
 from paperindex.engine import SearchEngine, SearchHit, SearchResults
 from paperindex.query import ParsedQuery
@@ -68,6 +69,11 @@ class ListingPage:
     holding_all: int | None = None
     #: the query's words that count (as typed; "the" and single letters aside), one per index term
     words: tuple[str, ...] = ()
+    #: the query searched when a word of it was corrected; other forms of its words searched too;
+    #: the author's name when the query is one (their papers, newest first)
+    searched_as: str | None = None
+    forms: tuple[str, ...] = ()
+    author_name: str | None = None
 
     @property
     def offset(self) -> int:
@@ -87,12 +93,14 @@ class SearchService:
         searches: SearchRepository,
         writes: WriteBehind,
         personal_order: PersonalOrder | None = None,
+        repair: QueryRepair | None = None,
     ) -> None:
         self.engine = engine
         self.papers = papers
         self.searches = searches
         self.writes = writes
         self.personal_order = personal_order
+        self.repair = repair or QueryRepair()
 
     def autocomplete(self, text: str, *, limit: int = 25) -> list[tuple[int, str]]:
         """(paper id, title) for what someone has typed so far (an id, an external id or title words)."""
@@ -167,6 +175,7 @@ class SearchService:
         offset = page * listing.page_size
         source_title: str | None = None
         personal = False
+        answer: SearchAnswer | None = None
         if listing.kind == "similar":
             assert listing.paper_id is not None
             results = self.engine.similar(listing.paper_id, limit=listing.page_size, offset=offset)
@@ -174,7 +183,8 @@ class SearchService:
             source_title = source.title if source else None
         else:
             personal = user_id is not None and self.personal_order is not None and offset < PERSONAL_WINDOW
-            results = self.engine.search(
+            answer = await self.repair.search(
+                self.engine,
                 parsed or ParsedQuery.parse(listing.query),
                 limit=max(PERSONAL_WINDOW, offset + listing.page_size) if personal else listing.page_size,
                 offset=0 if personal else offset,
@@ -182,6 +192,7 @@ class SearchService:
                 venue=listing.venue,
                 year=listing.year,
             )
+            results = answer.results
             if personal and user_id is not None:
                 results, personal = await self._ordered_for(user_id, results, offset, listing.page_size)
         papers = await self.papers.get_many([hit.paper_id for hit in results.hits])
@@ -192,9 +203,10 @@ class SearchService:
             if hit.paper_id in papers
         )
         holding_all = None
-        if listing.kind == "search" and results.filtered is None and len(results.terms) > 1:
+        plain = answer is not None and not answer.forms and answer.author is None
+        if plain and results.filtered is None and len(results.terms) > 1:
             holding_all = self._holding_all(results.terms)
-        return ListingPage(
+        page_of = ListingPage(
             listing,
             page,
             results.total,
@@ -204,6 +216,9 @@ class SearchService:
             holding_all=holding_all,
             words=results.words if listing.kind == "search" else (),
         )
+        if answer is None:
+            return page_of
+        return replace(page_of, searched_as=answer.searched_as, forms=answer.forms, author_name=answer.author)
 
     def _holding_all(self, terms: Sequence[str]) -> int:
         """How many indexed papers hold every one of ``terms``."""

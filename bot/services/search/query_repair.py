@@ -1,0 +1,104 @@
+"""What a typed search is answered with: an author's papers, or the query repaired and searched.
+
+A query that is an author's full name, as the stored papers write it (case, accents and spacing
+ignored: :class:`~bot.services.people.authors.AuthorDirectory`), lists that author's papers, newest
+first. Any other query is searched repaired (:class:`paperindex.forgiving.ForgivingSearch`): its
+unknown words corrected, the other forms of its compounds asked for too. A query in double quotes is
+searched exactly as typed, the way to overrule either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from bot.services.people.authors import AuthorDirectory
+from paperindex.engine import SearchEngine, SearchResults, fold
+from paperindex.forgiving import ForgivingSearch, unquoted
+from paperindex.query import ParsedQuery
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAnswer:
+    """One page of a search, and what the query was taken as."""
+
+    results: SearchResults
+    #: the query searched when a word of it was corrected ("transformer attention mechanism")
+    searched_as: str | None = None
+    #: other forms of its words also searched ("over-smoothing" for "oversmoothing")
+    forms: tuple[str, ...] = ()
+    #: the author's name as a paper writes it, when the query is an author's name
+    author: str | None = None
+
+
+class QueryRepair:
+    """Answers a typed query: by author when it names one, else repaired (see the module)."""
+
+    def __init__(self, authors: AuthorDirectory | None = None) -> None:
+        self.authors = authors
+        self.forgiving = ForgivingSearch()
+
+    async def refresh(self, engine: SearchEngine) -> None:
+        """Take in the author names and the words of papers indexed since the last look (in a worker
+        thread when there are many: the event loop never waits for them); before :meth:`answer`."""
+        if self.authors is not None:
+            await self.authors.refresh()
+        corrector = self.forgiving.corrector(engine)
+        if corrector.behind():
+            await asyncio.to_thread(corrector.refresh)
+
+    async def author_name(self, query: str) -> str | None:
+        """The name as a paper writes it when ``query`` is an author's full name, else None."""
+        key = fold(query)
+        if self.authors is None or len(key.split()) < 2 or unquoted(query) is not None:
+            return None
+        if not self.authors.paper_ids(key):
+            return None
+        return (await self.authors.names([key]))[key]
+
+    async def search(
+        self,
+        engine: SearchEngine,
+        query: str | ParsedQuery,
+        *,
+        limit: int,
+        offset: int = 0,
+        author: str | None = None,
+        venue: str | None = None,
+        year: int | None = None,
+        matched: bool = True,
+    ) -> SearchAnswer:
+        """The page of ``query`` from ``offset`` under the filters, the author names brought up to date."""
+        await self.refresh(engine)
+        return await self.answer(
+            engine, query, limit=limit, offset=offset, author=author, venue=venue, year=year, matched=matched
+        )
+
+    async def answer(
+        self,
+        engine: SearchEngine,
+        query: str | ParsedQuery,
+        *,
+        limit: int,
+        offset: int = 0,
+        author: str | None = None,
+        venue: str | None = None,
+        year: int | None = None,
+        matched: bool = True,
+    ) -> SearchAnswer:
+        """:meth:`search` with the author names as they are (the command line refreshes them once)."""
+        text = query.text if isinstance(query, ParsedQuery) else query
+        name = await self.author_name(text)
+        if name is not None and self.authors is not None:
+            ids = self.authors.paper_ids(fold(text))
+            listed = engine.newest(ids, limit=limit, offset=offset, author=author, venue=venue, year=year)
+            if listed.total:
+                return SearchAnswer(listed, author=name)
+        results, repair = self.forgiving.search(
+            engine, query, limit=limit, offset=offset, author=author, venue=venue, year=year, matched=matched
+        )
+        return SearchAnswer(
+            results,
+            searched_as=repair.text if repair.corrected else None,
+            forms=tuple(dict.fromkeys(form.compound for form in repair.forms)),
+        )

@@ -1,0 +1,64 @@
+"""QueryRepair: a typed search answered by author, or repaired (corrected words, other forms), on a
+real store and the real engine over it."""
+
+from __future__ import annotations
+
+import pytest
+from test_listings import RECORDS
+
+from bot.services.people.authors import AuthorDirectory
+from bot.services.search.query_repair import QueryRepair
+from paperindex.engine import SearchEngine
+from storage.db import Database
+from storage.models import PaperRecord
+from storage.repositories.papers import PaperRepository
+
+
+async def _repair(db: Database, records: list[PaperRecord]) -> tuple[QueryRepair, SearchEngine]:
+    papers = PaperRepository(db)
+    await papers.upsert_many(records)
+    _, rows = await papers.index_rows_at()
+    engine = SearchEngine.build(rows)
+    return QueryRepair(AuthorDirectory(engine, papers)), engine
+
+
+async def test_an_authors_full_name_lists_their_papers_newest_first(db: Database) -> None:
+    repair, engine = await _repair(db, RECORDS)
+    answer = await repair.search(engine, "alan  TURING", limit=5)
+    assert answer.author == "Alan Turing"
+    assert answer.results.total == 2
+    titles = {engine.title(hit.paper_id) for hit in answer.results.hits}
+    assert titles == {"KV Cache Quantization for Long Contexts", "Quantization of Vision Transformers"}
+    # the filters apply: under a venue where they have no paper, the words are searched instead
+    none = await repair.search(engine, "Alan Turing", limit=5, venue="NeurIPS")
+    assert none.author is None  # no paper of theirs there: the words are searched instead
+    assert none.results.total == 0
+
+
+async def test_newest_first_then_latest_added(db: Database) -> None:
+    records = [
+        PaperRecord(title=f"Paper {year}", abstract="Words.", authors=("Ada Lovelace",), year=year)
+        for year in (2021, 2024, 2022)
+    ]
+    repair, engine = await _repair(db, records)
+    answer = await repair.search(engine, "Ada Lovelace", limit=2)
+    assert [engine.title(h.paper_id) for h in answer.results.hits] == ["Paper 2024", "Paper 2022"]
+    page_two = await repair.search(engine, "Ada Lovelace", limit=2, offset=2)
+    assert [engine.title(h.paper_id) for h in page_two.results.hits] == ["Paper 2021"]
+
+
+@pytest.mark.parametrize("query", ['"Alan Turing"', "Turing", "Alan Turingg"])
+async def test_quotes_one_word_or_another_name_search_the_words(db: Database, query: str) -> None:
+    repair, engine = await _repair(db, RECORDS)
+    answer = await repair.search(engine, query, limit=5)
+    assert answer.author is None
+
+
+async def test_a_misspelt_query_says_what_it_searched(db: Database) -> None:
+    repair, engine = await _repair(db, RECORDS)
+    answer = await repair.search(engine, "quantizaton of trasnformers", limit=5)
+    assert answer.searched_as == "quantization of transformers"
+    assert answer.results.total == 4 - 1  # every paper but the molecules one
+    plain = await repair.search(engine, "quantization of transformers", limit=5)
+    assert plain.searched_as is None
+    assert [h.score for h in plain.results.hits] == [h.score for h in answer.results.hits]
