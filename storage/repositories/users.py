@@ -137,6 +137,7 @@ class ForgetCounts:
     posted_messages: int = 0
     searches: int = 0
     follows: int = 0
+    mutes: int = 0
     user: int = 0
 
     @property
@@ -150,6 +151,7 @@ class ForgetCounts:
             + self.posted_messages
             + self.searches
             + self.follows
+            + self.mutes
             + self.user
         )
 
@@ -172,6 +174,7 @@ async def forget_user(db: Database, user_id: int, *, at: str | None = None) -> F
         ("posted_messages", "DELETE FROM posted_messages WHERE recipient_id = ?"),
         ("searches", "DELETE FROM searches WHERE user_id = ?"),
         ("follows", "DELETE FROM author_follows WHERE user_id = ?"),
+        ("mutes", "DELETE FROM mutes WHERE user_id = ?"),
         ("user", "DELETE FROM users WHERE id = ?"),
     )
     async with db.transaction() as conn:

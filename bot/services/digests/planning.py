@@ -62,6 +62,14 @@ class FollowedLike(Protocol):
     ) -> Sequence[FollowedPaperLike]: ...
 
 
+class MutesLike(Protocol):
+    """``bot.services.people.mutes.MuteService``: the papers a person's or a channel feed's mutes hide."""
+
+    async def muted(self, user_id: int) -> frozenset[int]: ...
+
+    async def feed_muted(self, subscription_id: int) -> frozenset[int]: ...
+
+
 class PaperLookup(Protocol):
     """``storage.repositories.papers.PaperRepository``."""
 
@@ -119,6 +127,7 @@ class DigestPlanner:
         clock: Clock,
         min_score: float = 0.0,
         followed: FollowedLike | None = None,
+        mutes: MutesLike | None = None,
     ) -> None:
         self.digests = digests
         self.papers = papers
@@ -126,6 +135,15 @@ class DigestPlanner:
         self.clock = clock
         self.min_score = min_score
         self.followed = followed
+        self.mutes = mutes
+
+    async def _muted(self, sub: Subscription | None, user_id: int | None) -> frozenset[int]:
+        """What the recipient muted: a feed's own mutes, or the person's."""
+        if self.mutes is None:
+            return frozenset()
+        if sub is not None and sub.is_channel:
+            return await self.mutes.feed_muted(sub.id)
+        return await self.mutes.muted(user_id) if user_id is not None else frozenset()
 
     async def choose(
         self,
@@ -153,6 +171,9 @@ class DigestPlanner:
             raise ValueError("choose needs a subscription or a user id")
         if sent is None:
             sent = await self.digests.sent_paper_ids(recipient)
+        muted = await self._muted(sub, recipient.user_id)
+        if muted:  # a muted paper never reaches the digest, a followed author's included
+            sent = {*sent, *muted}
         first: list[Pick] = []
         if recipient.user_id is not None and self.followed is not None:
             followed = await self.followed.new_papers(recipient.user_id, exclude=sent, limit=count)

@@ -28,7 +28,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.recommend.candidates import Candidate, NearCopyGuard, Pool
+from bot.services.recommend.candidates import Candidate, MutedPapers, NearCopyGuard, Pool
 from bot.services.recommend.interests import Interest, InterestService, InterestSummary, ProfileSummary
 from bot.services.recommend.learned_ranking import LearnedRanker
 from bot.services.recommend.learner import DEFAULT_LEARNING, LearningParams
@@ -123,6 +123,7 @@ class Recommender:
         clock: Callable[[], datetime] | None = None,
         profiles: InterestService | None = None,
         space: PaperSpace | None = None,
+        mutes: MutedPapers | None = None,
     ) -> None:
         self.engine = engine
         self.index = index
@@ -140,6 +141,7 @@ class Recommender:
         self.by_words = TopicRanker(engine, index, self.facts, params)
         self.by_model = LearnedRanker(self.models, index, self.facts, learning)
         self.planner = PersonPlanner(self.models, index, self.interests, self.profiles, params)
+        self.mutes = mutes
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -163,7 +165,7 @@ class Recommender:
         assert person is not None  # (it waits for the index)
         if not person.served:
             return []
-        skip = person.seen | frozenset(exclude)
+        skip = person.seen | frozenset(exclude) | await self.muted(user_id)
         picks = await self._pick(person.served, count=count, exclude=skip, now=now)
         if mark_shown and user_id is not None and picks:
             await self.feedback.mark_shown(
@@ -212,7 +214,11 @@ class Recommender:
         self, *, guild_id: int | None, count: int, user_id: int | None = None
     ) -> list[PopularPaper]:
         """The papers people here liked and saved most (a start for someone with no interests)."""
-        skip = await self.feedback.seen_ids(user_id) if user_id is not None else set()
+        skip = (
+            await self.feedback.seen_ids(user_id) | await self.muted(user_id)
+            if user_id is not None
+            else set()
+        )
         rows = await self.feedback.popular(guild_id=guild_id, limit=count, exclude=skip)
         return [PopularPaper(paper_id, votes) for paper_id, votes in rows]
 
@@ -243,6 +249,12 @@ class Recommender:
             rank[order] = np.arange(len(order))
             place = np.minimum(place, (rank + 0.5) / (served.weight / total))
         return [int(i) for i in ids[np.lexsort((ids, place))]]
+
+    async def muted(self, user_id: int | None) -> frozenset[int]:
+        """The candidate filter: the papers the person muted (a channel feed's planner excludes its own)."""
+        if user_id is None or self.mutes is None:
+            return frozenset()
+        return await self.mutes.muted(user_id)
 
     # -- picks ----------------------------------------------------------------------------------
 
@@ -332,7 +344,12 @@ class Recommender:
         n = len(self.space.coords)
         slots = [self.models.slot(paper_id, n) for paper_id in paper_ids]
         best = max(scores)
-        close = [i for i, score in enumerate(scores) if score >= SEARCH_CLOSE * best and slots[i] is not None]
+        muted = await self.muted(user_id)  # a muted paper keeps its place: the person's model never lifts it
+        close = [
+            i
+            for i, score in enumerate(scores)
+            if score >= SEARCH_CLOSE * best and slots[i] is not None and paper_ids[i] not in muted
+        ]
         if len(close) < 2:
             return None
         at = np.array([slots[i] for i in close], dtype=np.int64)

@@ -35,6 +35,12 @@ class PersonalOrder(Protocol):
     ) -> list[int] | None: ...
 
 
+class MutedCount(Protocol):
+    """``bot.services.people.mutes.MuteService.count_muted``: how many of these papers the person muted."""
+
+    async def __call__(self, user_id: int, paper_ids: Sequence[int]) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ListedHit:
     """One paper of a page: its snippet (markdown, the query's terms in bold) and the words it matched."""
@@ -58,6 +64,8 @@ class ListingPage:
     personal: bool = False
     #: the page is shown for the person who searched (their own command or button press)
     for_searcher: bool = True
+    #: how many of the page's papers its searcher muted (still listed: a search finds them)
+    muted: int = 0
 
     @property
     def offset(self) -> int:
@@ -77,12 +85,14 @@ class SearchService:
         searches: SearchRepository,
         writes: WriteBehind,
         personal_order: PersonalOrder | None = None,
+        muted: MutedCount | None = None,
     ) -> None:
         self.engine = engine
         self.papers = papers
         self.searches = searches
         self.writes = writes
         self.personal_order = personal_order
+        self.muted = muted
 
     def autocomplete(self, text: str, *, limit: int = 25) -> list[tuple[int, str]]:
         """(paper id, title) for what someone has typed so far (an id, an external id or title words)."""
@@ -176,7 +186,10 @@ class SearchService:
         hits = tuple(
             _listed(results, hit, papers[hit.paper_id]) for hit in results.hits if hit.paper_id in papers
         )
-        return ListingPage(listing, page, results.total, hits, source_title, personal=personal)
+        muted = 0
+        if self.muted is not None and user_id is not None and listing.kind == "search" and hits:
+            muted = await self.muted(user_id, [hit.paper.id for hit in hits])
+        return ListingPage(listing, page, results.total, hits, source_title, personal=personal, muted=muted)
 
     async def _ordered_for(
         self, user_id: int, results: SearchResults, offset: int, size: int
