@@ -63,6 +63,7 @@ from storage.db import Database
 from storage.repositories.clubs import ClubRepository
 from storage.repositories.digests import DigestRepository
 from storage.repositories.interests import InterestRepository
+from storage.repositories.library_texts import LibraryTextRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository
@@ -144,6 +145,7 @@ class Services:
             clock=self.clock,
             profiles=self.profiles,
             mutes=self.mutes,
+            library=LibraryTextRepository(self.db),
         )
         self.privacy = PrivacyService(
             self.db, clock=self.clock, search_retention_days=self.settings.search_retention_days
@@ -181,8 +183,8 @@ class Services:
             LibraryMatcher(
                 self.papers, title_lookup=lambda text: self.index.engine.autocomplete(text), arxiv=arxiv
             ),
-            self.feedback,
-            self.writes,
+            self.ratings,
+            LibraryTextRepository(self.db),
             on_fetched=self.index.refresh,
         )
         self.search_service = SearchService(

@@ -162,13 +162,7 @@ async def interests_add(
             lines.append(f"Following papers like “{echo(interest.label)}” as an interest of its own.")
         elif interest.row.kind == "topic":
             lines.append(f"It teaches your interest in {echo(interest.described)}.")
-        press = await services.feedback.plan_seed(
-            user_id=user_id, paper_id=seed.id, pending=services.writes.pending_ratings(user_id, seed.id)
-        )
-        if press.added:  # the store path of a 👍 button: kept in the outbox at once, stored behind
-            await services.writes.rating(
-                user_id=user_id, paper_id=seed.id, signal="like", added=True, guild_id=interaction.guild_id
-            )
+        press = await services.ratings.seed(user_id, seed.id, guild_id=interaction.guild_id)
         lines.append(press.note)
     if view is None:
         await interaction.response.send_message("\n".join(lines), ephemeral=True)
@@ -314,8 +308,8 @@ async def saved_command(interaction: discord.Interaction[PaperBot], export: str 
 async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
     view = ForgetMeView(interaction.user.id, interaction.client.services.forget_user)
     await interaction.response.send_message(
-        "This deletes your topics, muted topics, reactions, saved papers, followed authors, subscription, searches and "
-        "history, for good. "
+        "This deletes your topics, muted topics, library papers kept as text, reactions, saved papers, "
+        "followed authors, subscription, searches and history, for good. "
         "Backups taken before now keep a copy until they are deleted (the daily backup paperbot ships "
         f"deletes them after {BACKUP_RETENTION_DAYS} days). Sure?",
         view=view,

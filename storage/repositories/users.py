@@ -138,6 +138,7 @@ class ForgetCounts:
     searches: int = 0
     follows: int = 0
     mutes: int = 0
+    library_texts: int = 0
     user: int = 0
 
     @property
@@ -152,6 +153,7 @@ class ForgetCounts:
             + self.searches
             + self.follows
             + self.mutes
+            + self.library_texts
             + self.user
         )
 
@@ -175,6 +177,7 @@ async def forget_user(db: Database, user_id: int, *, at: str | None = None) -> F
         ("searches", "DELETE FROM searches WHERE user_id = ?"),
         ("follows", "DELETE FROM author_follows WHERE user_id = ?"),
         ("mutes", "DELETE FROM mutes WHERE user_id = ?"),
+        ("library_texts", "DELETE FROM library_texts WHERE user_id = ?"),
         ("user", "DELETE FROM users WHERE id = ?"),
     )
     async with db.transaction() as conn:

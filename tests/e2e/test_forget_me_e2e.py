@@ -34,6 +34,7 @@ PERSONAL = (
     ("searches", "user_id"),
     ("author_follows", "user_id"),
     ("mutes", "user_id"),
+    ("library_texts", "user_id"),
 )
 
 

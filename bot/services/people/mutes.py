@@ -120,7 +120,10 @@ class MuteMatcher:
             checked, candidates = await asyncio.to_thread(self._holding_all, terms, found.checked)
             if len(terms) > 1 and candidates:  # the index knows the terms, the text their order
                 texts = await self._papers.get_many(candidates)
-                candidates = [i for i in candidates if i in texts and paper_holds(texts[i], terms)]
+                # thousands of abstracts for a common phrase: tokenised off the event loop
+                candidates = await asyncio.to_thread(
+                    lambda: [i for i in candidates if i in texts and paper_holds(texts[i], terms)]
+                )
             found.ids.update(candidates)
             found.checked = max(found.checked, checked)
         return frozenset(found.ids)

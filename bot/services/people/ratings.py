@@ -1,5 +1,6 @@
 """Where a 👍 👎 🔖 enters, however it was given: a reaction on a paper the bot posted, a rating button
-under a paper, a "Like paper" / "Save paper" message command. The Discord layer turns what it got into
+under a paper, a "Like paper" / "Save paper" message command, a paper named in `/paper interests add`
+or found in a person's library. The Discord layer turns what it got into
 plain ids and a signal (`storage.models` holds the vocabulary) and calls :meth:`Ratings.rate`; it is
 kept in the outbox at once and stored behind the answer (`bot.services.write_behind`), so a busy
 store never delays or loses it.
@@ -43,6 +44,19 @@ class Ratings:
             added=added,
             on_our_message=message.ours,
         )
+
+    async def seed(self, user_id: int, paper_id: int, *, guild_id: int | None) -> ButtonPress:
+        """A paper the person says they like (`/paper interests add paper:`, a paper of their library):
+        their 👍 unless it counts already, never taken back; ``added`` None when it counts already or
+        learning is paused."""
+        press = await self.feedback.plan_seed(
+            user_id=user_id, paper_id=paper_id, pending=self.writes.pending_ratings(user_id, paper_id)
+        )
+        if press.added:
+            await self.writes.rating(
+                user_id=user_id, paper_id=paper_id, signal="like", added=True, guild_id=guild_id
+            )
+        return press
 
     async def on_paper(
         self, user_id: int, signal: Signal, paper_id: int, *, guild_id: int | None, takes_back: bool = True

@@ -32,6 +32,7 @@ from bot.services.recommend.candidates import Candidate, MutedPapers, NearCopyGu
 from bot.services.recommend.interests import Interest, InterestService, InterestSummary, ProfileSummary
 from bot.services.recommend.learned_ranking import LearnedRanker
 from bot.services.recommend.learner import DEFAULT_LEARNING, LearningParams
+from bot.services.recommend.library_words import LibraryTexts, LibraryWords
 from bot.services.recommend.paper_facts import PaperFacts, word_cut
 from bot.services.recommend.paper_space import PaperSpace
 from bot.services.recommend.person_models import PersonModels
@@ -124,6 +125,7 @@ class Recommender:
         profiles: InterestService | None = None,
         space: PaperSpace | None = None,
         mutes: MutedPapers | None = None,
+        library: LibraryTexts | None = None,
     ) -> None:
         self.engine = engine
         self.index = index
@@ -140,7 +142,8 @@ class Recommender:
         self.facts = PaperFacts(index, PaperRepository(db), engine, params)
         self.by_words = TopicRanker(engine, index, self.facts, params)
         self.by_model = LearnedRanker(self.models, index, self.facts, learning)
-        self.planner = PersonPlanner(self.models, index, self.interests, self.profiles, params)
+        words = LibraryWords(library, index) if library is not None else None
+        self.planner = PersonPlanner(self.models, index, self.interests, self.profiles, params, words)
         self.mutes = mutes
 
     # -- public API -----------------------------------------------------------------------------

@@ -114,3 +114,17 @@ async def test_a_reaction_counts_on_the_bots_own_message_only(db: Database, rati
     assert not await ratings.on_message(USER, "like", OnMessage(4242, ours=None), added=False, guild_id=GUILD)
     await ratings.writes.drained()
     assert await _signals(db) == {(papers[1], "like")}
+
+
+async def test_a_paper_named_as_liked_is_a_like_once_and_never_taken_back(
+    db: Database, ratings: Ratings
+) -> None:
+    """`/paper interests add paper:` and a library's papers: a 👍 the first time; naming it again keeps it."""
+    papers = await stored_papers(db)
+    first = await ratings.seed(USER, papers[0], guild_id=GUILD)
+    assert first.added
+    await ratings.writes.drained()
+    again = await ratings.seed(USER, papers[0], guild_id=GUILD)
+    assert not again.added
+    await ratings.writes.drained()
+    assert await _signals(db) == {(papers[0], "like")}

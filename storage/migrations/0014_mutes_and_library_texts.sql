@@ -15,3 +15,17 @@ CREATE TABLE mutes (
 );
 CREATE UNIQUE INDEX mutes_person_once ON mutes(user_id, terms) WHERE user_id IS NOT NULL;
 CREATE UNIQUE INDEX mutes_feed_once ON mutes(subscription_id, terms) WHERE subscription_id IS NOT NULL;
+
+-- The papers of a person's library (`/paper interests add file:`) that the store does not have: their
+-- own title and abstract teach that person's picks, and nobody else's. They are no papers of the store
+-- (never searched, shown or sent to anyone); forget-me deletes them. ``key`` is the title normalised
+-- (case, accents, punctuation and spacing ignored): one row per paper per person.
+CREATE TABLE library_texts (
+    id        INTEGER PRIMARY KEY,
+    user_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    key       TEXT    NOT NULL,
+    title     TEXT    NOT NULL,
+    abstract  TEXT,
+    added_at  TEXT    NOT NULL,
+    UNIQUE (user_id, key)
+);
