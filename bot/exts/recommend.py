@@ -117,7 +117,8 @@ async def interests_show(interaction: discord.Interaction[PaperBot]) -> None:
     services = interaction.client.services
     summary = await services.recommender.summary(interaction.user.id)
     mutes = [m.phrase for m in await services.mutes.mutes(interaction.user.id)]
-    await interaction.followup.send(embed=interests_embed(summary, mutes), ephemeral=True)
+    kept = await services.library.kept(interaction.user.id)
+    await interaction.followup.send(embed=interests_embed(summary, mutes, library_texts=kept), ephemeral=True)
 
 
 @interests_group.command(

@@ -94,7 +94,9 @@ def interest_lines(entry: InterestSummary) -> str:
     return "\n".join(lines)
 
 
-def interests_embed(summary: ProfileSummary, mutes: Sequence[str] = ()) -> discord.Embed:
+def interests_embed(
+    summary: ProfileSummary, mutes: Sequence[str] = (), *, library_texts: int = 0
+) -> discord.Embed:
     """Each interest with what it learned and how its picks fared, then follows, muted topics, counts
     and learning."""
     embed = discord.Embed(title="Your paper interests", colour=PAPER_COLOUR)
@@ -110,6 +112,16 @@ def interests_embed(summary: ProfileSummary, mutes: Sequence[str] = ()) -> disco
         embed.add_field(
             name=f"Authors you follow ({len(summary.followed)})",
             value=_lines_within(authors, FIELD_VALUE_LIMIT, "—"),
+            inline=False,
+        )
+    if library_texts:
+        papers = f"{library_texts:,} paper{'s' if library_texts != 1 else ''}"
+        embed.add_field(
+            name=f"Your library, not here ({library_texts:,})",
+            value=(
+                f"The titles and abstracts of {papers} of your library I do not have teach your picks "
+                "(“papers like those in your library”); they are kept for you alone."
+            ),
             inline=False,
         )
     if mutes:
@@ -270,15 +282,24 @@ def muted_line(done: MuteAdded, *, feed: bool = False) -> str:
         if done.papers
         else "no paper here says it yet; those that will (in any form of its words)"
     )
+    clash = ""
+    if done.topics:
+        named = ", ".join(f"“{echo(t)}”" for t in done.topics)
+        whose = "This feed's topic" if feed else "Your interest"
+        clash = (
+            f"\n⚠️ {whose}{'s' if len(done.topics) > 1 else ''} {named} say{'' if len(done.topics) > 1 else 's'} "
+            "it too: only the papers that do not say it can be picked for "
+            f"{'them' if len(done.topics) > 1 else 'it'}."
+        )
     if feed:
         return (
             f"🔇 Muted “{shown}” in this feed: {papers} are never posted there. "
-            "`/paperadmin feed unmute` brings them back."
+            "`/paperadmin feed unmute` brings them back." + clash
         )
     return (
         f"🔇 Muted “{shown}”: {papers} never reach "
         "your digest, `/paper recommend` or the order your reactions give your searches; a search still "
-        "lists them and says how many were muted for you. `/paper interests unmute` brings them back."
+        "lists them and says how many were muted for you. `/paper interests unmute` brings them back." + clash
     )
 
 

@@ -221,6 +221,10 @@ async def test_a_library_the_store_lacks_still_teaches_from_its_own_text(e2e: E2
     assert len(picked) == 3, answer_text(picks)
     assert picked <= spiking, answer_text(picks)
     assert "papers like those in your library" in answer_text(picks)
+    shown = answer_text(await server.run_command("bob", "paper interests show"))
+    assert "Your library, not here (4)" in shown
+    subscribed = answer_text(await server.run_command("bob", "paper subscribe", time="09:00"))
+    assert "✅ Subscribed" in subscribed  # the library is enough to start a digest from
 
     # the texts are bob's alone: no paper of the store, so nobody finds them
     assert await e2e.db.fetchval("SELECT COUNT(*) FROM papers WHERE title = ?", (SPIKING[0][0],)) == 0

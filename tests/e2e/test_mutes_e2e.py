@@ -227,6 +227,7 @@ async def test_a_channel_feed_never_posts_what_it_muted(e2e: E2E, clock: Clock) 
         "alice", "paperadmin feed mute", channel=channel, topic="reinforcement learning"
     )
     assert re.search(r"in this feed: the \d+ papers here that say it", answer_text(muted))
+    assert "⚠️ This feed's topic “reinforcement learning” says it too" in answer_text(muted)
     listing = answer_text(await server.run_command("alice", "paperadmin feed list"))
     assert "🔇 muted: reinforcement learning" in listing
     choices = await server.autocomplete("alice", "paperadmin feed unmute", "topic", "rein", channel=channel)

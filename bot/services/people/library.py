@@ -333,6 +333,10 @@ class LibraryImporter:
         self.texts = texts
         self.on_fetched = on_fetched
 
+    async def kept(self, user_id: int) -> int:
+        """How many papers of the person's library are kept as their own text (`/paper interests show`)."""
+        return len(await self.texts.texts(user_id))
+
     async def run(self, user_id: int, data: bytes, filename: str, *, guild_id: int | None) -> LibraryImport:
         parsed = await asyncio.to_thread(parse_library, data, filename)  # a large .bib takes a while
         match = await self.matcher.match(parsed)

@@ -20,7 +20,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
@@ -32,6 +32,7 @@ from bot.services.search.snippets import echo
 from paperindex.tokenizer import tokenize
 from storage.db import Database
 from storage.models import Paper
+from storage.repositories.interests import InterestRepository
 from storage.repositories.mutes import MUTE_LIMIT, MuteLimitError, MuteOwner, MuteRepository, MuteRow
 from storage.repositories.subscriptions import SubscriptionRepository
 
@@ -145,6 +146,8 @@ class MuteAdded:
     mute: MuteRow
     added: bool  # False: the owner muted the same words before (``mute`` is that one)
     papers: int  # papers indexed now that the mute hides
+    #: the owner's own topics (a person's interests, a feed's topics) that say the muted phrase
+    topics: tuple[str, ...] = ()
 
 
 class MuteService:
@@ -158,6 +161,7 @@ class MuteService:
     ) -> None:
         self.repository = MuteRepository(db)
         self.feeds = SubscriptionRepository(db)
+        self.interests = InterestRepository(db)
         self.matcher = matcher
         self.limit = limit
         self._clock = clock
@@ -166,7 +170,8 @@ class MuteService:
 
     async def mute(self, user_id: int, phrase: str) -> MuteAdded:
         """`/paper interests mute topic:`: MuteError with the reason when the phrase cannot be muted."""
-        return await self._add(MuteOwner(user_id=user_id), phrase, unmute="/paper interests unmute")
+        done = await self._add(MuteOwner(user_id=user_id), phrase, unmute="/paper interests unmute")
+        return _naming(done, await self.interests.topics(user_id))
 
     async def unmute(self, user_id: int, phrase: str) -> MuteRow:
         return await self._remove(MuteOwner(user_id=user_id), phrase, whose="You")
@@ -188,7 +193,9 @@ class MuteService:
     async def feed_mute(self, guild_id: int, channel_id: int, phrase: str) -> MuteAdded:
         """`/paperadmin feed mute`: the feed's posts never carry a paper that says the phrase."""
         owner = await self._feed(guild_id, channel_id)
-        return await self._add(owner, phrase, unmute="/paperadmin feed unmute")
+        done = await self._add(owner, phrase, unmute="/paperadmin feed unmute")
+        sub = await self.feeds.for_channel(channel_id)
+        return _naming(done, sub.topics if sub is not None else ())
 
     async def feed_unmute(self, guild_id: int, channel_id: int, phrase: str) -> MuteRow:
         return await self._remove(await self._feed(guild_id, channel_id), phrase, whose="This feed")
@@ -250,6 +257,12 @@ class MuteService:
                 "That channel has no paper feed to mute a topic in: `/paperadmin feed set` gives it one."
             )
         return MuteOwner(subscription_id=sub.id)
+
+
+def _naming(done: MuteAdded, topics: Sequence[str]) -> MuteAdded:
+    """The mute, with the owner's topics that say its phrase (their papers that say it are left out too)."""
+    terms = done.mute.terms.split(" ")
+    return replace(done, topics=tuple(t for t in dict.fromkeys(topics) if holds_phrase(t, terms)))
 
 
 def _checked(phrase: str) -> tuple[str, tuple[str, ...]]:

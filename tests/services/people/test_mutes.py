@@ -160,3 +160,12 @@ async def test_papers_indexed_later_are_matched_too(db: Database, muting) -> Non
     assert paper is not None
     recommender.engine.add([(paper.id, paper.title, paper.abstract or "")])
     assert int(new) in await mutes.muted(USER)
+
+
+async def test_a_mute_names_the_persons_interests_that_say_it(muting) -> None:  # type: ignore[no-untyped-def]
+    mutes, recommender, _ = muting
+    await recommender.profiles.add_topic(USER, "offline reinforcement learning")
+    await recommender.profiles.add_topic(USER, "graph neural networks")
+    done = await mutes.mute(USER, "reinforcement learning")
+    assert done.topics == ("offline reinforcement learning",)
+    assert (await mutes.mute(USER, "kv cache")).topics == ()
