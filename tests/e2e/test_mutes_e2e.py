@@ -250,3 +250,38 @@ async def test_a_channel_feed_never_posts_what_it_muted(e2e: E2E, clock: Clock) 
     )
     assert "🔊 Unmuted" in answer_text(back)
     assert await e2e.services.mutes.feed_mutes(feed.id) == []
+
+
+async def test_a_followed_authors_muted_paper_stays_out_of_the_digest(e2e: E2E) -> None:
+    server = e2e.server
+    papers = e2e.services.papers
+    await papers.upsert_many(
+        [PaperRecord(title="Sparse attention", abstract="Sparse.", authors=("Ada Lovelace",))]
+    )
+    await e2e.services.index.refresh()
+    await server.run_command("bob", "paper follow", author="Ada Lovelace")
+    await papers.upsert_many(
+        [
+            PaperRecord(
+                title="Reinforcement learning for theorem proving",
+                abstract="A prover trained by reinforcement learning.",
+                authors=("Ada Lovelace",),
+            ),
+            PaperRecord(title="Analytical engines today", abstract="Engines.", authors=("Ada Lovelace",)),
+        ]
+    )
+    await e2e.services.index.refresh()
+    rows = await e2e.db.fetchall("SELECT id, title FROM papers")
+    by_title = {str(r[1]): int(r[0]) for r in rows}
+    await server.run_command("bob", "paper interests mute", topic="reinforcement learning")
+
+    note = await server.run_command("bob", "paper digest")
+    assert "to your DMs" in answer_text(note)
+    await server.eventually(
+        lambda: [m for m in server.dm_messages("bob") if m.embeds], what="bob's digest", timeout=10
+    )
+    await e2e.bot.digest_jobs.wait_idle()
+    await server.wait_quiet()
+    sent = await _posted_ids(e2e, [m for m in server.dm_messages("bob") if m.embeds])
+    assert by_title["Analytical engines today"] in sent
+    assert by_title["Reinforcement learning for theorem proving"] not in sent

@@ -137,13 +137,17 @@ class DigestPlanner:
         self.followed = followed
         self.mutes = mutes
 
-    async def _muted(self, sub: Subscription | None, user_id: int | None) -> frozenset[int]:
-        """What the recipient muted: a feed's own mutes, or the person's."""
-        if self.mutes is None:
-            return frozenset()
-        if sub is not None and sub.is_channel:
-            return await self.mutes.feed_muted(sub.id)
-        return await self.mutes.muted(user_id) if user_id is not None else frozenset()
+    async def _followed(self, user_id: int, sent: Collection[int], count: int) -> Sequence[FollowedPaperLike]:
+        """New papers by the authors the person follows, none they muted (the recommender leaves their
+        muted papers out of its own picks: the mutes are read here only when a followed paper came)."""
+        assert self.followed is not None
+        followed = await self.followed.new_papers(user_id, exclude=sent, limit=count)
+        if not followed or self.mutes is None:
+            return followed
+        muted = await self.mutes.muted(user_id)
+        if not muted.isdisjoint(paper.paper_id for paper in followed):
+            followed = await self.followed.new_papers(user_id, exclude={*sent, *muted}, limit=count)
+        return followed
 
     async def choose(
         self,
@@ -171,12 +175,13 @@ class DigestPlanner:
             raise ValueError("choose needs a subscription or a user id")
         if sent is None:
             sent = await self.digests.sent_paper_ids(recipient)
-        muted = await self._muted(sub, recipient.user_id)
-        if muted:  # a muted paper never reaches the digest, a followed author's included
-            sent = {*sent, *muted}
+        if sub is not None and sub.is_channel and self.mutes is not None:
+            muted = await self.mutes.feed_muted(sub.id)  # a feed's muted papers are never posted
+            if muted:
+                sent = {*sent, *muted}
         first: list[Pick] = []
         if recipient.user_id is not None and self.followed is not None:
-            followed = await self.followed.new_papers(recipient.user_id, exclude=sent, limit=count)
+            followed = await self._followed(recipient.user_id, sent, count)
             first = [Pick(paper.paper_id, one_line(paper.reason, REASON_MAX), 0.0) for paper in followed][
                 :count
             ]
