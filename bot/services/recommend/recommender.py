@@ -187,7 +187,10 @@ class Recommender:
         picks = await self.recommend(user_id, count=count, mark_shown=mark_shown)
         if picks:
             return PersonalPicks("picks", picks=tuple(picks))
-        if await self.interests.interests(user_id):
+        library = self.planner.library
+        if await self.interests.interests(user_id) or (
+            library is not None and (await library.profile(user_id))[1]
+        ):
             return PersonalPicks("nothing_new")
         popular = await self.popular(guild_id=guild_id, count=count, user_id=user_id)
         if popular:

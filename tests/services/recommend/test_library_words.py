@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from bot.services.recommend.library_words import LibraryWords, library_profile, text_vector
+from bot.services.recommend.recommender import Recommender
 from paperindex.engine import SearchEngine
-from storage.repositories.library_texts import LibraryText
+from storage.db import Database
+from storage.models import PaperRecord
+from storage.repositories.library_texts import LibraryText, LibraryTextRepository
+from storage.repositories.papers import PaperRepository
 
 PAPERS = [
     (
@@ -15,6 +21,8 @@ PAPERS = [
     (2, "Neuromorphic spiking vision", "Event cameras with spiking neurons on neuromorphic chips."),
     (3, "Protein folding", "Amino acid sequences fold into protein structures."),
     (4, "Protein design", "Designing protein sequences with diffusion."),
+    (5, "Weather forecasts", "Medium-range forecasts on a mesh of the globe."),
+    (6, "Question answering", "Dense retrieval of passages for answers."),
 ]
 
 
@@ -38,7 +46,7 @@ def test_the_library_profile_ranks_its_own_field_first() -> None:
         LibraryText("b", "Neuromorphic chips", "Spiking hardware."),
     ]
     profile = library_profile(texts, engine.index)
-    hits = engine.weighted(profile.query(), limit=4)
+    hits = engine.weighted(profile.query(), limit=6)
     assert {h.paper_id for h in hits[:2]} == {1, 2}
     assert {h.paper_id for h in hits} <= {1, 2}  # the protein papers share none of its words
 
@@ -60,3 +68,22 @@ async def test_a_persons_library_words_follow_their_texts() -> None:
     assert count == 2
     assert "protein" in profile.query()
     assert (await words.profile(8))[1] == 0
+
+
+async def test_a_library_alone_gives_picks_then_says_nothing_new(db: Database) -> None:
+    """Someone whose only start is their library's texts gets picks from them, and once those are
+    seen, "nothing new" rather than "I don't know your interests"."""
+    papers = PaperRepository(db)
+    await papers.upsert_many(PaperRecord(title=t, abstract=a, year=2024) for _, t, a in PAPERS)
+    engine = SearchEngine.build(await papers.iter_index_rows())
+    texts = LibraryTextRepository(db)
+    recommender = Recommender(
+        db, engine, engine.index, clock=lambda: datetime(2026, 3, 1, tzinfo=UTC), library=texts
+    )
+    assert (await recommender.personal(7, guild_id=None, count=5)).status == "no_profile"
+    await texts.add_many(7, [LibraryText("a", "Spiking networks", "Neuromorphic spiking neurons.")])
+    first = await recommender.personal(7, guild_id=None, count=5)
+    assert first.status == "picks"
+    titles = {engine.title(p.paper_id) for p in first.picks}
+    assert titles <= {PAPERS[0][1], PAPERS[1][1]}
+    assert (await recommender.personal(7, guild_id=None, count=5)).status == "nothing_new"
