@@ -11,6 +11,7 @@ react to anything.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -104,7 +105,8 @@ class LibraryWords:
         keys = tuple(t.key for t in texts)
         made = self._made.get(user_id)
         if made is None or made[0] != keys:
-            made = (keys, library_profile(texts, self._index))
+            # (hundreds of texts tokenised: a worker thread, as a model's fit)
+            made = (keys, await asyncio.to_thread(library_profile, texts, self._index))
             self._made[user_id] = made
             while len(self._made) > _CACHED:
                 self._made.popitem(last=False)
