@@ -39,7 +39,7 @@ def render_listing(page: ListingPage) -> Listing:
         f"page {number + 1} of {pages} · {page.total} matches{_describe_filters(page)} · "
         + (_personal_note(page) if page.personal else "")
         + (
-            f"🔇 {page.muted} muted for you (never in your picks) · "
+            f"🔇 {page.muted} of these muted for you (never in your picks) · "
             if page.muted and page.for_searcher
             else ""
         )

@@ -154,7 +154,7 @@ async def test_a_muted_topic_never_reaches_recommend_or_the_digest_but_search_st
     listed = _listed_ids(found)
     assert listed <= rl
     assert len(listed) == 5  # search still finds them…
-    assert "🔇 5 muted for you" in _footers(found)  # …and says so
+    assert "🔇 5 of these muted for you" in _footers(found)  # …and says so
     other_search = await server.run_command(
         "alice", "paper search", query="reinforcement learning robot control"
     )
