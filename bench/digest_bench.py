@@ -45,10 +45,12 @@ sys.path.insert(0, str(REPO))
 
 from bot.runtime import build_digests, one_blas_thread  # noqa: E402
 from bot.services.digests.subscriptions import recipient_of  # noqa: E402
+from bot.services.people.mutes import MuteMatcher, MuteService  # noqa: E402
 from bot.services.recommend.recommender import Recommender  # noqa: E402
 from bot.services.search.live_index import LiveIndex  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import PaperRecord  # noqa: E402
+from storage.repositories.library_texts import LibraryTextRepository  # noqa: E402
 from storage.repositories.papers import PaperRepository  # noqa: E402
 from storage.store import open_database  # noqa: E402
 
@@ -296,7 +298,11 @@ async def measure(db_path: Path, args: argparse.Namespace) -> int:
         started = time.perf_counter()
         papers = PaperRepository(db)
         engine = (await LiveIndex.open(papers)).engine
-        recommender = Recommender(db, engine, engine.index)
+        # as the bot wires it: people's mutes and library texts read for every person (none have any
+        # here: what is timed is their cost); --bare leaves them out, as before they existed
+        mutes = None if args.bare else MuteService(db, MuteMatcher(engine.index, papers))
+        library = None if args.bare else LibraryTextRepository(db)
+        recommender = Recommender(db, engine, engine.index, mutes=mutes, library=library)
         n_papers = len(engine)
         print(
             f"bot-like start: search index over {n_papers:,} papers in {time.perf_counter() - started:.1f} s"
@@ -306,7 +312,7 @@ async def measure(db_path: Path, args: argparse.Namespace) -> int:
         print(f"paper space (the learned models' coordinates) in {time.perf_counter() - started:.1f} s")
         clock_now = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
         timed = TimedRecommender(recommender)
-        service = build_digests(db, papers=papers, recommender=timed, clock=lambda: clock_now)
+        service = build_digests(db, papers=papers, recommender=timed, clock=lambda: clock_now, mutes=mutes)
         subs = await service.subscriptions.active()
         reacted = {int(r[0]) for r in await db.fetchall("SELECT DISTINCT user_id FROM feedback")}
         rss_before = rss_mb()
@@ -407,6 +413,7 @@ def main() -> int:
     parser.add_argument("--subscribers", type=int, default=10_000)
     parser.add_argument("--papers", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=6)
+    parser.add_argument("--bare", action="store_true", help="without people's mutes and library texts")
     parser.add_argument(
         "--recommend",
         type=int,

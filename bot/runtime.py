@@ -29,7 +29,7 @@ from bot.services.club import ClubService
 from bot.services.digests import DEFAULT_GRACE, Digests
 from bot.services.digests.delivery import RESEND_DELAYS, DigestDelivery
 from bot.services.digests.leases import DEFAULT_LEASE, Leases
-from bot.services.digests.planning import DigestPlanner, FollowedLike, PaperLookup, RecommenderLike
+from bot.services.digests.planning import DigestPlanner, FollowedLike, MutesLike, PaperLookup, RecommenderLike
 from bot.services.digests.recovery import DigestRecovery
 from bot.services.digests.retention import DEFAULT_HISTORY_DAYS, DigestHistory
 from bot.services.digests.subscriptions import (
@@ -47,6 +47,7 @@ from bot.services.people.feedback import FeedbackService
 from bot.services.people.follows import FollowService
 from bot.services.people.library import LibraryImporter, LibraryMatcher
 from bot.services.people.limits import PersonLimits
+from bot.services.people.mutes import MuteMatcher, MuteService
 from bot.services.people.privacy import PrivacyService
 from bot.services.people.ratings import Ratings
 from bot.services.recommend.interests import InterestService
@@ -64,6 +65,7 @@ from storage.repositories.clubs import ClubRepository
 from storage.repositories.digests import DigestRepository
 from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.interests import InterestRepository
+from storage.repositories.library_texts import LibraryTextRepository
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.searches import SearchRepository
@@ -103,6 +105,8 @@ class Services:
     feedback: FeedbackService = field(init=False)
     recommender: Recommender = field(init=False)
     profiles: InterestService = field(init=False)
+    #: muted topics of people and channel feeds, and the papers they hide
+    mutes: MuteService = field(init=False)
     privacy: PrivacyService = field(init=False)
     #: the author names on the indexed papers, and the authors people follow
     authors: AuthorDirectory = field(init=False)
@@ -135,8 +139,15 @@ class Services:
         self.messages = PostedMessageRepository(self.db)
         self.feedback = FeedbackService(self.db, clock=self.clock)
         self.profiles = InterestService(self.db, clock=self.clock)
+        self.mutes = MuteService(self.db, MuteMatcher(self.search.index, self.papers), clock=self.clock)
         self.recommender = Recommender(
-            self.db, self.search, self.search.index, clock=self.clock, profiles=self.profiles
+            self.db,
+            self.search,
+            self.search.index,
+            clock=self.clock,
+            profiles=self.profiles,
+            mutes=self.mutes,
+            library=LibraryTextRepository(self.db),
         )
         self.privacy = PrivacyService(
             self.db, clock=self.clock, search_retention_days=self.settings.search_retention_days
@@ -156,6 +167,7 @@ class Services:
             history_days=self.settings.digest_history_days,
             feeds_per_server=self.settings.feeds_per_server,
             interests=StoredInterests(self.db),
+            mutes=self.mutes,
         )
         searches = SearchRepository(self.db)
         self.writes = WriteBehind(
@@ -173,8 +185,8 @@ class Services:
             LibraryMatcher(
                 self.papers, title_lookup=lambda text: self.index.engine.autocomplete(text), arxiv=arxiv
             ),
-            self.feedback,
-            self.writes,
+            self.ratings,
+            LibraryTextRepository(self.db),
             on_fetched=self.index.refresh,
         )
         self.search_service = SearchService(
@@ -184,6 +196,7 @@ class Services:
             self.writes,
             personal_order=self.recommender.personal_order,
             repair=QueryRepair(self.authors),
+            muted=self.mutes.count_muted,
         )
         self.permission_notices = PermissionNotices(StateRepository(self.db), SubscriptionRepository(self.db))
         self.limits = PersonLimits(enabled=self.settings.person_limits)
@@ -268,6 +281,7 @@ def build_digests(
     history_days: int = DEFAULT_HISTORY_DAYS,
     feeds_per_server: int = DEFAULT_FEEDS_PER_SERVER,
     interests: InterestsLookup | None = None,
+    mutes: MutesLike | None = None,
 ) -> Digests:
     """The digest parts of one store on one clock: a missed period is still sent within ``grace``;
     this process (``owner``) holds the runs it sends for ``lease`` at a time; finished runs are kept
@@ -290,6 +304,7 @@ def build_digests(
         clock=clock,
         min_score=min_score,
         followed=followed,
+        mutes=mutes,
     )
     delivery = DigestDelivery(
         repository,

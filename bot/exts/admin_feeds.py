@@ -1,4 +1,5 @@
-"""/paperadmin feed set|clear|list — a channel's own topic feed on a schedule (Manage Server).
+"""/paperadmin feed set|clear|list|mute|unmute — a channel's own topic feed on a schedule, and the
+topics it never posts (Manage Server).
 
 Same exactly-once rules as DM digests (a period is claimed before posting; a paper is never posted
 twice to the same channel). Paper messages are recorded with no recipient, so a reaction in the
@@ -16,8 +17,11 @@ from discord.ext import commands
 
 from bot.exts._autocomplete import timezone_autocomplete
 from bot.exts._groups import Subcommands
+from bot.services.search.snippets import echo
 from bot.ui.digests import Frequency, Weekday, describe_subscription
 from bot.ui.embeds import CONTENT_LIMIT
+from bot.ui.format import trim
+from bot.ui.profile_views import muted_line, unmuted_line
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -149,11 +153,57 @@ async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
             status = (
                 f"⏸ paused ({sub.paused_reason or 'no reason recorded'}); `/paperadmin feed set` resumes it."
             )
-        lines.append(f"• <#{sub.channel_id}> — {status}")
+        mutes = [m.phrase for m in await interaction.client.services.mutes.feed_mutes(sub.id)]
+        muted = f" 🔇 muted: {', '.join(echo(m) for m in mutes)}" if mutes else ""
+        lines.append(f"• <#{sub.channel_id}> — {status}{muted}")
     text = "\n".join(lines)
     if len(text) > CONTENT_LIMIT:
         text = text[: CONTENT_LIMIT - 10].rsplit("\n", 1)[0] + "\n…"
     await interaction.response.send_message(text, ephemeral=True)
+
+
+@feed.command(name="mute", description="Never post papers that say a phrase in a channel's feed")
+@app_commands.describe(
+    channel="The channel whose feed to mute a topic in",
+    topic="A short phrase, e.g. reinforcement learning: papers saying it are never posted there",
+)
+@app_commands.checks.has_permissions(manage_guild=True)
+@app_commands.guild_only()
+async def feed_mute_command(
+    interaction: discord.Interaction[PaperBot], channel: FeedChannel, topic: app_commands.Range[str, 1, 100]
+) -> None:
+    await interaction.response.defer(ephemeral=True, thinking=True)  # a new phrase reads its papers' texts
+    done = await interaction.client.services.mutes.feed_mute(_guild_id(interaction), channel.id, topic)
+    await interaction.followup.send(muted_line(done, feed=True), ephemeral=True)
+
+
+async def _feed_mute_autocomplete(
+    interaction: discord.Interaction[PaperBot], current: str
+) -> list[app_commands.Choice[str]]:
+    """The muted topics of the feed the `channel` option names (every feed's here, before it is chosen)."""
+    services = interaction.client.services
+    channel = getattr(interaction.namespace, "channel", None)
+    feeds = await services.digests.subscriptions.list_feeds(_guild_id(interaction))
+    chosen = [f for f in feeds if channel is None or f.channel_id == getattr(channel, "id", None)]
+    needle = current.casefold()
+    phrases: dict[str, None] = {}
+    for chosen_feed in chosen:
+        phrases.update(dict.fromkeys(m.phrase for m in await services.mutes.feed_mutes(chosen_feed.id)))
+    return [app_commands.Choice(name=trim(p, 100), value=p[:100]) for p in phrases if needle in p.casefold()][
+        :25
+    ]
+
+
+@feed.command(name="unmute", description="Let a channel's feed post papers on a topic it muted again")
+@app_commands.describe(channel="The channel whose feed to unmute a topic in", topic="One of its muted topics")
+@app_commands.autocomplete(topic=_feed_mute_autocomplete)
+@app_commands.checks.has_permissions(manage_guild=True)
+@app_commands.guild_only()
+async def feed_unmute_command(
+    interaction: discord.Interaction[PaperBot], channel: FeedChannel, topic: app_commands.Range[str, 1, 100]
+) -> None:
+    removed = await interaction.client.services.mutes.feed_unmute(_guild_id(interaction), channel.id, topic)
+    await interaction.response.send_message(unmuted_line(removed.phrase, feed=True), ephemeral=True)
 
 
 async def setup(bot: commands.Bot) -> None:

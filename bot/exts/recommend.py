@@ -34,10 +34,12 @@ from bot.ui.profile_views import (
     export_view,
     interests_embed,
     listed,
+    muted_line,
     narrower_view,
     picks_embed,
     rating_view,
     saved_embed,
+    unmuted_line,
 )
 from bot.ui.views import report_item_error
 
@@ -112,8 +114,11 @@ async def interests_show(interaction: discord.Interaction[PaperBot]) -> None:
     # The summary fits each interest's model, as /paper recommend does: it may take longer than
     # Discord's 3 s for a first response on a busy machine, so the answer follows a defer.
     await interaction.response.defer(ephemeral=True, thinking=True)
-    summary = await interaction.client.services.recommender.summary(interaction.user.id)
-    await interaction.followup.send(embed=interests_embed(summary), ephemeral=True)
+    services = interaction.client.services
+    summary = await services.recommender.summary(interaction.user.id)
+    mutes = [m.phrase for m in await services.mutes.mutes(interaction.user.id)]
+    kept = await services.library.kept(interaction.user.id)
+    await interaction.followup.send(embed=interests_embed(summary, mutes, library_texts=kept), ephemeral=True)
 
 
 @interests_group.command(
@@ -247,6 +252,36 @@ async def interests_pause(
     await interaction.response.send_message(message, ephemeral=True)
 
 
+@interests_group.command(
+    name="mute", description="Never be shown papers that say a phrase (searches still find them)"
+)
+@app_commands.describe(topic="A short phrase, e.g. reinforcement learning: papers saying it leave your picks")
+async def interests_mute(interaction: discord.Interaction[PaperBot], topic: Topic) -> None:
+    await interaction.response.defer(ephemeral=True, thinking=True)  # a new phrase reads its papers' texts
+    done = await interaction.client.services.mutes.mute(interaction.user.id, topic)
+    await interaction.followup.send(muted_line(done), ephemeral=True)
+
+
+async def _mute_autocomplete(
+    interaction: discord.Interaction[PaperBot], current: str
+) -> list[app_commands.Choice[str]]:
+    mutes = await interaction.client.services.mutes.mutes(interaction.user.id)
+    needle = current.casefold()
+    return [
+        app_commands.Choice(name=trim(m.phrase, 100), value=m.phrase[:100])
+        for m in mutes
+        if needle in m.phrase.casefold()
+    ][:25]
+
+
+@interests_group.command(name="unmute", description="Be shown papers on a topic you muted again")
+@app_commands.describe(topic="One of your muted topics")
+@app_commands.autocomplete(topic=_mute_autocomplete)
+async def interests_unmute(interaction: discord.Interaction[PaperBot], topic: Topic) -> None:
+    removed = await interaction.client.services.mutes.unmute(interaction.user.id, topic)
+    await interaction.response.send_message(unmuted_line(removed.phrase), ephemeral=True)
+
+
 @paper_group.command(
     name="saved", description="Your saved papers, or all of them as a BibTeX, RIS or CSL-JSON file"
 )
@@ -274,8 +309,8 @@ async def saved_command(interaction: discord.Interaction[PaperBot], export: str 
 async def forget_me_command(interaction: discord.Interaction[PaperBot]) -> None:
     view = ForgetMeView(interaction.user.id, interaction.client.services.forget_user)
     await interaction.response.send_message(
-        "This deletes your topics, reactions, saved papers, followed authors, subscription, searches and "
-        "history, for good. "
+        "This deletes your topics, muted topics, library papers kept as text, reactions, saved papers, "
+        "followed authors, subscription, searches and history, for good. "
         "Backups taken before now keep a copy until they are deleted (the daily backup paperbot ships "
         f"deletes them after {BACKUP_RETENTION_DAYS} days). Sure?",
         view=view,

@@ -29,19 +29,31 @@ def library_answer(done: LibraryImport) -> str:
             f"👍 {done.liked:,} now count as papers you like{already}: `/paper recommend` and your digest "
             "start from them, each group of related papers an interest of its own."
         )
-    if match.missing:
-        titles = [echo(trim(e.title or ", ".join(e.ids), 60)) for e in match.missing[:SHOWN_MISSING]]
-        more = (
-            f" and {len(match.missing) - SHOWN_MISSING:,} more" if len(match.missing) > SHOWN_MISSING else ""
+    if done.learned:
+        titles = [echo(trim(e.title, 60)) for e in done.learned[:SHOWN_MISSING]]
+        more = f" and {len(done.learned) - SHOWN_MISSING:,} more" if len(done.learned) > SHOWN_MISSING else ""
+        kept = (
+            f" ({len(done.learned) - done.learned_new:,} kept from before)"
+            if done.learned_new < len(done.learned)
+            else ""
         )
         lines.append(
-            f"Not here ({len(match.missing):,}): " + "; ".join(f"“{t}”" for t in titles) + more + "."
+            f"📖 Learned from their own text ({len(done.learned):,}, not here{kept}): "
+            + "; ".join(f"“{t}”" for t in titles)
+            + more
+            + ". Their titles and abstracts teach your picks and are kept for you alone: no one can search "
+            "or be sent them. `/paper forget-me` deletes them."
         )
-        if match.unfetched:
-            lines.append(
-                f"{match.unfetched:,} of those have an arXiv id I could not fetch now (arXiv unreachable, or "
-                "more than 20 in one file): add the file again later to fetch them."
-            )
+    not_here = done.not_here
+    if not_here:
+        titles = [echo(trim(e.title or ", ".join(e.ids), 60)) for e in not_here[:SHOWN_MISSING]]
+        more = f" and {len(not_here) - SHOWN_MISSING:,} more" if len(not_here) > SHOWN_MISSING else ""
+        lines.append(f"Not here ({len(not_here):,}): " + "; ".join(f"“{t}”" for t in titles) + more + ".")
+    if match.unfetched:
+        lines.append(
+            f"{match.unfetched:,} entr{'y has' if match.unfetched == 1 else 'ies have'} an arXiv id I could not "
+            "fetch now (arXiv unreachable, or more than 20 in one file): add the file again later to fetch them."
+        )
     if match.not_understood:
         listed = "; ".join(
             f"line {line}: “{echo(what)}”" for line, what in match.not_understood[:SHOWN_NOT_UNDERSTOOD]

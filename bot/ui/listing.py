@@ -40,6 +40,11 @@ def render_listing(page: ListingPage) -> Listing:
     footer = (
         f"page {number + 1} of {pages} · {_count(page)}{_describe_filters(page)} · "
         + (_personal_note(page) if page.personal else "")
+        + (
+            f"🔇 {page.muted} of these muted for you (never in your picks) · "
+            if page.muted and page.for_searcher
+            else ""
+        )
         + "buttons: rate or save a paper"
     )
     embed = results_embed(

@@ -12,6 +12,7 @@ import discord
 
 from bot.errors import NotFoundError
 from bot.services.papers.export import FORMATS, export
+from bot.services.people.mutes import MuteAdded
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.services.recommend.interests import InterestSummary, ProfileSummary
 from bot.services.recommend.topic_breadth import Breadth
@@ -93,8 +94,11 @@ def interest_lines(entry: InterestSummary) -> str:
     return "\n".join(lines)
 
 
-def interests_embed(summary: ProfileSummary) -> discord.Embed:
-    """Each interest with what it learned and how its picks fared, then follows, counts and learning."""
+def interests_embed(
+    summary: ProfileSummary, mutes: Sequence[str] = (), *, library_texts: int = 0
+) -> discord.Embed:
+    """Each interest with what it learned and how its picks fared, then follows, muted topics, counts
+    and learning."""
     embed = discord.Embed(title="Your paper interests", colour=PAPER_COLOUR)
     blocks = [interest_lines(entry) for entry in summary.interests]
     embed.description = _lines_within(
@@ -110,6 +114,22 @@ def interests_embed(summary: ProfileSummary) -> discord.Embed:
             value=_lines_within(authors, FIELD_VALUE_LIMIT, "—"),
             inline=False,
         )
+    if library_texts:
+        papers = f"{library_texts:,} paper{'s' if library_texts != 1 else ''}"
+        embed.add_field(
+            name=f"Your library, not here ({library_texts:,})",
+            value=(
+                f"The titles and abstracts of {papers} of your library I do not have teach your picks "
+                "(“papers like those in your library”); they are kept for you alone."
+            ),
+            inline=False,
+        )
+    if mutes:
+        embed.add_field(
+            name=f"Muted topics ({len(mutes)}): never in your picks or digest",
+            value=_lines_within([f"🔇 {escape_markdown(m)}" for m in mutes], FIELD_VALUE_LIMIT, "—"),
+            inline=False,
+        )
     counts = summary.counts
     embed.add_field(
         name="Reactions", value=f"👍 {counts.likes} · 👎 {counts.dislikes} · 🔖 {counts.saves}", inline=True
@@ -119,7 +139,9 @@ def interests_embed(summary: ProfileSummary) -> discord.Embed:
         value="⏸️ paused (reactions are not learned)" if summary.paused else "▶️ on",
         inline=True,
     )
-    embed.set_footer(text="/paper interests add · remove · reset · pause · /paper follow an author")
+    embed.set_footer(
+        text="/paper interests add · remove · reset · pause · mute · unmute · /paper follow an author"
+    )
     return embed
 
 
@@ -247,6 +269,44 @@ class ForgetMeView(discord.ui.View):
     async def cancel(self, interaction: discord.Interaction[Any], button: discord.ui.Button[Any]) -> None:
         self._finish()
         await interaction.response.edit_message(content="Cancelled: nothing was deleted.", view=self)
+
+
+def muted_line(done: MuteAdded, *, feed: bool = False) -> str:
+    """The answer to a mute: what it hides now, or that the same words were muted before."""
+    shown = echo(done.mute.phrase)
+    if not done.added:
+        who = "This feed already mutes" if feed else "You already mute"
+        return f"{who} “{shown}” (the same words, in any of their forms). Nothing was changed."
+    papers = (
+        f"the {done.papers:,} paper{'s' if done.papers != 1 else ''} here that say it (in any form of its words)"
+        if done.papers
+        else "no paper here says it yet; those that will (in any form of its words)"
+    )
+    clash = ""
+    if done.topics:
+        named = ", ".join(f"“{echo(t)}”" for t in done.topics)
+        whose = "This feed's topic" if feed else "Your interest"
+        clash = (
+            f"\n⚠️ {whose}{'s' if len(done.topics) > 1 else ''} {named} say{'' if len(done.topics) > 1 else 's'} "
+            "it too: only the papers that do not say it can be picked for "
+            f"{'them' if len(done.topics) > 1 else 'it'}."
+        )
+    if feed:
+        return (
+            f"🔇 Muted “{shown}” in this feed: {papers} are never posted there. "
+            "`/paperadmin feed unmute` brings them back." + clash
+        )
+    return (
+        f"🔇 Muted “{shown}”: {papers} never reach "
+        "your digest, `/paper recommend` or the order your reactions give your searches; a search still "
+        "lists them and says how many were muted for you. `/paper interests unmute` brings them back." + clash
+    )
+
+
+def unmuted_line(phrase: str, *, feed: bool = False) -> str:
+    if feed:
+        return f"🔊 Unmuted “{echo(phrase)}”: this feed may post papers that say it again."
+    return f"🔊 Unmuted “{echo(phrase)}”: papers that say it may reach your picks and digest again."
 
 
 def added_line(topic: str) -> str:

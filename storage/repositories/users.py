@@ -137,6 +137,8 @@ class ForgetCounts:
     posted_messages: int = 0
     searches: int = 0
     follows: int = 0
+    mutes: int = 0
+    library_texts: int = 0
     user: int = 0
 
     @property
@@ -150,6 +152,8 @@ class ForgetCounts:
             + self.posted_messages
             + self.searches
             + self.follows
+            + self.mutes
+            + self.library_texts
             + self.user
         )
 
@@ -172,6 +176,8 @@ async def forget_user(db: Database, user_id: int, *, at: str | None = None) -> F
         ("posted_messages", "DELETE FROM posted_messages WHERE recipient_id = ?"),
         ("searches", "DELETE FROM searches WHERE user_id = ?"),
         ("follows", "DELETE FROM author_follows WHERE user_id = ?"),
+        ("mutes", "DELETE FROM mutes WHERE user_id = ?"),
+        ("library_texts", "DELETE FROM library_texts WHERE user_id = ?"),
         ("user", "DELETE FROM users WHERE id = ?"),
     )
     async with db.transaction() as conn:

@@ -33,6 +33,8 @@ PERSONAL = (
     ("posted_messages", "recipient_id"),
     ("searches", "user_id"),
     ("author_follows", "user_id"),
+    ("mutes", "user_id"),
+    ("library_texts", "user_id"),
 )
 
 
@@ -167,6 +169,8 @@ async def test_forget_me_while_a_digest_goes_out_leaves_nothing_of_the_person(e2
         return isinstance(body, dict) and bool(body.get("embeds")) and next(papers) == 2
 
     await server.run_command("carol", "paper interests add", topic="large language models")
+    await server.run_command("carol", "paper interests mute", topic="diffusion models")
+    assert await rows_about(e2e.db, carol) != {}
     held = server.faults.add("POST /channels/*/messages", "429", retry_after=3.0, when=third_paper)
     digest = asyncio.create_task(server.run_command("carol", "paper digest", timeout=30))
     await server.eventually(lambda: held.hits, timeout=20, what="the third paper to be held back")

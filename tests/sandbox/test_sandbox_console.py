@@ -45,6 +45,7 @@ async def test_the_shipped_demo_script_runs(capsys: pytest.CaptureFixture[str]) 
     assert "*by Ada Lovelace, whom you follow*" in out  # her new paper in bob's digest
     assert "*for your interest in kv cache" in out  # the digest's topics are his interests
     assert "Paused “quantization”" in out
+    assert "🔇 Muted “reinforcement learning”" in out
     assert "error (line" not in out
 
 
@@ -94,6 +95,7 @@ async def test_the_readme_sandbox_block_runs_as_printed(
     assert "Your saved papers (1)" in steps[5]  # the 🔖 was stored before the next line ran
     assert "paperbot-saved.ris" in steps[6]  # click RIS found the button of /paper saved
     assert "Papers like “Medusa" in steps[8]  # More like this: the single-paper message's button
+    assert "🔇 Muted “reinforcement learning”" in steps[10]
     assert "You follow **Ada Lovelace**" in out
     assert "✅ Subscribed" in out
     assert "<t:" not in out  # Discord's timestamps read as times ("in 14 hours")

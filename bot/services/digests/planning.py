@@ -62,6 +62,14 @@ class FollowedLike(Protocol):
     ) -> Sequence[FollowedPaperLike]: ...
 
 
+class MutesLike(Protocol):
+    """``bot.services.people.mutes.MuteService``: the papers a person's or a channel feed's mutes hide."""
+
+    async def muted(self, user_id: int) -> frozenset[int]: ...
+
+    async def feed_muted(self, subscription_id: int) -> frozenset[int]: ...
+
+
 class PaperLookup(Protocol):
     """``storage.repositories.papers.PaperRepository``."""
 
@@ -119,6 +127,7 @@ class DigestPlanner:
         clock: Clock,
         min_score: float = 0.0,
         followed: FollowedLike | None = None,
+        mutes: MutesLike | None = None,
     ) -> None:
         self.digests = digests
         self.papers = papers
@@ -126,6 +135,19 @@ class DigestPlanner:
         self.clock = clock
         self.min_score = min_score
         self.followed = followed
+        self.mutes = mutes
+
+    async def _followed(self, user_id: int, sent: Collection[int], count: int) -> Sequence[FollowedPaperLike]:
+        """New papers by the authors the person follows, none they muted (the recommender leaves their
+        muted papers out of its own picks: the mutes are read here only when a followed paper came)."""
+        assert self.followed is not None
+        followed = await self.followed.new_papers(user_id, exclude=sent, limit=count)
+        if not followed or self.mutes is None:
+            return followed
+        muted = await self.mutes.muted(user_id)
+        if not muted.isdisjoint(paper.paper_id for paper in followed):
+            followed = await self.followed.new_papers(user_id, exclude={*sent, *muted}, limit=count)
+        return followed
 
     async def choose(
         self,
@@ -153,9 +175,13 @@ class DigestPlanner:
             raise ValueError("choose needs a subscription or a user id")
         if sent is None:
             sent = await self.digests.sent_paper_ids(recipient)
+        if sub is not None and sub.is_channel and self.mutes is not None:
+            muted = await self.mutes.feed_muted(sub.id)  # a feed's muted papers are never posted
+            if muted:
+                sent = {*sent, *muted}
         first: list[Pick] = []
         if recipient.user_id is not None and self.followed is not None:
-            followed = await self.followed.new_papers(recipient.user_id, exclude=sent, limit=count)
+            followed = await self._followed(recipient.user_id, sent, count)
             first = [Pick(paper.paper_id, one_line(paper.reason, REASON_MAX), 0.0) for paper in followed][
                 :count
             ]

@@ -32,6 +32,7 @@ from storage.repositories.digests import Recipient
 from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.follows import FollowRepository
 from storage.repositories.interests import InterestLimitError, InterestRepository, topic_key
+from storage.repositories.library_texts import LibraryTextRepository
 from storage.repositories.subscriptions import FeedLimitError, ScheduleFields, SubscriptionRepository
 
 log = logging.getLogger(__name__)
@@ -65,15 +66,19 @@ class InterestsLookup(Protocol):
 
 
 class StoredInterests:
-    """What a person told or taught paperbot: their topics, their 👍 👎 🔖, the authors they follow."""
+    """What a person told or taught paperbot: their topics, their 👍 👎 🔖, the authors they follow, the
+    papers of their library the store lacks."""
 
     def __init__(self, db: Database) -> None:
         self.feedback = FeedbackRepository(db)
         self.follows = FollowRepository(db)
+        self.library = LibraryTextRepository(db)
 
     async def knows(self, user_id: int) -> bool:
         topics, signals, _ = await self.feedback.learning_inputs(user_id)
-        return bool(topics or signals) or await self.follows.count(user_id) > 0
+        if topics or signals or await self.follows.count(user_id) > 0:
+            return True
+        return bool(await self.library.texts(user_id))
 
 
 def subscription_schedule(sub: Subscription) -> Schedule:

@@ -3,7 +3,8 @@
 
 Each entry the store has counts as the person's 👍 (a liked paper teaches every ranking that learns, and
 one far from the person's other interests starts an interest of its own); an entry with an arXiv id the
-store lacks is fetched first (politely, a bounded number per file). A file that cannot be read as any of
+store lacks is fetched first (politely, a bounded number per file); an entry still not here that has a
+title is learned from its own title and abstract, for that person alone. A file that cannot be read as any of
 these formats, or is over the limits, stores nothing; inside a readable file, the entries not understood
 are reported with their line, and those not found are counted.
 """
@@ -24,10 +25,10 @@ from bibtexparser.entrypoint import parse_string as parse_bibtex
 from bot.errors import UserFacingError
 from bot.services.papers.arxiv_lookup import ArxivLookup, ArxivUnavailable
 from bot.services.papers.links import paper_links
-from bot.services.people.feedback import FeedbackService
-from bot.services.write_behind import WriteBehind
+from bot.services.people.ratings import Ratings
 from storage.models import Paper
 from storage.repositories import paper_keys
+from storage.repositories.library_texts import LibraryText, LibraryTextRepository
 from storage.repositories.papers import PaperRepository
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ MAX_LIBRARY_BYTES = 2 * 1024 * 1024  # a Zotero export of a few thousand papers 
 MAX_ENTRIES = 1000
 MAX_FETCHES = 20  # arXiv papers fetched for one file (3 s apart: a minute at most)
 SHOWN_NOT_UNDERSTOOD = 5
+MAX_ABSTRACT_CHARS = 5000  # of an entry the store lacks, kept as its text
 
 FORMATS = "BibTeX (.bib), RIS (.ris), CSL-JSON (.json) or a list of arXiv ids, DOIs and links (.txt)"
 
@@ -53,6 +55,7 @@ class LibraryEntry:
     arxiv_id: str | None = None
     doi: str | None = None
     openreview_id: str | None = None
+    abstract: str | None = None
 
     @property
     def ids(self) -> list[str]:
@@ -121,7 +124,7 @@ def parse_library(data: bytes, filename: str) -> ParsedLibrary:
     return parsed
 
 
-def _entry(line: int, title: object, ids: Iterable[object]) -> LibraryEntry | None:
+def _entry(line: int, title: object, ids: Iterable[object], abstract: object = None) -> LibraryEntry | None:
     arxiv = doi = openreview = None
     for value in ids:
         text = str(value or "").strip()
@@ -130,10 +133,11 @@ def _entry(line: int, title: object, ids: Iterable[object]) -> LibraryEntry | No
         arxiv = arxiv or paper_keys.arxiv_id(text) or paper_keys.find_arxiv_id(text)
         doi = doi or (paper_keys.doi(text) if "10." in text else None)
         openreview = openreview or (paper_keys.openreview_id(text) if "openreview" in text else None)
-    clean_title = re.sub(r"[{}]", "", str(title or "")).strip()
+    clean_title = " ".join(re.sub(r"[{}]", "", str(title or "")).split())
     if not (arxiv or doi or openreview or clean_title):
         return None
-    return LibraryEntry(line, clean_title, arxiv, doi, openreview)
+    text = " ".join(re.sub(r"[{}]", "", str(abstract)).split()) if isinstance(abstract, str) else ""
+    return LibraryEntry(line, clean_title, arxiv, doi, openreview, text[:MAX_ABSTRACT_CHARS] or None)
 
 
 def _bibtex(text: str) -> ParsedLibrary:
@@ -147,6 +151,7 @@ def _bibtex(text: str) -> ParsedLibrary:
             line,
             fields.get("title"),
             [arxiv_hint, fields.get("doi"), fields.get("url"), fields.get("journal"), fields.get("note")],
+            fields.get("abstract"),
         )
         if entry is None:
             bad.append((line, f"@{item.entry_type}{{{item.key}, …}} has no title or id"))
@@ -171,6 +176,7 @@ def _ris(text: str) -> ParsedLibrary:
             line,
             record.get("title") or record.get("primary_title"),
             [record.get("doi"), *urls, record.get("notes_abstract")],
+            record.get("abstract") or record.get("notes_abstract"),
         )
         if entry is None:
             bad.append((line, "a record with no title or id"))
@@ -195,6 +201,7 @@ def _csl_json(text: str) -> ParsedLibrary:
                 index,
                 item.get("title"),
                 [item.get("DOI"), item.get("URL"), item.get("arxiv"), item.get("number"), item.get("note")],
+                item.get("abstract"),
             )
         if entry is None:
             bad.append((index, f"item {index}: no title or id"))
@@ -297,44 +304,59 @@ class LibraryImport:
     liked: int  # papers that now count as the person's 👍
     already: int  # papers they had liked before
     paused: bool  # learning is paused: nothing was counted
+    learned: tuple[LibraryEntry, ...] = ()  # not here, but with a title: learned from their own text
+    learned_new: int = 0  # of those, how many were not kept from an earlier file
+
+    @property
+    def not_here(self) -> list[LibraryEntry]:
+        """Entries neither found nor learned from (no title to learn from, or learning paused)."""
+        learned = {entry.line for entry in self.learned}
+        return [entry for entry in self.match.missing if entry.line not in learned]
 
 
 class LibraryImporter:
-    """Reads a library, matches it, and records each found paper as the person's 👍 (behind the answer,
-    through the outbox, as a rating button would)."""
+    """Reads a library and matches it: each found paper becomes the person's 👍 (through the one entry
+    point of ratings, behind the answer, as a rating button would), and each paper the store lacks that
+    has a title is kept as its own text for that person alone (``library_texts``), which teaches their
+    picks (:mod:`bot.services.recommend.library_words`) and is never a paper anyone can find."""
 
     def __init__(
         self,
         matcher: LibraryMatcher,
-        feedback: FeedbackService,
-        writes: WriteBehind,
+        ratings: Ratings,
+        texts: LibraryTextRepository,
         *,
         on_fetched: Callable[[], Awaitable[object]],
     ) -> None:
         self.matcher = matcher
-        self.feedback = feedback
-        self.writes = writes
+        self.ratings = ratings
+        self.texts = texts
         self.on_fetched = on_fetched
+
+    async def kept(self, user_id: int) -> int:
+        """How many papers of the person's library are kept as their own text (`/paper interests show`)."""
+        return len(await self.texts.texts(user_id))
 
     async def run(self, user_id: int, data: bytes, filename: str, *, guild_id: int | None) -> LibraryImport:
         parsed = await asyncio.to_thread(parse_library, data, filename)  # a large .bib takes a while
         match = await self.matcher.match(parsed)
         if match.fetched:
             await self.on_fetched()
+        if await self.ratings.feedback.users.learning_paused(user_id):
+            return LibraryImport(match, 0, 0, True)
         liked = already = 0
-        paused = False
         for paper in match.papers:
-            plan = await self.feedback.plan_seed(
-                user_id=user_id, paper_id=paper.id, pending=self.writes.pending_ratings(user_id, paper.id)
-            )
-            if plan.added:
-                await self.writes.rating(
-                    user_id=user_id, paper_id=paper.id, signal="like", added=True, guild_id=guild_id
-                )
+            press = await self.ratings.on_seed(user_id, paper.id, guild_id=guild_id)
+            if press.added:
                 liked += 1
-            elif await self.feedback.users.learning_paused(user_id):
-                paused = True
-                break
             else:
                 already += 1
-        return LibraryImport(match, liked, already, paused)
+        learned = [entry for entry in match.missing if paper_keys.normalise_text(entry.title)]
+        texts = {
+            paper_keys.normalise_text(e.title): LibraryText(
+                paper_keys.normalise_text(e.title), e.title, e.abstract
+            )
+            for e in learned
+        }
+        new = await self.texts.add_many(user_id, list(texts.values())) if texts else 0
+        return LibraryImport(match, liked, already, False, tuple(learned), new)

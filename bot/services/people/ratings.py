@@ -1,5 +1,6 @@
 """Where a 👍 👎 🔖 enters, however it was given: a reaction on a paper the bot posted, a rating button
-under a paper, a "Like paper" / "Save paper" message command, a paper an interest starts from. The Discord layer turns what it got into
+under a paper, a "Like paper" / "Save paper" message command, a paper named in `/paper interests add`
+or found in a person's library. The Discord layer turns what it got into
 plain ids and a signal (`storage.models` holds the vocabulary) and calls :meth:`Ratings.rate`; it is
 kept in the outbox at once and stored behind the answer (`bot.services.write_behind`), so a busy
 store never delays or loses it.
@@ -63,8 +64,9 @@ class Ratings:
         return press
 
     async def on_seed(self, user_id: int, paper_id: int, *, guild_id: int | None) -> ButtonPress:
-        """A paper someone starts an interest from (`/paper interests add paper:`): it counts as their 👍,
-        stored as one (unless it counts already or learning is paused); what to tell them."""
+        """A paper someone says they like (`/paper interests add paper:`, a paper of their library): it
+        counts as their 👍, stored as one (unless it counts already or learning is paused), never taken
+        back; what to tell them."""
         press = await self.feedback.plan_seed(
             user_id=user_id, paper_id=paper_id, pending=self.writes.pending_ratings(user_id, paper_id)
         )

@@ -17,6 +17,13 @@ FloatArray = npt.NDArray[np.float64]
 DUPLICATE_TERMS: Final = 12  # distinctive terms compared by the near-copy guard
 
 
+class MutedPapers(Protocol):
+    """The candidate filter: the papers a person muted never become candidates
+    (``bot.services.people.mutes.MuteService``; a channel feed's planner leaves out its own)."""
+
+    async def muted(self, user_id: int) -> frozenset[int]: ...
+
+
 class WeightedPapers(Protocol):
     def doc_weights(self, doc_ids: Sequence[int]) -> tuple[IntArray, IntArray, FloatArray]: ...
 

@@ -28,10 +28,11 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from bot.services.recommend.candidates import Candidate, NearCopyGuard, Pool
+from bot.services.recommend.candidates import Candidate, MutedPapers, NearCopyGuard, Pool
 from bot.services.recommend.interests import Interest, InterestService, InterestSummary, ProfileSummary
 from bot.services.recommend.learned_ranking import LearnedRanker
 from bot.services.recommend.learner import DEFAULT_LEARNING, LearningParams
+from bot.services.recommend.library_words import LibraryTexts, LibraryWords
 from bot.services.recommend.paper_facts import PaperFacts, word_cut
 from bot.services.recommend.paper_space import PaperSpace
 from bot.services.recommend.person_models import PersonModels
@@ -128,6 +129,8 @@ class Recommender:
         clock: Callable[[], datetime] | None = None,
         profiles: InterestService | None = None,
         space: PaperSpace | None = None,
+        mutes: MutedPapers | None = None,
+        library: LibraryTexts | None = None,
     ) -> None:
         self.engine = engine
         self.index = index
@@ -144,7 +147,9 @@ class Recommender:
         self.facts = PaperFacts(index, PaperRepository(db), engine, params)
         self.by_words = TopicRanker(engine, index, self.facts, params)
         self.by_model = LearnedRanker(self.models, index, self.facts, learning)
-        self.planner = PersonPlanner(self.models, index, self.interests, self.profiles, params)
+        words = LibraryWords(library, index) if library is not None else None
+        self.planner = PersonPlanner(self.models, index, self.interests, self.profiles, params, words)
+        self.mutes = mutes
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -168,7 +173,7 @@ class Recommender:
         assert person is not None  # (it waits for the index)
         if not person.served:
             return []
-        skip = person.seen | frozenset(exclude)
+        skip = person.seen | frozenset(exclude) | await self.muted(user_id)
         picks = await self._pick(person.served, count=count, exclude=skip, now=now)
         if mark_shown and user_id is not None and picks:
             await self.feedback.mark_shown(
@@ -187,7 +192,10 @@ class Recommender:
         picks = await self.recommend(user_id, count=count, mark_shown=mark_shown)
         if picks:
             return PersonalPicks("picks", picks=tuple(picks))
-        if await self.interests.interests(user_id):
+        library = self.planner.library
+        if await self.interests.interests(user_id) or (
+            library is not None and (await library.profile(user_id))[1]
+        ):
             return PersonalPicks("nothing_new")
         popular = await self.popular(guild_id=guild_id, count=count, user_id=user_id)
         if popular:
@@ -217,7 +225,11 @@ class Recommender:
         self, *, guild_id: int | None, count: int, user_id: int | None = None
     ) -> list[PopularPaper]:
         """The papers people here liked and saved most (a start for someone with no interests)."""
-        skip = await self.feedback.seen_ids(user_id) if user_id is not None else set()
+        skip = (
+            await self.feedback.seen_ids(user_id) | await self.muted(user_id)
+            if user_id is not None
+            else set()
+        )
         rows = await self.feedback.popular(guild_id=guild_id, limit=count, exclude=skip)
         return [PopularPaper(paper_id, votes) for paper_id, votes in rows]
 
@@ -248,6 +260,12 @@ class Recommender:
             rank[order] = np.arange(len(order))
             place = np.minimum(place, (rank + 0.5) / (served.weight / total))
         return [int(i) for i in ids[np.lexsort((ids, place))]]
+
+    async def muted(self, user_id: int | None) -> frozenset[int]:
+        """The candidate filter: the papers the person muted (a channel feed's planner excludes its own)."""
+        if user_id is None or self.mutes is None:
+            return frozenset()
+        return await self.mutes.muted(user_id)
 
     # -- picks ----------------------------------------------------------------------------------
 
@@ -338,7 +356,12 @@ class Recommender:
         n = len(self.space.coords)
         slots = [self.models.slot(paper_id, n) for paper_id in paper_ids]
         best = max(scores)
-        close = [i for i, score in enumerate(scores) if score >= SEARCH_CLOSE * best and slots[i] is not None]
+        muted = await self.muted(user_id)  # a muted paper keeps its place: the person's model never lifts it
+        close = [
+            i
+            for i, score in enumerate(scores)
+            if score >= SEARCH_CLOSE * best and slots[i] is not None and paper_ids[i] not in muted
+        ]
         if len(close) < 2:
             return None
         at = np.array([slots[i] for i in close], dtype=np.int64)

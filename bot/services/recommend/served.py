@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from bot.services.recommend.attribution import JOIN_COSINE, Attribution, Taught, attribute
 from bot.services.recommend.interests import Interest, InterestService
+from bot.services.recommend.library_words import MAX_LIBRARY_WEIGHT_TEXTS, LibraryWords
 from bot.services.recommend.person_models import Fitted, PersonModels
 from bot.services.recommend.profile import (
     NO_WORDS,
@@ -80,8 +81,10 @@ class PersonPlanner:
         interests: InterestRepository,
         profiles: InterestService,
         params: RankingParams,
+        library: LibraryWords | None = None,
     ) -> None:
         self.models = models
+        self.library = library
         self.index = index
         self.interests = interests
         self.profiles = profiles
@@ -122,6 +125,8 @@ class PersonPlanner:
             if topic.casefold() not in stored_topics:
                 words = topic_profile([topic], self.params)
                 plans.append((Served(f"topic:{topic}", None, topic, words, words, (), None, 1.0), {}, []))
+        if user_id is not None and self.library is not None:
+            plans.extend(await self._library_plan(user_id))
         fitted = await self._fit_all(plans, ready, now=now, wait=wait)
         if fitted is None:
             return None
@@ -163,6 +168,16 @@ class PersonPlanner:
             engagement(wanted, disliked, len(ignored)),
         )
         return served, dict(words.topic_terms), ignored
+
+    async def _library_plan(self, user_id: int) -> list[tuple[Served, dict[str, float], list[int]]]:
+        """The library papers the store lacks, served by their words (no model: no reactions of its own)."""
+        assert self.library is not None
+        words, texts = await self.library.profile(user_id)
+        if words.empty:
+            return []
+        weight = engagement(min(texts, MAX_LIBRARY_WEIGHT_TEXTS), 0, 0)
+        described = "papers like those in your library"
+        return [(Served("library", None, described, NO_WORDS, words, (), None, weight), {}, [])]
 
     def _seed_words(self, paper_id: int | None) -> Profile:
         if paper_id is None or paper_id not in self.index:

@@ -41,6 +41,12 @@ class PersonalOrder(Protocol):
     ) -> list[int] | None: ...
 
 
+class MutedCount(Protocol):
+    """``bot.services.people.mutes.MuteService.count_muted``: how many of these papers the person muted."""
+
+    async def __call__(self, user_id: int, paper_ids: Sequence[int]) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ListedHit:
     """One paper of a page: its snippet (markdown, the query's terms in bold) and the words it matched."""
@@ -74,6 +80,8 @@ class ListingPage:
     searched_as: str | None = None
     forms: tuple[str, ...] = ()
     author_name: str | None = None
+    #: how many of the page's papers its searcher muted (still listed: a search finds them)
+    muted: int = 0
 
     @property
     def offset(self) -> int:
@@ -94,6 +102,7 @@ class SearchService:
         writes: WriteBehind,
         personal_order: PersonalOrder | None = None,
         repair: QueryRepair | None = None,
+        muted: MutedCount | None = None,
     ) -> None:
         self.engine = engine
         self.papers = papers
@@ -101,6 +110,7 @@ class SearchService:
         self.writes = writes
         self.personal_order = personal_order
         self.repair = repair or QueryRepair()
+        self.muted = muted
 
     def autocomplete(self, text: str, *, limit: int = 25) -> list[tuple[int, str]]:
         """(paper id, title) for what someone has typed so far (an id, an external id or title words)."""
@@ -216,6 +226,8 @@ class SearchService:
             holding_all=holding_all,
             words=results.words if listing.kind == "search" else (),
         )
+        if self.muted is not None and user_id is not None and listing.kind == "search" and hits:
+            page_of = replace(page_of, muted=await self.muted(user_id, [hit.paper.id for hit in hits]))
         if answer is None:
             return page_of
         return replace(page_of, searched_as=answer.searched_as, forms=answer.forms, author_name=answer.author)

@@ -83,3 +83,14 @@ def test_files_refused_whole_say_why(data: bytes, said: str) -> None:
     with pytest.raises(LibraryRejected, match=said) as refused:
         parse_library(data, "library.txt")
     assert "Nothing was added" in str(refused.value)
+
+
+def test_an_entrys_abstract_is_read_in_every_format() -> None:
+    """What a paper the store lacks teaches from: its abstract, as each format writes it."""
+    bib = parse_library(b"@article{a, title={Spiking nets}, abstract={Spikes {on} chips.}}", "x.bib")
+    assert bib.entries[0].abstract == "Spikes on chips."
+    ris = parse_library(b"TY  - JOUR\nTI  - Spiking nets\nAB  - Spikes on chips.\nER  - \n", "x.ris")
+    assert ris.entries[0].abstract == "Spikes on chips."
+    csl = parse_library(b'[{"title": "Spiking nets", "abstract": "Spikes on chips."}]', "x.json")
+    assert csl.entries[0].abstract == "Spikes on chips."
+    assert parse_library(b"@article{b, title={No abstract}}", "y.bib").entries[0].abstract is None

@@ -1,0 +1,293 @@
+"""Muted topics: `/paper interests mute|unmute` and `/paperadmin feed mute|unmute`.
+
+A muted phrase hides every paper whose title or abstract says it from the person's digest,
+`/paper recommend` and the personal order of their searches (a channel feed's mute: from its posts);
+a search still lists those papers and says how many on its page were muted. A phrase matches as the
+search engine reads text: its words become index terms (stems, stop words left out, so "reinforced
+learning" says "reinforcement learning"), and a paper holds the phrase when those terms stand next to
+each other, in that order, in its title or in its abstract, with no sentence or clause punctuation
+between them.
+
+:class:`MuteMatcher` finds the papers that hold a phrase: the index says which papers hold all its terms
+(fast, for every paper), and the texts of those few are read to check the terms stand together. What
+it found is kept per phrase and only papers indexed since are checked again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from bot.errors import UserFacingError
+from bot.services.search.snippets import echo
+from paperindex.tokenizer import tokenize
+from storage.db import Database
+from storage.models import Paper
+from storage.repositories.interests import InterestRepository
+from storage.repositories.mutes import MUTE_LIMIT, MuteLimitError, MuteOwner, MuteRepository, MuteRow
+from storage.repositories.subscriptions import SubscriptionRepository
+
+MAX_MUTE_CHARS: Final = 100  # what a slash command's option may carry
+MAX_MUTE_TERMS: Final = 6  # a muted topic is a short phrase, not a sentence
+_CACHED_PHRASES: Final = 4096  # phrases whose papers are kept (least recently used dropped first)
+#: What ends a phrase in a paper's text: sentence and clause punctuation (a dot inside a number, "3.5",
+#: does not).
+_BREAK: Final = re.compile(r"[,;:()\[\]{}!?\"]|\.(?!\d)")
+
+
+class MuteError(UserFacingError):
+    """A mute or an unmute refused, with the reason for the person; nothing was stored."""
+
+
+def mute_terms(phrase: str) -> tuple[str, ...]:
+    """The index terms a muted phrase stands for, in order."""
+    return tuple(tokenize(phrase))
+
+
+def holds_phrase(text: str, terms: Sequence[str]) -> bool:
+    """Whether ``text`` says the phrase: its ``terms`` side by side, in order, within one clause."""
+    if not text or not terms:
+        return False
+    wanted = list(terms)
+    size = len(wanted)
+    for piece in _BREAK.split(text):
+        tokens = tokenize(piece)
+        for start in range(len(tokens) - size + 1):
+            if tokens[start] == wanted[0] and tokens[start : start + size] == wanted:
+                return True
+    return False
+
+
+def paper_holds(paper: Paper, terms: Sequence[str]) -> bool:
+    return holds_phrase(paper.title, terms) or holds_phrase(paper.abstract or "", terms)
+
+
+class TermIndex(Protocol):
+    """What is read of the search index (``paperindex.index.BM25Index``)."""
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def n_slots(self) -> int: ...
+
+    @property
+    def slot_ids(self) -> npt.NDArray[np.int64]: ...
+
+    def score_array(self, query: Mapping[str, float]) -> npt.NDArray[np.float64]: ...
+
+
+class PaperTexts(Protocol):
+    """``storage.repositories.papers.PaperRepository``: the papers' titles and abstracts."""
+
+    async def get_many(self, ids: Sequence[int]) -> dict[int, Paper]: ...
+
+
+@dataclass(slots=True)
+class _Found:
+    checked: int = 0  # index slots checked so far
+    ids: set[int] = field(default_factory=set)
+
+
+class MuteMatcher:
+    """The papers holding a phrase, found once and followed as papers are indexed."""
+
+    def __init__(self, index: TermIndex, papers: PaperTexts) -> None:
+        self._index = index
+        self._papers = papers
+        self._found: OrderedDict[tuple[str, ...], _Found] = OrderedDict()
+
+    async def papers(self, terms: tuple[str, ...]) -> frozenset[int]:
+        """Ids of the indexed papers that hold the phrase of ``terms``."""
+        if not terms:
+            return frozenset()
+        found = self._found.get(terms)
+        if found is None:
+            found = self._found[terms] = _Found()
+            while len(self._found) > _CACHED_PHRASES:
+                self._found.popitem(last=False)
+        else:
+            self._found.move_to_end(terms)
+        if found.checked < self._index.n_slots:
+            checked, candidates = await asyncio.to_thread(self._holding_all, terms, found.checked)
+            if len(terms) > 1 and candidates:  # the index knows the terms, the text their order
+                texts = await self._papers.get_many(candidates)
+                # thousands of abstracts for a common phrase: tokenised off the event loop
+                candidates = await asyncio.to_thread(
+                    lambda: [i for i in candidates if i in texts and paper_holds(texts[i], terms)]
+                )
+            found.ids.update(candidates)
+            found.checked = max(found.checked, checked)
+        return frozenset(found.ids)
+
+    def _holding_all(self, terms: tuple[str, ...], start: int) -> tuple[int, list[int]]:
+        """(slots now indexed, ids of the papers from slot ``start`` on holding every term)."""
+        index = self._index
+        with index.lock:
+            end = index.n_slots
+            mask = np.ones(end - start, dtype=bool)
+            for term in dict.fromkeys(terms):
+                mask &= index.score_array({term: 1.0})[start:end] > 0
+            ids = index.slot_ids[start:end][mask]
+        return end, [int(i) for i in ids]
+
+
+@dataclass(frozen=True, slots=True)
+class MuteAdded:
+    mute: MuteRow
+    added: bool  # False: the owner muted the same words before (``mute`` is that one)
+    papers: int  # papers indexed now that the mute hides
+    #: the owner's own topics (a person's interests, a feed's topics) that say the muted phrase
+    topics: tuple[str, ...] = ()
+
+
+class MuteService:
+    def __init__(
+        self,
+        db: Database,
+        matcher: MuteMatcher,
+        *,
+        limit: int = MUTE_LIMIT,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.repository = MuteRepository(db)
+        self.feeds = SubscriptionRepository(db)
+        self.interests = InterestRepository(db)
+        self.matcher = matcher
+        self.limit = limit
+        self._clock = clock
+
+    # -- a person's mutes ---------------------------------------------------------------------------
+
+    async def mute(self, user_id: int, phrase: str) -> MuteAdded:
+        """`/paper interests mute topic:`: MuteError with the reason when the phrase cannot be muted."""
+        done = await self._add(MuteOwner(user_id=user_id), phrase, unmute="/paper interests unmute")
+        return _naming(done, await self.interests.topics(user_id))
+
+    async def unmute(self, user_id: int, phrase: str) -> MuteRow:
+        return await self._remove(MuteOwner(user_id=user_id), phrase, whose="You")
+
+    async def mutes(self, user_id: int) -> list[MuteRow]:
+        return await self.repository.mutes(MuteOwner(user_id=user_id))
+
+    async def muted(self, user_id: int) -> frozenset[int]:
+        """The candidate filter of the recommender: every paper the person's mutes hide."""
+        return await self._muted(MuteOwner(user_id=user_id))
+
+    async def count_muted(self, user_id: int, paper_ids: Collection[int]) -> int:
+        """How many of these papers (a search's page) the person muted."""
+        muted = await self.muted(user_id)
+        return sum(1 for paper_id in paper_ids if paper_id in muted)
+
+    # -- a channel feed's mutes ---------------------------------------------------------------------
+
+    async def feed_mute(self, guild_id: int, channel_id: int, phrase: str) -> MuteAdded:
+        """`/paperadmin feed mute`: the feed's posts never carry a paper that says the phrase."""
+        owner = await self._feed(guild_id, channel_id)
+        done = await self._add(owner, phrase, unmute="/paperadmin feed unmute")
+        sub = await self.feeds.for_channel(channel_id)
+        return _naming(done, sub.topics if sub is not None else ())
+
+    async def feed_unmute(self, guild_id: int, channel_id: int, phrase: str) -> MuteRow:
+        return await self._remove(await self._feed(guild_id, channel_id), phrase, whose="This feed")
+
+    async def feed_mutes(self, subscription_id: int) -> list[MuteRow]:
+        return await self.repository.mutes(MuteOwner(subscription_id=subscription_id))
+
+    async def feed_muted(self, subscription_id: int) -> frozenset[int]:
+        """Every paper the feed's mutes hide (its digest planner leaves them out)."""
+        return await self._muted(MuteOwner(subscription_id=subscription_id))
+
+    # -- the rules ----------------------------------------------------------------------------------
+
+    async def _add(self, owner: MuteOwner, phrase: str, *, unmute: str) -> MuteAdded:
+        text, terms = _checked(phrase)
+        existing = await self.repository.mutes(owner)
+        if not any(m.terms == " ".join(terms) for m in existing) and len(existing) >= self.limit:
+            raise self._full(owner, unmute)
+        stamp = self._clock().astimezone(UTC).isoformat(timespec="seconds")
+        try:
+            row, added = await self.repository.add(owner, text, " ".join(terms), limit=self.limit, at=stamp)
+        except MuteLimitError:
+            raise self._full(owner, unmute) from None
+        return MuteAdded(row, added, len(await self.matcher.papers(terms)))
+
+    def _full(self, owner: MuteOwner, unmute: str) -> MuteError:
+        who = "You mute" if owner.user_id is not None else "This feed mutes"
+        return MuteError(
+            f"{who} {self.limit} topics already, the most allowed: unmute one first (`{unmute}`). "
+            "Nothing was added."
+        )
+
+    async def _remove(self, owner: MuteOwner, phrase: str, *, whose: str) -> MuteRow:
+        text, terms = _checked(phrase)
+        removed = await self.repository.remove(owner, " ".join(terms))
+        if removed is not None:
+            return removed
+        mutes = await self.repository.mutes(owner)
+        verb = "don't" if whose == "You" else "doesn't"
+        listed = "; ".join(f"“{_echo(m.phrase)}”" for m in mutes)
+        rest = (
+            f" Muted now: {listed}."
+            if mutes
+            else f" {whose} {'have' if whose == 'You' else 'has'} no muted topics."
+        )
+        raise MuteError(f"{whose} {verb} mute “{_echo(text)}”.{rest}")
+
+    async def _muted(self, owner: MuteOwner) -> frozenset[int]:
+        mutes = await self.repository.mutes(owner)
+        if not mutes:
+            return frozenset()
+        found = [await self.matcher.papers(tuple(m.terms.split(" "))) for m in mutes]
+        return frozenset().union(*found)
+
+    async def _feed(self, guild_id: int, channel_id: int) -> MuteOwner:
+        sub = await self.feeds.for_channel(channel_id)
+        if sub is None or sub.guild_id != guild_id or not sub.is_channel:
+            raise MuteError(
+                "That channel has no paper feed to mute a topic in: `/paperadmin feed set` gives it one."
+            )
+        return MuteOwner(subscription_id=sub.id)
+
+
+def _naming(done: MuteAdded, topics: Sequence[str]) -> MuteAdded:
+    """The mute, with the owner's topics that say its phrase (their papers that say it are left out too)."""
+    terms = done.mute.terms.split(" ")
+    return replace(done, topics=tuple(t for t in dict.fromkeys(topics) if holds_phrase(t, terms)))
+
+
+def _checked(phrase: str) -> tuple[str, tuple[str, ...]]:
+    """The phrase as it will be stored, and its terms; MuteError saying what is wrong otherwise."""
+    text = " ".join(phrase.split())
+    if not text:
+        raise MuteError("Give the words to mute, e.g. `topic:reinforcement learning`. Nothing was changed.")
+    if len(text) > MAX_MUTE_CHARS:
+        raise MuteError(
+            f"A muted topic may be at most {MAX_MUTE_CHARS} characters; that one has {len(text)}. "
+            "Give a short phrase. Nothing was changed."
+        )
+    terms = mute_terms(text)
+    if not terms:
+        raise MuteError(
+            f"“{_echo(text)}” has only very common words (like “the” or “of”), single letters or symbols, "
+            "which say nothing about a paper: give a more specific word. Nothing was changed."
+        )
+    if len(terms) > MAX_MUTE_TERMS:
+        raise MuteError(
+            f"A muted topic is a short phrase of at most {MAX_MUTE_TERMS} words; “{_echo(text)}” has "
+            f"{len(terms)}. Mute its key words instead. Nothing was changed."
+        )
+    return text, terms
+
+
+def _echo(text: str, limit: int = 80) -> str:
+    return echo(text, limit)
