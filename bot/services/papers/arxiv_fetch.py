@@ -69,7 +69,7 @@ class ArxivUnreachableError(ArxivFetchError):
     stored stays and the next run resumes."""
 
 
-def _offline(error: BaseException) -> bool:
+def is_offline(error: BaseException) -> bool:
     """Whether a failed request means no network to arXiv (its name does not resolve, no route)."""
     if isinstance(error, aiohttp.ClientConnectorDNSError):
         return True
@@ -206,7 +206,7 @@ class _Fetcher:
                 response = await self._polite_get(params)
             except (TimeoutError, OSError, aiohttp.ClientError) as error:
                 failure = f"{type(error).__name__}: {error}".rstrip(": ")
-                if _offline(error):
+                if is_offline(error):
                     raise ArxivUnreachableError(
                         f"cannot reach arXiv ({failure}): this machine seems to be offline; nothing was "
                         "fetched. Run it again once it has a network."
