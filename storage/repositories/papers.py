@@ -484,6 +484,13 @@ class PaperRepository:
         )
         return None if row is None else _paper(row)
 
+    async def _aliased(self, kind: str, value: str) -> Paper | None:
+        """The paper `paper_aliases` names for this key (another DOI of it: its journal version's)."""
+        paper_id = await self._db.fetchval(
+            "SELECT paper_id FROM paper_aliases WHERE kind = ? AND value = ?", (kind, value)
+        )
+        return None if paper_id is None else await self.get(int(paper_id))
+
     async def find_by_external(self, text: str) -> Paper | None:
         """The paper a user or a file names: "#12"/"12" (paper id), an arXiv id in any version or URL,
         an OpenReview id or URL, a DOI (bare, "doi:" or doi.org URL), or a source record's own id.
@@ -509,7 +516,7 @@ class PaperRepository:
         if lowered.startswith(("10.", "doi:", "https://doi.org/", "http://doi.org/", "http://dx.doi.org/")):
             found_doi = paper_keys.doi(value)
             if found_doi:
-                paper = await self._first("doi", found_doi)
+                paper = await self._first("doi", found_doi) or await self._aliased("doi", found_doi)
                 if paper is not None:
                     return paper
         openreview = paper_keys.openreview_id(value)

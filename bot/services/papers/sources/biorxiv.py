@@ -68,7 +68,7 @@ def preprint_record(item: Any, *, server: str) -> PaperRecord | str:
         authors=_authors(item.get("authors")),
         venue=name,
         year=int(published[:4]) if published else None,
-        url=f"https://www.{name.lower()}.org/content/{found}" + (f"v{version}" if version else ""),
+        url=f"https://www.{name.lower()}.org/content/{found}",  # the latest version
         doi=found,
         other_dois=(journal,) if journal and journal != found else (),
         external_id=found,
