@@ -8,7 +8,7 @@ import json
 import logging
 
 import pytest
-from sources_fakes import FakeService, FakeTime, biorxiv_pages, client, fixture
+from source_fakes import FakeService, FakeTime, biorxiv_pages, client, fixture
 
 from bot.services.papers.arxiv_fetch import HttpResponse
 from bot.services.papers.sources.arxiv import ArxivSource

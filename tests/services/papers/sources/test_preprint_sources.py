@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from sources_fakes import FakeService, FakeTime, biorxiv_pages, client, fixture, openreview_pages
+from source_fakes import FakeService, FakeTime, biorxiv_pages, client, fixture, openreview_pages
 
 from bot.services.papers.arxiv_fetch import HttpResponse
 from bot.services.papers.sources.base import SourceError

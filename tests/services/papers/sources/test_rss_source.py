@@ -4,7 +4,7 @@ DOIs from prism:doi, dc:identifier, ids and links, dates, rejects, and a URL tha
 from __future__ import annotations
 
 import pytest
-from sources_fakes import NOW, FakeService, FakeTime, client, fixture
+from source_fakes import NOW, FakeService, FakeTime, client, fixture
 
 from bot.services.papers.arxiv_fetch import HttpResponse
 from bot.services.papers.sources.base import SourceError

@@ -9,7 +9,7 @@ from pathlib import Path
 from bot.services.papers.arxiv_fetch import HttpResponse
 from bot.services.papers.sources.http import PoliteClient
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "sources"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sources"
 #: the fixtures cover 2024-11-25 .. 2024-12-02
 NOW = datetime(2024, 12, 2, 12, 0, tzinfo=UTC)
 
