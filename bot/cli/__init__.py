@@ -377,6 +377,20 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
         "database": str(settings.store),
         **dataclasses.asdict(stats.counts),
         "last_arxiv_fetch": fetched,
+        "sources": [
+            {
+                "source": f.source,
+                "last_fetch": f.last_fetch_at,
+                "fetched_until": f.fetched_until,
+                "last_records": f.last_records,
+                "last_added": f.last_added,
+                "total_records": f.total_records,
+                "total_added": f.total_added,
+                "unfinished": f.cursor is not None,
+                "last_error": f.last_error,
+            }
+            for f in stats.sources
+        ],
         "next_digest": upcoming.due_utc.isoformat() if upcoming else None,
         "digests_due_24h": stats.digests.due_within_day,
     }

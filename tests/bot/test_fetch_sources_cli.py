@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -131,3 +132,20 @@ def test_an_unreachable_source_fails_at_once_with_a_clear_line(
     assert last.startswith("paperbot: cannot reach feeds.paperbot.invalid (ClientConnectorDNSError")
     assert "this machine seems to be offline" in last
     assert "Traceback" not in err
+
+
+def test_stats_lists_each_source_with_its_last_fetch_and_failure(
+    server: str, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli(capsys, "fetch", "rss", f"{server}/neuro.rss", "--days", DAYS)
+    cli(capsys, "fetch", "rss", f"{server}/not-a-feed")
+    code, out, _ = cli(capsys, "stats")
+    assert code == 0
+    sources = {s["source"]: s for s in json.loads(out)["sources"]}
+    fetched = sources[f"rss:{server}/neuro.rss"]
+    assert (fetched["last_records"], fetched["last_added"], fetched["total_added"]) == (52, 50, 50)
+    assert fetched["last_error"] is None
+    assert fetched["last_fetch"] is not None
+    failed = sources[f"rss:{server}/not-a-feed"]
+    assert failed["last_fetch"] is None
+    assert "is not an RSS or Atom feed" in failed["last_error"]
