@@ -135,9 +135,9 @@ def doi(value: object) -> str | None:
     return found.lower() or None
 
 
-# A title shorter than this (normalised) is too generic ("Introduction", "Editorial") to identify a
-# paper even with its first author.
-SUBSTANTIVE_TITLE = 20
+# A one-word title ("Introduction", "Editorial", "Correction") or one shorter than this (normalised) is
+# too generic to identify a paper even with its first author; "Deep Sets" by Zaheer is not.
+SUBSTANTIVE_TITLE = 8
 
 
 def surname(author: str) -> str:
@@ -157,6 +157,6 @@ def title_author_key(title: str, authors: tuple[str, ...] | list[str]) -> str | 
     title is too short to identify a paper or there is no author."""
     head = normalise_text(title)
     first = surname(authors[0]) if authors else ""
-    if len(head) < SUBSTANTIVE_TITLE or not first:
+    if len(head) < SUBSTANTIVE_TITLE or len(title.split()) < 2 or not first:
         return None
     return hashlib.blake2b(f"ta:{head}|{first}".encode(), digest_size=16).hexdigest()
