@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from source_fakes import FakeService, FakeTime, client, fixture
 from test_digest_e2e import paper_messages, posted_paper_ids, wait_for_papers
 
+from bot.scheduler import SOURCES_JOB_ID
 from bot.services.papers.arxiv_fetch import HttpResponse
 from bot.services.papers.sources.biorxiv import BiorxivSource
 from bot.services.papers.sources.fetch import SourceFetchSummary, fetch_source
@@ -107,3 +108,15 @@ async def test_a_paper_from_two_sources_and_two_versions_reaches_a_digest_once(
         assert ": 1 read, 0 new; 16 read, 15 new in all" in lines[0]
         assert lines[1].startswith(f"`rss:{FEED}` <t:")
         assert ": 15 read, 0 new; 15 read, 0 new in all" in lines[1]
+
+
+async def test_the_running_bot_schedules_the_sources_only_when_set(start_paperbot: StartBot) -> None:
+    sources = ("biorxiv:neuroscience", f"rss:{FEED}")
+    async with start_paperbot(sources=sources, arxiv_fetch_time="05:20") as running:
+        job = running.bot.scheduler.jobs.get_job(SOURCES_JOB_ID)
+        assert job is not None
+        assert (job.next_run_time.hour, job.next_run_time.minute) == (5, 20)
+        running.bot.scheduler.remove_daily_jobs()  # another process leads now
+        assert running.bot.scheduler.jobs.get_job(SOURCES_JOB_ID) is None
+    async with start_paperbot() as plain:
+        assert plain.bot.scheduler.jobs.get_job(SOURCES_JOB_ID) is None
