@@ -49,6 +49,8 @@ _ALL_KINDS = (*KEY_KINDS, "title_author")
 # Fields a record may fill when the stored paper lacks them.
 _FILLABLE = ("venue", "year", "status", "url", "pdf_url", "code_url", "published", "external_id", "source")
 _CHUNK = 500  # bound parameters per IN (...) query
+#: `app_state` key set once the papers stored before migration 13 have their title + first-author keys
+_BACKFILLED = "paper_aliases:title_author_backfilled"
 
 _PAPER_COLUMNS = (
     "id, title, title_derived, abstract, authors, venue, year, status, url, pdf_url, code_url, "
@@ -452,6 +454,40 @@ class PaperRepository:
                     owners[kind][value] = entity
         for kind, value, paper_id in aliased:
             owners[kind].setdefault(value, loaded[paper_id])
+
+    async def backfill_title_keys(self, *, page: int = 5000) -> int:
+        """Give the papers stored before title + first-author keys existed theirs, so a journal article
+        finds a preprint stored before; once per store (an `app_state` mark), a page of papers per
+        transaction. Returns how many keys it added (0 once done)."""
+        if await self._db.fetchval("SELECT value FROM app_state WHERE key = ?", (_BACKFILLED,)) is not None:
+            return 0
+        added, last = 0, -1
+        while True:
+            rows = await self._db.fetchall(
+                "SELECT id, title, title_derived, authors FROM papers WHERE id > ? ORDER BY id LIMIT ?",
+                (last, page),
+            )
+            if not rows:
+                break
+            last = int(rows[-1][0])
+            keys = []
+            for paper_id, title, derived, authors in rows:
+                names = json.loads(authors) if authors and authors != "[]" else []
+                key = None if derived else paper_keys.title_author_key(title, names)
+                if key:
+                    keys.append(("title_author", key, int(paper_id)))
+            async with self._db.transaction() as conn:
+                before = int(await conn.fetchval("SELECT COUNT(*) FROM paper_aliases") or 0)
+                await conn.executemany(
+                    "INSERT INTO paper_aliases (kind, value, paper_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    keys,
+                )
+                added += int(await conn.fetchval("SELECT COUNT(*) FROM paper_aliases") or 0) - before
+        await self._db.execute(
+            "INSERT INTO app_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+            (_BACKFILLED, str(added), utcnow()),
+        )
+        return added
 
     # ------------------------------------------------------------------ reading
 

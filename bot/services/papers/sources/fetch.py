@@ -98,6 +98,9 @@ async def fetch_source(
     """Fetch `source` into the store; raises `SourceError` / `SourceUnreachableError` (recorded first)."""
     fetches = SourceFetchRepository(db)
     papers = PaperRepository(db)
+    backfilled = await papers.backfill_title_keys()  # once per store: papers stored before these keys
+    if backfilled:
+        log.info("gave %d papers stored before their title + first-author key", backfilled)
     now = client.clock()
     state = await fetches.get(source.name)
     cursor = None

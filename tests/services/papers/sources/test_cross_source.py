@@ -144,3 +144,17 @@ async def test_the_daily_fetch_runs_every_source_and_a_failing_one_leaves_the_ot
     assert len(set(await titles(db))) == PREPRINTS + IN_FEED - PREPRINTED
     states = {s.source: s for s in await SourceFetchRepository(db).all()}
     assert states["biorxiv"].last_added == PREPRINTS
+
+
+async def test_papers_stored_before_the_title_keys_get_theirs_at_the_first_fetch(db: Database) -> None:
+    """A store migrated from before migration 13: its papers have no title + first-author key until
+    the first fetch gives them theirs (once); then the journal articles matched only by title and
+    first author find their preprints too."""
+    clock = FakeTime()
+    await fetch_preprints(db, clock)
+    async with db.transaction() as conn:  # as a store from before: no title keys
+        await conn.execute("DELETE FROM paper_aliases WHERE kind = 'title_author'")
+        await conn.execute("DELETE FROM app_state WHERE key LIKE 'paper_aliases:%'")
+    feed = await fetch_feed(db, clock)
+    assert feed.added == IN_FEED - PREPRINTED
+    assert await PaperRepository(db).backfill_title_keys() == 0, "once per store"
