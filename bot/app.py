@@ -21,6 +21,7 @@ from bot.health import HEARTBEAT_SECONDS, make_beat, write_beat
 from bot.leadership import Leadership
 from bot.scheduler import CLUB_EVERY_SECONDS, CLUB_JOB_ID, ProcessScheduler
 from bot.services.papers.arxiv_daily import run_daily_fetch
+from bot.services.papers.sources.daily import run_daily_sources
 from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from bot.tree import PaperTree
@@ -269,6 +270,13 @@ class PaperBot(commands.AutoShardedBot):
             self.scheduler.daily_fetch(
                 lambda: run_daily_fetch(
                     self.services.db, self.settings.arxiv_categories, self.services.index.refresh
+                ),
+                time_utc=self.settings.arxiv_fetch_time,
+            )
+        if self.settings.sources:
+            self.scheduler.daily_sources(
+                lambda: run_daily_sources(
+                    self.services.db, self.settings.sources, self.services.index.refresh
                 ),
                 time_utc=self.settings.arxiv_fetch_time,
             )

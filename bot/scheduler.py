@@ -24,6 +24,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 log = logging.getLogger(__name__)
 
 ARXIV_JOB_ID = "arxiv:daily"
+SOURCES_JOB_ID = "sources:daily"
 PRUNE_JOB_ID = "privacy:prune"
 CLUB_JOB_ID = "club:steps"
 #: how often the leader looks for reading-group steps that fell due (a poll to open, a winner to
@@ -67,6 +68,10 @@ class ProcessScheduler:
         """The daily arXiv fetch (a late start within an hour still runs)."""
         return self.daily(ARXIV_JOB_ID, job, time_utc=time_utc, misfire_grace_seconds=3600)
 
+    def daily_sources(self, job: Callable[[], Awaitable[object]], *, time_utc: str) -> Job:
+        """The daily fetch of `PAPERBOT_SOURCES` (a late start within an hour still runs)."""
+        return self.daily(SOURCES_JOB_ID, job, time_utc=time_utc, misfire_grace_seconds=3600)
+
     def daily_prune(self, job: Callable[[], Awaitable[object]], *, time_utc: str = "04:00") -> Job:
         """Delete data past its retention (old search listings) once a day."""
         return self.daily(PRUNE_JOB_ID, job, time_utc=time_utc, misfire_grace_seconds=6 * 3600)
@@ -103,7 +108,7 @@ class ProcessScheduler:
 
     def remove_daily_jobs(self) -> None:
         """Take the daily arXiv fetch, the prune and the reading groups' steps off the scheduler (another process runs them now)."""
-        for job_id in (ARXIV_JOB_ID, PRUNE_JOB_ID, CLUB_JOB_ID):
+        for job_id in (ARXIV_JOB_ID, SOURCES_JOB_ID, PRUNE_JOB_ID, CLUB_JOB_ID):
             with contextlib.suppress(JobLookupError):
                 self.jobs.remove_job(job_id)
 

@@ -77,6 +77,17 @@ def _words(raw: str) -> tuple[str, ...]:
     return tuple(word for word in raw.replace(",", " ").split() if word)
 
 
+def _sources(raw: str) -> tuple[str, ...]:
+    """Whitespace-separated `KIND:ARGUMENT` sources, each checked (`bot.services.papers.sources.specs`)."""
+    from bot.services.papers.sources.base import SourceError
+    from bot.services.papers.sources.specs import parse_specs
+
+    try:
+        return tuple(str(spec) for spec in parse_specs(raw))
+    except SourceError as error:
+        raise ValueError(str(error)) from None
+
+
 def _utc_time(raw: str) -> str:
     hours, sep, minutes = raw.partition(":")
     if not (
@@ -285,7 +296,21 @@ class Settings:
         empty=(),
     )
     arxiv_fetch_time: str = setting(
-        "PAPERBOT_ARXIV_FETCH_TIME", "06:00", _utc_time, "when the daily arXiv fetch runs (UTC)"
+        "PAPERBOT_ARXIV_FETCH_TIME",
+        "06:00",
+        _utc_time,
+        "when the daily fetch runs (UTC): the arXiv categories, then `PAPERBOT_SOURCES`",
+    )
+    sources: tuple[str, ...] = setting(
+        "PAPERBOT_SOURCES",
+        "",
+        _sources,
+        "more sources fetched daily, space separated, none needing a key: `rss:URL` (any RSS or Atom feed, "
+        "e.g. a journal's table of contents), `biorxiv` or `biorxiv:CATEGORY`, `medrxiv[:CATEGORY]` "
+        "(underscores for spaces: `cell_biology`), `openreview:VENUE_ID` (e.g. "
+        "`openreview:ICLR.cc/2025/Conference`), `arxiv:CATEGORY`; each resumes where its last fetch ended, "
+        "and the same paper from two of them is kept once",
+        empty=(),
     )
     #: where a paper someone links to and the store lacks is fetched from ("": never fetched)
     arxiv_lookup_url: str = setting(

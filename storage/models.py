@@ -51,6 +51,10 @@ class PaperRecord:
     external_id: str | None = None  # the record's own id (`id`/`_id`/`uid`)
     source: str | None = None  # where it came from (file name, "arxiv", ...)
     published: str | None = None  # ISO date (YYYY-MM-DD) when known
+    #: the version the source gives (arXiv v2, a bioRxiv version): a newer one updates the paper
+    version: int | None = None
+    #: more DOIs of the same paper: the journal version of a preprint, or the preprint of an article
+    other_dois: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,3 +168,19 @@ class ClubWeek:
     paper_message_id: int | None
     #: the poll is buttons (the bot may not post Discord polls there); votes in ``club_votes``
     buttons: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFetch:
+    """A live source's fetch state, as stored (`source_fetches`)."""
+
+    source: str
+    cursor: str | None  # JSON while a fetch is unfinished
+    fetched_until: str | None  # YYYY-MM-DD
+    last_fetch_at: str | None
+    last_records: int
+    last_added: int
+    total_records: int
+    total_added: int
+    last_error: str | None
+    last_error_at: str | None

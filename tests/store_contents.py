@@ -17,6 +17,7 @@ from storage.repositories.library_texts import LibraryText, LibraryTextRepositor
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.mutes import MuteOwner, MuteRepository
 from storage.repositories.searches import SearchRepository
+from storage.repositories.source_fetches import SourceFetchRepository
 from storage.repositories.state import StateRepository
 from storage.repositories.subscriptions import ScheduleFields, SubscriptionRepository
 from storage.repositories.users import UserRepository, forget_user
@@ -79,6 +80,20 @@ async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
     await digests.finish_run(run.id, "empty")
     await PostedMessageRepository(db).record(123_456, CHANNEL, GUILD, paper_ids[0])
     await StateRepository(db).set("arxiv:last_fetch", "2026-11-30T06:00:00+00:00")
+    # a live source's fetch state, and another key of the first paper (its journal version's DOI)
+    async with db.transaction() as conn:
+        await SourceFetchRepository(db).finish(
+            conn,
+            "biorxiv:neuroscience",
+            until="2026-11-30",
+            at="2026-11-30T06:00:09+00:00",
+            records=31,
+            added=30,
+        )
+        await conn.execute(
+            "INSERT INTO paper_aliases (kind, value, paper_id) VALUES ('doi', '10.1038/journal.1', ?)",
+            (paper_ids[0],),
+        )
     await interests.add(FORGOTTEN, "topic", topic_key("graph networks"), topic="graph networks")
     await forget_user(db, FORGOTTEN, at="2026-11-30T10:00:00.000001+00:00")
 

@@ -18,6 +18,7 @@ from dotenv import dotenv_values
 from bot.errors import USER_FACING, SettingsError, UserFacingError
 from bot.log import setup_logging
 from bot.services.papers.arxiv_fetch import ArxivUnreachableError
+from bot.services.papers.sources.http import SourceUnreachableError
 from bot.settings import Settings, load_settings
 from storage.models import IngestSummary
 from storage.store import StoreLocation
@@ -39,6 +40,14 @@ INGEST_EXIT_CODES = f"""exit status:
   {INGEST_SOME_REJECTED}  some records were rejected (listed); the others were stored
   {USAGE_ERROR}  nothing was done: a missing file or folder, or an invalid setting
   {INGEST_NOTHING}  nothing was ingested: no supported file, or not one record could be read"""
+FETCH_EXIT_CODES = f"""exit status:
+  {OK}  every record fetched was stored (added, merged, or already there; none new is 0 too)
+  {NOT_DONE}  some records were rejected (listed; the others were stored), or the source could not be
+     reached (offline: said at the first attempt) or kept failing: what was stored stays and the
+     next run resumes where it stopped
+  {USAGE_ERROR}  nothing was done: bad usage (a category arXiv does not have, a URL that is no feed, a
+     venue OpenReview does not know) or an invalid setting
+  {INGEST_NOTHING}  not one of the records fetched could be read"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,14 +80,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     fetch = commands.add_parser(
         "fetch",
-        help="fetch recent papers from a live source",
-        epilog="exit status: 0 fetched, 1 arXiv could not be reached (offline) or kept failing (what was "
-        "stored stays; the next run resumes), 2 bad usage (a category not in arXiv's taxonomy) or settings",
+        help="fetch recent papers from a live source (arXiv, an RSS/Atom feed, bioRxiv, medRxiv, OpenReview)",
+        epilog=FETCH_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     fetch_sources = fetch.add_subparsers(dest="source", required=True, metavar="SOURCE")
     arxiv = fetch_sources.add_parser("arxiv", help="recent arXiv papers (one request per 3 s)")
     arxiv.add_argument("--category", action="append", required=True, help="e.g. cs.LG (repeatable)")
     arxiv.add_argument("--days", type=int, default=1, help="how many days back (default 1)")
+    days_help = "how many days back (default: from where the last fetch of this source ended, else 2)"
+    rss = fetch_sources.add_parser("rss", help="an RSS or Atom feed: a journal's table of contents")
+    rss.add_argument("url", help="the feed's URL")
+    rss.add_argument("--days", type=int, help=days_help)
+    for server in ("biorxiv", "medrxiv"):
+        preprints = fetch_sources.add_parser(
+            server, help=f"{server} preprints posted lately (its public API)"
+        )
+        preprints.add_argument("--category", help="e.g. neuroscience, cell_biology (default: all)")
+        preprints.add_argument("--days", type=int, help=days_help)
+    openreview = fetch_sources.add_parser("openreview", help="an OpenReview venue's public papers")
+    openreview.add_argument("venue", metavar="VENUE_ID", help="e.g. ICLR.cc/2025/Conference")
 
     search = commands.add_parser(
         "search",
@@ -197,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in STORE_USE:
             check_store(settings, STORE_USE[args.command])
         return asyncio.run(handler(args, settings))
-    except ArxivUnreachableError as error:
+    except (ArxivUnreachableError, SourceUnreachableError) as error:
         print(f"paperbot: {error}", file=sys.stderr)
         return NOT_DONE
     except (SettingsError, *USER_FACING) as error:
@@ -286,6 +307,8 @@ def ingest_exit_code(summary: IngestSummary) -> int:
 
 
 async def _fetch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.source != "arxiv":
+        return await _fetch_source(args, settings)
     from bot.services.papers.arxiv_fetch import fetch_arxiv_live
     from bot.services.papers.arxiv_taxonomy import arxiv_category
     from storage.store import open_database
@@ -297,6 +320,26 @@ async def _fetch(args: argparse.Namespace, settings: Settings) -> int:
         summary = await fetch_arxiv_live(db, categories=categories, days=args.days)
     print(summary.describe())
     return 0
+
+
+async def _fetch_source(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.services.papers.sources.live import fetch_live
+    from bot.services.papers.sources.specs import SourceSpec
+    from storage.store import open_database
+
+    argument = {"rss": "url", "openreview": "venue"}.get(args.source, "category")
+    spec = SourceSpec(args.source, getattr(args, argument) or "")
+    spec.build()  # a bad URL, category or venue id is refused before the store is opened
+    async with await open_database(settings.store) as db:
+        summary = await fetch_live(db, spec, days=args.days if args.source != "openreview" else None)
+    print(summary.describe())
+    if summary.problems:
+        print("problems:")
+    for problem in summary.problems:
+        print(f"  {problem}")
+    if summary.rejected and not summary.records:
+        return INGEST_NOTHING
+    return INGEST_SOME_REJECTED if summary.rejected else OK
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
@@ -334,6 +377,20 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
         "database": str(settings.store),
         **dataclasses.asdict(stats.counts),
         "last_arxiv_fetch": fetched,
+        "sources": [
+            {
+                "source": f.source,
+                "last_fetch": f.last_fetch_at,
+                "fetched_until": f.fetched_until,
+                "last_records": f.last_records,
+                "last_added": f.last_added,
+                "total_records": f.total_records,
+                "total_added": f.total_added,
+                "unfinished": f.cursor is not None,
+                "last_error": f.last_error,
+            }
+            for f in stats.sources
+        ],
         "next_digest": upcoming.due_utc.isoformat() if upcoming else None,
         "digests_due_24h": stats.digests.due_within_day,
     }

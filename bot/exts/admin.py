@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from bot.services.search.snippets import echo
 from bot.services.write_behind import DEAD_AFTER, DEAD_RETRY_EVERY, OutboxState
 from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
 from bot.ui.format import file_size, trim, trim_markdown
+from storage.models import SourceFetch
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -234,6 +236,8 @@ def render_stats(
         ),
     )
     embed.add_field(name="Last arXiv fetch", value=trim(last_fetch, FIELD_VALUE_LIMIT), inline=False)
+    if stats.sources:
+        embed.add_field(name="Sources (every server)", value=_sources_value(stats.sources), inline=False)
     outlook = stats.digests
     if outlook.next is None:
         upcoming = "none scheduled"
@@ -255,6 +259,39 @@ def render_stats(
             name="Not stored yet (this bot process)", value=_outbox_line(stats.outbox), inline=False
         )
     return embed
+
+
+def _source_line(fetch: SourceFetch) -> str:
+    """One source: its last fetch and what it brought, its count in all, and a failure since."""
+    name = discord.utils.escape_markdown(fetch.source)
+    if fetch.last_fetch_at:
+        try:
+            when = _when(datetime.fromisoformat(fetch.last_fetch_at))
+        except ValueError:
+            when = fetch.last_fetch_at
+        line = (
+            f"`{name}` {when}: {fetch.last_records:,} read, {fetch.last_added:,} new; "
+            f"{fetch.total_records:,} read, {fetch.total_added:,} new in all"
+        )
+    else:
+        line = f"`{name}` never fetched in full"
+    if fetch.cursor:
+        line += " (an interrupted fetch resumes next run)"
+    if fetch.last_error:
+        line += f"\n  last attempt failed: {discord.utils.escape_markdown(fetch.last_error[:160])}"
+    return line
+
+
+def _sources_value(sources: Sequence[SourceFetch]) -> str:
+    """Every source's line, as many as fit in a field (Discord: 1024 characters), then how many more."""
+    lines: list[str] = []
+    for shown, fetch in enumerate(sources):
+        line = _source_line(fetch)
+        more = f"\n…and {len(sources) - shown} more (`paperbot stats` lists them all)"
+        if len("\n".join([*lines, line])) + len(more) > FIELD_VALUE_LIMIT:
+            return "\n".join(lines) + more
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _outbox_line(outbox: OutboxState) -> str:

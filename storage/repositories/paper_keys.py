@@ -133,3 +133,30 @@ def doi(value: object) -> str | None:
         else:
             break
     return found.lower() or None
+
+
+# A one-word title ("Introduction", "Editorial", "Correction") or one shorter than this (normalised) is
+# too generic to identify a paper even with its first author; "Deep Sets" by Zaheer is not.
+SUBSTANTIVE_TITLE = 8
+
+
+def surname(author: str) -> str:
+    """An author's family name, normalised: "Smith, John" and "John Smith" both give "smith"."""
+    name = author.strip()
+    if "," in name:
+        name = name.split(",", 1)[0]
+    else:
+        parts = name.split()
+        name = parts[-1] if parts else ""
+    return normalise_text(name)
+
+
+def title_author_key(title: str, authors: tuple[str, ...] | list[str]) -> str | None:
+    """The key of a normalised title and its first author's family name: what tells a journal article
+    and its preprint (different DOIs, an abstract edited between them) to be one paper. None when the
+    title is too short to identify a paper or there is no author."""
+    head = normalise_text(title)
+    first = surname(authors[0]) if authors else ""
+    if len(head) < SUBSTANTIVE_TITLE or len(title.split()) < 2 or not first:
+        return None
+    return hashlib.blake2b(f"ta:{head}|{first}".encode(), digest_size=16).hexdigest()

@@ -9,6 +9,13 @@ record fills what the stored paper lacks and never overwrites real data:
   anything;
 - an empty abstract, empty authors, and missing venue, year, status, links, dates, external id,
   source and ids are filled; anything already set is kept (first writer wins on conflicts);
+- more keys than the columns hold are kept in `paper_aliases`: another DOI (a preprint's journal
+  version, or the preprint of an article), the content key of a newer version's abstract, and the
+  normalised title + first author (`paper_keys.title_author_key`): a record matching one of them is
+  that paper, so the same paper from two sources (a bioRxiv preprint and its journal article) is one;
+- a record of a newer version (`PaperRecord.version`: arXiv v2, a bioRxiv version) than the stored
+  one, matched by its arXiv id or DOI, replaces the title, abstract and authors: an update, not a
+  new paper (and so never a second digest item);
 - a record whose keys point at two different stored papers (its arXiv id at one, its abstract at
   another) merges into the paper matched by the strongest key, in the order arXiv id, OpenReview id,
   DOI, content key, and leaves the other one as it is. The two are never joined: feedback, saved
@@ -25,7 +32,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from storage.db import Connection, Database, Row, utcnow
@@ -36,9 +43,14 @@ log = logging.getLogger(__name__)
 
 # Key columns in merge priority order: the first one that matches picks the paper a record joins.
 KEY_KINDS = ("arxiv_id", "openreview_id", "doi", "content_key")
+#: kinds of key `paper_aliases` holds beside the columns (title_author only there)
+ALIAS_KINDS = ("doi", "content_key", "title_author")
+_ALL_KINDS = (*KEY_KINDS, "title_author")
 # Fields a record may fill when the stored paper lacks them.
 _FILLABLE = ("venue", "year", "status", "url", "pdf_url", "code_url", "published", "external_id", "source")
 _CHUNK = 500  # bound parameters per IN (...) query
+#: `app_state` key set once the papers stored before migration 13 have their title + first-author keys
+_BACKFILLED = "paper_aliases:title_author_backfilled"
 
 _PAPER_COLUMNS = (
     "id, title, title_derived, abstract, authors, venue, year, status, url, pdf_url, code_url, "
@@ -47,7 +59,7 @@ _PAPER_COLUMNS = (
 # What merging needs of a stored paper: everything but the abstract text (only whether it is empty).
 _MERGE_COLUMNS = (
     "id, title, title_derived, abstract = '' AS no_abstract, authors, venue, year, status, url, pdf_url, "
-    "code_url, arxiv_id, openreview_id, doi, content_key, external_id, source, published"
+    "code_url, arxiv_id, openreview_id, doi, content_key, external_id, source, published, version"
 )
 
 
@@ -82,7 +94,10 @@ class _Entity:
     external_id: str | None
     source: str | None
     published: str | None
+    version: int | None = None
     dirty: bool = False
+    #: keys this batch gives the paper beyond its columns, for `paper_aliases`
+    aliases: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def from_row(cls, row: Row) -> _Entity:
@@ -106,6 +121,7 @@ class _Entity:
             external_id=row[15],
             source=row[16],
             published=row[17],
+            version=row[18],
         )
 
 
@@ -116,15 +132,19 @@ class _Prepared(NamedTuple):
 
 
 def record_keys(record: PaperRecord) -> tuple[tuple[str, str], ...]:
-    """The merge keys of a record, strongest first."""
+    """The merge keys of a record, strongest first: its arXiv and OpenReview ids, its DOI and its
+    other DOIs, its content key, its title + first author."""
     title = "" if record.title_derived else record.title
+    dois = [paper_keys.doi(record.doi) if record.doi else None]
+    dois += [paper_keys.doi(other) for other in record.other_dois]
     values = (
-        paper_keys.arxiv_id(record.arxiv_id) if record.arxiv_id else None,
-        record.openreview_id or None,
-        paper_keys.doi(record.doi) if record.doi else None,
-        paper_keys.content_key(title, record.abstract),
+        ("arxiv_id", paper_keys.arxiv_id(record.arxiv_id) if record.arxiv_id else None),
+        ("openreview_id", record.openreview_id or None),
+        *(("doi", value) for value in dict.fromkeys(dois)),
+        ("content_key", paper_keys.content_key(title, record.abstract)),
+        ("title_author", paper_keys.title_author_key(title, record.authors)),
     )
-    return tuple((kind, value) for kind, value in zip(KEY_KINDS, values, strict=True) if value)
+    return tuple((kind, value) for kind, value in values if value)
 
 
 def _prepare(record: PaperRecord) -> _Prepared:
@@ -134,7 +154,13 @@ def _prepare(record: PaperRecord) -> _Prepared:
 
 def _new_entity(prep: _Prepared) -> _Entity:
     rec = prep.record
-    keys = dict(prep.keys)
+    keys: dict[str, str] = {}
+    aliases: list[tuple[str, str]] = []
+    for kind, value in prep.keys:  # the first of each kind in its column, the others as aliases
+        if kind in KEY_KINDS and kind not in keys:
+            keys[kind] = value
+        else:
+            aliases.append((kind, value))
     return _Entity(
         id=None,
         title=rec.title,
@@ -155,13 +181,51 @@ def _new_entity(prep: _Prepared) -> _Entity:
         external_id=rec.external_id,
         source=rec.source,
         published=rec.published,
+        version=rec.version,
+        aliases=aliases,
     )
 
 
-def _fill(entity: _Entity, prep: _Prepared, owners: dict[str, dict[str, _Entity]]) -> bool:
-    """Fill what `entity` lacks from the record; True when anything changed."""
+def _newer_version(entity: _Entity, prep: _Prepared, matched: str) -> bool:
+    """Whether the record is a newer version of the stored paper: its version above the stored one,
+    matched by the versioned id (its arXiv id or DOI), not by its text. A paper stored without a
+    version (from a file) keeps what it has: which version it was is not known."""
+    version = prep.record.version
+    if version is None or entity.version is None or matched not in ("arxiv_id", "doi"):
+        return False
+    return version > entity.version
+
+
+def _ids_disagree(entity: _Entity, prep: _Prepared) -> bool:
+    """Whether the record has an arXiv or OpenReview id other than the paper's: another paper."""
+    return any(
+        kind in ("arxiv_id", "openreview_id") and getattr(entity, kind) not in (None, value)
+        for kind, value in prep.keys
+    )
+
+
+def _update_version(entity: _Entity, prep: _Prepared) -> bool:
+    """A newer version's title, abstract and authors replace the stored ones; True when any changed."""
     rec = prep.record
-    changed = False
+    before = (entity.title, entity.title_derived, entity.abstract, entity.authors, entity.version)
+    if rec.title and not rec.title_derived:
+        entity.title, entity.title_derived = rec.title, False
+    if rec.abstract:
+        entity.abstract, entity.has_abstract = rec.abstract, True
+    if prep.authors_json != "[]":
+        entity.authors = prep.authors_json
+    entity.version = rec.version
+    return before != (entity.title, entity.title_derived, entity.abstract, entity.authors, entity.version)
+
+
+def _fill(entity: _Entity, prep: _Prepared, owners: dict[str, dict[str, _Entity]], matched: str = "") -> bool:
+    """Fill what `entity` lacks from the record (or update it to a newer version); True when anything
+    changed. Keys the columns cannot take become aliases (not a change of the paper)."""
+    rec = prep.record
+    changed = _newer_version(entity, prep, matched) and _update_version(entity, prep)
+    if rec.version is not None and entity.version is None:
+        entity.version = rec.version
+        changed = True
     if rec.title and not rec.title_derived and (entity.title_derived or not entity.title):
         if entity.title != rec.title or entity.title_derived:
             entity.title = rec.title
@@ -182,10 +246,16 @@ def _fill(entity: _Entity, prep: _Prepared, owners: dict[str, dict[str, _Entity]
             setattr(entity, name, value)
             changed = True
     for kind, value in prep.keys:
-        if getattr(entity, kind) is None and value not in owners[kind]:
+        if value in owners[kind]:
+            continue  # its own already, or another paper's: that one keeps it
+        if kind in KEY_KINDS and getattr(entity, kind) is None:
             setattr(entity, kind, value)
-            owners[kind][value] = entity
             changed = True
+        elif kind in ALIAS_KINDS:
+            entity.aliases.append((kind, value))
+        else:
+            continue  # a second arXiv or OpenReview id: the paper keeps its own
+        owners[kind][value] = entity
     return changed
 
 
@@ -219,14 +289,14 @@ def _paper(row: Row) -> Paper:
 
 _INSERT = (
     "INSERT INTO papers (title, title_derived, abstract, authors, venue, year, status, url, pdf_url, "
-    "code_url, arxiv_id, openreview_id, doi, content_key, external_id, source, published, added_at, "
-    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "code_url, arxiv_id, openreview_id, doi, content_key, external_id, source, published, version, "
+    "added_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _UPDATE = (
     "UPDATE papers SET title = ?, title_derived = ?, abstract = COALESCE(?, abstract), authors = ?, "
     "venue = ?, year = ?, status = ?, url = ?, pdf_url = ?, code_url = ?, arxiv_id = ?, "
     "openreview_id = ?, doi = ?, content_key = ?, external_id = ?, source = ?, published = ?, "
-    "updated_at = ? WHERE id = ?"
+    "version = ?, updated_at = ? WHERE id = ?"
 )
 
 
@@ -249,7 +319,26 @@ def _row_values(entity: _Entity) -> tuple[Any, ...]:
         entity.external_id,
         entity.source,
         entity.published,
+        entity.version,
     )
+
+
+async def _insert_new(conn: Connection, new: list[_Entity], now: str) -> None:
+    """Insert the batch's new papers and give each its id (for its aliases).
+
+    Paper writers go one at a time (SQLite's write lock; on PostgreSQL the change-sequence row lock
+    `_upsert` takes), so the rows past the largest id before the insert are this batch's, in order.
+    """
+    if not any(e.aliases for e in new):
+        await conn.executemany(_INSERT, [(*_row_values(e), now, now) for e in new])
+        return
+    before = int(await conn.fetchval("SELECT COALESCE(MAX(id), 0) FROM papers") or 0)
+    await conn.executemany(_INSERT, [(*_row_values(e), now, now) for e in new])
+    rows = await conn.fetchall("SELECT id FROM papers WHERE id > ? ORDER BY id", (before,))
+    if len(rows) != len(new):
+        raise RuntimeError(f"inserted {len(new)} papers but found {len(rows)} new rows")
+    for entity, row in zip(new, rows, strict=True):
+        entity.id = int(row[0])
 
 
 class PaperRepository:
@@ -284,15 +373,18 @@ class PaperRepository:
             # stay true until this commits (the change-sequence row is the lock every paper write
             # takes anyway).
             await conn.execute("SELECT 1 FROM paper_changes WHERE id = 1 FOR UPDATE")
-        owners: dict[str, dict[str, _Entity]] = {kind: {} for kind in KEY_KINDS}
+        owners: dict[str, dict[str, _Entity]] = {kind: {} for kind in _ALL_KINDS}
         await self._load_matches(conn, prepared, owners)
 
         added = merged = unchanged = 0
         new: list[_Entity] = []
         for prep in prepared:
             target: _Entity | None = None
-            for kind, value in prep.keys:
-                target = owners[kind].get(value)
+            matched = ""
+            for matched, value in prep.keys:
+                target = owners[matched].get(value)
+                if target is not None and matched == "title_author" and _ids_disagree(target, prep):
+                    target = None  # the same title by the same first author, but another paper's id
                 if target is not None:
                     break
             if target is None:
@@ -301,24 +393,35 @@ class PaperRepository:
                     owners[kind][value] = entity
                 new.append(entity)
                 added += 1
-            elif _fill(target, prep, owners):
+            elif _fill(target, prep, owners, matched):
                 target.dirty = True
                 merged += 1
             else:
                 unchanged += 1
 
         if new:
-            await conn.executemany(_INSERT, [(*_row_values(e), now, now) for e in new])
+            await _insert_new(conn, new, now)
         updates = {id(e): e for kinds in owners.values() for e in kinds.values() if e.dirty and e.id}
         if updates:
             await conn.executemany(_UPDATE, [(*_row_values(e), now, e.id) for e in updates.values()])
+        aliases = {
+            (kind, value, e.id)
+            for kinds in owners.values()
+            for e in kinds.values()
+            for kind, value in e.aliases
+        }
+        if aliases:
+            await conn.executemany(
+                "INSERT INTO paper_aliases (kind, value, paper_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                sorted(aliases, key=lambda a: (a[0], a[1])),
+            )
         return UpsertCounts(added, merged, unchanged)
 
     async def _load_matches(
         self, conn: Connection, prepared: list[_Prepared], owners: dict[str, dict[str, _Entity]]
     ) -> None:
         """Load every stored paper sharing a key with the batch, indexed by all its keys."""
-        wanted: dict[str, set[str]] = {kind: set() for kind in KEY_KINDS}
+        wanted: dict[str, set[str]] = {kind: set() for kind in _ALL_KINDS}
         for prep in prepared:
             for kind, value in prep.keys:
                 wanted[kind].add(value)
@@ -331,11 +434,60 @@ class PaperRepository:
                 for row in await conn.fetchall(sql, tuple(chunk)):
                     if row[0] not in loaded:
                         loaded[row[0]] = _Entity.from_row(row)
+        aliased: list[tuple[str, str, int]] = []
+        for kind in ALIAS_KINDS:
+            for chunk in _chunks(sorted(wanted[kind])):
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT kind, value, paper_id FROM paper_aliases WHERE kind = ? AND value IN ({marks})"
+                aliased += [(r[0], r[1], int(r[2])) for r in await conn.fetchall(sql, (kind, *chunk))]
+        missing = sorted({paper_id for _, _, paper_id in aliased} - loaded.keys())
+        for chunk in _chunks(missing):
+            marks = ",".join("?" * len(chunk))
+            for row in await conn.fetchall(
+                f"SELECT {_MERGE_COLUMNS} FROM papers WHERE id IN ({marks})", tuple(chunk)
+            ):
+                loaded[row[0]] = _Entity.from_row(row)
         for entity in loaded.values():
             for kind in KEY_KINDS:
                 value = getattr(entity, kind)
                 if value:
                     owners[kind][value] = entity
+        for kind, value, paper_id in aliased:
+            owners[kind].setdefault(value, loaded[paper_id])
+
+    async def backfill_title_keys(self, *, page: int = 5000) -> int:
+        """Give the papers stored before title + first-author keys existed theirs, so a journal article
+        finds a preprint stored before; once per store (an `app_state` mark), a page of papers per
+        transaction. Returns how many keys it added (0 once done)."""
+        if await self._db.fetchval("SELECT value FROM app_state WHERE key = ?", (_BACKFILLED,)) is not None:
+            return 0
+        added, last = 0, -1
+        while True:
+            rows = await self._db.fetchall(
+                "SELECT id, title, title_derived, authors FROM papers WHERE id > ? ORDER BY id LIMIT ?",
+                (last, page),
+            )
+            if not rows:
+                break
+            last = int(rows[-1][0])
+            keys = []
+            for paper_id, title, derived, authors in rows:
+                names = json.loads(authors) if authors and authors != "[]" else []
+                key = None if derived else paper_keys.title_author_key(title, names)
+                if key:
+                    keys.append(("title_author", key, int(paper_id)))
+            async with self._db.transaction() as conn:
+                before = int(await conn.fetchval("SELECT COUNT(*) FROM paper_aliases") or 0)
+                await conn.executemany(
+                    "INSERT INTO paper_aliases (kind, value, paper_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    keys,
+                )
+                added += int(await conn.fetchval("SELECT COUNT(*) FROM paper_aliases") or 0) - before
+        await self._db.execute(
+            "INSERT INTO app_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+            (_BACKFILLED, str(added), utcnow()),
+        )
+        return added
 
     # ------------------------------------------------------------------ reading
 
@@ -368,6 +520,13 @@ class PaperRepository:
         )
         return None if row is None else _paper(row)
 
+    async def _aliased(self, kind: str, value: str) -> Paper | None:
+        """The paper `paper_aliases` names for this key (another DOI of it: its journal version's)."""
+        paper_id = await self._db.fetchval(
+            "SELECT paper_id FROM paper_aliases WHERE kind = ? AND value = ?", (kind, value)
+        )
+        return None if paper_id is None else await self.get(int(paper_id))
+
     async def find_by_external(self, text: str) -> Paper | None:
         """The paper a user or a file names: "#12"/"12" (paper id), an arXiv id in any version or URL,
         an OpenReview id or URL, a DOI (bare, "doi:" or doi.org URL), or a source record's own id.
@@ -393,7 +552,7 @@ class PaperRepository:
         if lowered.startswith(("10.", "doi:", "https://doi.org/", "http://doi.org/", "http://dx.doi.org/")):
             found_doi = paper_keys.doi(value)
             if found_doi:
-                paper = await self._first("doi", found_doi)
+                paper = await self._first("doi", found_doi) or await self._aliased("doi", found_doi)
                 if paper is not None:
                     return paper
         openreview = paper_keys.openreview_id(value)

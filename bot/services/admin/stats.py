@@ -1,5 +1,5 @@
 """What `/paperadmin stats` (one server) and `paperbot stats` (the whole store) show: counts, the last
-arXiv fetch and the next digest deliveries. A server's admins see their own server only: the papers
+arXiv fetch, each live source's last fetch and count, and the next digest deliveries. A server's admins see their own server only: the papers
 (shared by every server) and that server's people, subscriptions, feeds, reactions and next digests.
 
 Next deliveries are computed from the subscriptions table with the same schedule rules the digest
@@ -16,6 +16,8 @@ from bot.services.digests.subscriptions import subscription_schedule
 from bot.services.digests.timing import next_delivery
 from bot.services.write_behind import OutboxState
 from storage.db import Database
+from storage.models import SourceFetch
+from storage.repositories.source_fetches import SourceFetchRepository
 from storage.repositories.stats import StoreCounts, guild_counts, store_counts
 from storage.repositories.subscriptions import SubscriptionRepository
 
@@ -51,6 +53,8 @@ class AdminStats:
     digests: DigestOutlook
     #: the answering process's outbox: reactions and clicks it accepted that the store does not have yet
     outbox: OutboxState | None = None
+    #: each live source's last fetch and counts (`paperbot fetch SOURCE`, the daily fetch), by name
+    sources: tuple[SourceFetch, ...] = ()
 
 
 async def digest_outlook(db: Database, now: datetime, *, guild_id: int | None = None) -> DigestOutlook:
@@ -76,7 +80,11 @@ async def digest_outlook(db: Database, now: datetime, *, guild_id: int | None = 
 
 async def gather_admin_stats(db: Database, now: datetime) -> AdminStats:
     """Everything, for the host (`paperbot stats`)."""
-    return AdminStats(counts=await store_counts(db), digests=await digest_outlook(db, now))
+    return AdminStats(
+        counts=await store_counts(db),
+        digests=await digest_outlook(db, now),
+        sources=tuple(await SourceFetchRepository(db).all()),
+    )
 
 
 async def gather_guild_stats(
@@ -88,4 +96,5 @@ async def gather_guild_stats(
         counts=await guild_counts(db, guild_id),
         digests=await digest_outlook(db, now, guild_id=guild_id),
         outbox=outbox,
+        sources=tuple(await SourceFetchRepository(db).all()),
     )

@@ -41,6 +41,7 @@ from bot.services.papers.arxiv_taxonomy import UnknownCategoryError, arxiv_categ
 from bot.services.papers.ingest.arxiv_atom import ArxivApiError, parse_atom
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
+from storage.repositories.source_fetches import SourceFetchRepository
 from storage.repositories.state import StateRepository
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class ArxivUnreachableError(ArxivFetchError):
     stored stays and the next run resumes."""
 
 
-def _offline(error: BaseException) -> bool:
+def is_offline(error: BaseException) -> bool:
     """Whether a failed request means no network to arXiv (its name does not resolve, no route)."""
     if isinstance(error, aiohttp.ClientConnectorDNSError):
         return True
@@ -166,6 +167,7 @@ class _Fetcher:
         self.url = url
         self.papers = PaperRepository(db)
         self.state = StateRepository(db)
+        self.fetches = SourceFetchRepository(db)
         self._last_request: datetime | None = None
         self.requests = 0
 
@@ -206,7 +208,7 @@ class _Fetcher:
                 response = await self._polite_get(params)
             except (TimeoutError, OSError, aiohttp.ClientError) as error:
                 failure = f"{type(error).__name__}: {error}".rstrip(": ")
-                if _offline(error):
+                if is_offline(error):
                     raise ArxivUnreachableError(
                         f"cannot reach arXiv ({failure}): this machine seems to be offline; nothing was "
                         "fetched. Run it again once it has a network."
@@ -273,6 +275,23 @@ class _Fetcher:
                     stamp = self.clock().isoformat(timespec="seconds")
                     await self.state.set(LAST_FETCH_KEY, stamp, conn=conn)
                     await self.state.set(f"{LAST_FETCH_KEY}:{category}", stamp, conn=conn)
+                    # what `/paperadmin stats` lists beside the other sources (the same name as
+                    # `arxiv:CATEGORY` in PAPERBOT_SOURCES)
+                    await self.fetches.finish(
+                        conn,
+                        f"arxiv:{category}",
+                        until=self.clock().date().isoformat(),
+                        at=stamp,
+                        records=result.added
+                        + result.merged
+                        + result.unchanged
+                        + result.rejected
+                        + len(page.rejected)
+                        + counts.added
+                        + counts.merged
+                        + counts.unchanged,
+                        added=result.added + counts.added,
+                    )
                 else:
                     cursor_start = start if not result.complete else next_start
                     cursor = {"start": cursor_start, "cutoff": cutoff, "days": days, "started": started_at}

@@ -27,6 +27,7 @@ from bot.services.papers.ingest.arxiv_atom import unwrap_recorded
 from bot.services.papers.ingest.runner import ingest_bytes
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
+from storage.repositories.source_fetches import SourceFetchRepository
 from storage.repositories.state import StateRepository
 
 NOW = datetime(2026, 4, 12, 22, 0, tzinfo=UTC)
@@ -155,6 +156,9 @@ async def test_pages_newest_first_until_papers_are_older_than_the_cutoff(db: Dat
     assert await last_fetch(db) == (NOW + timedelta(seconds=3)).isoformat(timespec="seconds")
     assert await StateRepository(db).get("arxiv:cs.LG") is None, "a finished fetch leaves no cursor"
     assert "5 added" in summary.describe()
+    listed = await SourceFetchRepository(db).get("arxiv:cs.LG")  # beside the other sources in the stats
+    assert listed is not None
+    assert (listed.last_records, listed.last_added, listed.fetched_until) == (5, 5, "2026-04-12")
 
 
 async def test_stops_at_the_end_of_the_results(db: Database) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,7 +117,17 @@ def _record(entry: Any, *, source: str) -> PaperRecord | str:
         external_id=found_id,
         source=source,
         published=published,
+        version=_version(entry.get("id", "")),
     )
+
+
+_VERSION = re.compile(r"v(\d+)/?$")
+
+
+def _version(ident: object) -> int | None:
+    """The version an entry's id names ("…/abs/2401.01234v2" is 2)."""
+    match = _VERSION.search(ident) if isinstance(ident, str) else None
+    return int(match.group(1)) if match else None
 
 
 def parse_atom(data: str | bytes, *, source: str, status: int | None = None) -> AtomPage:

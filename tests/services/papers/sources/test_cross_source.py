@@ -1,0 +1,160 @@
+"""The same paper from two sources is one paper: a journal's feed entry and its bioRxiv preprint (by
+the DOI the preprint names, or by title and first author), in either order; an arXiv listing's next
+version updates its paper; the daily fetch of several sources."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from source_fakes import FakeService, FakeTime, biorxiv_pages, client, fixture
+
+from bot.services.papers.arxiv_fetch import HttpResponse
+from bot.services.papers.sources.arxiv import ArxivSource
+from bot.services.papers.sources.biorxiv import BiorxivSource
+from bot.services.papers.sources.daily import run_daily_sources
+from bot.services.papers.sources.fetch import SourceFetchSummary, fetch_source
+from bot.services.papers.sources.http import PoliteClient, SourceUnreachableError
+from bot.services.papers.sources.rss import RssSource
+from bot.services.papers.sources.specs import SourceSpec
+from storage.db import Database
+from storage.repositories.papers import PaperRepository
+from storage.repositories.source_fetches import SourceFetchRepository
+
+FEED = "https://www.nature.com/neuro.rss"
+#: the feed's entries in range, and the preprints among them (10 by DOI, 5 by title and first author)
+IN_FEED, PREPRINTED, PREPRINTS = 49, 15, 54
+
+
+async def fetch_preprints(db: Database, clock: FakeTime) -> SourceFetchSummary:
+    return await fetch_source(
+        db, BiorxivSource("biorxiv"), client(FakeService(biorxiv_pages("biorxiv")), clock), days=7
+    )
+
+
+async def fetch_feed(db: Database, clock: FakeTime) -> SourceFetchSummary:
+    service = FakeService(lambda url, params: HttpResponse(200, fixture("rss_nature_neuroscience.xml")))
+    return await fetch_source(db, RssSource(FEED), client(service, clock), days=8)
+
+
+async def titles(db: Database) -> list[str]:
+    return [title for _, _, _, title in await PaperRepository(db).dates_and_titles()]
+
+
+async def test_a_journal_article_joins_its_preprint(db: Database) -> None:
+    clock = FakeTime()
+    await fetch_preprints(db, clock)
+    feed = await fetch_feed(db, clock)
+    assert (feed.added, feed.merged + feed.unchanged) == (IN_FEED - PREPRINTED, PREPRINTED)
+    held = await titles(db)
+    assert len(held) == PREPRINTS + IN_FEED - PREPRINTED
+    assert len(set(held)) == len(held), "every paper once"
+    first = json.loads(fixture("biorxiv_details_0.json"))["collection"][0]
+    papers = PaperRepository(db)
+    by_preprint = await papers.find_by_external(first["doi"])
+    by_journal = await papers.find_by_external(first["published"])
+    assert by_preprint is not None
+    assert by_journal == by_preprint, "the journal DOI finds the preprint's paper"
+
+
+async def test_a_preprint_joins_the_journal_article_stored_first(db: Database) -> None:
+    clock = FakeTime()
+    await fetch_feed(db, clock)
+    preprints = await fetch_preprints(db, clock)
+    # +1: a second version of one preprint
+    assert (preprints.added, preprints.merged + preprints.unchanged) == (
+        PREPRINTS - PREPRINTED,
+        PREPRINTED + 1,
+    )
+    held = await titles(db)
+    assert len(held) == PREPRINTS + IN_FEED - PREPRINTED
+    assert len(set(held)) == len(held)
+
+
+async def test_the_same_title_by_another_first_author_or_another_arxiv_id_stays_apart(db: Database) -> None:
+    from storage.models import PaperRecord
+
+    papers = PaperRepository(db)
+    title = "Sparse attention for long genomic sequences"
+    first = PaperRecord(title=title, authors=("Ada Lovelace",), arxiv_id="2401.00001", abstract="One.")
+    await papers.upsert_many([first])
+    other_author = PaperRecord(title=title, authors=("Grace Hopper",), abstract="Different work.")
+    other_id = PaperRecord(title=title, authors=("Lovelace, Ada",), arxiv_id="2401.00002", abstract="Two.")
+    same = PaperRecord(title=title.upper(), authors=("Lovelace, A.",), doi="10.1038/x-1", abstract="Three.")
+    counts = await papers.upsert_many([other_author, other_id, same])
+    assert (counts.added, counts.merged) == (2, 1)
+    assert await papers.count() == 3
+
+
+def atom(version: int, abstract: str) -> bytes:
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom" xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/"
+ xmlns:arxiv="http://arxiv.org/schemas/atom"><title>arXiv Query</title>
+<opensearch:totalResults>1</opensearch:totalResults><opensearch:startIndex>0</opensearch:startIndex>
+<entry><id>http://arxiv.org/abs/2411.01234v{version}</id><published>2024-12-01T10:00:00Z</published>
+<title>Grid cells as a learned code for path integration</title><summary>{abstract}</summary>
+<author><name>Ada Lovelace</name></author><arxiv:primary_category term="q-bio.NC"/></entry></feed>""".encode()
+
+
+async def test_an_arxiv_listing_of_version_2_updates_its_paper(db: Database) -> None:
+    clock = FakeTime()
+    first = "We train recurrent networks to integrate velocity and find grid-like units in them, " * 2
+    second = first + "Version 2 adds experiments on rodents' recorded trajectories."
+    answers = iter([atom(1, first), atom(2, second)])
+    service = FakeService(lambda url, params: HttpResponse(200, next(answers)))
+    source = ArxivSource("q-bio.NC")
+    one = await fetch_source(
+        db, source, PoliteClient(service, service="arXiv", spacing=3.0, sleep=clock.sleep, clock=clock)
+    )
+    two = await fetch_source(
+        db, source, PoliteClient(service, service="arXiv", spacing=3.0, sleep=clock.sleep, clock=clock)
+    )
+    assert (one.added, two.added, two.merged) == (1, 0, 1)
+    assert service.calls[0][1]["search_query"] == "cat:q-bio.NC"
+    paper = await PaperRepository(db).find_by_external("2411.01234")
+    assert paper is not None
+    assert paper.abstract.endswith("rodents' recorded trajectories.")
+    assert await PaperRepository(db).count() == 1
+
+
+async def test_the_daily_fetch_runs_every_source_and_a_failing_one_leaves_the_others(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeTime()
+    refreshed: list[int] = []
+
+    async def fetch(database: Database, spec: SourceSpec) -> SourceFetchSummary:
+        if spec.kind == "openreview":
+            raise SourceUnreachableError("cannot reach OpenReview's API: offline")
+        if spec.kind == "rss":
+            return await fetch_feed(database, clock)
+        return await fetch_preprints(database, clock)
+
+    async def index() -> int:
+        refreshed.append(1)
+        return 0
+
+    specs = ["openreview:ICLR.cc/2025/Conference", "biorxiv", f"rss:{FEED}"]
+    with caplog.at_level(logging.ERROR):
+        done = await run_daily_sources(db, specs, index, fetch=fetch)
+    assert [s.source for s in done] == ["biorxiv", f"rss:{FEED}"]
+    assert refreshed == [1]
+    assert "daily fetch of openreview:ICLR.cc/2025/Conference failed" in caplog.text
+    assert len(set(await titles(db))) == PREPRINTS + IN_FEED - PREPRINTED
+    states = {s.source: s for s in await SourceFetchRepository(db).all()}
+    assert states["biorxiv"].last_added == PREPRINTS
+
+
+async def test_papers_stored_before_the_title_keys_get_theirs_at_the_first_fetch(db: Database) -> None:
+    """A store migrated from before migration 13: its papers have no title + first-author key until
+    the first fetch gives them theirs (once); then the journal articles matched only by title and
+    first author find their preprints too."""
+    clock = FakeTime()
+    await fetch_preprints(db, clock)
+    async with db.transaction() as conn:  # as a store from before: no title keys
+        await conn.execute("DELETE FROM paper_aliases WHERE kind = 'title_author'")
+        await conn.execute("DELETE FROM app_state WHERE key LIKE 'paper_aliases:%'")
+    feed = await fetch_feed(db, clock)
+    assert feed.added == IN_FEED - PREPRINTED
+    assert await PaperRepository(db).backfill_title_keys() == 0, "once per store"
