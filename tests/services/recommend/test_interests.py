@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.services.recommend.attribution import JOIN_COSINE, attribute
+from bot.services.recommend.attribution import GROUP_COSINE, JOIN_COSINE, attribute
 from bot.services.recommend.candidates import Candidate
 from bot.services.recommend.paper_facts import word_cut
 from bot.services.recommend.recommender import REASON_CHARS, reason
@@ -135,3 +135,30 @@ def test_a_reason_names_the_interest_and_is_never_cut_inside_a_word() -> None:
     assert len(long) <= REASON_CHARS
     assert long.split(" ")[-1].rstrip("…") in {"quantization", "x", "a", ""}
     assert word_cut("abcdefghij klmnop", 12) == "abcdefghij…"
+
+
+def test_liked_papers_far_from_every_interest_are_grouped_by_place_not_one_interest_each() -> None:
+    # a library: three papers of one line of work in different words (cosine 0.25 to each other, under
+    # the 0.3 a 👍 needs to join an interest) and one paper far from them; none near the typed topic
+    b = 0.75**0.5
+    places = {
+        p: np.array(v, dtype=np.float32)
+        for p, v in {
+            10: (0.5, b, 0, 0, 0),
+            11: (0.5, 0, b, 0, 0),
+            12: (0.5, 0, 0, b, 0),
+            20: (-1, 0, 0, 0, 0),
+        }.items()
+    }
+    topic = np.array([0, 0, 0, 0, 1.0])
+    rl = _interest(1, topic="offline rl")
+    likes = [_row(p, "like") for p in (10, 20, 11, 12)]
+    result = attribute([rl], likes, frozenset(), {}, coords_of=places.get, topic_centre=lambda _: topic)
+    assert result.new_groups == (10, 20)  # two groups, each seeded by its first paper
+    # once they are stored, every paper of the library teaches its own group
+    groups = [rl, _interest(3, "liked", paper_id=10), _interest(4, "liked", paper_id=20)]
+    grouped = attribute(groups, likes, frozenset(), {}, coords_of=places.get, topic_centre=lambda _: topic)
+    assert grouped.new_groups == ()
+    assert sorted(s.paper_id for s in grouped.taught[3].signals) == [10, 11, 12]
+    assert [s.paper_id for s in grouped.taught[4].signals] == [20]
+    assert GROUP_COSINE < 0.25 < JOIN_COSINE
