@@ -271,8 +271,11 @@ class PersonPlanner:
             if not self.index.lock.acquire(blocking=wait):
                 return None
             try:
+                several = len(plans) > 1
                 return [
-                    self.models.fit(query, plan.signals, ignored, now=now) if plan.signals else None
+                    self.models.fit(query, plan.signals, ignored, now=now, several=several)
+                    if plan.signals
+                    else None
                     for plan, query, ignored in plans
                 ]
             finally:

@@ -94,8 +94,11 @@ def test_removed_interests_teach_nothing_and_paused_ones_nothing_after_the_pause
     assert result.new_groups == ()  # a 👍 on a removed interest's pick starts nothing
 
 
-def test_every_interest_gets_a_pick_then_the_rest_go_by_engagement() -> None:
+def test_every_interest_gets_two_picks_while_the_count_allows_then_the_rest_go_by_engagement() -> None:
     assert allocate(10, {"rl": 1.0, "kv": 2.0}) == {"rl": 4, "kv": 6}
+    # two picks each while the count allows, however little one interest is engaged with
+    assert allocate(5, {"rl": 1.0, "kv": 0.1}) == {"rl": 3, "kv": 2}
+    assert allocate(5, {"a": 1.0, "b": 0.1, "c": 3.0}) == {"a": 2, "b": 1, "c": 2}
     assert allocate(2, {"a": 1.0, "b": 5.0, "c": 3.0}) == {"a": 0, "b": 1, "c": 1}
     assert sum(allocate(7, {"a": 0.3, "b": 0.3, "c": 0.4}).values()) == 7
     assert engagement(1, 0, 0) > engagement(0, 0, 0) > engagement(0, 1, 0)
