@@ -122,15 +122,17 @@ class PersonPlanner:
             if topic.casefold() not in stored_topics:
                 words = topic_profile([topic], self.params)
                 plans.append((Served(f"topic:{topic}", None, topic, words, words, (), None, 1.0), {}, []))
-        fitted = await self._fit_all(plans, ready, now=now, wait=wait)
-        if fitted is None:
-            return None
-        served = tuple(replace(plan, fitted=f) for (plan, _, _), f in zip(plans, fitted, strict=True))
         shown = tuple(
             i
             for i in named
             if i.row.kind != "liked" or ((t := attribution.taught.get(i.id)) is not None and t.wanted)
         )
+        # (a paused interest counts: pausing one leaves what the others learned as it was)
+        several = len(shown) + sum(1 for plan, _, _ in plans if plan.interest_id is None) > 1
+        fitted = await self._fit_all(plans, ready, now=now, wait=wait, several=several)
+        if fitted is None:
+            return None
+        served = tuple(replace(plan, fitted=f) for (plan, _, _), f in zip(plans, fitted, strict=True))
         return Person(served, inputs.seen if inputs else frozenset(), shown, attribution.taught)
 
     def plan(self, interest: Interest, taught: Taught | None) -> tuple[Served, dict[str, float], list[int]]:
@@ -259,11 +261,13 @@ class PersonPlanner:
         *,
         now: datetime,
         wait: bool,
+        several: bool,
     ) -> list[Fitted | None] | None:
         """Each interest's model (None where it has no reactions to learn from, or no space yet),
         fitted in one worker thread: a fit reads the whole corpus, which nobody else's answer should
         wait for. It holds the index's lock, so an ingest never changes the index under it; without
-        ``wait``, None while another thread holds it."""
+        ``wait``, None while another thread holds it. ``several``: the person has more than one
+        interest (:func:`bot.services.recommend.learner.fit`)."""
         if not ready or not any(plan.signals for plan, _, _ in plans):
             return [None] * len(plans)
 
@@ -271,7 +275,6 @@ class PersonPlanner:
             if not self.index.lock.acquire(blocking=wait):
                 return None
             try:
-                several = len(plans) > 1
                 return [
                     self.models.fit(query, plan.signals, ignored, now=now, several=several)
                     if plan.signals
