@@ -250,7 +250,12 @@ async def simulate(
 
 
 async def run_source(
-    source: str, split: str, starts: Sequence[str], per_size: int, settings: dict[str, dict[str, float]]
+    source: str,
+    split: str,
+    starts: Sequence[str],
+    per_size: int,
+    settings: dict[str, dict[str, float]],
+    only: Sequence[str] = (),
 ) -> tuple[list[Person], dict[str, Any]]:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -275,6 +280,8 @@ async def run_source(
         }
         results: dict[str, Any] = {}
         for name, method in methods.items():
+            if only and name not in only:
+                continue
             runs = [await simulate(p, labels, method, alive) for p in group]
             results[name] = {
                 "precision": np.array([r[0] for r in runs]),
@@ -307,8 +314,10 @@ def report(group: list[Person], results: dict[str, Any], title: str) -> str:
                 lines.append(
                     f"| {name} | {shown(p[:, 0])} | {shown(p[:, 3:].mean(axis=1))} | {shown(c)} | {ap_text} |"
                 )
-            ours = results["paperbot"]
-            for name in ("SVM", "Rocchio"):
+            ours = results.get("paperbot")
+            for name in ("SVM", "Rocchio") if ours is not None else ():
+                if name not in results:
+                    continue
                 d46 = ours["precision"][keep][:, 3:].mean(axis=1) - results[name]["precision"][keep][
                     :, 3:
                 ].mean(axis=1)
@@ -335,7 +344,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 print(f"tune {method} {option}: p@5 days 4–6 {np.mean(means):.3f}", flush=True)
         return 0
     for source in args.sources.split(","):
-        group, results = await run_source(source, args.split, starts, args.people, SETTINGS)
+        only = args.methods.split(",") if args.methods else ()
+        group, results = await run_source(source, args.split, starts, args.people, SETTINGS, only)
         print(report(group, results, f"{source}, {args.split} split"), flush=True)
     print(f"({time.perf_counter() - started:.0f} s)")
     return 0
@@ -349,6 +359,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--people", type=int, default=12, help="people per number of interests")
     parser.add_argument(
         "--grid", action="store_true", help="choose the baselines' settings on the tune split"
+    )
+    parser.add_argument(
+        "--methods", default="", help="only these (comma-separated: paperbot,no reactions,SVM,Rocchio)"
     )
     return asyncio.run(main_async(parser.parse_args(argv)))
 

@@ -21,7 +21,10 @@ shows several corners and the first 👍 says which one is wanted. From the firs
 topics' weight is learned like every other, from a smaller prior (``prior_liked``): the typed words stay
 what the interest is about, as each interest keeps its own model. (With one model for all of a
 person's topics, holding it there lost on the tuning split of ``bench/recommend_eval.py``; learned from
-zero, an interest with no 👍 yet vanished from the picks.)
+zero, an interest with no 👍 yet vanished from the picks.) An interest among several starts from a
+larger prior (``prior_several``): it gets two or three picks of five, which must be about its words,
+and a model that follows its 👍s away from them drifts towards the other interests' fields
+(``bench/interests_eval.py``, tune split: days 4–6 precision up for two and three interests).
 
 Fitting is L-BFGS over the words of the rated papers plus ~dims+2 weights (milliseconds); scoring
 every paper's place and topic match is one matrix-vector product, and the words are added to the
@@ -56,6 +59,7 @@ class LearningParams:
     coord_l2: float = 0.3  # the same for each LSA coordinate's
     topic_l2: float = 1.0  # the same for the topics' weight, once something is liked
     prior_liked: float = 1.0  # once something is liked the topics' weight starts here (0: learned from zero)
+    prior_several: float = 3.0  # the same for an interest among several (it keeps closer to its words)
     prior_weight: float = 10.0  # the topics' weight while nothing is liked yet (score = weight · match)
     prior_l2: float = 1.0  # how firmly it stays there
     dislike_weight: float = 1.0  # a 👎 as an example, against a 👍's 1
@@ -163,9 +167,12 @@ class PersonModel:
         ]
 
 
-def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING, *, liked: bool) -> PersonModel:
+def fit(
+    examples: Examples, params: LearningParams = DEFAULT_LEARNING, *, liked: bool, several: bool = False
+) -> PersonModel:
     """The L2-regularised logistic regression of the module docstring (L-BFGS). ``liked``: whether
-    any example is wanted; until one is, the topics' weight is held near ``prior_weight``."""
+    any example is wanted; until one is, the topics' weight is held near ``prior_weight``. ``several``:
+    the interest is one of several (its topics' weight then starts at ``prior_several``)."""
     n_words, dims = len(examples.terms), examples.coords.shape[1]
     rows = len(examples.labels)
     # the words sparse, the rest (coordinates, topic match, bias) one dense block beside them
@@ -179,7 +186,7 @@ def fit(examples: Examples, params: LearningParams = DEFAULT_LEARNING, *, liked:
     pull = np.concatenate([np.full(n_words, params.word_l2), np.full(dims, params.coord_l2), [0.0, 1e-3]])
     if liked:
         # the typed words stay the interest's prior: its weight starts there and moves with the reactions
-        start[-2], pull[-2] = params.prior_liked, params.topic_l2
+        start[-2], pull[-2] = params.prior_several if several else params.prior_liked, params.topic_l2
     else:
         start[-2], pull[-2] = params.prior_weight, params.prior_l2
         # With nothing wanted, a free bias would explain every 👎 by itself (all papers unwanted).

@@ -148,10 +148,12 @@ class PersonModels:
         seen: Collection[int],
         *,
         now: datetime,
+        several: bool = False,
     ) -> Fitted | None:
         """The person's model fitted to their reactions. None when none of the rated papers is in
         the index (nothing to learn from), or while the paper space of a large corpus is still being
-        computed (then the topic ranking stands in)."""
+        computed (then the topic ranking stands in). ``several``: the interest is one of several the
+        person has (:func:`bot.services.recommend.learner.fit`)."""
         params, space = self.params, self.space
         if not self.space_ready():
             return None
@@ -188,7 +190,7 @@ class PersonModels:
             weights=np.array([v[1] for v in values]),
             rated=len(rated),
         )
-        return Fitted(fit(examples, params, liked=liked), topic_match, liked)
+        return Fitted(fit(examples, params, liked=liked, several=several), topic_match, liked)
 
     def topic_match(self, topic_query: Mapping[str, float], n: int) -> FloatArray:
         """Every placed paper's BM25 match to the typed words, scaled to 0–1 by the best match (a

@@ -408,7 +408,8 @@ class Recommender:
 
         def fit() -> tuple[WeightedWords, WeightedWords]:
             with self.index.lock:
-                fitted = self.models.fit(query, plan.signals, ignored, now=now)
+                several = len(person.interests) > 1
+                fitted = self.models.fit(query, plan.signals, ignored, now=now, several=several)
                 if fitted is None:
                     return (), ()
                 return self._words({interest_id: replace(plan, fitted=fitted)})[interest_id]

@@ -127,15 +127,17 @@ class PersonPlanner:
                 plans.append((Served(f"topic:{topic}", None, topic, words, words, (), None, 1.0), {}, []))
         if user_id is not None and self.library is not None:
             plans.extend(await self._library_plan(user_id))
-        fitted = await self._fit_all(plans, ready, now=now, wait=wait)
-        if fitted is None:
-            return None
-        served = tuple(replace(plan, fitted=f) for (plan, _, _), f in zip(plans, fitted, strict=True))
         shown = tuple(
             i
             for i in named
             if i.row.kind != "liked" or ((t := attribution.taught.get(i.id)) is not None and t.wanted)
         )
+        # (a paused interest counts: pausing one leaves what the others learned as it was)
+        several = len(shown) + sum(1 for plan, _, _ in plans if plan.interest_id is None) > 1
+        fitted = await self._fit_all(plans, ready, now=now, wait=wait, several=several)
+        if fitted is None:
+            return None
+        served = tuple(replace(plan, fitted=f) for (plan, _, _), f in zip(plans, fitted, strict=True))
         return Person(served, inputs.seen if inputs else frozenset(), shown, attribution.taught)
 
     def plan(self, interest: Interest, taught: Taught | None) -> tuple[Served, dict[str, float], list[int]]:
@@ -277,11 +279,13 @@ class PersonPlanner:
         *,
         now: datetime,
         wait: bool,
+        several: bool,
     ) -> list[Fitted | None] | None:
         """Each interest's model (None where it has no reactions to learn from, or no space yet),
         fitted in one worker thread: a fit reads the whole corpus, which nobody else's answer should
         wait for. It holds the index's lock, so an ingest never changes the index under it; without
-        ``wait``, None while another thread holds it."""
+        ``wait``, None while another thread holds it. ``several``: the person has more than one
+        interest (:func:`bot.services.recommend.learner.fit`)."""
         if not ready or not any(plan.signals for plan, _, _ in plans):
             return [None] * len(plans)
 
@@ -290,7 +294,9 @@ class PersonPlanner:
                 return None
             try:
                 return [
-                    self.models.fit(query, plan.signals, ignored, now=now) if plan.signals else None
+                    self.models.fit(query, plan.signals, ignored, now=now, several=several)
+                    if plan.signals
+                    else None
                     for plan, query, ignored in plans
                 ]
             finally:

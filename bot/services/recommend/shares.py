@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final, TypeVar
 
 IGNORED_WEIGHT: Final = 0.1
+MIN_SHARE: Final = 2  # picks each interest gets while the count allows
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -28,8 +29,9 @@ def allocate(count: int, weights: Mapping[K, float]) -> dict[K, int]:
     mapping's order), the rest in proportion to the weights (largest remainders)."""
     keys = sorted(weights, key=lambda k: -weights[k])  # (stable: the mapping's order among equals)
     shares = {k: 0 for k in weights}
+    floor = max(1, min(MIN_SHARE, count // max(len(keys), 1)))
     for k in keys[:count]:
-        shares[k] = 1
+        shares[k] = floor
     rest = count - sum(shares.values())
     total = sum(weights.values())
     if rest <= 0 or total <= 0:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.services.recommend.attribution import JOIN_COSINE, attribute
+from bot.services.recommend.attribution import GROUP_COSINE, JOIN_COSINE, attribute
 from bot.services.recommend.candidates import Candidate
 from bot.services.recommend.paper_facts import word_cut
 from bot.services.recommend.recommender import REASON_CHARS, reason
@@ -95,8 +95,11 @@ def test_removed_interests_teach_nothing_and_paused_ones_nothing_after_the_pause
     assert result.new_groups == ()  # a 👍 on a removed interest's pick starts nothing
 
 
-def test_every_interest_gets_a_pick_then_the_rest_go_by_engagement() -> None:
+def test_every_interest_gets_two_picks_while_the_count_allows_then_the_rest_go_by_engagement() -> None:
     assert allocate(10, {"rl": 1.0, "kv": 2.0}) == {"rl": 4, "kv": 6}
+    # two picks each while the count allows, however little one interest is engaged with
+    assert allocate(5, {"rl": 1.0, "kv": 0.1}) == {"rl": 3, "kv": 2}
+    assert allocate(5, {"a": 1.0, "b": 0.1, "c": 3.0}) == {"a": 2, "b": 1, "c": 2}
     assert allocate(2, {"a": 1.0, "b": 5.0, "c": 3.0}) == {"a": 0, "b": 1, "c": 1}
     assert sum(allocate(7, {"a": 0.3, "b": 0.3, "c": 0.4}).values()) == 7
     assert engagement(1, 0, 0) > engagement(0, 0, 0) > engagement(0, 1, 0)
@@ -147,3 +150,30 @@ def test_a_reason_leaves_out_words_most_papers_hold_and_does_not_just_repeat_the
     assert whole == f"for your interest in {name}"
     part = reason(name, Candidate(1, 1.0, ("offline",)), None, generic)
     assert part == f"for your interest in {name} · matched: offline"
+
+
+def test_liked_papers_far_from_every_interest_are_grouped_by_place_not_one_interest_each() -> None:
+    # a library: three papers of one line of work in different words (cosine 0.25 to each other, under
+    # the 0.3 a 👍 needs to join an interest) and one paper far from them; none near the typed topic
+    b = 0.75**0.5
+    places = {
+        p: np.array(v, dtype=np.float32)
+        for p, v in {
+            10: (0.5, b, 0, 0, 0),
+            11: (0.5, 0, b, 0, 0),
+            12: (0.5, 0, 0, b, 0),
+            20: (-1, 0, 0, 0, 0),
+        }.items()
+    }
+    topic = np.array([0, 0, 0, 0, 1.0])
+    rl = _interest(1, topic="offline rl")
+    likes = [_row(p, "like") for p in (10, 20, 11, 12)]
+    result = attribute([rl], likes, frozenset(), {}, coords_of=places.get, topic_centre=lambda _: topic)
+    assert result.new_groups == (10, 20)  # two groups, each seeded by its first paper
+    # once they are stored, every paper of the library teaches its own group
+    groups = [rl, _interest(3, "liked", paper_id=10), _interest(4, "liked", paper_id=20)]
+    grouped = attribute(groups, likes, frozenset(), {}, coords_of=places.get, topic_centre=lambda _: topic)
+    assert grouped.new_groups == ()
+    assert sorted(s.paper_id for s in grouped.taught[3].signals) == [10, 11, 12]
+    assert [s.paper_id for s in grouped.taught[4].signals] == [20]
+    assert GROUP_COSINE < 0.25 < JOIN_COSINE

@@ -69,6 +69,10 @@ def test_before_a_like_the_topics_lead_and_after_one_they_are_learned_from_the_p
     assert 0.0 < liked.topic_weight < LearningParams().prior_liked
     from_zero = fit(examples, LearningParams(prior_liked=0.0), liked=True)
     assert abs(from_zero.topic_weight) < 1.0
+    # an interest among several keeps more of its typed words' weight, from the same reactions
+    among_several = fit(examples, liked=True, several=True)
+    assert among_several.topic_weight > liked.topic_weight + 1.0
+    assert LearningParams().prior_several > LearningParams().prior_liked
 
 
 def test_liked_papers_words_lift_unseen_papers_that_share_them() -> None:
