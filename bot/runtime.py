@@ -195,16 +195,24 @@ class Services:
         return await self.privacy.forget(user_id)
 
     async def place_papers(self) -> None:
-        """Give newly indexed papers their place in the paper space the learned models use; once the
-        corpus has outgrown the space's basis, recompute it (in a thread: seconds at 100k papers)."""
+        """Give newly indexed papers their place in the paper space the learned models use: at the first
+        call, the space saved beside the database when it was computed over this index, else computed
+        (in a thread: seconds at 100k papers); once the corpus has outgrown the space's basis,
+        recomputed. A space that placed new papers is saved again, for the next start."""
         space = self.recommender.space
         if self._placing.locked() or (
             space.ready and not space.stale and space.placed == self.search.index.n_slots
         ):
             return
         async with self._placing:
+            saved = space_path(self.settings)
+            store = self.index.position.store_id
             try:
-                if space.stale:
+                if not space.ready and saved is not None:
+                    await asyncio.to_thread(space.load, saved, store)
+                before = space.placed
+                rebuilt = space.stale
+                if rebuilt:
                     started = time.perf_counter()
                     await asyncio.to_thread(space.rebuild)
                     log.info(
@@ -212,6 +220,10 @@ class Services:
                     )
                 else:
                     await asyncio.to_thread(space.follow)
+                if saved is not None and (rebuilt or space.placed != before):
+                    await asyncio.to_thread(space.save, saved, store)
+            except OSError as error:
+                log.warning("could not save the paper space %s: %s", saved, error)
             except Exception:  # the topic ranking stands in until the next try (after the next ingest)
                 log.exception("could not compute the paper space")
 
@@ -342,6 +354,11 @@ def snapshot_path(settings: Settings) -> Path | None:
     """Where the search index is saved between runs: beside a SQLite file, in the state folder for
     PostgreSQL (None for an in-memory database)."""
     return settings.local_file(".search-index")
+
+
+def space_path(settings: Settings) -> Path | None:
+    """Where the learned models' paper space is saved between runs, beside the search snapshot."""
+    return settings.local_file(".paper-space")
 
 
 async def warm_up_adding() -> None:
