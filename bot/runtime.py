@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import logging
 import subprocess
 import threading
@@ -356,6 +358,29 @@ def snapshot_path(settings: Settings) -> Path | None:
     return settings.local_file(".search-index")
 
 
+async def then_release_free_memory(*work: Awaitable[object]) -> None:
+    """Run ``work`` side by side, then give the memory their temporaries freed back to the system."""
+    try:
+        await asyncio.gather(*work)
+    finally:
+        release_free_memory()
+
+
+def release_free_memory() -> None:
+    """Return the C heap's free pages to the system (glibc's ``malloc_trim``; nothing elsewhere).
+
+    The start's temporaries (the snapshot's text decoded and split, the store's rows read in pages)
+    are freed in among objects that live on, so the C allocator keeps their pages: 23 MB of the
+    resident memory after a start at 100k papers, which ``malloc_trim(0)`` gives back."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): its allocator does as it does
+        return
+    if trim is not None:
+        trim(0)
+
+
 def space_path(settings: Settings) -> Path | None:
     """Where the learned models' paper space is saved between runs, beside the search snapshot."""
     return settings.local_file(".paper-space")
@@ -491,8 +516,9 @@ async def open_services(
         beside = (
             [
                 asyncio.create_task(warm_up_adding() if child is None else asyncio.sleep(0)),
-                asyncio.create_task(services.place_papers()),
-                asyncio.create_task(services.authors.refresh()),
+                asyncio.create_task(
+                    then_release_free_memory(services.place_papers(), services.authors.refresh())
+                ),
             ]
             if beside_start
             else []
