@@ -142,8 +142,8 @@ class _Meta:
 
     titles: list[str] = field(default_factory=list)
     authors: list[str] = field(default_factory=list)  # folded names joined by "\n"
-    venue_codes: list[int] = field(default_factory=list)
-    years: list[int] = field(default_factory=list)  # 0 = unknown
+    # the venues and years are the engine's arrays only (``_venues``, ``_years``): a list of Python
+    # ints beside them was a copy of every paper's
 
 
 class SearchEngine:
@@ -253,7 +253,7 @@ class SearchEngine:
         engine.vocabulary = Vocabulary.from_snapshot(saved)
         engine.index = index
         engine._lock = index.lock
-        engine._meta = _Meta(titles, authors, venues.tolist(), years.tolist())
+        engine._meta = _Meta(titles, authors)
         engine._venue_names = venue_names
         engine._venue_folded = [fold(name) for name in venue_names]
         engine._venue_code = venue_code
@@ -301,17 +301,20 @@ class SearchEngine:
             )
             meta = self._meta
             folded = _FoldedNames().__getitem__  # a name is on many papers: fold it once
+            venue_codes: list[int] = []
+            years: list[int] = []
             for pid, title, _, authors, venue, year, external in latest.values():
                 meta.titles.append(title)
                 meta.authors.append("\n".join(map(folded, authors)))
-                meta.venue_codes.append(self._venue(venue))
-                meta.years.append(int(year) if year else 0)
+                venue_codes.append(self._venue(venue))
+                years.append(int(year) if year else 0)  # 0 = unknown
                 for ext in external:
                     self._external[_external_key(ext)] = pid
                     self._external_sorted = None
-            self._years = np.array(meta.years, dtype=np.int32)
-            self._venues = np.array(meta.venue_codes, dtype=np.int32)
-            self._title_len = np.array([len(t) for t in meta.titles], dtype=np.int32)
+            self._years = np.concatenate([self._years, np.array(years, dtype=np.int32)])
+            self._venues = np.concatenate([self._venues, np.array(venue_codes, dtype=np.int32)])
+            lengths = np.fromiter(map(len, meta.titles[first_slot:]), dtype=np.int32)
+            self._title_len = np.concatenate([self._title_len, lengths])
             self._filter_cache.clear()
             self._title_words.append(self._meta.titles, first_slot, self.index.n_slots)
         # Merges run without the lock, so searches go on meanwhile (paperindex.merges).

@@ -38,8 +38,9 @@ _SUFFIX: Final = ".npy"
 
 
 def _plain(dtype: np.dtype[Any]) -> bool:
-    """A dtype a snapshot may hold: booleans and integers in native order (never object or records)."""
-    return dtype.kind in "biu" and dtype.names is None and dtype.subdtype is None and dtype.isnative
+    """A dtype a snapshot may hold: booleans, integers and floats in native order (never object or
+    records)."""
+    return dtype.kind in "biuf" and dtype.names is None and dtype.subdtype is None and dtype.isnative
 
 
 class SnapshotError(ValueError):
@@ -102,7 +103,8 @@ class Snapshot:
         self.path = path
         self._file = path.open("rb")  # one open file: what is checked is what is read
         try:
-            self._names = self._check_container(self._file)
+            self._offsets = self._check_container(self._file)
+            self._names = frozenset(self._offsets)
             self._file.seek(0)
             self._npz = np.load(self._file, allow_pickle=False)
             self.meta = self._json("meta")
@@ -128,9 +130,10 @@ class Snapshot:
         self._file.close()
 
     @staticmethod
-    def _check_container(file: BinaryIO) -> frozenset[str]:
+    def _check_container(file: BinaryIO) -> dict[str, tuple[int, int]]:
+        """Each member's name → (where its ``.npy`` starts in the file, its size), all checked."""
         size = os.fstat(file.fileno()).st_size
-        names: set[str] = set()
+        names: dict[str, tuple[int, int]] = {}
         total = 0
         with zipfile.ZipFile(file) as archive:
             for info in archive.infolist():
@@ -146,10 +149,10 @@ class Snapshot:
                 total += info.file_size
                 with archive.open(info) as member:
                     _check_header(name, member, info.file_size)
-                names.add(name[: -len(_SUFFIX)])
+                names[name[: -len(_SUFFIX)]] = (_member_start(file, info), info.file_size)
         if total > size:
             raise SnapshotError("members larger than the file")
-        return frozenset(names)
+        return names
 
     def _json(self, name: str) -> Any:
         raw = self.array(name, (np.uint8,))
@@ -194,6 +197,51 @@ class Snapshot:
         if length is not None and len(array) != length:
             raise SnapshotError(f"{name}: {len(array)} items where {length} were saved")
         return array
+
+    def mapped(
+        self, name: str, dtypes: Collection[type[np.generic]], *, length: int | None = None
+    ) -> npt.NDArray[Any]:
+        """The 1-D array ``name`` as :meth:`array` checks it, but memory-mapped read-only from the file
+        rather than read: its pages are read from the disk when used, and the system may drop them
+        again (they are the file's), so an array a process mostly leaves alone costs it no memory."""
+        if name not in self._names:
+            raise SnapshotError(f"{name}: missing")
+        start, size = self._offsets[name]
+        self._file.seek(start)
+        try:
+            version = np.lib.format.read_magic(self._file)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, dtype = read_header(self._file)
+        except (ValueError, EOFError, OSError) as error:
+            raise SnapshotError(f"{name}: unreadable ({error})") from error
+        header = self._file.tell() - start
+        if len(shape) != 1 or fortran or dtype not in {np.dtype(t) for t in dtypes}:
+            raise SnapshotError(f"{name}: {dtype} of shape {shape} is not what was saved")
+        if length is not None and shape[0] != length:
+            raise SnapshotError(f"{name}: {shape[0]} items where {length} were saved")
+        if shape[0] * dtype.itemsize > size - header:
+            raise SnapshotError(f"{name}: header promises more data than the member holds")
+        if shape[0] == 0:
+            return np.zeros(0, dtype=dtype)
+        return np.memmap(self._file, dtype=dtype, mode="r", offset=start + header, shape=shape)
+
+
+def _member_start(file: BinaryIO, info: zipfile.ZipInfo) -> int:
+    """Where a stored member's data starts in the file: past its local header (30 bytes, its name and
+    its extra field, whose lengths the local header gives; they may differ from the central directory's)."""
+    here = file.tell()
+    file.seek(info.header_offset)
+    local = file.read(30)
+    file.seek(here)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise SnapshotError(f"{info.filename}: no local header")
+    name_length = int.from_bytes(local[26:28], "little")
+    extra_length = int.from_bytes(local[28:30], "little")
+    return info.header_offset + 30 + name_length + extra_length
 
 
 def _check_header(name: str, member: Any, member_size: int) -> None:

@@ -9,19 +9,29 @@ from a handful of reactions.
 Papers indexed after the basis was computed are folded in with it (their BM25 vector times the term
 loadings); once the corpus has doubled since, :meth:`PaperSpace.stale` says so and the
 owner recomputes the basis (:meth:`PaperSpace.rebuild`, seconds at 100k papers, meant for a thread).
+
+The owner saves the space beside the search snapshot (:meth:`PaperSpace.save`) and a later start
+maps it back from the file (:meth:`PaperSpace.load`) instead of computing it again: recomputing it at
+each start took a core for a minute at 100k papers on a busy machine and peaked over 1 GB, memory
+the process then kept.
 """
 
 from __future__ import annotations
 
+import hashlib
+import mmap
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from pathlib import Path
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
+
+from paperindex import snapshot
 
 DIMS: Final = 100
 OVERSAMPLE: Final = 10
@@ -29,6 +39,8 @@ POWER_STEPS: Final = 3
 ROWS_PER_STEP: Final = 2000
 SKETCH_ROWS: Final = 20_000  # rows of the random start drawn at a time
 REBUILD_GROWTH: Final = 2.0  # recompute the basis once the corpus is this many times larger
+UNIT_ROWS_STEP: Final = 10_000  # papers' BM25 vectors gathered at a time (their float64 temporaries)
+SAVED_FORMAT: Final = 1
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
@@ -110,24 +122,57 @@ def randomized_svd_loadings(
 
 
 def _unit_rows(
-    index: IndexedPapers, doc_ids: Sequence[int], columns: IntArray | None
+    index: IndexedPapers, doc_ids: Sequence[int] | IntArray, columns: IntArray | None
 ) -> tuple[sp.csr_matrix, IntArray]:
-    """The documents' BM25 vectors scaled to length 1, one column per term of ``columns`` (sorted term
-    ids; others left out) or, when it is None, per term the documents use; and those columns' terms.
-    Only used terms become columns: the vocabulary also holds phrase terms that no paper's vector has,
-    and every empty column would cost the SVD as much as a used one."""
-    indptr, terms, weights = index.doc_weights(doc_ids)
+    """The documents' BM25 vectors scaled to length 1 (float32), one column per term of ``columns``
+    (sorted term ids; others left out) or, when it is None, per term the documents use; and those
+    columns' terms. Only used terms become columns: the vocabulary also holds phrase terms that no
+    paper's vector has, and every empty column would cost the SVD as much as a used one.
+
+    Gathered :data:`UNIT_ROWS_STEP` documents at a time: the index gives each stretch's weights as
+    float64 with int64 term ids, which for every paper at once was a peak of gigabytes at 1M papers."""
+    ids = np.asarray(doc_ids, dtype=np.int64)
+    lengths = np.zeros(len(ids), dtype=np.int64)
+    parts: list[tuple[npt.NDArray[np.int32], FloatArray]] = []
+    for lo in range(0, len(ids), UNIT_ROWS_STEP):
+        indptr, terms, weights = index.doc_weights(ids[lo : lo + UNIT_ROWS_STEP].tolist())
+        if columns is not None:
+            at = np.minimum(np.searchsorted(columns, terms), max(len(columns) - 1, 0))
+            known = (columns[at] == terms) if len(columns) else np.zeros(len(terms), dtype=bool)
+            weights = np.where(known, weights, 0.0)
+            terms = np.where(known, at, 0)
+        counts = np.diff(indptr)
+        rows = np.repeat(np.arange(len(counts)), counts)
+        norms = np.sqrt(np.bincount(rows, weights=weights * weights, minlength=len(counts)))
+        norms[norms == 0] = 1.0
+        scaled = (weights / np.repeat(norms, counts)).astype(np.float32)
+        lengths[lo : lo + len(counts)] = counts
+        parts.append((terms.astype(np.int32), scaled))
+        del indptr, terms, weights, rows
+    term_ids = np.concatenate([t for t, _ in parts]) if parts else np.zeros(0, dtype=np.int32)
+    data = np.concatenate([w for _, w in parts]) if parts else np.zeros(0, dtype=np.float32)
+    del parts
     if columns is None:
-        columns, terms = np.unique(terms, return_inverse=True)
-    else:
-        at = np.minimum(np.searchsorted(columns, terms), max(len(columns) - 1, 0))
-        known = (columns[at] == terms) if len(columns) else np.zeros(len(terms), dtype=bool)
-        weights = np.where(known, weights, 0.0)
-        terms = np.where(known, at, 0)
-    matrix = sp.csr_matrix((weights, terms, indptr), shape=(len(doc_ids), max(len(columns), 1)))
-    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
-    norms[norms == 0] = 1.0
-    return sp.csr_matrix(sp.diags(1.0 / norms) @ matrix), columns
+        used = np.zeros(int(term_ids.max()) + 1 if len(term_ids) else 0, dtype=bool)
+        used[term_ids] = True
+        columns = np.flatnonzero(used).astype(np.int64)
+        column_of = (np.cumsum(used, dtype=np.int32) - 1).astype(np.int32)
+        np.take(column_of, term_ids, out=term_ids)
+    indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    shape = (len(ids), max(len(columns), 1))
+    return sp.csr_matrix((data, term_ids, indptr), shape=shape), columns
+
+
+def _check_finite(name: str, values: npt.NDArray[np.float32]) -> None:
+    """Every value of a mapped array finite (a NaN would rank every paper as NaN), read a stretch at a
+    time; the pages read are then given back (the file keeps them), so the check leaves none resident."""
+    step = 1 << 22
+    for lo in range(0, len(values), step):
+        snapshot.expect(bool(np.isfinite(values[lo : lo + step]).all()), f"{name}: not finite")
+    mapping = getattr(values, "_mmap", None)
+    if isinstance(mapping, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        mapping.madvise(mmap.MADV_DONTNEED)
 
 
 def _unit(vectors: npt.NDArray[np.float32]) -> FloatArray:
@@ -168,7 +213,7 @@ class PaperSpace:
         """Compute the basis from every live paper and their coordinates (safe from a thread)."""
         alive = np.flatnonzero(self.index.alive[: self.index.n_slots])
         slots = int(self.index.n_slots)
-        ids = self.index.slot_ids[alive].tolist()
+        ids = self.index.slot_ids[alive]
         if len(ids) < 2:
             return
         matrix, terms = _unit_rows(self.index, ids, None)
@@ -191,7 +236,7 @@ class PaperSpace:
             basis, done, slots = self._basis, self._done, int(self.index.n_slots)
             if slots <= done:
                 return
-            if slots > len(self._coords):
+            if slots > len(self._coords) or not self._coords.flags.writeable:
                 grown = np.zeros(
                     (max(slots, len(self._coords) + len(self._coords) // 4), self.dims), np.float32
                 )
@@ -203,6 +248,64 @@ class PaperSpace:
                 rows, _ = _unit_rows(self.index, ids, basis.terms)
                 self._coords[new] = _unit(_times(rows, basis.loadings))
             self._done = slots
+
+    def _key(self, store: str, slots: int) -> str:
+        """What a saved space was computed over: the store, and which paper each of its slots held."""
+        ids = np.ascontiguousarray(self.index.slot_ids[:slots], dtype=np.int64)
+        return f"store={store} slots={slots} ids={hashlib.blake2b(ids.tobytes(), digest_size=16).hexdigest()}"
+
+    def save(self, path: Path, store: str) -> None:
+        """Write the basis and the coordinates of the placed slots to ``path`` (atomically), for
+        :meth:`load` at the next start over the index of the same ``store``."""
+        with self._lock:
+            basis, done, coords = self._basis, self._done, self._coords
+        if basis is None:
+            return
+        meta = {
+            "format": SAVED_FORMAT,
+            "key": self._key(store, done),
+            "slots": done,
+            "dims": self.dims,
+            "seed": self.seed,
+            "papers": basis.papers,
+        }
+        arrays: dict[str, np.ndarray[Any, Any]] = {
+            "terms": basis.terms,
+            "loadings": basis.loadings.reshape(-1),
+            "coords": np.ascontiguousarray(coords[:done]).reshape(-1),
+        }
+        snapshot.write(path, meta, arrays, {})
+
+    def load(self, path: Path, store: str) -> bool:
+        """Take the space saved at ``path`` if it was computed over these very slots of ``store``'s
+        index (a prefix of them: papers indexed since are folded in by :meth:`follow`); its arrays are
+        memory-mapped, checked first. False when absent, stale or not one this version wrote."""
+        try:
+            with snapshot.Snapshot(path) as saved:
+                meta = saved.meta
+                snapshot.expect(isinstance(meta, dict) and meta.get("format") == SAVED_FORMAT, "format")
+                slots, papers = meta.get("slots"), meta.get("papers")
+                snapshot.expect(isinstance(slots, int) and 0 < slots <= self.index.n_slots, "slots")
+                snapshot.expect(isinstance(papers, int) and papers > 0, "papers")
+                if (meta.get("dims"), meta.get("seed")) != (self.dims, self.seed) or meta.get(
+                    "key"
+                ) != self._key(store, slots):
+                    return False
+                terms = saved.array("terms", (np.int64,))
+                snapshot.expect(len(terms) > 0, "terms: none")
+                snapshot.check_range("terms", terms, 0, 2**62)
+                snapshot.expect(bool(np.all(terms[1:] > terms[:-1])), "terms: not sorted")
+                loadings = saved.mapped("loadings", (np.float32,), length=len(terms) * self.dims)
+                coords = saved.mapped("coords", (np.float32,), length=slots * self.dims)
+                for name, values in (("loadings", loadings), ("coords", coords)):
+                    _check_finite(name, values)
+        except (FileNotFoundError, snapshot.SnapshotError):
+            return False
+        with self._lock:
+            self._basis = _Basis(terms, loadings.reshape(len(terms), self.dims), papers)
+            self._coords = coords.reshape(slots, self.dims)
+            self._done = slots
+        return True
 
     @property
     def coords(self) -> FloatArray:

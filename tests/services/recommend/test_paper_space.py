@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
+from bot.services.recommend import paper_space
 from bot.services.recommend.paper_space import PaperSpace
 from paperindex.index import BM25Index
 
@@ -80,3 +84,55 @@ def test_leaving_out_unused_terms_changes_no_loading() -> None:
     assert subset.shape == (300, 10)
     assert np.allclose(np.abs(whole[used]), np.abs(subset), atol=1e-4)  # singular vectors up to sign
     assert np.allclose(np.delete(whole, used, axis=0), 0.0, atol=1e-6)
+
+
+def test_a_saved_space_is_mapped_back_for_the_same_slots_and_refused_for_others(tmp_path: Path) -> None:
+    """What a later start loads instead of computing the space again: the same coordinates and basis
+    (read-only, mapped from the file); papers indexed since are folded in; another store's or another
+    index's file is refused, as is a damaged one."""
+    index = BM25Index()
+    ids, docs, _ = _docs(60, 1)
+    index.add(ids, docs)
+    space = PaperSpace(index, dims=8)
+    space.rebuild()
+    path = tmp_path / "db.paper-space"
+    space.save(path, "store-a")
+
+    again = PaperSpace(index, dims=8)
+    assert again.load(path, "store-a")
+    assert again.ready
+    assert not again.stale
+    assert again.placed == 60
+    assert np.array_equal(again.coords, space.coords)
+    assert not again.coords.flags.writeable
+    new_ids, new_docs, _ = _docs(9, 2)
+    index.add(new_ids, new_docs)
+    again.follow()
+    space.follow()
+    assert again.placed == 69
+    assert np.allclose(again.coords, space.coords, atol=1e-6)
+
+    assert not PaperSpace(index, dims=8).load(path, "store-b")
+    assert not PaperSpace(index, dims=4).load(path, "store-a")
+    other = BM25Index()
+    other.add([i + 1 for i in ids], docs)
+    assert not PaperSpace(other, dims=8).load(path, "store-a")
+    assert not PaperSpace(index, dims=8).load(tmp_path / "absent", "store-a")
+    damaged = bytearray(path.read_bytes())
+    coords_at = damaged.rfind(np.float32(space.coords[59, -1]).tobytes())
+    damaged[coords_at : coords_at + 4] = np.float32(np.nan).tobytes()
+    path.write_bytes(bytes(damaged))
+    assert not PaperSpace(index, dims=8).load(path, "store-a")
+
+
+def test_the_space_computed_in_stretches_is_the_space_computed_at_once(monkeypatch: Any) -> None:
+    """Gathering the papers' vectors a stretch at a time (the peak memory of a rebuild) changes nothing."""
+    index = BM25Index()
+    ids, docs, _ = _docs(90, 1)
+    index.add(ids, docs)
+    whole = PaperSpace(index, dims=8)
+    whole.rebuild()
+    monkeypatch.setattr(paper_space, "UNIT_ROWS_STEP", 7)
+    stretched = PaperSpace(index, dims=8)
+    stretched.rebuild()
+    assert np.array_equal(whole.coords, stretched.coords)
