@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, Protocol
 
 import numpy as np
@@ -22,7 +22,6 @@ import numpy.typing as npt
 
 from bot.services.recommend.profile import NO_WORDS, Profile
 from paperindex.engine import document_terms
-from paperindex.tokenizer import surface_form
 from storage.repositories.library_texts import LibraryText
 
 LIBRARY_TERMS: Final = 60  # terms the library's interest keeps (a text keeps TEXT_TERMS)
@@ -74,8 +73,15 @@ def text_vector(text: LibraryText, index: TermStats, *, top_k: int = TEXT_TERMS)
     return {names[i]: float(tf_part[i]) / total for i in best}
 
 
-def library_profile(texts: Sequence[LibraryText], index: TermStats, *, top_k: int = LIBRARY_TERMS) -> Profile:
-    """The library's words: the mean of its texts' unit vectors, its ``top_k`` strongest terms."""
+def library_profile(
+    texts: Sequence[LibraryText],
+    index: TermStats,
+    *,
+    top_k: int = LIBRARY_TERMS,
+    shown: Callable[[str], str] = str,
+) -> Profile:
+    """The library's words: the mean of its texts' unit vectors, its ``top_k`` strongest terms, each
+    shown as ``shown`` writes it (the engine's ``vocabulary.form``)."""
     summed: dict[str, float] = {}
     for text in texts:
         for term, weight in text_vector(text, index).items():
@@ -85,15 +91,16 @@ def library_profile(texts: Sequence[LibraryText], index: TermStats, *, top_k: in
     top = sorted(summed.items(), key=lambda item: (-item[1], item[0]))[:top_k]
     norm = math.sqrt(sum(w * w for _, w in top)) or 1.0
     weights = {term: w / norm for term, w in top}
-    return Profile((), weights, {t: surface_form(t) for t in weights})
+    return Profile((), weights, {t: shown(t) for t in weights})
 
 
 class LibraryWords:
     """Each person's library profile, made again only when their texts change."""
 
-    def __init__(self, texts: LibraryTexts, index: TermStats) -> None:
+    def __init__(self, texts: LibraryTexts, index: TermStats, shown: Callable[[str], str] = str) -> None:
         self._texts = texts
         self._index = index
+        self._shown = shown
         self._made: OrderedDict[int, tuple[tuple[str, ...], Profile]] = OrderedDict()
 
     async def profile(self, user_id: int) -> tuple[Profile, int]:
@@ -106,7 +113,7 @@ class LibraryWords:
         made = self._made.get(user_id)
         if made is None or made[0] != keys:
             # (hundreds of texts tokenised: a worker thread, as a model's fit)
-            made = (keys, await asyncio.to_thread(library_profile, texts, self._index))
+            made = (keys, await asyncio.to_thread(library_profile, texts, self._index, shown=self._shown))
             self._made[user_id] = made
             while len(self._made) > _CACHED:
                 self._made.popitem(last=False)

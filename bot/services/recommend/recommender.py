@@ -147,7 +147,7 @@ class Recommender:
         self.facts = PaperFacts(index, PaperRepository(db), engine, params)
         self.by_words = TopicRanker(engine, index, self.facts, params)
         self.by_model = LearnedRanker(self.models, index, self.facts, learning)
-        words = LibraryWords(library, index) if library is not None else None
+        words = LibraryWords(library, index, engine.vocabulary.form) if library is not None else None
         self.planner = PersonPlanner(self.models, index, self.interests, self.profiles, params, words)
         self.mutes = mutes
 
