@@ -48,7 +48,7 @@ from paperindex import topk
 from paperindex.bulk_kernels import document_lengths
 from paperindex.forward import ForwardReads
 from paperindex.locking import locked
-from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges, run_merges_waiting
+from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges
 from paperindex.ranking import Query as Query
 from paperindex.ranking import Ranking
 from paperindex.segments import (
@@ -469,20 +469,6 @@ class BM25Index(Ranking, ForwardReads):
         """Merge the last segments while the newest hold too much of the postings or there are too
         many, without holding :attr:`lock` while merging (a thread merging already does it instead)."""
         run_merges(self.lock, self._merging, self._due_merge, self._install)
-
-    def optimize(self) -> None:
-        """Merge all segments into one (and drop postings of replaced/removed documents); waits for a
-        merge in progress, so never call it holding :attr:`lock`."""
-
-        def next_job() -> MergeJob[Segment] | None:
-            segs = self._segments
-            if len(segs) >= 2:
-                return self._merge_job(segs[-2], segs[-1])
-            if segs and len(self._dead) and not self._alive[segs[0].all_postings()].all():
-                return self._merge_job(segs[0], None)
-            return None
-
-        run_merges_waiting(self.lock, self._merging, next_job, self._install)
 
     def _due_merge(self) -> MergeJob[Segment] | None:
         pair = due_pair(self._segments, _postings, _MAX_SEGMENTS)

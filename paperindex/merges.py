@@ -72,22 +72,3 @@ def run_merges(
         with lock:
             if next_job() is None:  # nothing came while this thread let go of `merging`
                 return
-
-
-def run_merges_waiting(
-    lock: threading.RLock,
-    merging: threading.Lock,
-    next_job: Callable[[], MergeJob[S] | None],
-    install: Callable[[MergeJob[S], S], None],
-) -> None:
-    """Like :func:`run_merges`, after waiting for a merge in progress in another thread (so never
-    call it holding ``lock``); ``next_job`` may keep state (it is called once per job)."""
-    with merging:
-        while True:
-            with lock:
-                job = next_job()
-            if job is None:
-                return
-            merged = job.build()
-            with lock:
-                install(job, merged)

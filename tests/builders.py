@@ -1,5 +1,5 @@
 """Builders every test folder shares (import them as ``from builders import ...``): one settable
-clock, a bare bot, a paper; waiting for the digest jobs to be done."""
+clock, a bare bot, a paper; waiting for the digest jobs to be done; an index compacted."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from bot.app import PaperBot
     from bot.services.digests.jobs import DigestScheduler
     from bot.settings import Settings
+    from paperindex.index import BM25Index
+    from paperindex.merges import MergeJob
+    from paperindex.segments import Segment
     from storage.db import Database
     from storage.models import Paper
 
@@ -95,3 +98,26 @@ async def wait_idle(jobs: DigestScheduler) -> None:
     while jobs._tasks or jobs._active:
         await asyncio.gather(*list(jobs._tasks), return_exceptions=True)
         await jobs._idle.wait()
+
+
+def compact(index: BM25Index) -> None:
+    """Merge every segment of ``index`` into one, the postings of removed and replaced documents dropped,
+    as the index's own merges do (after a merge in progress in another thread)."""
+
+    def next_job() -> MergeJob[Segment] | None:
+        segs = index._segments
+        if len(segs) >= 2:
+            return index._merge_job(segs[-2], segs[-1])
+        if segs and len(index._dead) and not index._alive[segs[0].all_postings()].all():
+            return index._merge_job(segs[0], None)
+        return None
+
+    with index._merging:
+        while True:
+            with index.lock:
+                job = next_job()
+            if job is None:
+                return
+            merged = job.build()
+            with index.lock:
+                index._install(job, merged)

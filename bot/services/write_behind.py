@@ -47,7 +47,7 @@ from typing import Any, Final
 from storage.db import describe_error, is_busy, is_refused, utcnow
 from storage.models import Signal, as_signal, signal_for_emoji
 from storage.outbox import Outbox, PendingWrite
-from storage.repositories.feedback import FeedbackRepository
+from storage.repositories.feedback import FeedbackRepository, Rated
 from storage.repositories.messages import PostedMessageRepository
 from storage.repositories.searches import SearchRepository, StoredSearch
 
@@ -121,6 +121,16 @@ class OutboxState:
                 f"{DEAD_AFTER / 3600:g} h or more; tried every {DEAD_RETRY_EVERY / 60:g} min until stored"
             )
         return found
+
+
+def _log_rated(user_id: int, signal: Signal, rated: Rated, *, added: bool) -> None:
+    """Who rated which paper, at DEBUG only (it is personal: never at INFO)."""
+    if rated.paused:
+        log.debug("learning paused: %s on paper %d by user %d not recorded", signal, rated.paper_id, user_id)
+    elif rated.changed and added:
+        log.debug("feedback: user %d %s paper %d", user_id, signal, rated.paper_id)
+    elif rated.changed:
+        log.debug("feedback: user %d took back %s on paper %d", user_id, signal, rated.paper_id)
 
 
 def _order_key(write: PendingWrite) -> Hashable | None:
@@ -560,11 +570,13 @@ class WriteBehind:
                 at=p["at"],
                 since=since,
             )
+            if rated is not None:
+                _log_rated(p["user_id"], signal, rated, added=p["added"])
             if rated is not None or not p["ours"]:
                 return True
             return not self._note_waits(p["message_id"]) and self._clock() - entry.accepted >= MESSAGE_GRACE
         if kind == RATING:
-            await self._feedback.rate(
+            rated = await self._feedback.rate(
                 p["user_id"],
                 p["paper_id"],
                 _signal(p["signal"]),
@@ -573,6 +585,7 @@ class WriteBehind:
                 at=p["at"],
                 since=since,
             )
+            _log_rated(p["user_id"], _signal(p["signal"]), rated, added=p["added"])
             return True
         if kind == LISTING:
             await self._searches.save(

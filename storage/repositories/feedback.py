@@ -36,6 +36,7 @@ class SetResult:
 class Rated:
     """What a rating did to the store (:meth:`FeedbackRepository.rate`)."""
 
+    paper_id: int
     changed: bool  # False when it was already so (a repeat) or learning is paused
     replaced: Signal | None = None  # the opposite signal a like or dislike removed
     paused: bool = False  # a like or dislike not recorded because the person paused learning
@@ -116,13 +117,13 @@ class FeedbackRepository:
         dislike while the person's learning is paused is not recorded (a save is, and a take-back always
         is). ``since``: as for `set_signal`."""
         if not added:
-            return Rated(await self.remove_signal(user_id, paper_id, signal))
+            return Rated(paper_id, await self.remove_signal(user_id, paper_id, signal))
         if signal != "save" and await self._db.fetchval(
             "SELECT learning_paused FROM users WHERE id = ?", (user_id,)
         ):
-            return Rated(False, paused=True)
+            return Rated(paper_id, False, paused=True)
         result = await self.set_signal(user_id, paper_id, signal, guild_id=guild_id, at=at, since=since)
-        return Rated(result.added or result.replaced is not None, result.replaced)
+        return Rated(paper_id, result.added or result.replaced is not None, result.replaced)
 
     async def react(
         self,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from builders import compact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
@@ -129,7 +130,7 @@ def test_large_frequencies_keep_exact_scores_through_merges_removals_and_a_snaps
         index.add(list(range(lo, lo + 50)), corpus[lo : lo + 50])
     index.remove([3, 250])  # a large one dropped at the next merge
     index.add([3], [["w2"] * 1000])
-    index.optimize()
+    compact(index)
     assert index.n_segments == 1
     seg = index._segments[0]
     assert len(seg.t_tf) == seg.n_postings

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from builders import compact
 from rank_bm25 import BM25Okapi
 
 import paperindex.index as index_module
@@ -172,7 +173,7 @@ def test_the_index_answers_exactly_while_a_merge_is_held(
     assert all(seg.impacts is not None for seg in index._segments)  # merged with impacts: top k stays bounded
     for query in QUERIES:
         assert scores_by_id(index, query) == rank_bm25_by_id(live, query)
-    index.optimize()
+    compact(index)
     assert index.n_segments == 1
     assert index.n_postings == sum(len(set(doc)) for doc in live.values())  # the removed ones' dropped
     for query in QUERIES:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
+from builders import compact
 
 from bot.services.people.feedback import FeedbackService
 from bot.services.recommend.profile import indexed_vector
@@ -32,7 +33,7 @@ def test_doc_weights_are_each_terms_one_word_bm25_score(segments: int) -> None:
     index.add([10, 11, 12, *filler], [DOCS[10], DOCS[11], DOCS[12], *filler.values()])
     index.add([13], [DOCS[13]])  # a second segment: documents are gathered across segments
     if segments == 1:
-        index.optimize()
+        compact(index)
     assert index.n_segments == segments
     indptr, ids, weights = index.doc_weights([13, 10, 11])
     assert list(np.diff(indptr)) == [len(set(DOCS[d])) for d in (13, 10, 11)]
