@@ -38,12 +38,19 @@ MIN_LIFT: Final = 2.0  # …and this many times as often there as in the corpus
 #: …and in at least this share of them: a word of the interest's field is shared by many of its papers,
 #: where a rare word of a few ("obviates", "ameliorate", a name) is not (bench/learned_words_eval.py)
 FIELD_SUPPORT: float = 0.08
+#: …or, for a word few papers hold ("kv" among 2,610 ICML papers), at least this share of those papers,
+#: and at least RARE_WORD_PAPERS of them (a tool's or a lab's name in three abstracts is no field)
+NEAR_DF_SHARE: float = 0.5
+RARE_WORD_PAPERS: Final = 5
 #: …and whose papers lie together in the paper space: the mean direction of the papers holding it is
 #: this many times as long as that of as many papers drawn at random. A word of a field clusters
 #: ("quantization" 1.27, "pessimism" 1.41, "graph" 1.20 on 35,712 papers); one of general English is
 #: spread evenly over every field ("despite" 1.07, "obviates" 1.06, "ameliorate" 1.02, "han" 1.10,
 #: "learning" 1.10). Tuned in bench/learned_words_eval.py.
 CONCENTRATION: float = 1.10
+#: …in a corpus of at least this many placed papers per dimension of the space: with about as many
+#: dimensions as papers (the shipped 38 in 100), no word's papers look together, not even "kv"'s
+CONCENTRATION_PAPERS_PER_DIM: Final = 5
 
 
 def wanted(signals: Sequence[FeedbackRow]) -> list[tuple[int, Signal]]:
@@ -268,8 +275,10 @@ class PersonModels:
             near = near[~np.isin(near, np.asarray(rated, dtype=np.int64))]
         field = self._over_represented(model.terms, near)
         field &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
-        candidates = np.flatnonzero(field)
-        field[candidates] = self._concentrated(model.terms[candidates])
+        coords = self.space.coords
+        if coords.ndim == 2 and len(coords) >= CONCENTRATION_PAPERS_PER_DIM * coords.shape[1]:
+            candidates = np.flatnonzero(field)
+            field[candidates] = self._concentrated(model.terms[candidates])
 
         def named(pairs: Iterable[tuple[int, float]]) -> WeightedWords:
             return tuple((self.shown(self.index.term_name(t)), round(w, 2)) for t, w in pairs)
@@ -291,8 +300,11 @@ class PersonModels:
         papers = len(self.index)
         df = self.index.doc_freqs(terms)
         share_corpus = df / max(1, papers)
-        support = max(MIN_WORD_PAPERS, math.ceil(FIELD_SUPPORT * len(near)))
-        return np.asarray((counts >= support) & (share_near >= MIN_LIFT * share_corpus), dtype=bool)
+        rare_but_near = (counts >= NEAR_DF_SHARE * df) & (counts >= RARE_WORD_PAPERS)
+        shared = (counts >= FIELD_SUPPORT * len(near)) | rare_but_near
+        return np.asarray(
+            (counts >= MIN_WORD_PAPERS) & shared & (share_near >= MIN_LIFT * share_corpus), dtype=bool
+        )
 
     def _concentrated(self, terms: IntArray) -> npt.NDArray[np.bool_]:
         """Whether the papers holding each term lie together in the paper space (``CONCENTRATION``)."""
