@@ -77,9 +77,9 @@ async def tell_reactions_missing(interaction: discord.Interaction[PaperBot], cha
         await notices.reactions_missing(channel_id, leave_for=interaction.guild.owner_id)
 
 
-@paper.command(name="search", description="Search papers by topic, method or title words")
+@paper.command(name="search", description="Search papers by topic, method, title words or author")
 @app_commands.describe(
-    query="What to look for, e.g. kv cache quantization",
+    query='What to look for, e.g. kv cache quantization, or a name; in "quotes": exactly as typed',
     limit="Results per page (1-10, default 5)",
     author="Only papers with an author whose name contains this",
     venue="Only papers from a venue containing this, e.g. ICML",

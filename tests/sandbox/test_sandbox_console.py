@@ -97,6 +97,8 @@ async def test_the_readme_sandbox_block_runs_as_printed(
     assert "Papers like “Medusa" in steps[8]  # More like this: the single-paper message's button
     assert "🔇 Muted “reinforcement learning”" in steps[10]
     assert "You follow **Ada Lovelace**" in out
+    assert "Papers by Ada Lovelace" in out  # an author's name as the query
+    assert "Showing results for *kv cache quantization*" in out  # a slip, searched corrected
     assert "✅ Subscribed" in out
     assert "<t:" not in out  # Discord's timestamps read as times ("in 14 hours")
     assert "📬 new message (DM for alice)" in out
