@@ -136,6 +136,7 @@ class Subscription:
     created_by: int | None
     created_at: str
     updated_at: str
+    mutes: tuple[str, ...] = ()  # a channel feed's muted topics, as typed (`/paperadmin feed mute`)
 
     @property
     def is_channel(self) -> bool:

@@ -15,7 +15,7 @@ from storage.repositories.follows import FollowRepository, FollowRow
 from storage.repositories.interests import InterestRepository, topic_key
 from storage.repositories.library_texts import LibraryText, LibraryTextRepository
 from storage.repositories.messages import PostedMessageRepository
-from storage.repositories.mutes import MuteOwner, MuteRepository
+from storage.repositories.mutes import MuteRepository
 from storage.repositories.searches import SearchRepository
 from storage.repositories.source_fetches import SourceFetchRepository
 from storage.repositories.state import StateRepository
@@ -62,12 +62,12 @@ async def fill_people(db: Database, paper_ids: Sequence[int]) -> None:
         await follows.add(person, FollowRow("Ada Lovelace", "ada lovelace", None, None, at), limit=50)
         group = FollowRow("Wei Wang", "wei wang", paper_ids[n], "with Alan Turing · ICML 2024", at)
         await follows.add(person, group, limit=50)
-        await MuteRepository(db).add(MuteOwner(user_id=person), "Reinforcement learning", "reinforc learn")
+        await MuteRepository(db).add(person, "Reinforcement learning", "reinforc learn")
         kept = LibraryText(f"a paper of mine {n}", f"A paper of mine {n}", "Its abstract." if n else None)
         await LibraryTextRepository(db).add_many(person, [kept])
     await UserRepository(db).set_learning_paused(PEOPLE[1], True)
     feed = await subscriptions.upsert_channel(CHANNEL, GUILD, fields, created_by=PEOPLE[0])
-    await MuteRepository(db).add(MuteOwner(subscription_id=feed.id), "diffusion", "diffus")
+    await subscriptions.change_mutes(feed.id, lambda mutes: (*mutes, "diffusion"))
     clubs = ClubRepository(db)  # a reading group with a week in its poll, a proposal and a vote
     await clubs.save(ClubRow(CHANNEL, GUILD, 2, "18:00", "Europe/Berlin", "graph networks", PEOPLE[0], True))
     assert await clubs.open_week(CHANNEL, "2026-12-02T17:00:00+00:00", list(paper_ids[:3]))

@@ -153,8 +153,7 @@ async def feed_list_command(interaction: discord.Interaction[PaperBot]) -> None:
             status = (
                 f"⏸ paused ({sub.paused_reason or 'no reason recorded'}); `/paperadmin feed set` resumes it."
             )
-        mutes = [m.phrase for m in await interaction.client.services.mutes.feed_mutes(sub.id)]
-        muted = f" 🔇 muted: {', '.join(echo(m) for m in mutes)}" if mutes else ""
+        muted = f" 🔇 muted: {', '.join(echo(m) for m in sub.mutes)}" if sub.mutes else ""
         lines.append(f"• <#{sub.channel_id}> — {status}{muted}")
     text = "\n".join(lines)
     if len(text) > CONTENT_LIMIT:
@@ -186,9 +185,7 @@ async def _feed_mute_autocomplete(
     feeds = await services.digests.subscriptions.list_feeds(_guild_id(interaction))
     chosen = [f for f in feeds if channel is None or f.channel_id == getattr(channel, "id", None)]
     needle = current.casefold()
-    phrases: dict[str, None] = {}
-    for chosen_feed in chosen:
-        phrases.update(dict.fromkeys(m.phrase for m in await services.mutes.feed_mutes(chosen_feed.id)))
+    phrases = dict.fromkeys(phrase for chosen_feed in chosen for phrase in chosen_feed.mutes)
     return [app_commands.Choice(name=trim(p, 100), value=p[:100]) for p in phrases if needle in p.casefold()][
         :25
     ]
@@ -203,7 +200,7 @@ async def feed_unmute_command(
     interaction: discord.Interaction[PaperBot], channel: FeedChannel, topic: app_commands.Range[str, 1, 100]
 ) -> None:
     removed = await interaction.client.services.mutes.feed_unmute(_guild_id(interaction), channel.id, topic)
-    await interaction.response.send_message(unmuted_line(removed.phrase, feed=True), ephemeral=True)
+    await interaction.response.send_message(unmuted_line(removed, feed=True), ephemeral=True)
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -279,7 +279,7 @@ async def _mute_autocomplete(
 @app_commands.autocomplete(topic=_mute_autocomplete)
 async def interests_unmute(interaction: discord.Interaction[PaperBot], topic: Topic) -> None:
     removed = await interaction.client.services.mutes.unmute(interaction.user.id, topic)
-    await interaction.response.send_message(unmuted_line(removed.phrase), ephemeral=True)
+    await interaction.response.send_message(unmuted_line(removed), ephemeral=True)
 
 
 @paper_group.command(

@@ -273,7 +273,7 @@ class ForgetMeView(discord.ui.View):
 
 def muted_line(done: MuteAdded, *, feed: bool = False) -> str:
     """The answer to a mute: what it hides now, or that the same words were muted before."""
-    shown = echo(done.mute.phrase)
+    shown = echo(done.phrase)
     if not done.added:
         who = "This feed already mutes" if feed else "You already mute"
         return f"{who} “{shown}” (the same words, in any of their forms). Nothing was changed."

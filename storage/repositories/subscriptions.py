@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,7 @@ from storage.repositories.users import ensure_user, lock_person
 
 _COLUMNS = (
     "id, kind, user_id, guild_id, channel_id, topics, time_local, timezone, frequency, weekday, "
-    "count, active, paused_reason, created_by, created_at, updated_at"
+    "count, active, paused_reason, created_by, created_at, updated_at, mutes"
 )
 
 
@@ -63,7 +63,11 @@ def _row_to_subscription(row: Row | Sequence[Any]) -> Subscription:
         created_by=None if row[13] is None else int(row[13]),
         created_at=str(row[14]),
         updated_at=str(row[15]),
+        mutes=tuple(str(m) for m in json.loads(row[16] or "[]")),
     )
+
+
+MutesChange = Callable[[tuple[str, ...]], tuple[str, ...]]
 
 
 class SubscriptionRepository:
@@ -183,6 +187,26 @@ class SubscriptionRepository:
     async def delete(self, subscription_id: int) -> bool:
         """Remove a subscription (its run history goes with it)."""
         return await self._db.execute("DELETE FROM subscriptions WHERE id = ?", (subscription_id,)) > 0
+
+    async def change_mutes(self, subscription_id: int, change: MutesChange) -> tuple[str, ...] | None:
+        """Replace a feed's muted topics by ``change`` of them, read and written in one transaction (the
+        row locked first on PostgreSQL, so two changes at once both count; an exception ``change``
+        raises stores nothing). None when there is no such subscription."""
+        async with self._db.transaction() as conn:
+            lock = " FOR UPDATE" if conn.dialect == "postgresql" else ""
+            value = await conn.fetchval(
+                f"SELECT mutes FROM subscriptions WHERE id = ?{lock}", (subscription_id,)
+            )
+            if value is None:
+                return None
+            before = tuple(str(m) for m in json.loads(value))
+            after = change(before)
+            if after != before:
+                await conn.execute(
+                    "UPDATE subscriptions SET mutes = ? WHERE id = ?",
+                    (json.dumps(list(after)), subscription_id),
+                )
+            return after
 
     async def pause(
         self, subscription_id: int, reason: str, *, notice: str | None = None, at: str | None = None

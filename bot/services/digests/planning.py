@@ -7,7 +7,7 @@ to the recipient are left out, so ``paperbot digest --dry-run`` and the delivery
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -67,7 +67,7 @@ class MutesLike(Protocol):
 
     async def muted(self, user_id: int) -> frozenset[int]: ...
 
-    async def feed_muted(self, subscription_id: int) -> frozenset[int]: ...
+    async def hidden(self, phrases: Iterable[str]) -> frozenset[int]: ...
 
 
 class PaperLookup(Protocol):
@@ -175,8 +175,8 @@ class DigestPlanner:
             raise ValueError("choose needs a subscription or a user id")
         if sent is None:
             sent = await self.digests.sent_paper_ids(recipient)
-        if sub is not None and sub.is_channel and self.mutes is not None:
-            muted = await self.mutes.feed_muted(sub.id)  # a feed's muted papers are never posted
+        if sub is not None and sub.is_channel and sub.mutes and self.mutes is not None:
+            muted = await self.mutes.hidden(sub.mutes)  # a feed's muted papers are never posted
             if muted:
                 sent = {*sent, *muted}
         first: list[Pick] = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -31,9 +31,9 @@ from bot.errors import UserFacingError
 from bot.services.search.snippets import echo
 from paperindex.tokenizer import tokenize
 from storage.db import Database
-from storage.models import Paper
+from storage.models import Paper, Subscription
 from storage.repositories.interests import InterestRepository
-from storage.repositories.mutes import MUTE_LIMIT, MuteLimitError, MuteOwner, MuteRepository, MuteRow
+from storage.repositories.mutes import MUTE_LIMIT, MuteLimitError, MuteRepository, MuteRow
 from storage.repositories.subscriptions import SubscriptionRepository
 
 MAX_MUTE_CHARS: Final = 100  # what a slash command's option may carry
@@ -143,8 +143,9 @@ class MuteMatcher:
 
 @dataclass(frozen=True, slots=True)
 class MuteAdded:
-    mute: MuteRow
-    added: bool  # False: the owner muted the same words before (``mute`` is that one)
+    phrase: str  # as stored: the one muted before when the same words were (``added`` False)
+    terms: tuple[str, ...]
+    added: bool
     papers: int  # papers indexed now that the mute hides
     #: the owner's own topics (a person's interests, a feed's topics) that say the muted phrase
     topics: tuple[str, ...] = ()
@@ -170,99 +171,117 @@ class MuteService:
 
     async def mute(self, user_id: int, phrase: str) -> MuteAdded:
         """`/paper interests mute topic:`: MuteError with the reason when the phrase cannot be muted."""
-        done = await self._add(MuteOwner(user_id=user_id), phrase, unmute="/paper interests unmute")
+        text, terms = _checked(phrase)
+        existing = await self.repository.mutes(user_id)
+        if not any(m.terms == " ".join(terms) for m in existing) and len(existing) >= self.limit:
+            raise self._full(feed=False)
+        stamp = self._clock().astimezone(UTC).isoformat(timespec="seconds")
+        try:
+            row, added = await self.repository.add(user_id, text, " ".join(terms), limit=self.limit, at=stamp)
+        except MuteLimitError:
+            raise self._full(feed=False) from None
+        done = MuteAdded(row.phrase, terms, added, len(await self.matcher.papers(terms)))
         return _naming(done, await self.interests.topics(user_id))
 
-    async def unmute(self, user_id: int, phrase: str) -> MuteRow:
-        return await self._remove(MuteOwner(user_id=user_id), phrase, whose="You")
+    async def unmute(self, user_id: int, phrase: str) -> str:
+        """`/paper interests unmute topic:`: the phrase as it was muted (MuteError when it was not)."""
+        text, terms = _checked(phrase)
+        removed = await self.repository.remove(user_id, " ".join(terms))
+        if removed is not None:
+            return removed.phrase
+        raise _not_muted(text, [m.phrase for m in await self.repository.mutes(user_id)], feed=False)
 
     async def mutes(self, user_id: int) -> list[MuteRow]:
-        return await self.repository.mutes(MuteOwner(user_id=user_id))
+        return await self.repository.mutes(user_id)
 
     async def muted(self, user_id: int) -> frozenset[int]:
         """The candidate filter of the recommender: every paper the person's mutes hide."""
-        return await self._muted(MuteOwner(user_id=user_id))
+        return await self.hidden(m.phrase for m in await self.repository.mutes(user_id))
 
     async def count_muted(self, user_id: int, paper_ids: Collection[int]) -> int:
         """How many of these papers (a search's page) the person muted."""
         muted = await self.muted(user_id)
         return sum(1 for paper_id in paper_ids if paper_id in muted)
 
-    # -- a channel feed's mutes ---------------------------------------------------------------------
+    async def hidden(self, phrases: Iterable[str]) -> frozenset[int]:
+        """Every paper these muted phrases hide (a feed's mutes: its planner leaves them out)."""
+        found = [await self.matcher.papers(mute_terms(phrase)) for phrase in phrases]
+        return frozenset().union(*found)
+
+    # -- a channel feed's mutes (beside its topics) ---------------------------------------------------
 
     async def feed_mute(self, guild_id: int, channel_id: int, phrase: str) -> MuteAdded:
         """`/paperadmin feed mute`: the feed's posts never carry a paper that says the phrase."""
-        owner = await self._feed(guild_id, channel_id)
-        done = await self._add(owner, phrase, unmute="/paperadmin feed unmute")
-        sub = await self.feeds.for_channel(channel_id)
-        return _naming(done, sub.topics if sub is not None else ())
+        sub = await self._feed(guild_id, channel_id)
+        text, terms = _checked(phrase)
+        same: list[str] = []
 
-    async def feed_unmute(self, guild_id: int, channel_id: int, phrase: str) -> MuteRow:
-        return await self._remove(await self._feed(guild_id, channel_id), phrase, whose="This feed")
+        def add(mutes: tuple[str, ...]) -> tuple[str, ...]:
+            same[:] = [m for m in mutes if mute_terms(m) == terms]
+            if same:
+                return mutes
+            if len(mutes) >= self.limit:
+                raise self._full(feed=True)
+            return (*mutes, text)
 
-    async def feed_mutes(self, subscription_id: int) -> list[MuteRow]:
-        return await self.repository.mutes(MuteOwner(subscription_id=subscription_id))
+        if await self.feeds.change_mutes(sub.id, add) is None:
+            raise _no_feed()
+        done = MuteAdded(same[0] if same else text, terms, not same, len(await self.matcher.papers(terms)))
+        return _naming(done, sub.topics)
 
-    async def feed_muted(self, subscription_id: int) -> frozenset[int]:
-        """Every paper the feed's mutes hide (its digest planner leaves them out)."""
-        return await self._muted(MuteOwner(subscription_id=subscription_id))
+    async def feed_unmute(self, guild_id: int, channel_id: int, phrase: str) -> str:
+        """`/paperadmin feed unmute`: the phrase as the feed had muted it (MuteError when it had not)."""
+        sub = await self._feed(guild_id, channel_id)
+        text, terms = _checked(phrase)
+        gone: list[str] = []
+
+        def remove(mutes: tuple[str, ...]) -> tuple[str, ...]:
+            gone[:] = [m for m in mutes if mute_terms(m) == terms]
+            return tuple(m for m in mutes if m not in gone)
+
+        after = await self.feeds.change_mutes(sub.id, remove)
+        if after is None:
+            raise _no_feed()
+        if not gone:
+            raise _not_muted(text, list(after), feed=True)
+        return gone[0]
 
     # -- the rules ----------------------------------------------------------------------------------
 
-    async def _add(self, owner: MuteOwner, phrase: str, *, unmute: str) -> MuteAdded:
-        text, terms = _checked(phrase)
-        existing = await self.repository.mutes(owner)
-        if not any(m.terms == " ".join(terms) for m in existing) and len(existing) >= self.limit:
-            raise self._full(owner, unmute)
-        stamp = self._clock().astimezone(UTC).isoformat(timespec="seconds")
-        try:
-            row, added = await self.repository.add(owner, text, " ".join(terms), limit=self.limit, at=stamp)
-        except MuteLimitError:
-            raise self._full(owner, unmute) from None
-        return MuteAdded(row, added, len(await self.matcher.papers(terms)))
-
-    def _full(self, owner: MuteOwner, unmute: str) -> MuteError:
-        who = "You mute" if owner.user_id is not None else "This feed mutes"
+    def _full(self, *, feed: bool) -> MuteError:
+        who, unmute = (
+            ("This feed mutes", "/paperadmin feed unmute")
+            if feed
+            else ("You mute", "/paper interests unmute")
+        )
         return MuteError(
             f"{who} {self.limit} topics already, the most allowed: unmute one first (`{unmute}`). "
             "Nothing was added."
         )
 
-    async def _remove(self, owner: MuteOwner, phrase: str, *, whose: str) -> MuteRow:
-        text, terms = _checked(phrase)
-        removed = await self.repository.remove(owner, " ".join(terms))
-        if removed is not None:
-            return removed
-        mutes = await self.repository.mutes(owner)
-        verb = "don't" if whose == "You" else "doesn't"
-        listed = "; ".join(f"“{_echo(m.phrase)}”" for m in mutes)
-        rest = (
-            f" Muted now: {listed}."
-            if mutes
-            else f" {whose} {'have' if whose == 'You' else 'has'} no muted topics."
-        )
-        raise MuteError(f"{whose} {verb} mute “{_echo(text)}”.{rest}")
-
-    async def _muted(self, owner: MuteOwner) -> frozenset[int]:
-        mutes = await self.repository.mutes(owner)
-        if not mutes:
-            return frozenset()
-        found = [await self.matcher.papers(tuple(m.terms.split(" "))) for m in mutes]
-        return frozenset().union(*found)
-
-    async def _feed(self, guild_id: int, channel_id: int) -> MuteOwner:
+    async def _feed(self, guild_id: int, channel_id: int) -> Subscription:
         sub = await self.feeds.for_channel(channel_id)
         if sub is None or sub.guild_id != guild_id or not sub.is_channel:
-            raise MuteError(
-                "That channel has no paper feed to mute a topic in: `/paperadmin feed set` gives it one."
-            )
-        return MuteOwner(subscription_id=sub.id)
+            raise _no_feed()
+        return sub
+
+
+def _no_feed() -> MuteError:
+    return MuteError(
+        "That channel has no paper feed to mute a topic in: `/paperadmin feed set` gives it one."
+    )
+
+
+def _not_muted(text: str, mutes: Sequence[str], *, feed: bool) -> MuteError:
+    whose, verb, has = ("This feed", "doesn't", "has") if feed else ("You", "don't", "have")
+    listed = "; ".join(f"“{_echo(m)}”" for m in mutes)
+    rest = f" Muted now: {listed}." if mutes else f" {whose} {has} no muted topics."
+    return MuteError(f"{whose} {verb} mute “{_echo(text)}”.{rest}")
 
 
 def _naming(done: MuteAdded, topics: Sequence[str]) -> MuteAdded:
     """The mute, with the owner's topics that say its phrase (their papers that say it are left out too)."""
-    terms = done.mute.terms.split(" ")
-    return replace(done, topics=tuple(t for t in dict.fromkeys(topics) if holds_phrase(t, terms)))
+    return replace(done, topics=tuple(t for t in dict.fromkeys(topics) if holds_phrase(t, done.terms)))
 
 
 def _checked(phrase: str) -> tuple[str, tuple[str, ...]]:

@@ -59,7 +59,7 @@ async def test_a_muted_phrase_hides_the_papers_that_say_it(muting) -> None:  # t
     mutes, _, ids = muting
     done = await mutes.mute(USER, "  reinforcement   learning ")
     assert done.added
-    assert done.mute.phrase == "reinforcement learning"
+    assert done.phrase == "reinforcement learning"
     assert done.papers == 2
     assert await mutes.muted(USER) == {
         ids["Offline reinforcement learning with critics"],
@@ -104,7 +104,7 @@ async def test_the_same_words_twice_are_one_mute_and_the_limit_holds(db: Databas
     await mutes.mute(USER, "kv cache")
     again = await mutes.mute(USER, "KV caches")
     assert not again.added
-    assert again.mute.phrase == "kv cache"
+    assert again.phrase == "kv cache"
     small = MuteService(db, mutes.matcher, limit=2, clock=lambda: NOW)
     await small.mute(USER, "graph")
     with pytest.raises(MuteError, match="You mute 2 topics already"):
@@ -126,19 +126,39 @@ async def test_a_feed_keeps_its_own_mutes(db: Database, muting) -> None:  # type
     mutes, _, ids = muting
     feeds = SubscriptionRepository(db)
     fields = ScheduleFields(("quantization",), "09:00", "UTC", "daily", 0, 3)
-    feed = await feeds.upsert_channel(10, 1, fields, created_by=USER)
+    await feeds.upsert_channel(10, 1, fields, created_by=USER)
     with pytest.raises(MuteError, match="no paper feed"):
         await mutes.feed_mute(1, 11, "kv cache")
     with pytest.raises(MuteError, match="no paper feed"):
         await mutes.feed_mute(2, 10, "kv cache")  # another server's channel
-    await mutes.feed_mute(1, 10, "key value cache")
-    assert await mutes.feed_muted(feed.id) == {
+    done = await mutes.feed_mute(1, 10, "key value cache")
+    assert done.added
+    assert not (await mutes.feed_mute(1, 10, "Key-value caches")).added
+    feed = await feeds.for_channel(10)
+    assert feed is not None
+    assert feed.mutes == ("key value cache",)
+    assert await mutes.hidden(feed.mutes) == {
         ids["KV cache quantization"],
         ids["Quantized attention kernels"],
     }
     assert await mutes.muted(USER) == frozenset()
-    await mutes.feed_unmute(1, 10, "key-value caches")
-    assert await mutes.feed_mutes(feed.id) == []
+    await feeds.upsert_channel(10, 1, fields, created_by=USER)  # feed set again keeps its mutes
+    with pytest.raises(MuteError, match=r"This feed doesn.t mute “graph”\. Muted now: “key value cache”"):
+        await mutes.feed_unmute(1, 10, "graph")
+    assert await mutes.feed_unmute(1, 10, "key-value caches") == "key value cache"
+    feed = await feeds.for_channel(10)
+    assert feed is not None
+    assert feed.mutes == ()
+
+
+async def test_a_feeds_mutes_have_a_limit(db: Database, muting) -> None:  # type: ignore[no-untyped-def]
+    mutes, _, _ = muting
+    fields = ScheduleFields(("quantization",), "09:00", "UTC", "daily", 0, 3)
+    await SubscriptionRepository(db).upsert_channel(10, 1, fields, created_by=USER)
+    small = MuteService(db, mutes.matcher, limit=1, clock=lambda: NOW)
+    await small.feed_mute(1, 10, "graph")
+    with pytest.raises(MuteError, match="This feed mutes 1 topics already"):
+        await small.feed_mute(1, 10, "molecules")
 
 
 async def test_forget_me_deletes_a_persons_mutes(db: Database, muting) -> None:  # type: ignore[no-untyped-def]
