@@ -24,7 +24,7 @@ import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
@@ -165,22 +165,15 @@ class Snapshot:
         """The list of strings ``name`` (of ``length`` items if given): always strings, by construction."""
         raw = self.array(name + ".chars", (np.uint8,))
         ends = self.array(name + ".ends", (np.int64,), length=length)
-        try:
-            text = raw.tobytes().decode("utf-8", "surrogatepass")
-        except UnicodeDecodeError as error:
-            raise SnapshotError(f"{name}: not UTF-8 ({error})") from error
-        if not len(ends):
-            expect(not text, f"{name}: text without strings")
-            return []
-        parts = text.split("\x00")
-        if len(parts) == len(ends):
-            return parts
-        # Some string holds a NUL itself: cut where the saved ends say (between separators).
-        expect(int(ends[-1]) == len(text) and int(ends[0]) >= 0, f"{name}: ends out of range")
-        expect(bool(np.all(ends[1:] > ends[:-1])), f"{name}: ends out of order")
-        bounds = ends.tolist()
-        starts = [0, *(end + 1 for end in bounds[:-1])]
-        return [text[start:end] for start, end in zip(starts, bounds, strict=True)]
+        return _split_strings(_checked_text(name, raw, ends), ends)
+
+    def later_strings(self, name: str, *, length: int | None = None) -> Callable[[], list[str]]:
+        """:meth:`strings`, checked now and read when called: until then the strings stay in the mapped
+        file, not in Python objects (what a start does not need yet)."""
+        raw = self.array(name + ".chars", (np.uint8,))
+        ends = self.array(name + ".ends", (np.int64,), length=length)
+        _checked_text(name, raw, ends)
+        return lambda: _split_strings(raw.tobytes().decode("utf-8", "surrogatepass"), ends)
 
     def array(
         self, name: str, dtypes: Collection[type[np.generic]], *, length: int | None = None
@@ -281,3 +274,30 @@ def check_range(name: str, values: npt.NDArray[np.integer[Any]], low: int, high:
     """Every value in ``[low, high)``."""
     if len(values):
         expect(int(values.min()) >= low and int(values.max()) < high, f"{name}: values out of range")
+
+
+def _checked_text(name: str, raw: npt.NDArray[np.uint8], ends: npt.NDArray[np.int64]) -> str:
+    """The strings' text, checked to be UTF-8 and cut by ``ends`` (SnapshotError otherwise)."""
+    try:
+        text = raw.tobytes().decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as error:
+        raise SnapshotError(f"{name}: not UTF-8 ({error})") from error
+    if not len(ends):
+        expect(not text, f"{name}: text without strings")
+    elif text.count("\x00") != len(ends) - 1:
+        # Some string holds a NUL itself: cut where the saved ends say (between separators).
+        expect(int(ends[-1]) == len(text) and int(ends[0]) >= 0, f"{name}: ends out of range")
+        expect(bool(np.all(ends[1:] > ends[:-1])), f"{name}: ends out of order")
+    return text
+
+
+def _split_strings(text: str, ends: npt.NDArray[np.int64]) -> list[str]:
+    """The strings of a :func:`_checked_text`."""
+    if not len(ends):
+        return []
+    parts = text.split("\x00")
+    if len(parts) == len(ends):
+        return parts
+    bounds = ends.tolist()
+    starts = [0, *(end + 1 for end in bounds[:-1])]
+    return [text[start:end] for start, end in zip(starts, bounds, strict=True)]

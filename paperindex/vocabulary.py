@@ -8,7 +8,7 @@ in bulk) and saved with its snapshot; a query never changes it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 import numpy as np
@@ -26,26 +26,38 @@ class Vocabulary:
     """term → {word → count}, and the word to show for each term: the most widespread one.
 
     Papers are added in worker threads while the event loop reads the words and a snapshot copies the
-    counts, so every read and write of the counts holds the vocabulary's own lock."""
+    counts, so every read and write of the counts holds the vocabulary's own lock. Counts loaded from a
+    snapshot stay in its mapped file until first used (a start needs none of them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, saved: Callable[[], Iterable[tuple[str, str, int]]] | None = None) -> None:
         self._forms: dict[str, dict[str, int]] = {}
         self._best: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._saved = saved
 
     def learn(self, words: Iterable[tuple[str, str, int]]) -> None:
         """Count ``(term, word, count)`` triples: words (normal form) seen ``count`` more times."""
-        forms, best = self._forms, self._best
         with self._lock:
-            for term, word, n in words:
-                mine = forms.get(term)
-                if mine is None:
-                    if len(forms) >= _MAX_TERMS:
-                        continue
-                    mine = forms[term] = {}
-                if word in mine or len(mine) < _MAX_FORMS:
-                    mine[word] = mine.get(word, 0) + n
-                best.pop(term, None)
+            self._load_saved()
+            self._learn(words)
+
+    def _load_saved(self) -> None:
+        """The snapshot's counts taken in, at their first use (holding the lock)."""
+        saved, self._saved = self._saved, None
+        if saved is not None:
+            self._learn(saved())
+
+    def _learn(self, words: Iterable[tuple[str, str, int]]) -> None:
+        forms, best = self._forms, self._best
+        for term, word, n in words:
+            mine = forms.get(term)
+            if mine is None:
+                if len(forms) >= _MAX_TERMS:
+                    continue
+                mine = forms[term] = {}
+            if word in mine or len(mine) < _MAX_FORMS:
+                mine[word] = mine.get(word, 0) + n
+            best.pop(term, None)
 
     def learn_words(self, words: Sequence[str], counts: npt.NDArray[np.int64]) -> None:
         """Count normalised ``words`` (as :func:`paperindex.tokenizer.text_words` finds them, casefolded),
@@ -61,6 +73,7 @@ class Vocabulary:
         best = self._best.get(term)
         if best is None:
             with self._lock:
+                self._load_saved()
                 forms = self._forms.get(term)
                 if not forms:
                     return term
@@ -70,11 +83,13 @@ class Vocabulary:
     def words(self, term: str) -> tuple[str, ...]:
         """The words (normal form) seen for an index term, none for a term no paper gave."""
         with self._lock:
+            self._load_saved()
             return tuple(self._forms.get(term, ()))
 
     def counts(self) -> dict[str, dict[str, int]]:
         """A copy of the counts: term → {word → count}."""
         with self._lock:
+            self._load_saved()
             return {term: dict(forms) for term, forms in self._forms.items()}
 
     def save(self, arrays: dict[str, np.ndarray], strings: dict[str, list[str]]) -> None:
@@ -87,10 +102,8 @@ class Vocabulary:
     @classmethod
     def from_snapshot(cls, saved: Snapshot) -> Vocabulary:
         """The vocabulary :meth:`save` wrote, checked (SnapshotError otherwise)."""
-        terms = saved.strings("surface.terms")
-        words = saved.strings("surface.words", length=len(terms))
-        counts = saved.array("surface.counts", (np.int64,), length=len(terms))
+        counts = saved.array("surface.counts", (np.int64,))
+        terms = saved.later_strings("surface.terms", length=len(counts))
+        words = saved.later_strings("surface.words", length=len(counts))
         check_range("surface.counts", counts, 1, 1 << 62)
-        vocabulary = cls()
-        vocabulary.learn(zip(terms, words, counts.tolist(), strict=True))
-        return vocabulary
+        return cls(lambda: zip(terms(), words(), counts.tolist(), strict=True))
