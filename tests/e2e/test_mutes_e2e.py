@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from answers import answer_text
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, JobExecutionEvent
-from builders import Clock
+from builders import Clock, wait_idle
 
 from storage.models import PaperRecord
 
@@ -117,7 +117,7 @@ async def _fire(e2e: E2E, sub_id: int) -> None:
         await asyncio.wait_for(over.wait(), 30)
     finally:
         jobs.scheduler.remove_listener(seen)
-    await jobs.wait_idle()
+    await wait_idle(jobs)
     await e2e.server.wait_quiet()
 
 
@@ -165,7 +165,7 @@ async def test_a_muted_topic_never_reaches_recommend_or_the_digest_but_search_st
     await server.eventually(
         lambda: [m for m in server.dm_messages("bob") if m.embeds], what="bob's digest", timeout=10
     )
-    await e2e.bot.digest_jobs.wait_idle()
+    await wait_idle(e2e.bot.digest_jobs)
     await server.wait_quiet()
     sent = await _posted_ids(e2e, [m for m in server.dm_messages("bob") if m.embeds])
     assert sent
@@ -283,7 +283,7 @@ async def test_a_followed_authors_muted_paper_stays_out_of_the_digest(e2e: E2E) 
     await server.eventually(
         lambda: [m for m in server.dm_messages("bob") if m.embeds], what="bob's digest", timeout=10
     )
-    await e2e.bot.digest_jobs.wait_idle()
+    await wait_idle(e2e.bot.digest_jobs)
     await server.wait_quiet()
     sent = await _posted_ids(e2e, [m for m in server.dm_messages("bob") if m.embeds])
     assert by_title["Analytical engines today"] in sent

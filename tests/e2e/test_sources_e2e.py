@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from builders import wait_idle
 from source_fakes import FakeService, FakeTime, client, fixture
 from test_digest_e2e import paper_messages, posted_paper_ids, wait_for_papers
 
@@ -88,7 +89,7 @@ async def test_a_paper_from_two_sources_and_two_versions_reaches_a_digest_once(
         for _ in range(4):  # digests until one has nothing that was not sent
             before = len(paper_messages(server.dm_messages("bob")))
             await server.run_command("bob", "paper digest")
-            await e2e.bot.digest_jobs.wait_idle()
+            await wait_idle(e2e.bot.digest_jobs)
             await server.wait_quiet()
             if len(paper_messages(server.dm_messages("bob"))) == before:
                 break
