@@ -3,10 +3,11 @@
 Opens the services on a store as `paperbot run` does (`open_services`: the store, the search index
 loaded from its snapshot or built, the paper space, the author names) and waits for the work beside the
 start, then ranking's facts as the first digest reads them; prints resident (VmRSS) and peak (VmHWM)
-memory after the imports, once the services are open, once the work beside the start is done. With
-``--trace``, tracemalloc's largest allocations still held (by file and line), which is what to shrink.
+memory after the imports, once the services are open, once the work beside the start is done, and
+after ``--digests N`` digests planned (none sent). With ``--trace``, tracemalloc's largest allocations
+still held (by file and line) since the start (or, with ``--digests``, since the start was done).
 
-    .venv/bin/python bench/start_memory.py --db /tmp/bench100k.db [--trace] [--top 30]
+    .venv/bin/python bench/start_memory.py --db /tmp/bench100k.db [--trace] [--top 30] [--digests N]
 
 The store is the one `startup_bench.py` and `digest_bench.py` prepare (`--db` of either); the first
 run over it builds and saves the search snapshot and the paper space, so run it twice to see a later
@@ -47,21 +48,32 @@ async def beside_start_done(services: Services) -> None:
     await services.authors.refresh()
 
 
+async def plan_digests(services: Services, count: int) -> None:
+    """Plan the digests of the first ``count`` active subscriptions, as they would fall due (none sent)."""
+    from bot.services.digests.subscriptions import recipient_of
+
+    board = services.digests
+    subs = (await board.subscriptions.active())[:count]
+    sent = await board.repository.all_sent_paper_ids()
+    for sub in subs:
+        await board.planner.choose(sub, sent=sent.get(recipient_of(sub), set()))
+
+
 def _line(what: str, started: float) -> None:
     rss, peak = memory_mb()
     print(f"{what:<34} {time.perf_counter() - started:>6.1f} s  {rss:>6.0f} MB resident, peak {peak:,.0f} MB")
 
 
-async def measure(db: Path, trace: bool, top: int) -> None:
+async def measure(db: Path, trace: bool, top: int, digests: int) -> None:
     started = time.perf_counter()
     from bot.runtime import open_services
     from bot.settings import Settings
     from storage.store import StoreLocation
 
     _line("imports", started)
-    if trace:
+    if trace and not digests:
         tracemalloc.start()
-    baseline = tracemalloc.take_snapshot() if trace else None
+    baseline = tracemalloc.take_snapshot() if trace and not digests else None
     settings = Settings(discord_token="unused", store=StoreLocation.parse(str(db)))
     async with open_services(settings, load_shipped_corpus=False) as services:
         _line("services open (index loaded/built)", started)
@@ -69,6 +81,13 @@ async def measure(db: Path, trace: bool, top: int) -> None:
         await services.recommender.facts.sync()
         gc.collect()
         _line("work beside the start done", started)
+        if digests:
+            if trace:
+                tracemalloc.start()
+                baseline = tracemalloc.take_snapshot()
+            await plan_digests(services, digests)
+            gc.collect()
+            _line(f"{digests:,} digests planned", started)
         if baseline is not None:
             held = tracemalloc.take_snapshot().compare_to(baseline, "lineno")
             print(f"\ntraced and still held: {sum(s.size_diff for s in held) / 1e6:.1f} MB; the largest:")
@@ -83,11 +102,12 @@ def main() -> None:
     parser.add_argument("--db", type=Path, required=True, help="a store startup_bench.py prepared")
     parser.add_argument("--trace", action="store_true", help="tracemalloc's largest held allocations")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--digests", type=int, default=0, help="then plan this many digests")
     args = parser.parse_args()
     if not args.db.exists():
         print(f"start memory skipped: {args.db} does not exist (prepare it with startup_bench.py --db)")
         return
-    asyncio.run(measure(args.db, args.trace, args.top))
+    asyncio.run(measure(args.db, args.trace, args.top, args.digests))
 
 
 if __name__ == "__main__":
