@@ -4,10 +4,13 @@ Opens the services on a store as `paperbot run` does (`open_services`: the store
 loaded from its snapshot or built, the paper space, the author names) and waits for the work beside the
 start, then ranking's facts as the first digest reads them; prints resident (VmRSS) and peak (VmHWM)
 memory after the imports, once the services are open, once the work beside the start is done, and
-after ``--digests N`` digests planned (none sent). With ``--trace``, tracemalloc's largest allocations
+after ``--digests N`` digests planned (none sent), and after ``--searches N`` and 10 × N `/paper search`
+answers (the search service, its listings stored behind: resident memory must not keep growing). With
+``--trace``, tracemalloc's largest allocations
 still held (by file and line) since the start (or, with ``--digests``, since the start was done).
 
     .venv/bin/python bench/start_memory.py --db /tmp/bench100k.db [--trace] [--top 30] [--digests N]
+        [--searches N]
 
 The store is the one `startup_bench.py` and `digest_bench.py` prepare (`--db` of either); the first
 run over it builds and saves the search snapshot and the paper space, so run it twice to see a later
@@ -59,12 +62,27 @@ async def plan_digests(services: Services, count: int) -> None:
         await board.planner.choose(sub, sent=sent.get(recipient_of(sub), set()))
 
 
+QUERIES = (
+    "kv cache quantization",
+    "graph neural networks",
+    "offline reinforcement learning",
+    "speculative decoding",
+)
+
+
+async def search(services: Services, start: int, stop: int) -> None:
+    """``/paper search`` answers from ``start`` to ``stop`` (listing ids), as the command asks them."""
+    for n in range(start, stop):
+        query = QUERIES[n % len(QUERIES)]
+        await services.search_service.search(n + 1, user_id=1 + n % 50, query=query, page_size=5)
+
+
 def _line(what: str, started: float) -> None:
     rss, peak = memory_mb()
     print(f"{what:<34} {time.perf_counter() - started:>6.1f} s  {rss:>6.0f} MB resident, peak {peak:,.0f} MB")
 
 
-async def measure(db: Path, trace: bool, top: int, digests: int) -> None:
+async def measure(db: Path, trace: bool, top: int, digests: int, searches: int) -> None:
     started = time.perf_counter()
     from bot.runtime import open_services
     from bot.settings import Settings
@@ -88,6 +106,14 @@ async def measure(db: Path, trace: bool, top: int, digests: int) -> None:
             await plan_digests(services, digests)
             gc.collect()
             _line(f"{digests:,} digests planned", started)
+        if searches:
+            await services.writes.start()  # as the bot does once logged in: listings stored behind
+            await search(services, 0, searches)
+            gc.collect()
+            _line(f"{searches:,} searches", started)
+            await search(services, searches, 10 * searches)
+            gc.collect()
+            _line(f"{10 * searches:,} searches", started)
         if baseline is not None:
             held = tracemalloc.take_snapshot().compare_to(baseline, "lineno")
             print(f"\ntraced and still held: {sum(s.size_diff for s in held) / 1e6:.1f} MB; the largest:")
@@ -103,11 +129,14 @@ def main() -> None:
     parser.add_argument("--trace", action="store_true", help="tracemalloc's largest held allocations")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--digests", type=int, default=0, help="then plan this many digests")
+    parser.add_argument(
+        "--searches", type=int, default=0, help="then this many searches, and 10 times as many"
+    )
     args = parser.parse_args()
     if not args.db.exists():
         print(f"start memory skipped: {args.db} does not exist (prepare it with startup_bench.py --db)")
         return
-    asyncio.run(measure(args.db, args.trace, args.top, args.digests))
+    asyncio.run(measure(args.db, args.trace, args.top, args.digests, args.searches))
 
 
 if __name__ == "__main__":
