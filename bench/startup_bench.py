@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import digest_bench
+from start_memory import beside_start_done, memory_mb
 
 from bot.sandbox import SandboxServer
 from bot.sandbox.harness import running_paperbot, sandbox_settings
@@ -57,26 +58,6 @@ QUERIES = (
     "vision transformer",
     "robot manipulation policy",
 )
-
-
-def memory_mb() -> tuple[float, float]:
-    """(VmRSS, VmHWM) of this process, in MB: resident now and at its peak."""
-    values: dict[str, float] = {}
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = int(rest.split()[0]) / 1024
-    return values["VmRSS"], values["VmHWM"]
-
-
-async def beside_start_done(services: Services) -> None:
-    """Wait for the work the bot does beside its start: the paper space placed, the author names read."""
-    space = services.recommender.space
-    while services._placing.locked() or space.placed < services.search.index.n_slots:
-        await services.place_papers()
-        await asyncio.sleep(0.1)
-    await services.authors.refresh()
 
 
 async def searches(server: SandboxServer, count: int, start: int) -> None:

@@ -229,7 +229,8 @@ class Settings:
         "./paperbot.db",
         StoreLocation.parse,
         "the store, also the one `paperbot sandbox` and `paperbot start` without a token open when it is "
-        "set: the SQLite database file (WAL files, the search-index snapshot and `paperbot.db.pending`, the "
+        "set: the SQLite database file (WAL files, the search-index snapshot, the paper space and "
+        "`paperbot.db.pending`, the "
         "outbox of reactions and clicks not stored yet, live beside it), or a `postgresql://USER@HOST/DB` "
         "URL of a PostgreSQL database several processes share",
     )
@@ -238,7 +239,7 @@ class Settings:
         "",
         Path,
         "the folder where this process keeps its own files (`*.pending`, the outbox of reactions and "
-        "clicks not stored yet; `*.search-index`); empty: beside a SQLite database, or the working "
+        "clicks not stored yet; `*.search-index`, `*.paper-space`); empty: beside a SQLite database, or the working "
         "directory for PostgreSQL. Give each process of a bot its own",
     )
     dev_guild_id: int | None = setting(
