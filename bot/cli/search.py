@@ -93,7 +93,9 @@ def _print_results(
         if not results.hits:
             print(f"No papers match {text!r}.")
         for row in _rows(results, papers):
-            print(f"{row['rank']:>3}. [{row['score']:.3f}] {readable(str(row['title']))}  (#{row['id']})")
+            # an author's papers are listed newest first: there is no score to show
+            score = "" if answer.author else f"[{row['score']:.3f}] "
+            print(f"{row['rank']:>3}. {score}{readable(str(row['title']))}  (#{row['id']})")
 
 
 def query_note(answer: SearchAnswer) -> str:

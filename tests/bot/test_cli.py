@@ -571,6 +571,7 @@ def test_search_says_what_a_misspelt_query_or_a_name_was_searched_as(
     code, out, _ = cli(capsys, "search", "ada lovelace")
     assert out.startswith("Papers by Ada Lovelace, newest first")
     assert "Quantizing the KV cache" in out
+    assert "[0.000]" not in out  # newest first: no score that means nothing
     # --json: stdout holds the results alone, the note goes to stderr
     code, out, err = cli(capsys, "search", "quantizng", "--json")
     assert json.loads(out.splitlines()[0])["title"] == "Quantizing the KV cache"
