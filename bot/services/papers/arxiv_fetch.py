@@ -19,26 +19,33 @@ so a fetch killed at any point resumes from the next page on the next run instea
 over. A finished category clears its cursor and records `arxiv:last_fetch` (and
 `arxiv:last_fetch:<category>`).
 
-The HTTP transport is injectable (`http`), and so are `sleep` and `clock`, so tests run on recorded
+The spacing, the retries with backoff and the offline check are those of every source
+(:class:`~bot.services.papers.sources.http.PoliteClient`), worded here as arXiv's own errors. The
+HTTP transport is injectable (`http`), and so are `sleep` and `clock`, so tests run on recorded
 responses without a network and check the spacing and the backoff without waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
 import aiohttp
 
 from bot.errors import UserFacingError
 from bot.services.papers.arxiv_taxonomy import UnknownCategoryError, arxiv_category
 from bot.services.papers.ingest.arxiv_atom import ArxivApiError, parse_atom
+from bot.services.papers.sources.http import BACKOFF_MAX, PoliteClient, Wording
+
+# the HTTP pieces arXiv's callers (the lookup, the sandbox, tests) import from here: their home is
+# sources.http, where every source's polite client lives
+from bot.services.papers.sources.http import AiohttpTransport as AiohttpTransport
+from bot.services.papers.sources.http import HttpResponse as HttpResponse
+from bot.services.papers.sources.http import Transport as Transport
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
 from storage.repositories.source_fetches import SourceFetchRepository
@@ -50,15 +57,11 @@ API_URL = "https://export.arxiv.org/api/query"
 PAGE_SIZE = 100
 REQUEST_SPACING = 3.0  # seconds between requests
 MAX_RETRIES = 4
-BACKOFF_BASE = 6.0  # first retry waits this long, then doubles
-BACKOFF_MAX = 120.0
+BACKOFF_BASE = 6.0  # first retry waits this long, then doubles (at most BACKOFF_MAX)
 MAX_PAPERS = 10_000  # per category and run: a guard against a runaway --days
 CURSOR_MAX_AGE = timedelta(hours=24)  # an older cursor is stale: start over
 LAST_FETCH_KEY = "arxiv:last_fetch"
 USER_AGENT = "paperbot/0.1 (research paper digest bot; polite arXiv API client)"
-
-#: connection failures that mean this machine cannot reach arXiv at all, not a passing hiccup
-_OFFLINE_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN})
 
 
 class ArxivFetchError(UserFacingError):
@@ -70,35 +73,13 @@ class ArxivUnreachableError(ArxivFetchError):
     stored stays and the next run resumes."""
 
 
-def is_offline(error: BaseException) -> bool:
-    """Whether a failed request means no network to arXiv (its name does not resolve, no route)."""
-    if isinstance(error, aiohttp.ClientConnectorDNSError):
-        return True
-    return isinstance(error, aiohttp.ClientConnectorError) and error.os_error.errno in _OFFLINE_ERRNOS
-
-
-@dataclass(frozen=True, slots=True)
-class HttpResponse:
-    status: int
-    body: bytes
-
-
-class Transport(Protocol):
-    """GET `url` with query `params`; raises TimeoutError / OSError / aiohttp.ClientError on failure."""
-
-    def __call__(self, url: str, params: Mapping[str, str]) -> Awaitable[HttpResponse]: ...
-
-
-class AiohttpTransport:
-    """The real transport: one aiohttp session, a total timeout per request."""
-
-    def __init__(self, session: aiohttp.ClientSession, *, timeout: float = 60.0) -> None:
-        self._session = session
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
-
-    async def __call__(self, url: str, params: Mapping[str, str]) -> HttpResponse:
-        async with self._session.get(url, params=dict(params), timeout=self._timeout) as response:
-            return HttpResponse(response.status, await response.read())
+#: how `paperbot fetch arxiv` words a request that gave up (`{what}` is the category)
+_ARXIV_WORDING = Wording(
+    ArxivUnreachableError,
+    offline="cannot reach arXiv ({failure}): this machine seems to be offline; nothing was fetched. "
+    "Run it again once it has a network.",
+    exhausted="arXiv did not answer for {what} after {attempts} attempts ({failure})",
+)
 
 
 def _now() -> datetime:
@@ -159,7 +140,16 @@ class _Fetcher:
         url: str,
     ) -> None:
         self.db = db
-        self.http = http
+        self.client = PoliteClient(
+            http,
+            service="arXiv",
+            spacing=REQUEST_SPACING,
+            retries=MAX_RETRIES,
+            backoff=BACKOFF_BASE,
+            sleep=sleep,
+            clock=clock,
+            wording=_ARXIV_WORDING,
+        )
         self.sleep = sleep
         self.clock = clock
         self.page_size = page_size
@@ -168,21 +158,14 @@ class _Fetcher:
         self.papers = PaperRepository(db)
         self.state = StateRepository(db)
         self.fetches = SourceFetchRepository(db)
-        self._last_request: datetime | None = None
-        self.requests = 0
 
-    async def _polite_get(self, params: Mapping[str, str]) -> HttpResponse:
-        """One request, at least REQUEST_SPACING after the previous one."""
-        if self._last_request is not None:
-            wait = REQUEST_SPACING - (self.clock() - self._last_request).total_seconds()
-            if wait > 0:
-                await self.sleep(wait)
-        self._last_request = self.clock()
-        self.requests += 1
-        return await self.http(self.url, params)
+    @property
+    def requests(self) -> int:
+        """HTTP requests made so far, retries included."""
+        return self.client.requests
 
     async def get_page(self, category: str, start: int) -> HttpResponse:
-        """A page of results, retrying 5xx, 429, timeouts and connection errors with backoff."""
+        """A page of results, retried as `PoliteClient` retries (5xx, 429, timeouts, connection errors)."""
         params = {
             "search_query": f"cat:{category}",
             "sortBy": "submittedDate",
@@ -190,37 +173,7 @@ class _Fetcher:
             "start": str(start),
             "max_results": str(self.page_size),
         }
-        failure = ""
-        for attempt in range(MAX_RETRIES + 1):
-            if attempt:
-                delay = min(BACKOFF_BASE * 2 ** (attempt - 1), BACKOFF_MAX)
-                log.warning(
-                    "arXiv %s start=%d: %s; retry %d/%d in %.0fs",
-                    category,
-                    start,
-                    failure,
-                    attempt,
-                    MAX_RETRIES,
-                    delay,
-                )
-                await self.sleep(delay)
-            try:
-                response = await self._polite_get(params)
-            except (TimeoutError, OSError, aiohttp.ClientError) as error:
-                failure = f"{type(error).__name__}: {error}".rstrip(": ")
-                if is_offline(error):
-                    raise ArxivUnreachableError(
-                        f"cannot reach arXiv ({failure}): this machine seems to be offline; nothing was "
-                        "fetched. Run it again once it has a network."
-                    ) from error
-                continue
-            if response.status >= 500 or response.status == 429:
-                failure = f"HTTP {response.status}"
-                continue
-            return response
-        raise ArxivUnreachableError(
-            f"arXiv did not answer for {category} after {MAX_RETRIES + 1} attempts ({failure})"
-        )
+        return await self.client.get(self.url, params, what=category)
 
     async def fetch_category(self, category: str, days: int) -> _CategoryResult:
         result = _CategoryResult(category)

@@ -218,7 +218,9 @@ async def test_a_machine_without_a_network_is_told_at_the_first_attempt(db: Data
 async def test_gives_up_after_the_retries_and_says_why(db: Database) -> None:
     clock = FakeTime()
     arxiv = FakeArxiv(clock, {0: HttpResponse(502, b"")})
-    with pytest.raises(ArxivFetchError, match=r"after 5 attempts \(HTTP 502\)"):
+    with pytest.raises(
+        ArxivUnreachableError, match=r"^arXiv did not answer for cs\.LG after 5 attempts \(HTTP 502\)$"
+    ):
         await fetch_arxiv(db, categories=["cs.LG"], days=1, http=arxiv, sleep=clock.sleep, clock=clock)
     assert len(arxiv.calls) == arxiv_fetch.MAX_RETRIES + 1
     assert await last_fetch(db) is None
