@@ -8,14 +8,16 @@ the page's cursor in the same transaction, so a fetch stopped anywhere resumes a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from bot.errors import UserFacingError
 from bot.services.papers.sources.http import PoliteClient
 from storage.models import PaperRecord
+
+_Item = TypeVar("_Item")
 
 #: A source's own resume state (JSON-able): a cursor, an offset.
 Cursor = Mapping[str, Any]
@@ -37,6 +39,22 @@ class SourcePage:
     cursor: Cursor | None = None
     #: records left out as older than the range asked (a feed lists what it lists)
     older: int = 0
+
+
+def parse_each(
+    items: Iterable[_Item], parse: Callable[[_Item], PaperRecord | str], where: str
+) -> tuple[list[PaperRecord], list[str]]:
+    """Each of a page's items as a record, and "``where`` N: why" for each item ``parse`` refused (it
+    returns the reason as a string)."""
+    records: list[PaperRecord] = []
+    problems: list[str] = []
+    for number, item in enumerate(items, start=1):
+        found = parse(item)
+        if isinstance(found, str):
+            problems.append(f"{where} {number}: {found}")
+        else:
+            records.append(found)
+    return records, problems
 
 
 class Source(Protocol):

@@ -21,7 +21,7 @@ from datetime import date
 from typing import Any
 
 from bot.services.papers.ingest.normalise import clean_text, doi, iso_date
-from bot.services.papers.sources.base import Cursor, SourceError, SourcePage
+from bot.services.papers.sources.base import Cursor, SourceError, SourcePage, parse_each
 from bot.services.papers.sources.http import PoliteClient
 from storage.models import PaperRecord
 
@@ -97,14 +97,9 @@ def parse_details(data: bytes, *, server: str, where: str) -> tuple[list[PaperRe
         total = int(message.get("total", len(collection)))
     except (TypeError, ValueError):
         total = len(collection)
-    records: list[PaperRecord] = []
-    problems: list[str] = []
-    for number, item in enumerate(collection, start=1):
-        found = preprint_record(item, server=server)
-        if isinstance(found, str):
-            problems.append(f"{where}: row {number}: {found}")
-        else:
-            records.append(found)
+    records, problems = parse_each(
+        collection, lambda item: preprint_record(item, server=server), f"{where}: row"
+    )
     return records, problems, len(collection), total
 
 

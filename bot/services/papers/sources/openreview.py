@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from bot.services.papers.ingest.normalise import clean_text, openreview_id, parse_venue
-from bot.services.papers.sources.base import Cursor, SourceError, SourcePage
+from bot.services.papers.sources.base import Cursor, SourceError, SourcePage, parse_each
 from bot.services.papers.sources.http import PoliteClient
 from storage.models import PaperRecord
 
@@ -90,14 +90,7 @@ def parse_notes(data: bytes, *, where: str) -> tuple[list[PaperRecord], list[str
     notes = answer["notes"]
     count = answer.get("count")
     total = count if isinstance(count, int) else len(notes)
-    records: list[PaperRecord] = []
-    problems: list[str] = []
-    for number, note in enumerate(notes, start=1):
-        found = note_record(note)
-        if isinstance(found, str):
-            problems.append(f"{where}: note {number}: {found}")
-        else:
-            records.append(found)
+    records, problems = parse_each(notes, note_record, f"{where}: note")
     return records, problems, len(notes), total
 
 

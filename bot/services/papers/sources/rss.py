@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlparse
 import feedparser
 
 from bot.services.papers.ingest.normalise import arxiv_id, clean_text, clean_url, doi, iso_date
-from bot.services.papers.sources.base import Cursor, SourceError, SourcePage
+from bot.services.papers.sources.base import Cursor, SourceError, SourcePage, parse_each
 from bot.services.papers.sources.http import PoliteClient
 from storage.models import PaperRecord
 
@@ -115,18 +115,12 @@ def parse_feed(data: bytes, *, name: str, since: date | None = None) -> SourcePa
         reason = getattr(feed.get("bozo_exception"), "getMessage", lambda: "")() or "no RSS or Atom feed"
         raise SourceError(f"{name} is not an RSS or Atom feed ({reason})")
     venue = clean_text(feed.feed.get("title")) or None
-    records: list[PaperRecord] = []
-    problems: list[str] = []
-    older = 0
-    for number, entry in enumerate(feed.entries, start=1):
-        found = entry_record(entry, venue=venue, source="rss")
-        if isinstance(found, str):
-            problems.append(f"{name}: entry {number}: {found}")
-        elif since is not None and found.published is not None and found.published < since.isoformat():
-            older += 1
-        else:
-            records.append(found)
-    return SourcePage(records, problems, None, older)
+    parsed, problems = parse_each(
+        feed.entries, lambda entry: entry_record(entry, venue=venue, source="rss"), f"{name}: entry"
+    )
+    first = since.isoformat() if since is not None else None
+    records = [r for r in parsed if first is None or r.published is None or r.published >= first]
+    return SourcePage(records, problems, None, len(parsed) - len(records))
 
 
 class RssSource:
