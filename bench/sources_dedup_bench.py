@@ -10,7 +10,8 @@ sentence as a journal edits it). The preprints are merged in pages of 30 (bioRxi
 in pages of 100, each page one transaction (`PaperRepository.upsert_many`, the fetch's merge), into a
 fresh SQLite store. It prints the papers held after each source (each paper once: the count after the
 second source equals the first's), how many articles joined by DOI and by title + first author, the
-rate, and the corpus's own duplicates by title + first author (which the store also holds once).
+rate, the corpus's own duplicates by title + first author (which the store also holds once), and the
+papers still held twice (their preprint and their article two papers), each by title and authors.
 Figures only: no pass/fail.
 """
 
@@ -96,6 +97,24 @@ async def run(rows: list[dict], order: str) -> None:
                 print(
                     f"| {name} | {len(batch):,} | {added:,} | {joined:,} | {held:,} | {seconds:.1f} | {rate:,.0f} |"
                 )
+            twice = await held_twice(repo, rows, preprints, articles)
+            print(f"held twice (its preprint and its article two papers): {len(twice)}")
+            for row in twice:
+                authors = ", ".join(row.get("authors") or ())
+                print(f"  {row['title']!r} by {authors!r}: {row['abstract'][:60]!r}…")
+
+
+async def held_twice(
+    repo: PaperRepository, rows: list[dict], preprints: list[PaperRecord], articles: list[PaperRecord]
+) -> list[dict]:
+    """The papers whose preprint and journal article the store holds as two papers (by their DOIs)."""
+    twice = []
+    for row, preprint, article in zip(rows, preprints, articles, strict=True):
+        one = await repo.find_by_external(preprint.doi or "")
+        other = await repo.find_by_external(article.doi or "")
+        if one is None or other is None or one.id != other.id:
+            twice.append(row)
+    return twice
 
 
 def main() -> None:
@@ -110,7 +129,12 @@ def main() -> None:
     rows = [r for r in multivenue_rows() if r.get("title") and r.get("abstract")]
     if args.papers:
         rows = rows[: args.papers]
-    keys = [paper_keys.title_author_key(r["title"], list(r.get("authors") or ())) for r in rows]
+    keys = [
+        None
+        if paper_keys.generic_title(r["title"])
+        else paper_keys.title_author_key(r["title"], r["authors"] or [])
+        for r in rows
+    ]
     repeated = len([k for k in keys if k]) - len({k for k in keys if k})
     print(
         f"{len(rows):,} papers of the multivenue corpus; {repeated:,} share a title and first author with another"

@@ -135,14 +135,20 @@ def doi(value: object) -> str | None:
     return found.lower() or None
 
 
-# A one-word title ("Introduction", "Editorial", "Correction") or one shorter than this (normalised) is
-# too generic to identify a paper even with its first author; "Deep Sets" by Zaheer is not.
+# A one-word title ("Introduction", "Editorial", "Correction", "HyperNetworks") or one shorter than this
+# (normalised) is too generic to identify a paper even with its first author; "Deep Sets" by Zaheer is
+# not. A record joins a paper by such a title only when its abstract says the same as well.
 SUBSTANTIVE_TITLE = 8
+#: the share of the shorter abstract's word triples the other must hold for the two to say the same
+#: (a journal's edit, a sentence cut or added, keeps most; two papers' abstracts share almost none)
+ABSTRACTS_AGREE = 0.5
+_ABSTRACT_WORDS = re.compile(r"[^\W_]+")
 
 
 def surname(author: str) -> str:
-    """An author's family name, normalised: "Smith, John" and "John Smith" both give "smith"."""
-    name = author.strip()
+    """An author's family name, normalised: "Smith, John" and "John Smith" both give "smith"; marks
+    beside a name ("John Smith *", "Smith, John †") are not part of it."""
+    name = " ".join(part for part in author.split() if normalise_text(part))
     if "," in name:
         name = name.split(",", 1)[0]
     else:
@@ -151,12 +157,32 @@ def surname(author: str) -> str:
     return normalise_text(name)
 
 
+def generic_title(title: str) -> bool:
+    """Whether a title is too generic to tell a paper by, with its first author, on its own."""
+    return len(normalise_text(title)) < SUBSTANTIVE_TITLE or len(title.split()) < 2
+
+
 def title_author_key(title: str, authors: tuple[str, ...] | list[str]) -> str | None:
     """The key of a normalised title and its first author's family name: what tells a journal article
-    and its preprint (different DOIs, an abstract edited between them) to be one paper. None when the
-    title is too short to identify a paper or there is no author."""
+    and its preprint (different DOIs, an abstract edited between them) to be one paper; with a
+    `generic_title`, only when their abstracts agree too. None when there is no title or author."""
     head = normalise_text(title)
     first = surname(authors[0]) if authors else ""
-    if len(head) < SUBSTANTIVE_TITLE or len(title.split()) < 2 or not first:
+    if not head or not first:
         return None
     return hashlib.blake2b(f"ta:{head}|{first}".encode(), digest_size=16).hexdigest()
+
+
+def _word_triples(text: str) -> set[tuple[str, ...]]:
+    words = _ABSTRACT_WORDS.findall(_COMBINING.sub("", unicodedata.normalize("NFKD", text)).casefold())
+    return set(zip(words, words[1:], words[2:], strict=False))
+
+
+def abstracts_agree(one: str, other: str) -> bool:
+    """Whether two abstracts say the same: both substantive, and most word triples of the shorter
+    are in the other (a journal's edit of its preprint's abstract agrees; two papers' do not)."""
+    if min(len(normalise_text(one)), len(normalise_text(other))) < SUBSTANTIVE_ABSTRACT:
+        return False
+    mine, theirs = _word_triples(one), _word_triples(other)
+    shorter = min(len(mine), len(theirs))
+    return shorter > 0 and len(mine & theirs) >= ABSTRACTS_AGREE * shorter

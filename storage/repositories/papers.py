@@ -12,7 +12,10 @@ record fills what the stored paper lacks and never overwrites real data:
 - more keys than the columns hold are kept in `paper_aliases`: another DOI (a preprint's journal
   version, or the preprint of an article), the content key of a newer version's abstract, and the
   normalised title + first author (`paper_keys.title_author_key`): a record matching one of them is
-  that paper, so the same paper from two sources (a bioRxiv preprint and its journal article) is one;
+  that paper, so the same paper from two sources (a bioRxiv preprint and its journal article) is one.
+  A generic title ("HyperNetworks", "Introduction": one word, or short) joins by title and first
+  author only when the abstracts agree as well (`paper_keys.abstracts_agree`): two papers called
+  "Introduction" by two Smiths stay two;
 - a record of a newer version (`PaperRecord.version`: arXiv v2, a bioRxiv version) than the stored
   one, matched by its arXiv id or DOI, replaces the title, abstract and authors: an update, not a
   new paper (and so never a second digest item);
@@ -49,8 +52,9 @@ _ALL_KINDS = (*KEY_KINDS, "title_author")
 # Fields a record may fill when the stored paper lacks them.
 _FILLABLE = ("venue", "year", "status", "url", "pdf_url", "code_url", "published", "external_id", "source")
 _CHUNK = 500  # bound parameters per IN (...) query
-#: `app_state` key set once the papers stored before migration 13 have their title + first-author keys
-_BACKFILLED = "paper_aliases:title_author_backfilled"
+#: `app_state` key set once the papers stored before have their title + first-author keys (the keys of
+#: generic titles and of first authors with a mark, "Smith *", came later: a new name runs it once more)
+_BACKFILLED = "paper_aliases:title_author_backfilled_2"
 
 _PAPER_COLUMNS = (
     "id, title, title_derived, abstract, authors, venue, year, status, url, pdf_url, code_url, "
@@ -95,6 +99,8 @@ class _Entity:
     source: str | None
     published: str | None
     version: int | None = None
+    #: a stored paper's abstract, loaded only when a record with a generic title would join it
+    compared_abstract: str | None = None
     dirty: bool = False
     #: keys this batch gives the paper beyond its columns, for `paper_aliases`
     aliases: list[tuple[str, str]] = field(default_factory=list)
@@ -129,6 +135,7 @@ class _Prepared(NamedTuple):
     record: PaperRecord
     keys: tuple[tuple[str, str], ...]  # (kind, value) in KEY_KINDS order
     authors_json: str
+    generic_title: bool  # its title + first author joins a paper only when the abstracts agree
 
 
 def record_keys(record: PaperRecord) -> tuple[tuple[str, str], ...]:
@@ -149,7 +156,8 @@ def record_keys(record: PaperRecord) -> tuple[tuple[str, str], ...]:
 
 def _prepare(record: PaperRecord) -> _Prepared:
     authors = json.dumps(list(record.authors), ensure_ascii=False) if record.authors else "[]"
-    return _Prepared(record, record_keys(record), authors)
+    generic = not record.title_derived and paper_keys.generic_title(record.title)
+    return _Prepared(record, record_keys(record), authors, generic)
 
 
 def _new_entity(prep: _Prepared) -> _Entity:
@@ -202,6 +210,18 @@ def _ids_disagree(entity: _Entity, prep: _Prepared) -> bool:
         kind in ("arxiv_id", "openreview_id") and getattr(entity, kind) not in (None, value)
         for kind, value in prep.keys
     )
+
+
+def _same_text(entity: _Entity, prep: _Prepared) -> bool:
+    """Whether a record joining a paper by a generic title and first author says what it says."""
+    abstract = entity.abstract if entity.abstract is not None else entity.compared_abstract
+    return abstract is not None and paper_keys.abstracts_agree(abstract, prep.record.abstract)
+
+
+def _joins_by_title(entity: _Entity, prep: _Prepared) -> bool:
+    """Whether a record whose title and first author are the paper's is that paper: not when its
+    arXiv or OpenReview id is another, nor, for a generic title, when the abstracts do not agree."""
+    return not _ids_disagree(entity, prep) and (not prep.generic_title or _same_text(entity, prep))
 
 
 def _update_version(entity: _Entity, prep: _Prepared) -> bool:
@@ -323,6 +343,26 @@ def _row_values(entity: _Entity) -> tuple[Any, ...]:
     )
 
 
+async def _load_compared_abstracts(
+    conn: Connection, prepared: list[_Prepared], owners: dict[str, dict[str, _Entity]]
+) -> None:
+    """The abstracts of the stored papers a record with a generic title would join by its title and
+    first author (few: most titles are not generic), for `_same_text`."""
+    wanted: dict[int, _Entity] = {}
+    for prep in prepared:
+        if prep.generic_title:
+            for kind, value in prep.keys:
+                entity = owners[kind].get(value) if kind == "title_author" else None
+                if entity is not None and entity.id is not None:
+                    wanted[entity.id] = entity
+    for chunk in _chunks(sorted(wanted)):
+        marks = ",".join("?" * len(chunk))
+        for row in await conn.fetchall(
+            f"SELECT id, abstract FROM papers WHERE id IN ({marks})", tuple(chunk)
+        ):
+            wanted[int(row[0])].compared_abstract = row[1]
+
+
 async def _insert_new(conn: Connection, new: list[_Entity], now: str) -> None:
     """Insert the batch's new papers and give each its id (for its aliases).
 
@@ -383,8 +423,8 @@ class PaperRepository:
             matched = ""
             for matched, value in prep.keys:
                 target = owners[matched].get(value)
-                if target is not None and matched == "title_author" and _ids_disagree(target, prep):
-                    target = None  # the same title by the same first author, but another paper's id
+                if target is not None and matched == "title_author" and not _joins_by_title(target, prep):
+                    target = None  # the same title by the same first author, but another paper
                 if target is not None:
                     break
             if target is None:
@@ -454,10 +494,11 @@ class PaperRepository:
                     owners[kind][value] = entity
         for kind, value, paper_id in aliased:
             owners[kind].setdefault(value, loaded[paper_id])
+        await _load_compared_abstracts(conn, prepared, owners)
 
     async def backfill_title_keys(self, *, page: int = 5000) -> int:
-        """Give the papers stored before title + first-author keys existed theirs, so a journal article
-        finds a preprint stored before; once per store (an `app_state` mark), a page of papers per
+        """Give the papers stored before title + first-author keys existed theirs (or before generic
+        titles had them), so a journal article finds a preprint stored before; once per store (an `app_state` mark), a page of papers per
         transaction. Returns how many keys it added (0 once done)."""
         if await self._db.fetchval("SELECT value FROM app_state WHERE key = ?", (_BACKFILLED,)) is not None:
             return 0

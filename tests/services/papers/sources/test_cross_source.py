@@ -19,6 +19,7 @@ from bot.services.papers.sources.http import PoliteClient, SourceUnreachableErro
 from bot.services.papers.sources.rss import RssSource
 from bot.services.papers.sources.specs import SourceSpec
 from storage.db import Database
+from storage.models import PaperRecord
 from storage.repositories.papers import PaperRepository
 from storage.repositories.source_fetches import SourceFetchRepository
 
@@ -73,8 +74,6 @@ async def test_a_preprint_joins_the_journal_article_stored_first(db: Database) -
 
 
 async def test_the_same_title_by_another_first_author_or_another_arxiv_id_stays_apart(db: Database) -> None:
-    from storage.models import PaperRecord
-
     papers = PaperRepository(db)
     title = "Sparse attention for long genomic sequences"
     first = PaperRecord(title=title, authors=("Ada Lovelace",), arxiv_id="2401.00001", abstract="One.")
@@ -85,6 +84,85 @@ async def test_the_same_title_by_another_first_author_or_another_arxiv_id_stays_
     counts = await papers.upsert_many([other_author, other_id, same])
     assert (counts.added, counts.merged) == (2, 1)
     assert await papers.count() == 3
+
+
+HYPERNETWORKS = (
+    "This work explores hypernetworks: an approach of using one network, also known as a hypernetwork, "
+    "to generate the weights for another network. Hypernetworks provide an abstraction that is similar "
+    "to what is found in nature: the relationship between a genotype and a phenotype. We apply them to "
+    "deep convolutional networks and long recurrent networks, where they can be viewed as a relaxed "
+    "form of weight-sharing across layers."
+)
+INTRODUCTION = (
+    "This special issue gathers twelve studies of coral reef recovery after bleaching events in the "
+    "Indian Ocean, from larval settlement to the return of grazing fish, and asks what managers can do."
+)
+
+
+def journal_edit(abstract: str) -> str:
+    """A journal's version of an abstract: its first sentence cut."""
+    return abstract.partition(". ")[2]
+
+
+@pytest.mark.parametrize("one_batch", [False, True], ids=["stored before", "in one batch"])
+async def test_a_one_word_title_joins_its_preprint_when_author_and_abstract_agree(
+    db: Database, one_batch: bool
+) -> None:
+    papers = PaperRepository(db)
+    preprint = PaperRecord(
+        title="HyperNetworks",
+        authors=("Ha, David", "Dai, Andrew M."),
+        abstract=HYPERNETWORKS,
+        doi="10.1101/2016.09.106",
+    )
+    article = PaperRecord(
+        title="Hypernetworks",
+        authors=("David Ha", "Andrew M. Dai"),
+        abstract=journal_edit(HYPERNETWORKS),
+        doi="10.5555/jmlr.17.1",
+    )
+    if one_batch:
+        await papers.upsert_many([preprint, article])
+    else:
+        await papers.upsert_many([preprint])
+        assert (await papers.upsert_many([article])).added == 0
+    assert await papers.count() == 1
+    by_preprint = await papers.find_by_external("10.1101/2016.09.106")
+    assert by_preprint is not None
+    assert by_preprint.abstract == HYPERNETWORKS
+    assert await papers.find_by_external("10.5555/jmlr.17.1") == by_preprint
+
+
+async def test_two_papers_titled_introduction_stay_two_unless_author_and_abstract_agree(db: Database) -> None:
+    papers = PaperRepository(db)
+    await papers.upsert_many(
+        [PaperRecord(title="Introduction", authors=("John Smith",), abstract=INTRODUCTION, doi="10.1/a")]
+    )
+    other_author = PaperRecord(
+        title="Introduction", authors=("Jane Doe",), abstract=journal_edit(INTRODUCTION), doi="10.1/b"
+    )
+    other_text = PaperRecord(
+        title="INTRODUCTION", authors=("Smith, Anna",), abstract=HYPERNETWORKS, doi="10.1/c"
+    )
+    placeholder = PaperRecord(
+        title="Introduction", authors=("Smith, J.",), abstract="Introduction.", doi="10.1/d"
+    )
+    counts = await papers.upsert_many([other_author, other_text, placeholder])
+    assert (counts.added, counts.merged + counts.unchanged) == (3, 0)
+    assert await papers.count() == 4
+
+
+async def test_a_first_author_marked_with_an_asterisk_still_names_the_paper(db: Database) -> None:
+    papers = PaperRepository(db)
+    title = "What does it take to generate natural textures?"
+    text = INTRODUCTION.replace("coral reef", "texture synthesis")
+    await papers.upsert_many(
+        [PaperRecord(title=title, authors=("Ivan Ustyuzhaninov *", "Wieland Brendel *"), abstract=text)]
+    )
+    counts = await papers.upsert_many(
+        [PaperRecord(title=title, authors=("Ustyuzhaninov, Ivan",), abstract="Edited.", doi="10.5555/t")]
+    )
+    assert (counts.added, await papers.count()) == (0, 1)
 
 
 def atom(version: int, abstract: str) -> bytes:
