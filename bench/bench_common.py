@@ -1,6 +1,7 @@
 """What several benchmarks share: the research data's paths, the searches their people send, a
 percentile, the last title of an input file, a search's first response as Discord measures it,
-`paperbot ingest` started as a child process, and another commit checked out beside this one. Imported by the scripts beside it (run as
+`paperbot ingest` started as a child process, another commit checked out beside this one, and a
+simulated person's 👍 👎 🔖 stored as the bot stores one. Imported by the scripts beside it (run as
 `python bench/NAME.py`, this folder is first on the path)."""
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from bot.sandbox import SandboxServer
     from bot.sandbox.emulator.state import SandboxUser
+    from storage.db import Database
+    from storage.models import Signal
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -34,6 +39,19 @@ QUERIES = (
     "sparse mixture of experts",
     "in-context learning theory",
 )
+
+
+async def rate(
+    db: Database, user_id: int, paper_id: int, signal: Signal, *, at: datetime, guild_id: int | None = None
+) -> None:
+    """A person's 👍 👎 🔖 given at ``at``, stored as the write-behind stores one
+    (`FeedbackRepository.rate`: like and dislike replace each other; none while learning is paused)."""
+    from datetime import UTC
+
+    from storage.repositories.feedback import FeedbackRepository
+
+    stamp = at.astimezone(UTC).isoformat(timespec="seconds")
+    await FeedbackRepository(db).rate(user_id, paper_id, signal, added=True, guild_id=guild_id, at=stamp)
 
 
 def percentile(values: Sequence[float], share: float) -> float:

@@ -13,8 +13,8 @@ Sources and split: IJCAI 2020–2024 ("area: sub-area", the 2023 abbreviation se
 the first hex digit of the SHA-1 of ``source:area`` is odd (:func:`library_eval.split_of`, the same rule,
 written down before any test figure); a person's areas come from one split.
 
-Methods on the same people and reactions: paperbot (the real ``Recommender`` and ``FeedbackService``
-over a SQLite store); paperbot without reactions (the typed topics only); arxiv-sanity-lite's TF-IDF +
+Methods on the same people and reactions: paperbot (the real ``Recommender`` and the ratings as the bot
+stores them, over a SQLite store); paperbot without reactions (the typed topics only); arxiv-sanity-lite's TF-IDF +
 ``LinearSVC`` per person and day (liked against every other paper; before a first 👍 it shows what
 paperbot without reactions shows); TF-IDF Rocchio (topic words + β · liked − γ · disliked). The
 baselines' settings are chosen on the tune split (``--grid``).
@@ -46,6 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_common import rate
 from library_eval import (
     LABELLED,
     START,
@@ -56,7 +57,6 @@ from library_eval import (
     tfidf,
 )
 
-from bot.services.people.feedback import FeedbackService
 from bot.services.recommend.recommender import Recommender
 from storage.repositories.users import ensure_user
 
@@ -124,7 +124,6 @@ class Paperbot:
         self.recommender = Recommender(
             store.db, store.engine, store.engine.index, space=store.space, clock=now
         )
-        self.feedback = FeedbackService(store.db, clock=now)
         self.users: dict[Person, int] = {}
 
     async def _user(self, person: Person) -> int:
@@ -141,7 +140,7 @@ class Paperbot:
                     continue
                 if hasattr(self.recommender, "add_paper"):
                     await self.recommender.add_paper(user, paper_id)
-                await self.feedback.set(user, paper_id, "like")
+                await rate(self.store.db, user, paper_id, "like", at=self.clock["now"])
         return self.users[person]
 
     async def pick(
@@ -151,9 +150,9 @@ class Paperbot:
         user = await self._user(person)
         if self.learn:
             for row in liked:
-                await self.feedback.set(user, self.store.ids[row], "like")
+                await rate(self.store.db, user, self.store.ids[row], "like", at=self.clock["now"])
             for row in disliked:
-                await self.feedback.set(user, self.store.ids[row], "dislike")
+                await rate(self.store.db, user, self.store.ids[row], "dislike", at=self.clock["now"])
         picks = await self.recommender.recommend(user, count=PER_DAY, now=self.clock["now"])
         return [self.store.row_of[p.paper_id] for p in picks]
 

@@ -23,8 +23,8 @@ paperbot was chosen on either split here.
 
 Methods on the same people and the same reactions:
 
-* paperbot — the real ``Recommender`` + ``FeedbackService`` over a SQLite store of the source's papers
-  (all years), the library's papers 👍 (no typed topic);
+* paperbot — the real ``Recommender`` and the ratings as the bot stores them, over a SQLite store of
+  the source's papers (all years), the library's papers 👍 (no typed topic);
 * SVM (arxiv-sanity-lite) — TF-IDF (1–2-grams, sublinear tf) and ``LinearSVC(class_weight="balanced")``
   trained on the liked papers against every other paper of the source, as arxiv-sanity-lite trains it;
 * Rocchio — TF-IDF query = β · mean of liked − γ · mean of disliked, cosine.
@@ -56,7 +56,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bot.services.people.feedback import FeedbackService  # noqa: E402
+from bench_common import rate  # noqa: E402
+
 from bot.services.recommend.paper_space import PaperSpace  # noqa: E402
 from bot.services.recommend.recommender import Recommender  # noqa: E402
 from paperindex.engine import SearchEngine  # noqa: E402
@@ -217,7 +218,6 @@ def paperbot(store: Store, early_ids: set[int]) -> Picker:
     recommender = Recommender(
         store.db, store.engine, store.engine.index, space=store.space, clock=lambda: clock["now"]
     )
-    feedback = FeedbackService(store.db, clock=lambda: clock["now"])
     users: dict[Person, int] = {}
 
     async def pick(
@@ -231,13 +231,13 @@ def paperbot(store: Store, early_ids: set[int]) -> Picker:
                 await ensure_user(conn, users[person])
             for row in person.library:  # the library as /paper interests add file: records it
                 if store.ids[row] >= 0:  # (a row the store merged into another is not a paper of its own)
-                    await feedback.set(users[person], store.ids[row], "like")
+                    await rate(store.db, users[person], store.ids[row], "like", at=clock["now"])
         user = users[person]
         for row in liked:
             if row not in person.library:
-                await feedback.set(user, store.ids[row], "like")
+                await rate(store.db, user, store.ids[row], "like", at=clock["now"])
         for row in disliked:
-            await feedback.set(user, store.ids[row], "dislike")
+            await rate(store.db, user, store.ids[row], "dislike", at=clock["now"])
         picks = await recommender.recommend(user, count=PER_DAY, exclude=early_ids, now=clock["now"])
         return [store.row_of[p.paper_id] for p in picks]
 

@@ -38,13 +38,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
-from bench_common import MULTIVENUE, commit_checkout, load_average, start_ingest  # noqa: E402
+from bench_common import MULTIVENUE, commit_checkout, load_average, rate, start_ingest  # noqa: E402
 
 from bot.sandbox import SandboxServer  # noqa: E402
 from bot.sandbox.harness import running_paperbot, sandbox_settings  # noqa: E402
@@ -107,7 +108,9 @@ async def with_likes(running: Any, user: Any) -> None:
     hits = services.search.search(LIKED_QUERY, limit=12).hits
     await services.profiles.add_topic(user.id, "speculative decoding")
     for hit in hits:
-        await services.feedback.set(user.id, hit.paper_id, "like", guild_id=running.server.guild.id)
+        await rate(
+            services.db, user.id, hit.paper_id, "like", at=datetime.now(UTC), guild_id=running.server.guild.id
+        )
 
 
 async def scenarios(running: Any, repeat: int) -> dict[str, list[list[float | None]]]:

@@ -34,7 +34,7 @@ random from their area; it counts as their 👍 from the start for every method 
 are fitted from day 1), and is never picked.
 
 Methods, on the same people and the same reactions:
-* paperbot — the real ``Recommender`` + ``FeedbackService`` over a real SQLite store of the corpus;
+* paperbot — the real ``Recommender`` and ratings stored as the bot stores them, over a real SQLite store of the corpus;
 * no feedback — the same recommender with the topic only (no reactions recorded);
 * SVM (arxiv-sanity-lite) — its TF-IDF (1–2-grams, sublinear tf, min_df 5, max_df 0.1, 20k features)
   and ``LinearSVC(C=0.01, class_weight="balanced")`` per person and day, liked papers against every
@@ -81,9 +81,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench_common import MULTIVENUE, multivenue_rows  # noqa: E402
+from bench_common import MULTIVENUE, multivenue_rows, rate  # noqa: E402
 
-from bot.services.people.feedback import FeedbackService  # noqa: E402
 from bot.services.recommend.learner import LearningParams  # noqa: E402
 from bot.services.recommend.paper_space import PaperSpace  # noqa: E402
 from bot.services.recommend.recommender import Recommender  # noqa: E402
@@ -454,7 +453,6 @@ async def simulate(split: Split, start: str, pick: Callable[..., Any]) -> np.nda
 
 def product_picker(product: Product, split: Split, *, learn: bool, learning: LearningParams | None = None):  # type: ignore[no-untyped-def]
     recommender = product.recommender(learning)
-    feedback = FeedbackService(product.db)
     unjudged: dict[frozenset[int], set[int]] = {}
 
     async def pick(person, phrase, liked, disliked, shown, day, state):  # type: ignore[no-untyped-def]
@@ -464,7 +462,7 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
             if state["presses"] and (narrower := pressed_topic(product, person, phrase)) is not None:
                 await recommender.profiles.narrow_topic(state["user"], phrase, narrower)
             if learn and "seed" in state:  # /paper interests add paper: stores it as a 👍
-                await feedback.set(state["user"], product.ids[state["seed"]], "like", now=START)
+                await rate(product.db, state["user"], product.ids[state["seed"]], "like", at=START)
             pick.people.append((person, state["user"], phrase, shown))  # type: ignore[attr-defined]
         user = state["user"]
         now = START + timedelta(days=day)
@@ -480,7 +478,7 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
         if learn:
             for row in rows:
                 signal = "like" if person.likes(row) else "dislike"
-                await feedback.set(user, product.ids[row], signal, now=now + timedelta(hours=1))
+                await rate(product.db, user, product.ids[row], signal, at=now + timedelta(hours=1))
         return rows
 
     pick.people = []  # type: ignore[attr-defined]

@@ -139,7 +139,7 @@ class Services:
 
     def __post_init__(self) -> None:
         self.messages = PostedMessageRepository(self.db)
-        self.feedback = FeedbackService(self.db, clock=self.clock)
+        self.feedback = FeedbackService(self.db)
         self.profiles = InterestService(self.db, clock=self.clock)
         self.mutes = MuteService(self.db, MuteMatcher(self.search.index, self.papers), clock=self.clock)
         self.recommender = Recommender(

@@ -1,10 +1,12 @@
 """Builders every test folder shares (import them as ``from builders import ...``): one settable
-clock, a bare bot, a paper; waiting for the digest jobs to be done; an index compacted."""
+clock, a bare bot, a paper; ratings stored as the outbox stores them; waiting for the digest jobs to be
+done; an index compacted."""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +18,8 @@ if TYPE_CHECKING:
     from paperindex.merges import MergeJob
     from paperindex.segments import Segment
     from storage.db import Database
-    from storage.models import Paper
+    from storage.models import Paper, Signal
+    from storage.repositories.feedback import Rated
 
 
 class Clock:
@@ -91,6 +94,25 @@ async def stored_papers(db: Database, n: int = 3) -> list[int]:
         for i in range(n)
     )
     return [int(r[0]) for r in await db.fetchall("SELECT id FROM papers ORDER BY id")]
+
+
+class Rater:
+    """A person's 👍 👎 🔖 stored as the write-behind stores one (`FeedbackRepository.rate`), at the
+    clock's time: like and dislike replace each other, a like or dislike while learning is paused is
+    not recorded, a take-back always is."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] | None = None) -> None:
+        from storage.repositories.feedback import FeedbackRepository
+
+        self.feedback = FeedbackRepository(db)
+        self.clock = clock or (lambda: datetime.now(UTC))
+
+    async def set(self, user_id: int, paper_id: int, signal: Signal, *, guild_id: int | None = None) -> Rated:
+        at = self.clock().astimezone(UTC).isoformat(timespec="seconds")
+        return await self.feedback.rate(user_id, paper_id, signal, added=True, guild_id=guild_id, at=at)
+
+    async def unset(self, user_id: int, paper_id: int, signal: Signal) -> Rated:
+        return await self.feedback.rate(user_id, paper_id, signal, added=False, guild_id=None)
 
 
 async def wait_idle(jobs: DigestScheduler) -> None:

@@ -236,7 +236,9 @@ class WriteBehind:
         )
 
     async def drained(self, *, timeout: float = 30.0) -> None:  # noqa: ASYNC109
-        """Wait until the store has every accepted write (TimeoutError after `timeout`)."""
+        """Wait until the store has every accepted write (TimeoutError after `timeout`): what the
+        sandbox console (`paperbot sandbox`) waits on before a reaction's line ends, so the next command
+        sees it stored."""
         async with asyncio.timeout(timeout):
             while self._pending or self._storing:  # (a pass removes what it stored from the outbox last)
                 self._wake.set()

@@ -11,15 +11,14 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableSet, Sequence
+from collections.abc import MutableSet, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from bot.errors import NotFoundError, UserFacingError
 from bot.services.search.snippets import one_line
 from storage.db import Database
 from storage.models import OPPOSITE, SIGNAL_EMOJI, Paper, Signal, as_signal
-from storage.repositories.feedback import FeedbackRepository, Rated
+from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.papers import PaperRepository
 from storage.repositories.users import UserRepository
 
@@ -33,43 +32,17 @@ def parse_signal(value: str) -> Signal:
     return signal
 
 
-def _iso(moment: datetime) -> str:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="seconds")
-
-
 class FeedbackService:
-    def __init__(self, db: Database, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, db: Database) -> None:
         self.feedback = FeedbackRepository(db)
         self.users = UserRepository(db)
         self.papers = PaperRepository(db)
-        self._clock = clock or (lambda: datetime.now(UTC))
 
     async def saved_papers(self, user_id: int) -> list[Paper]:
         """The user's bookmarks, newest first."""
         ids = await self.feedback.saved(user_id)
         papers = await self.papers.get_many(ids)
         return [papers[pid] for pid in ids if pid in papers]
-
-    async def set(
-        self,
-        user_id: int,
-        paper_id: int,
-        signal: Signal,
-        *,
-        guild_id: int | None = None,
-        now: datetime | None = None,
-    ) -> Rated:
-        """Record a signal now (or at ``now``), as the outbox stores one (`FeedbackRepository.rate`):
-        idempotent; like and dislike replace each other; a like or dislike while learning is paused is
-        not recorded."""
-        at = _iso(now or self._clock())
-        return await self.feedback.rate(user_id, paper_id, signal, added=True, guild_id=guild_id, at=at)
-
-    async def unset(self, user_id: int, paper_id: int, signal: Signal) -> Rated:
-        """Take a signal back (always allowed, even while learning is paused)."""
-        return await self.feedback.rate(user_id, paper_id, signal, added=False, guild_id=None)
 
     async def plan_button(
         self,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from builders import Rater
+
 from bot.services.admin.stats import gather_admin_stats, gather_guild_stats
 from bot.services.digests.subscriptions import SubscriptionService
-from bot.services.people.feedback import FeedbackService
 from storage.db import Database
 from storage.models import PaperRecord
 from storage.repositories.papers import PaperRepository
@@ -21,7 +22,7 @@ async def test_a_servers_counts_leave_other_servers_and_dms_out(db: Database) ->
         PaperRecord(title=f"Paper {i}", abstract=f"Abstract number {i} about things {i}.") for i in range(3)
     )
     papers = [int(r[0]) for r in await db.fetchall("SELECT id FROM papers ORDER BY id")]
-    feedback = FeedbackService(db)
+    feedback = Rater(db)
     await feedback.set(1, papers[0], "like", guild_id=HERE)
     await feedback.set(1, papers[1], "save", guild_id=HERE)
     await feedback.set(2, papers[0], "like", guild_id=THERE)

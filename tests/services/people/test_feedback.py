@@ -7,9 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from builders import stored_papers
+from builders import Rater, stored_papers
 
-from bot.services.people.feedback import FeedbackService
 from storage.db import Database
 from storage.repositories.feedback import POPULAR_LIKERS, FeedbackRepository, Rated
 from storage.repositories.messages import PostedMessageRepository
@@ -22,12 +21,12 @@ GUILD = 77
 
 
 @pytest.fixture
-async def service(db: Database) -> FeedbackService:
-    return FeedbackService(db, clock=lambda: datetime(2026, 1, 10, 12, tzinfo=UTC))
+async def rater(db: Database) -> Rater:
+    return Rater(db, clock=lambda: datetime(2026, 1, 10, 12, tzinfo=UTC))
 
 
 async def _react(db: Database, **rating: Any) -> Rated | None:
-    """A reaction as the outbox stores it, at the time the service's clock says."""
+    """A reaction as the outbox stores it, at the time the rater's clock says."""
     return await FeedbackRepository(db).react(at="2026-01-10T12:00:00+00:00", **rating)
 
 
@@ -36,7 +35,7 @@ async def _signals(db: Database, user: int = USER) -> set[tuple[int, str]]:
 
 
 async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
-    db: Database, service: FeedbackService
+    db: Database, rater: Rater
 ) -> None:
     """A 👍 on one of our single-paper messages becomes a like of that paper by the reacting user."""
     papers = await stored_papers(db)
@@ -51,7 +50,7 @@ async def test_reaction_on_a_posted_message_is_stored_for_that_user_and_paper(
     assert row[1].startswith("2026-01-10T12:00")
 
 
-async def test_reaction_on_an_unknown_message_does_nothing(db: Database, service: FeedbackService) -> None:
+async def test_reaction_on_an_unknown_message_does_nothing(db: Database, rater: Rater) -> None:
     """Messages the bot did not post are ignored, without writing anything (an emoji that is no rating
     never gets here: the Discord layer drops it, tests/e2e/test_recommend_e2e.py)."""
     papers = await stored_papers(db)
@@ -61,7 +60,7 @@ async def test_reaction_on_an_unknown_message_does_nothing(db: Database, service
     assert await db.fetchval("SELECT COUNT(*) FROM users") == 0
 
 
-async def test_repeated_reaction_events_are_idempotent(db: Database, service: FeedbackService) -> None:
+async def test_repeated_reaction_events_are_idempotent(db: Database, rater: Rater) -> None:
     """The same reaction delivered twice stores one row and reports the second as no change."""
     papers = await stored_papers(db)
     await PostedMessageRepository(db).record(MESSAGE, 5, None, papers[0])
@@ -74,7 +73,7 @@ async def test_repeated_reaction_events_are_idempotent(db: Database, service: Fe
     assert await db.fetchval("SELECT COUNT(*) FROM feedback") == 1
 
 
-async def test_removing_the_reaction_takes_the_signal_back(db: Database, service: FeedbackService) -> None:
+async def test_removing_the_reaction_takes_the_signal_back(db: Database, rater: Rater) -> None:
     """Removing 👍 deletes the like; removing it again is a harmless no-op."""
     papers = await stored_papers(db)
     await PostedMessageRepository(db).record(MESSAGE, 5, None, papers[0])
@@ -89,21 +88,21 @@ async def test_removing_the_reaction_takes_the_signal_back(db: Database, service
 
 
 async def test_like_and_dislike_exclude_each_other_but_save_is_independent(
-    db: Database, service: FeedbackService
+    db: Database, rater: Rater
 ) -> None:
     """👎 after 👍 replaces the like; a save stays alongside either."""
     papers = await stored_papers(db)
-    await service.set(USER, papers[0], "like")
-    await service.set(USER, papers[0], "save")
-    change = await service.set(USER, papers[0], "dislike")
+    await rater.set(USER, papers[0], "like")
+    await rater.set(USER, papers[0], "save")
+    change = await rater.set(USER, papers[0], "dislike")
     assert change.replaced == "like"
     assert await _signals(db) == {(papers[0], "dislike"), (papers[0], "save")}
     # removing the now-stale 👍 reaction later must not touch the dislike
-    await service.unset(USER, papers[0], "like")
+    await rater.unset(USER, papers[0], "like")
     assert await _signals(db) == {(papers[0], "dislike"), (papers[0], "save")}
 
 
-async def test_feedback_is_per_user(db: Database, service: FeedbackService) -> None:
+async def test_feedback_is_per_user(db: Database, rater: Rater) -> None:
     """Two people reacting on the same message each get their own signal (a channel feed)."""
     papers = await stored_papers(db)
     await PostedMessageRepository(db).record(MESSAGE, 5, GUILD, papers[2], kind="feed")
@@ -113,58 +112,54 @@ async def test_feedback_is_per_user(db: Database, service: FeedbackService) -> N
     assert await _signals(db, OTHER) == {(papers[2], "dislike")}
 
 
-async def test_paused_learning_ignores_likes_and_dislikes_but_keeps_saves(
-    db: Database, service: FeedbackService
-) -> None:
+async def test_paused_learning_ignores_likes_and_dislikes_but_keeps_saves(db: Database, rater: Rater) -> None:
     """With learning paused, 👍/👎 are not recorded, 🔖 still bookmarks, and take-backs still work."""
     papers = await stored_papers(db)
-    await service.set(USER, papers[0], "like")
+    await rater.set(USER, papers[0], "like")
     await UserRepository(db).set_learning_paused(USER, True)
-    liked = await service.set(USER, papers[1], "like")
-    saved = await service.set(USER, papers[1], "save")
+    liked = await rater.set(USER, papers[1], "like")
+    saved = await rater.set(USER, papers[1], "save")
     assert liked.paused
     assert not liked.changed
     assert saved.changed
-    await service.unset(USER, papers[0], "like")
+    await rater.unset(USER, papers[0], "like")
     assert await _signals(db) == {(papers[1], "save")}
 
 
-async def test_deleting_a_paper_deletes_its_messages_and_feedback(
-    db: Database, service: FeedbackService
-) -> None:
+async def test_deleting_a_paper_deletes_its_messages_and_feedback(db: Database, rater: Rater) -> None:
     """posted_messages and feedback follow their paper (foreign keys cascade)."""
     papers = await stored_papers(db)
     await PostedMessageRepository(db).record(MESSAGE, 5, None, papers[0])
-    await service.set(USER, papers[0], "save")
+    await rater.set(USER, papers[0], "save")
     await db.execute("DELETE FROM papers WHERE id = ?", (papers[0],))
     assert await PostedMessageRepository(db).paper_for(MESSAGE) is None
     assert await _signals(db) == set()
 
 
 async def test_popular_here_takes_three_people_who_liked_it_in_this_server(
-    db: Database, service: FeedbackService
+    db: Database, rater: Rater
 ) -> None:
     """A paper is popular in a server once three people there 👍'd it, and more 👍'd than 👎'd it;
     the most liked first. Bookmarks never count, nor 👍 given in a DM or another server."""
     papers = await stored_papers(db, 6)
     for user in (1, 2, 3, 4):
-        await service.set(user, papers[0], "like", guild_id=GUILD)
+        await rater.set(user, papers[0], "like", guild_id=GUILD)
     for user in (1, 2, 3):
-        await service.set(user, papers[1], "like", guild_id=GUILD)
+        await rater.set(user, papers[1], "like", guild_id=GUILD)
     for user in (1, 2):  # two 👍 and three 🔖: bookmarks are private
-        await service.set(user, papers[2], "like", guild_id=GUILD)
+        await rater.set(user, papers[2], "like", guild_id=GUILD)
     for user in (3, 4, 5):
-        await service.set(user, papers[2], "save", guild_id=GUILD)
-    await service.set(1, papers[3], "like", guild_id=GUILD)  # two here, one in a DM, one elsewhere
-    await service.set(2, papers[3], "like", guild_id=GUILD)
-    await service.set(3, papers[3], "like", guild_id=None)
-    await service.set(4, papers[3], "like", guild_id=GUILD + 1)
+        await rater.set(user, papers[2], "save", guild_id=GUILD)
+    await rater.set(1, papers[3], "like", guild_id=GUILD)  # two here, one in a DM, one elsewhere
+    await rater.set(2, papers[3], "like", guild_id=GUILD)
+    await rater.set(3, papers[3], "like", guild_id=None)
+    await rater.set(4, papers[3], "like", guild_id=GUILD + 1)
     for user in (1, 2, 3):  # as many 👎 as 👍
-        await service.set(user, papers[4], "like", guild_id=GUILD)
+        await rater.set(user, papers[4], "like", guild_id=GUILD)
     for user in (4, 5, 6):
-        await service.set(user, papers[4], "dislike", guild_id=GUILD)
+        await rater.set(user, papers[4], "dislike", guild_id=GUILD)
     for user in (1, 2, 3):  # liked by three, in another server only
-        await service.set(user, papers[5], "like", guild_id=GUILD + 1)
+        await rater.set(user, papers[5], "like", guild_id=GUILD + 1)
     repo = FeedbackRepository(db)
     assert POPULAR_LIKERS == 3
     assert await repo.popular(guild_id=GUILD, limit=5) == [(papers[0], 4), (papers[1], 3)]
@@ -173,10 +168,10 @@ async def test_popular_here_takes_three_people_who_liked_it_in_this_server(
     assert await repo.popular(guild_id=GUILD + 1, limit=5) == [(papers[5], 3)]
 
 
-async def test_a_dm_has_nothing_popular(db: Database, service: FeedbackService) -> None:
+async def test_a_dm_has_nothing_popular(db: Database, rater: Rater) -> None:
     """Without a server there is no "here": nothing is popular, however many liked a paper anywhere."""
     papers = await stored_papers(db)
     for user in (1, 2, 3):
-        await service.set(user, papers[0], "like", guild_id=GUILD)
-        await service.set(user, papers[1], "like", guild_id=None)
+        await rater.set(user, papers[0], "like", guild_id=GUILD)
+        await rater.set(user, papers[1], "like", guild_id=None)
     assert await FeedbackRepository(db).popular(guild_id=None, limit=5) == []

@@ -6,9 +6,9 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from builders import Rater
 
 from bot.errors import UserFacingError
-from bot.services.people.feedback import FeedbackService
 from bot.services.people.privacy import PrivacyService
 from bot.services.recommend.candidates import jaccard
 from bot.services.recommend.paper_facts import recency_factor
@@ -82,7 +82,7 @@ CORPUS = [
 
 
 @pytest.fixture
-async def setup(db: Database) -> tuple[Recommender, FeedbackService, dict[str, int]]:
+async def setup(db: Database) -> tuple[Recommender, Rater, dict[str, int]]:
     papers = PaperRepository(db)
     await papers.upsert_many(
         PaperRecord(title=t, abstract=a, year=y, venue="TestConf", authors=("Ada Lovelace",))
@@ -92,7 +92,7 @@ async def setup(db: Database) -> tuple[Recommender, FeedbackService, dict[str, i
     ids = {str(r[1]): int(r[0]) for r in rows}
     engine = SearchEngine.build(await papers.iter_index_rows())
     recommender = Recommender(db, engine, engine.index, clock=lambda: NOW)
-    return recommender, FeedbackService(db, clock=lambda: NOW), ids
+    return recommender, Rater(db, clock=lambda: NOW), ids
 
 
 def _title(ids: dict[str, int], pid: int) -> str:

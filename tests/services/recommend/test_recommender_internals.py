@@ -6,9 +6,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
-from builders import compact
+from builders import Rater, compact
 
-from bot.services.people.feedback import FeedbackService
 from bot.services.recommend.profile import indexed_vector
 from bot.services.recommend.recommender import Recommender
 from paperindex.engine import SearchEngine
@@ -119,7 +118,7 @@ PAPERS = [
 
 
 @pytest.fixture
-async def product(db: Database) -> tuple[Recommender, FeedbackService, SearchEngine, dict[str, int]]:
+async def product(db: Database) -> tuple[Recommender, Rater, SearchEngine, dict[str, int]]:
     papers = PaperRepository(db)
     await papers.upsert_many(PaperRecord(title=t, abstract=a, year=y, venue="TestConf") for t, a, y in PAPERS)
     rows = await db.fetchall("SELECT id, title FROM papers")
@@ -127,7 +126,7 @@ async def product(db: Database) -> tuple[Recommender, FeedbackService, SearchEng
     engine = SearchEngine.build(await papers.iter_index_rows())
     return (
         Recommender(db, engine, engine.index, clock=lambda: NOW),
-        FeedbackService(db, clock=lambda: NOW),
+        Rater(db, clock=lambda: NOW),
         engine,
         ids,
     )
