@@ -12,40 +12,44 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from source_fakes import Answer, biorxiv_pages, fixture, openreview_pages
 
 from bot.cli import main
+from bot.services.papers.sources.http import HttpResponse
 
 pytestmark = pytest.mark.usefixtures("isolated")
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sources"
 DAYS = "1000"  # the fixtures are of 2024-11-25 .. 2024-12-02
 
 
 class _Fixtures(BaseHTTPRequestHandler):
+    """The fixtures over HTTP, answered as the tests' fake services answer them (`source_fakes`)."""
+
     def do_GET(self) -> None:
         url = urlparse(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
-        name = {"/neuro.rss": "rss_nature_neuroscience.xml"}.get(url.path)
-        if url.path.startswith("/details/"):
-            _, _, server, _, _, cursor = url.path.split("/")
-            name = f"{server}_details_{cursor}.json"
-        elif (
-            url.path == "/notes" and query.get("content.venueid") == "robot-learning.org/CoRL/2024/Conference"
-        ):
-            name = f"openreview_corl2024_{query['offset']}.json"
-        body, status = b'{"notes": [], "count": 0}', 200
-        if url.path == "/not-a-feed":
+        body = b'{"notes": [], "count": 0}'
+        if url.path == "/neuro.rss":
+            body = fixture("rss_nature_neuroscience.xml")
+        elif url.path.startswith("/details/"):
+            body = _body(biorxiv_pages(url.path.split("/")[2])(url.path, query))
+        elif url.path == "/notes":
+            body = _body(openreview_pages(url.path, query))
+        elif url.path == "/not-a-feed":
             body = b"<html><body>Sign in</body></html>"
         elif url.path == "/broken.rss":
             body = b'<?xml version="1.0"?><rss version="2.0"><channel><title>x</title><item></item></channel></rss>'
-        elif name and (FIXTURES / name).exists():
-            body = (FIXTURES / name).read_bytes()
-        self.send_response(status)
+        self.send_response(200)
         self.end_headers()
         self.wfile.write(body)
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+def _body(answer: Answer) -> bytes:
+    assert isinstance(answer, HttpResponse)
+    return answer.body
 
 
 @pytest.fixture

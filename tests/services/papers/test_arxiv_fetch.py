@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 from aiohttp.client_reqrep import ConnectionKey
 from shared_data import shared_path
+from source_fakes import FakeTime
 
 from bot.services.papers import arxiv_fetch
 from bot.services.papers.arxiv_fetch import (
@@ -62,21 +63,6 @@ ERROR = (
 ).encode()
 
 
-class FakeTime:
-    """A clock that only moves when the fetcher sleeps."""
-
-    def __init__(self, now: datetime = NOW) -> None:
-        self.now = now
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += timedelta(seconds=seconds)
-
-
 Scripted = HttpResponse | BaseException
 
 
@@ -110,7 +96,7 @@ def ok(entries: list[tuple[str, str]], total: int, start: int = 0) -> HttpRespon
 
 
 async def test_pages_newest_first_until_papers_are_older_than_the_cutoff(db: Database) -> None:
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     arxiv = FakeArxiv(
         clock,
         {
@@ -162,7 +148,7 @@ async def test_pages_newest_first_until_papers_are_older_than_the_cutoff(db: Dat
 
 
 async def test_stops_at_the_end_of_the_results(db: Database) -> None:
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     recent = "2026-04-12"
     arxiv = FakeArxiv(
         clock,
@@ -179,7 +165,7 @@ async def test_stops_at_the_end_of_the_results(db: Database) -> None:
 
 
 async def test_5xx_and_timeouts_are_retried_with_backoff_and_spacing(db: Database) -> None:
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     arxiv = FakeArxiv(
         clock,
         {
@@ -202,7 +188,7 @@ async def test_5xx_and_timeouts_are_retried_with_backoff_and_spacing(db: Databas
 async def test_a_machine_without_a_network_is_told_at_the_first_attempt(db: Database) -> None:
     """arXiv's name does not resolve (offline): no retry, no backoff, one clear error; a category is
     taken in any case and stored under arXiv's spelling."""
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     offline = aiohttp.ClientConnectorDNSError(
         ConnectionKey("export.arxiv.org", 443, True, True, None, None, None, None),
         OSError(-2, "Name or service not known"),
@@ -216,7 +202,7 @@ async def test_a_machine_without_a_network_is_told_at_the_first_attempt(db: Data
 
 
 async def test_gives_up_after_the_retries_and_says_why(db: Database) -> None:
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     arxiv = FakeArxiv(clock, {0: HttpResponse(502, b"")})
     with pytest.raises(
         ArxivUnreachableError, match=r"^arXiv did not answer for cs\.LG after 5 attempts \(HTTP 502\)$"
@@ -227,7 +213,7 @@ async def test_gives_up_after_the_retries_and_says_why(db: Database) -> None:
 
 
 async def test_the_error_feed_is_not_retried(db: Database) -> None:
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     arxiv = FakeArxiv(clock, {0: HttpResponse(400, ERROR)})
     with pytest.raises(ArxivFetchError, match=r"^arXiv API error: incorrect id format for abc$"):
         await fetch_arxiv(db, categories=["cs.LG"], days=1, http=arxiv, sleep=clock.sleep, clock=clock)
@@ -235,7 +221,7 @@ async def test_the_error_feed_is_not_retried(db: Database) -> None:
 
 
 async def test_an_interrupted_fetch_resumes_at_the_next_page(db: Database) -> None:
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     page0 = ok([("2604.00031v1", "2026-04-12"), ("2604.00032v1", "2026-04-12")], 6)
     page2 = ok([("2604.00033v1", "2026-04-12"), ("2604.00034v1", "2026-04-11")], 6, 2)
     page4 = ok([("2604.00035v1", "2026-04-11"), ("2604.00036v1", "2026-04-11")], 6, 4)
@@ -270,7 +256,7 @@ async def test_a_stale_cursor_is_ignored(db: Database) -> None:
         "started": (NOW - timedelta(days=3)).isoformat(),
     }
     await StateRepository(db).set("arxiv:cs.LG", json.dumps(stale))
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     arxiv = FakeArxiv(clock, {0: ok([("2604.00041v1", "2026-04-12")], 1)})
     summary = await fetch_arxiv(db, categories=["cs.LG"], days=1, http=arxiv, sleep=clock.sleep, clock=clock)
     assert arxiv.starts == [0]
@@ -278,7 +264,7 @@ async def test_a_stale_cursor_is_ignored(db: Database) -> None:
 
 
 async def test_an_empty_page_inside_the_results_is_retried(db: Database) -> None:
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     arxiv = FakeArxiv(
         clock,
         {
@@ -297,7 +283,7 @@ async def test_an_empty_page_inside_the_results_is_retried(db: Database) -> None
 async def test_fetched_papers_merge_with_ingested_ones(db: Database) -> None:
     ingested = json.dumps({"arxiv_id": "2604.00061", "title": "Ingested earlier", "abstract": "Short."})
     await ingest_bytes(db, "mine.jsonl", ingested.encode())
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     arxiv = FakeArxiv(clock, {0: ok([("2604.00061v3", "2026-04-12")], 1)})
     summary = await fetch_arxiv(db, categories=["cs.LG"], days=1, http=arxiv, sleep=clock.sleep, clock=clock)
     assert (summary.added, summary.merged) == (0, 1)
@@ -308,7 +294,7 @@ async def test_fetched_papers_merge_with_ingested_ones(db: Database) -> None:
 
 
 async def test_several_categories_keep_the_spacing_between_them(db: Database) -> None:
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     arxiv = FakeArxiv(clock, {0: ok([("2604.00071v1", "2026-04-12")], 1)})
     summary = await fetch_arxiv(
         db, categories=["cs.LG", "stat.ML"], days=1, http=arxiv, sleep=clock.sleep, clock=clock
@@ -332,7 +318,7 @@ async def test_several_categories_keep_the_spacing_between_them(db: Database) ->
 async def test_bad_arguments_are_refused(
     db: Database, categories: list[str], days: int, message: str
 ) -> None:
-    arxiv = FakeArxiv(FakeTime(), {})
+    arxiv = FakeArxiv(FakeTime(NOW), {})
     with pytest.raises(ArxivFetchError, match=message):
         await fetch_arxiv(db, categories=categories, days=days, http=arxiv)
     assert arxiv.calls == []
@@ -376,7 +362,7 @@ async def test_paging_through_recorded_api_responses(db: Database) -> None:
 async def test_the_recorded_error_feed_stops_the_fetch(db: Database) -> None:
     path = shared_path("data", "arxiv-api", "lukasschwab-arxiv.py-2026", "id_abc_s0_m100_b79c8dcf6bc3.json")
     body, status = unwrap_recorded(path.read_text("utf-8")) or ("", 0)
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     arxiv = FakeArxiv(clock, {0: HttpResponse(status or 0, body.encode())})
     with pytest.raises(ArxivFetchError, match="incorrect id format for abc"):
         await fetch_arxiv(db, categories=["cs.LG"], days=1, http=arxiv, sleep=clock.sleep, clock=clock)
@@ -405,7 +391,7 @@ async def test_the_aiohttp_transport_against_a_local_server(db: Database) -> Non
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    clock = FakeTime()
+    clock = FakeTime(NOW)
     try:
         async with aiohttp.ClientSession() as session:
             summary = await fetch_arxiv(
