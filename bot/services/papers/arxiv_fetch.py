@@ -19,8 +19,12 @@ so a fetch killed at any point resumes from the next page on the next run instea
 over. A finished category clears its cursor and records `arxiv:last_fetch` (and
 `arxiv:last_fetch:<category>`).
 
-The spacing, the retries with backoff and the offline check are those of every source
-(:class:`~bot.services.papers.sources.http.PoliteClient`), worded here as arXiv's own errors. The
+The requests, their pages read and the empty pages retried are the arXiv source's
+(:class:`~bot.services.papers.sources.arxiv.ArxivSource`, what `PAPERBOT_SOURCES` `arxiv:CATEGORY`
+fetches too); the spacing, the retries with backoff and the offline check are those of every source
+(:class:`~bot.services.papers.sources.http.PoliteClient`), worded here as arXiv's own errors. What is
+this module's own: several categories in one run, the cut-off of `--days`, at most `MAX_PAPERS` a
+category, the cursor in `app_state` and the summary `paperbot fetch arxiv` prints. The
 HTTP transport is injectable (`http`), and so are `sleep` and `clock`, so tests run on recorded
 responses without a network and check the spacing and the backoff without waiting.
 """
@@ -28,23 +32,30 @@ responses without a network and check the spacing and the backoff without waitin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import aiohttp
 
 from bot.errors import UserFacingError
 from bot.services.papers.arxiv_taxonomy import UnknownCategoryError, arxiv_category
-from bot.services.papers.ingest.arxiv_atom import ArxivApiError, parse_atom
-from bot.services.papers.sources.http import BACKOFF_MAX, PoliteClient, Wording
+from bot.services.papers.sources.arxiv import API_URL as API_URL
+from bot.services.papers.sources.arxiv import BACKOFF_BASE as BACKOFF_BASE
+from bot.services.papers.sources.arxiv import MAX_RETRIES as MAX_RETRIES
+from bot.services.papers.sources.arxiv import PAGE_SIZE as PAGE_SIZE
+from bot.services.papers.sources.arxiv import REQUEST_SPACING as REQUEST_SPACING
+from bot.services.papers.sources.arxiv import ArxivSource
+from bot.services.papers.sources.base import SourceError
 
 # the HTTP pieces arXiv's callers (the lookup, the sandbox, tests) import from here: their home is
 # sources.http, where every source's polite client lives
 from bot.services.papers.sources.http import AiohttpTransport as AiohttpTransport
 from bot.services.papers.sources.http import HttpResponse as HttpResponse
+from bot.services.papers.sources.http import PoliteClient, Wording
 from bot.services.papers.sources.http import Transport as Transport
 from storage.db import Database
 from storage.repositories.papers import PaperRepository
@@ -53,11 +64,6 @@ from storage.repositories.state import StateRepository
 
 log = logging.getLogger(__name__)
 
-API_URL = "https://export.arxiv.org/api/query"
-PAGE_SIZE = 100
-REQUEST_SPACING = 3.0  # seconds between requests
-MAX_RETRIES = 4
-BACKOFF_BASE = 6.0  # first retry waits this long, then doubles (at most BACKOFF_MAX)
 MAX_PAPERS = 10_000  # per category and run: a guard against a runaway --days
 CURSOR_MAX_AGE = timedelta(hours=24)  # an older cursor is stale: start over
 LAST_FETCH_KEY = "arxiv:last_fetch"
@@ -164,17 +170,6 @@ class _Fetcher:
         """HTTP requests made so far, retries included."""
         return self.client.requests
 
-    async def get_page(self, category: str, start: int) -> HttpResponse:
-        """A page of results, retried as `PoliteClient` retries (5xx, 429, timeouts, connection errors)."""
-        params = {
-            "search_query": f"cat:{category}",
-            "sortBy": "submittedDate",
-            "sortOrder": "descending",
-            "start": str(start),
-            "max_results": str(self.page_size),
-        }
-        return await self.client.get(self.url, params, what=category)
-
     async def fetch_category(self, category: str, days: int) -> _CategoryResult:
         result = _CategoryResult(category)
         key = f"arxiv:{category}"
@@ -193,78 +188,71 @@ class _Fetcher:
             except (ValueError, KeyError, TypeError):
                 log.warning("arXiv %s: ignoring an unreadable cursor %r", category, saved)
 
-        empty_pages = 0
+        source = ArxivSource(category, url=self.url, page_size=self.page_size)
+        pages = source.pages(self.client, date.fromisoformat(cutoff), now.date(), {"start": start})
+        requests = self.client.requests
         fetched = 0
-        while True:
-            response = await self.get_page(category, start)
-            result.requests += 1
-            try:
-                page = parse_atom(response.body, source=f"arxiv {category}", status=response.status)
-            except ArxivApiError as error:
-                raise ArxivFetchError(str(error)) from None
-            entries = len(page.records) + len(page.rejected)
-            total = page.total_results or 0
-            if entries == 0 and start < total and empty_pages < MAX_RETRIES:
-                # arXiv sometimes answers a page in the middle of a result set with no entries
-                empty_pages += 1
-                await self.sleep(min(BACKOFF_BASE * 2 ** (empty_pages - 1), BACKOFF_MAX))
-                continue
-            empty_pages = 0
-            fresh = [r for r in page.records if r.published is None or r.published >= cutoff]
-            reached_cutoff = any(r.published is not None and r.published < cutoff for r in page.records)
-            for record in fresh:
-                if record.published:
-                    result.newest = max(result.newest or record.published, record.published)
-                    result.oldest = min(result.oldest or record.published, record.published)
-            fetched += len(fresh)
-            next_start = start + entries
-            finished = entries == 0 or reached_cutoff or next_start >= total or fetched >= self.max_papers
-            if entries == 0 and start < total:
-                result.complete = False  # empty pages kept coming: resume next time
-            async with self.db.transaction() as conn:
-                counts = await self.papers.upsert_many(fresh, conn=conn)
-                if finished and result.complete:
-                    await self.state.delete(key, conn=conn)
-                    stamp = self.clock().isoformat(timespec="seconds")
-                    await self.state.set(LAST_FETCH_KEY, stamp, conn=conn)
-                    await self.state.set(f"{LAST_FETCH_KEY}:{category}", stamp, conn=conn)
-                    # what `/paperadmin stats` lists beside the other sources (the same name as
-                    # `arxiv:CATEGORY` in PAPERBOT_SOURCES)
-                    await self.fetches.finish(
-                        conn,
-                        f"arxiv:{category}",
-                        until=self.clock().date().isoformat(),
-                        at=stamp,
-                        records=result.added
-                        + result.merged
-                        + result.unchanged
-                        + result.rejected
-                        + len(page.rejected)
-                        + counts.added
-                        + counts.merged
-                        + counts.unchanged,
-                        added=result.added + counts.added,
+        try:
+            async with contextlib.aclosing(pages):
+                async for page in pages:
+                    result.requests = self.client.requests - requests
+                    for record in page.records:
+                        if record.published:
+                            result.newest = max(result.newest or record.published, record.published)
+                            result.oldest = min(result.oldest or record.published, record.published)
+                    fetched += len(page.records)
+                    finished = page.cursor is None or fetched >= self.max_papers
+                    async with self.db.transaction() as conn:
+                        counts = await self.papers.upsert_many(page.records, conn=conn)
+                        if finished:
+                            await self.state.delete(key, conn=conn)
+                            stamp = self.clock().isoformat(timespec="seconds")
+                            await self.state.set(LAST_FETCH_KEY, stamp, conn=conn)
+                            await self.state.set(f"{LAST_FETCH_KEY}:{category}", stamp, conn=conn)
+                            # what `/paperadmin stats` lists beside the other sources (the same name as
+                            # `arxiv:CATEGORY` in PAPERBOT_SOURCES)
+                            await self.fetches.finish(
+                                conn,
+                                source.name,
+                                until=self.clock().date().isoformat(),
+                                at=stamp,
+                                records=result.added
+                                + result.merged
+                                + result.unchanged
+                                + result.rejected
+                                + len(page.problems)
+                                + counts.added
+                                + counts.merged
+                                + counts.unchanged,
+                                added=result.added + counts.added,
+                            )
+                        else:
+                            assert page.cursor is not None
+                            cursor = {
+                                "start": int(page.cursor["start"]),
+                                "cutoff": cutoff,
+                                "days": days,
+                                "started": started_at,
+                            }
+                            await self.state.set(key, json.dumps(cursor), conn=conn)
+                    result.added += counts.added
+                    result.merged += counts.merged
+                    result.unchanged += counts.unchanged
+                    result.rejected += len(page.problems)
+                    log.info(
+                        "arXiv %s: %d new enough, %d rejected, %d added, %d merged",
+                        category,
+                        len(page.records),
+                        len(page.problems),
+                        counts.added,
+                        counts.merged,
                     )
-                else:
-                    cursor_start = start if not result.complete else next_start
-                    cursor = {"start": cursor_start, "cutoff": cutoff, "days": days, "started": started_at}
-                    await self.state.set(key, json.dumps(cursor), conn=conn)
-            result.added += counts.added
-            result.merged += counts.merged
-            result.unchanged += counts.unchanged
-            result.rejected += len(page.rejected)
-            log.info(
-                "arXiv %s start=%d: %d entries, %d new enough, %d added, %d merged",
-                category,
-                start,
-                entries,
-                len(fresh),
-                counts.added,
-                counts.merged,
-            )
-            if finished:
-                return result
-            start = next_start
+                    if finished:
+                        return result
+        except SourceError as error:
+            raise ArxivFetchError(str(error)) from None
+        result.complete = False  # empty pages kept coming: the next run resumes at the page they took
+        return result
 
 
 async def fetch_arxiv(

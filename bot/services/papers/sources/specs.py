@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.services.papers.sources.arxiv import SPACING as ARXIV_SPACING
+from bot.services.papers.sources.arxiv import REQUEST_SPACING as ARXIV_SPACING
 from bot.services.papers.sources.arxiv import ArxivSource
 from bot.services.papers.sources.base import Source, SourceError
 from bot.services.papers.sources.biorxiv import BiorxivSource

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 
 import pytest
 from source_fakes import FakeService, FakeTime, biorxiv_pages, client, fixture
@@ -194,6 +195,56 @@ async def test_an_arxiv_listing_of_version_2_updates_its_paper(db: Database) -> 
     assert paper is not None
     assert paper.abstract.endswith("rodents' recorded trajectories.")
     assert await PaperRepository(db).count() == 1
+
+
+def listing(ids: list[str], *, total: int, start: int) -> bytes:
+    """An arXiv API page of cs.LG papers submitted on the fixtures' last day."""
+    entries = "".join(
+        f"<entry><id>http://arxiv.org/abs/{i}v1</id><published>2024-12-02T10:00:00Z</published>"
+        f"<title>Paper {i} on sparse attention</title><summary>We study paper {i}: a long enough abstract "
+        f"about sparse attention in transformers, with experiments.</summary>"
+        f'<author><name>Author {i}</name></author><arxiv:primary_category term="cs.LG"/></entry>'
+        for i in ids
+    )
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom" xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/"
+ xmlns:arxiv="http://arxiv.org/schemas/atom"><title>arXiv Query</title>
+<opensearch:totalResults>{total}</opensearch:totalResults><opensearch:startIndex>{start}</opensearch:startIndex>
+{entries}</feed>""".encode()
+
+
+@pytest.mark.parametrize("empty_answers", [1, 5], ids=["once", "every time"])
+async def test_an_empty_arxiv_page_inside_the_results_is_asked_again_and_else_resumed(
+    db: Database, empty_answers: int
+) -> None:
+    """arXiv sometimes answers a page inside a result set with no entries: asked again after a backoff
+    it has them; when it stays empty (4 retries), the fetch stops there and the next one resumes."""
+    clock = FakeTime()
+    empty = iter(range(empty_answers))
+
+    def answer(url: str, params: Mapping[str, str]) -> HttpResponse:
+        if params["start"] == "0":
+            return HttpResponse(200, listing(["2412.00001", "2412.00002"], total=4, start=0))
+        if next(empty, None) is not None:
+            return HttpResponse(200, listing([], total=4, start=2))
+        return HttpResponse(200, listing(["2412.00003", "2412.00004"], total=4, start=2))
+
+    service = FakeService(answer)
+    source = ArxivSource("cs.LG", page_size=2)
+    summary = await fetch_source(db, source, client(service, clock, spacing=3.0), days=2)
+    state = await SourceFetchRepository(db).get("arxiv:cs.LG")
+    assert state is not None
+    if empty_answers == 1:
+        assert (summary.added, await PaperRepository(db).count()) == (4, 4)
+        assert [s for s in clock.sleeps if s > 3] == [6.0]
+        assert state.cursor is None
+        assert state.fetched_until == "2024-12-02"
+    else:
+        assert (summary.added, len(service.calls)) == (2, 6)
+        assert [s for s in clock.sleeps if s > 3] == [6.0, 12.0, 24.0, 48.0]
+        assert state.fetched_until is None, "a fetch that stopped early is not finished"
+        assert state.cursor is not None
+        assert json.loads(state.cursor)["page"] == {"start": 2}
 
 
 async def test_the_daily_fetch_runs_every_source_and_a_failing_one_leaves_the_others(
