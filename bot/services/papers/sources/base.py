@@ -8,6 +8,7 @@ the page's cursor in the same transaction, so a fetch stopped anywhere resumes a
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -39,6 +40,14 @@ class SourcePage:
     cursor: Cursor | None = None
     #: records left out as older than the range asked (a feed lists what it lists)
     older: int = 0
+
+
+def json_answer(data: bytes, where: str) -> Any:
+    """A JSON API's answer; `SourceError` saying ``where`` when it is not JSON."""
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise SourceError(f"{where}: not the API's JSON ({error})") from None
 
 
 def parse_each(

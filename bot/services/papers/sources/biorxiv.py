@@ -14,14 +14,13 @@ article's feed entry joins it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator, Mapping
 from datetime import date
 from typing import Any
 
 from bot.services.papers.ingest.normalise import clean_text, doi, iso_date
-from bot.services.papers.sources.base import Cursor, SourceError, SourcePage, parse_each
+from bot.services.papers.sources.base import Cursor, SourceError, SourcePage, json_answer, parse_each
 from bot.services.papers.sources.http import PoliteClient
 from storage.models import PaperRecord
 
@@ -80,10 +79,7 @@ def preprint_record(item: Any, *, server: str) -> PaperRecord | str:
 
 def parse_details(data: bytes, *, server: str, where: str) -> tuple[list[PaperRecord], list[str], int, int]:
     """A details page: (records, problems, rows on this page, total rows in the range)."""
-    try:
-        answer = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise SourceError(f"{where}: not the API's JSON ({error})") from None
+    answer = json_answer(data, where)
     if not isinstance(answer, Mapping) or not isinstance(answer.get("messages"), list):
         raise SourceError(f"{where}: not a details answer (no messages)")
     message = answer["messages"][0] if answer["messages"] else {}

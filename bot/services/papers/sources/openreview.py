@@ -12,13 +12,12 @@ was stored before is merged, not duplicated; the offset is the cursor an interru
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 
 from bot.services.papers.ingest.normalise import clean_text, openreview_id, parse_venue
-from bot.services.papers.sources.base import Cursor, SourceError, SourcePage, parse_each
+from bot.services.papers.sources.base import Cursor, SourceError, SourcePage, json_answer, parse_each
 from bot.services.papers.sources.http import PoliteClient
 from storage.models import PaperRecord
 
@@ -81,10 +80,7 @@ def note_record(note: Any) -> PaperRecord | str:
 
 def parse_notes(data: bytes, *, where: str) -> tuple[list[PaperRecord], list[str], int, int]:
     """A notes page: (records, problems, notes on this page, count of all)."""
-    try:
-        answer = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise SourceError(f"{where}: not the API's JSON ({error})") from None
+    answer = json_answer(data, where)
     if not isinstance(answer, Mapping) or not isinstance(answer.get("notes"), list):
         raise SourceError(f"{where}: not a notes answer")
     notes = answer["notes"]
