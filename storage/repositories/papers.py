@@ -429,8 +429,18 @@ class PaperRepository:
                     break
             if target is None:
                 entity = _new_entity(prep)
+                taken = {
+                    value for kind, value in prep.keys if kind == "title_author" and value in owners[kind]
+                }
+                if (
+                    taken
+                ):  # another paper's title and first author (it would not join it): that one keeps them
+                    entity.aliases = [
+                        (k, v) for k, v in entity.aliases if k != "title_author" or v not in taken
+                    ]
                 for kind, value in prep.keys:
-                    owners[kind][value] = entity
+                    if value not in taken:
+                        owners[kind][value] = entity
                 new.append(entity)
                 added += 1
             elif _fill(target, prep, owners, matched):

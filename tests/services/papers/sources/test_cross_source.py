@@ -96,7 +96,8 @@ HYPERNETWORKS = (
 )
 INTRODUCTION = (
     "This special issue gathers twelve studies of coral reef recovery after bleaching events in the "
-    "Indian Ocean, from larval settlement to the return of grazing fish, and asks what managers can do."
+    "Indian Ocean. They follow reefs from larval settlement to the return of grazing fish, compare "
+    "protected and fished sites over a decade, and ask what managers can do while the water warms."
 )
 
 
@@ -151,6 +152,31 @@ async def test_two_papers_titled_introduction_stay_two_unless_author_and_abstrac
     counts = await papers.upsert_many([other_author, other_text, placeholder])
     assert (counts.added, counts.merged + counts.unchanged) == (3, 0)
     assert await papers.count() == 4
+
+
+async def test_the_first_of_two_introductions_keeps_its_title_key_for_its_journal_version(
+    db: Database,
+) -> None:
+    """In one batch: John Smith's "Introduction", Anna Smith's (another text), then the journal's
+    version of John's: it joins John's, not Anna's and not a paper of its own."""
+    papers = PaperRepository(db)
+    johns = PaperRecord(title="Introduction", authors=("John Smith",), abstract=INTRODUCTION, doi="10.1/a")
+    annas = PaperRecord(title="Introduction", authors=("Smith, Anna",), abstract=HYPERNETWORKS, doi="10.1/b")
+    journal = PaperRecord(
+        title="Introduction", authors=("Smith, J.",), abstract=journal_edit(INTRODUCTION), doi="10.1/c"
+    )
+    counts = await papers.upsert_many([johns, annas, journal])
+    assert (counts.added, await papers.count()) == (2, 2)
+    assert await papers.find_by_external("10.1/c") == await papers.find_by_external("10.1/a")
+    later = await papers.upsert_many(
+        [
+            PaperRecord(
+                title="Introduction", authors=("Smith",), abstract=INTRODUCTION + " Later.", doi="10.1/d"
+            )
+        ]
+    )
+    assert later.added == 0
+    assert await papers.find_by_external("10.1/d") == await papers.find_by_external("10.1/a")
 
 
 async def test_a_first_author_marked_with_an_asterisk_still_names_the_paper(db: Database) -> None:
