@@ -493,6 +493,8 @@ def test_dockerignore_lets_through_everything_the_dockerfile_copies() -> None:
 
 
 @pytest.mark.slow
+# A new venv and every dependency installed: 77 s alone, past the suite's 120 s on a loaded machine.
+@pytest.mark.timeout(600)
 def test_dockerfile_build_steps_run_as_a_plain_script(tmp_path: Path) -> None:
     """Run the build stage's COPY and RUN in order in a temporary folder; the result runs paperbot.
 
