@@ -44,7 +44,9 @@ def records(rows: list[dict]) -> tuple[list[PaperRecord], list[PaperRecord]]:
     preprints, articles = [], []
     for i, row in enumerate(rows):
         journal = f"10.5555/journal.{i}"
-        authors = tuple(row.get("authors") or ())
+        # A few corpus rows hold their whole author list as one comma-separated name; a source's
+        # parser gives names one by one, so each record gets them split before it is written its way.
+        authors = tuple(name.strip() for entry in row.get("authors") or () for name in entry.split(","))
         preprints.append(
             PaperRecord(
                 title=row["title"],

@@ -146,15 +146,13 @@ _ABSTRACT_WORDS = re.compile(r"[^\W_]+")
 
 
 def surname(author: str) -> str:
-    """An author's family name, normalised: "Smith, John" and "John Smith" both give "smith"; marks
-    beside a name ("John Smith *", "Smith, John †") are not part of it."""
+    """An author's family name, normalised: the last word before a comma, else the last word.
+    "Smith, John" and "John Smith" both give "smith", "de la Cruz, María" and "María de la Cruz"
+    "cruz"; marks beside a name ("John Smith *", "Smith, John †") are not part of it, and a list
+    given as one string ("Martín Abadi, David G. Andersen") gives its first author's ("abadi")."""
     name = " ".join(part for part in author.split() if normalise_text(part))
-    if "," in name:
-        name = name.split(",", 1)[0]
-    else:
-        parts = name.split()
-        name = parts[-1] if parts else ""
-    return normalise_text(name)
+    parts = name.split(",", 1)[0].split()
+    return normalise_text(parts[-1]) if parts else ""
 
 
 def generic_title(title: str) -> bool:

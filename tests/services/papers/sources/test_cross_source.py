@@ -192,6 +192,25 @@ async def test_a_first_author_marked_with_an_asterisk_still_names_the_paper(db: 
     assert (counts.added, await papers.count()) == (0, 1)
 
 
+@pytest.mark.parametrize(
+    ("stored", "journal"),
+    [
+        (("Martín Abadi", "David G. Andersen"), ("Martín Abadi, David G. Andersen",)),  # a list as one string
+        (("María de la Cruz",), ("de la Cruz, María",)),  # a family name of several words, comma first
+    ],
+)
+async def test_a_first_author_written_another_way_still_names_the_paper(
+    db: Database, stored: tuple[str, ...], journal: tuple[str, ...]
+) -> None:
+    papers = PaperRepository(db)
+    title = "Learning to protect communications with adversarial neural cryptography"
+    await papers.upsert_many([PaperRecord(title=title, authors=stored, abstract=INTRODUCTION)])
+    counts = await papers.upsert_many(
+        [PaperRecord(title=title, authors=journal, abstract="Edited.", doi="10.5555/c")]
+    )
+    assert (counts.added, await papers.count()) == (0, 1)
+
+
 def atom(version: int, abstract: str) -> bytes:
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom" xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/"
