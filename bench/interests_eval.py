@@ -36,11 +36,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import re
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -112,6 +113,43 @@ def make_people(
                 named = tuple(int(rng.choice(members[a])) for a in combo) if start == "answered" else ()
                 found.append(Person(tuple(combo), start, named))
     return found
+
+
+GENERIC_SUB_AREAS = frozenset({"general", "applications", "other", "others"})
+
+
+def _words(phrase: str) -> frozenset[str]:
+    """A keyword's words, lower case, a plural's final s dropped ("networks" and "network" alike)."""
+    words = (w for w in re.split(r"[^0-9a-z]+", phrase.lower()) if w)
+    return frozenset(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
+
+
+def within(source: str, labels: Sequence[set[str]], areas: Collection[str]) -> list[set[str]]:
+    """The labels with each of ``areas`` added to the papers that are about it under another name
+    (the ``within`` relevance rule, bench/README.md): on ICLR, a paper whose author keyword holds
+    every word of the area ("deep generative models", "low-resource nlp" and "unsupervised
+    reinforcement learning" are about "generative models", "nlp", "unsupervised learning"); on
+    IJCAI, a paper with the same sub-area under another field (the areas were renamed between years:
+    "computational social choice" sits under "game theory and economic paradigms" in 2020–21 and under
+    "agent-based and multi-agent systems" later), unless the sub-area is one of every field
+    ("applications", "general", "other")."""
+    widened = [set(ls) for ls in labels]
+    if source == "IJCAI":
+        by_sub: dict[str, list[str]] = defaultdict(list)
+        for area in areas:
+            sub = area.split(":")[-1].strip()
+            if ":" in area and sub not in GENERIC_SUB_AREAS:
+                by_sub[sub].append(area)
+        for ls in widened:
+            for label in list(ls):
+                if ":" in label:
+                    ls.update(by_sub.get(label.split(":")[-1].strip(), ()))
+        return widened
+    words = {area: _words(area) for area in areas}
+    for ls in widened:
+        held = [_words(label) for label in ls]
+        ls.update(a for a, w in words.items() if w and any(w <= k for k in held))
+    return widened
 
 
 Pick = Callable[[Person, list[int], list[int], set[int], int], Awaitable[list[int]]]
@@ -266,11 +304,14 @@ async def run_source(
     settings: dict[str, dict[str, float]],
     only: Sequence[str] = (),
     learning: LearningParams = DEFAULT_LEARNING,
+    relevance: str = "within",
 ) -> tuple[list[Person], dict[str, Any]]:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     rows, labels = load_source(source)
-    group = make_people(source, labels, split, starts, per_size, seed=11)
+    group = make_people(source, labels, split, starts, per_size, seed=11)  # (by the exact labels)
+    if relevance == "within":
+        labels = within(source, labels, {a for p in group for a in p.areas})
     with tempfile.TemporaryDirectory() as folder:
         store = await Store.open(Path(folder), rows)
         alive = np.array([p >= 0 for p in store.ids])
@@ -361,7 +402,9 @@ async def main_async(args: argparse.Namespace) -> int:
                 settings = {**SETTINGS, method: option}
                 means = []
                 for source in args.sources.split(","):
-                    _, result = await run_source(source, "tune", starts, args.people, settings)
+                    _, result = await run_source(
+                        source, "tune", starts, args.people, settings, relevance=args.relevance
+                    )
                     means.append(result["SVM" if method == "svm" else "Rocchio"]["precision"][:, 3:].mean())
                 print(f"tune {method} {option}: p@5 days 4–6 {np.mean(means):.3f}", flush=True)
         return 0
@@ -372,7 +415,14 @@ async def main_async(args: argparse.Namespace) -> int:
             **{k: type(getattr(DEFAULT_LEARNING, k))(v) for k, v in (o.split("=") for o in args.set)},
         )
         group, results = await run_source(
-            source, args.split, starts, args.people, SETTINGS, only, learning=learning
+            source,
+            args.split,
+            starts,
+            args.people,
+            SETTINGS,
+            only,
+            learning=learning,
+            relevance=args.relevance,
         )
         print(report(group, results, f"{source}, {args.split} split"), flush=True)
     print(f"({time.perf_counter() - started:.0f} s)")
@@ -390,6 +440,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--methods", default="", help="only these (comma-separated: paperbot,no reactions,SVM,Rocchio)"
+    )
+    parser.add_argument(
+        "--relevance",
+        choices=("within", "exact"),
+        default="within",
+        help="a paper is about an area by its exact label, or also under another name (within())",
     )
     parser.add_argument(
         "--set",
