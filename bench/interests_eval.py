@@ -27,7 +27,7 @@ missed area makes a whole day uncovered); the average precision, on day 6, of th
 unseen relevant papers in the method's ranking of the whole unseen pool (paperbot:
 ``Recommender.ranking``; SVM and Rocchio: their scores).
 Run: ``.venv/bin/python bench/interests_eval.py --split test`` (a few minutes on 2 cores: a person's six
-days cost 0.1–0.3 s a method, so 30 people a row, the default, is cheap; ``--set NAME=VALUE`` changes
+days cost 0.15–0.5 s a method, so 30 people a row, the default, is cheap; ``--set NAME=VALUE`` changes
 paperbot's ``LearningParams`` to choose them on the tune split).
 """
 
