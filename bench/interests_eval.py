@@ -403,7 +403,13 @@ async def main_async(args: argparse.Namespace) -> int:
                 means = []
                 for source in args.sources.split(","):
                     _, result = await run_source(
-                        source, "tune", starts, args.people, settings, relevance=args.relevance
+                        source,
+                        "tune",
+                        starts,
+                        args.people,
+                        settings,
+                        ("SVM",) if method == "svm" else ("Rocchio",),
+                        relevance=args.relevance,
                     )
                     means.append(result["SVM" if method == "svm" else "Rocchio"]["precision"][:, 3:].mean())
                 print(f"tune {method} {option}: p@5 days 4–6 {np.mean(means):.3f}", flush=True)
