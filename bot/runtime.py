@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadpoolctl import threadpool_limits
 
+from bot.clock import Clock, utc_now
 from bot.discord_limits import BULK_CALLS_PER_MINUTE
 from bot.services.admin.permission_notices import PermissionNotices
 from bot.services.club import ClubService
@@ -40,7 +41,6 @@ from bot.services.digests.subscriptions import (
     StoredInterests,
     SubscriptionService,
 )
-from bot.services.digests.timing import Clock, utc_now
 from bot.services.papers.arxiv_lookup import ArxivLookup
 from bot.services.papers.ingest.runner import ensure_shipped_corpus
 from bot.services.papers.linked import LinkedPapers

@@ -196,8 +196,8 @@ async def running_paperbot(
     """The real paperbot (open_services + build_bot) running against `server`; ``clock``, the time
     every service reads (the wall clock by default); `progress` is told what takes time at start, a
     line each."""
+    from bot.clock import utc_now
     from bot.runtime import build_bot, open_services
-    from bot.services.digests.timing import utc_now
 
     options = SANDBOX_CLIENT_OPTIONS if client_options is None else client_options
     async with open_services(

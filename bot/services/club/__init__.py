@@ -26,8 +26,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
+from bot.clock import utc_now
 from bot.errors import NotFoundError, UserFacingError
-from bot.services.digests.timing import parse_time, parse_timezone, parse_topics, utc_now
+from bot.services.digests.timing import parse_time, parse_timezone, parse_topics
 from paperindex.engine import SearchEngine
 from storage.models import ClubRow, ClubWeek, Paper
 from storage.repositories.clubs import ClubRepository

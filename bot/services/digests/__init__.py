@@ -20,13 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.clock import Clock
 from bot.services.digests.delivery import DigestDelivery
 from bot.services.digests.leases import Leases
 from bot.services.digests.planning import DigestPlanner
 from bot.services.digests.recovery import DigestRecovery
 from bot.services.digests.retention import DigestHistory
 from bot.services.digests.subscriptions import SubscriptionService
-from bot.services.digests.timing import Clock
 from storage.repositories.digests import DigestRepository
 
 #: A digest missed while the bot was down is sent on start-up if it fell due at most this long ago.

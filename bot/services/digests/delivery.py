@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from typing import Protocol
 
+from bot.clock import Clock
 from bot.services.digests.leases import Leases
 from bot.services.digests.planning import DigestPlanner, DigestTexts, PaperLookup, PlannedPaper
 from bot.services.digests.subscriptions import (
@@ -44,7 +45,7 @@ from bot.services.digests.subscriptions import (
     recipient_of,
     subscription_schedule,
 )
-from bot.services.digests.timing import Clock, Period, latest_due
+from bot.services.digests.timing import Period, latest_due
 from storage.models import Paper, Subscription
 from storage.repositories.digests import ClaimLostError, DigestItem, DigestRepository, DigestRun, Recipient
 

@@ -43,11 +43,12 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
+from bot.clock import Clock
 from bot.services.digests import Digests
 from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, DigestSender, SentMessage
 from bot.services.digests.fairness import FairSlots, lane_of
 from bot.services.digests.subscriptions import parse_stamp, subscription_schedule
-from bot.services.digests.timing import Clock, Period, check_due
+from bot.services.digests.timing import Period, check_due
 from storage.models import Paper, Subscription
 from storage.repositories.digests import DigestRun
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from bot.clock import Clock
 from bot.services.digests.subscriptions import recipient_of, subscription_schedule
-from bot.services.digests.timing import Clock, Schedule, format_local, next_delivery
+from bot.services.digests.timing import Schedule, format_local, next_delivery
 from bot.services.search.snippets import one_line
 from storage.models import Paper, Subscription
 from storage.repositories.digests import DigestRepository, Recipient

@@ -12,9 +12,10 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, timedelta
 
+from bot.clock import Clock
 from bot.services.digests.leases import Leases
 from bot.services.digests.subscriptions import SubscriptionService, parse_stamp, subscription_schedule
-from bot.services.digests.timing import Clock, Period, check_due
+from bot.services.digests.timing import Period, check_due
 from storage.models import Subscription
 from storage.repositories.digests import DigestRepository, DigestRun
 

@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, timedelta
 
-from bot.services.digests.timing import Clock
+from bot.clock import Clock
 from storage.repositories.digests import DigestRepository
 from storage.repositories.messages import PostedMessageRepository
 

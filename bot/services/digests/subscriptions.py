@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from bot.clock import Clock
 from bot.errors import InvalidScheduleError, NotFoundError, UserFacingError
 from bot.services.digests.timing import (
-    Clock,
     DueDigest,
     Period,
     Schedule,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 import zoneinfo
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
@@ -30,15 +30,6 @@ from zoneinfo import ZoneInfo
 
 from bot.errors import InvalidScheduleError
 from bot.services.search.snippets import echo
-
-#: Returns the current time as an aware UTC datetime; injected everywhere time matters.
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    """The real clock."""
-    return datetime.now(UTC)
-
 
 FREQUENCIES: Final = ("daily", "weekdays", "weekly")
 WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
