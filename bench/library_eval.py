@@ -30,8 +30,11 @@ Methods on the same people and the same reactions:
 * Rocchio — TF-IDF query = β · mean of liked − γ · mean of disliked, cosine.
 
 Reported: precision@5 of day 1 and of days 1–3 with 95 % bootstrap intervals over people, and paperbot's
-lead over each baseline with a paired interval (the same people on both sides).
-Run: ``.venv/bin/python bench/library_eval.py --split test`` (a few minutes on 2 cores).
+lead over each baseline with a paired interval (the same people on both sides). ``--per-area N``: up to N
+libraries of each area (of each pair of areas) that share no paper, for more people per row than one
+library an area gives (6–20 people, intervals of ±0.2); the intervals are then drawn by area, each area
+with all its people, as several libraries of one area answer the same later papers.
+Run: ``.venv/bin/python bench/library_eval.py --split test --per-area 4`` (a few minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ PER_DAY = 5
 DAYS = 3
 LIBRARY_YEARS = {"IJCAI": (2020, 2021, 2022), "ICLR": (2020, 2021, 2022)}
 MIN_LATER = 15
-SETTINGS = {"svm": {"C": 0.1}, "rocchio": {"beta": 1.0, "gamma": 0.25}}
+SETTINGS = {"svm": {"C": 0.1}, "rocchio": {"beta": 1.0, "gamma": 0.0}}  # --grid --per-area 4
 GRID = {
     "svm": [{"C": c} for c in (0.01, 0.1, 1.0)],
     "rocchio": [{"beta": 1.0, "gamma": g} for g in (0.0, 0.25, 0.5)],
