@@ -9,7 +9,9 @@ For the people of ``library_eval.py`` (same split rule, same libraries), day-1 p
 * ``LinearSVC(class_weight="balanced", C=0.1)`` on TF-IDF, on our unit BM25 vectors, and on those
   beside the LSA place;
 * with ``--ablate``: Rocchio and the SVM on TF-IDF variants (unigrams only, no ``max_df`` cut, no
-  sublinear tf, no feature cap), to say which part of TF-IDF carries them.
+  sublinear tf, no feature cap), to say which part of TF-IDF carries them; and on TF-IDF weights over
+  our own terms (:mod:`paperindex.tokenizer`): unigrams, a paper as the index holds it (the title's
+  terms three times and its phrase terms), and either with the abstract's phrase terms as well.
 
 ``--show``: each person's picks by paperbot and by the SVM, relevant or not, with their titles.
 Settings are read, never chosen, here; run on the tune split.
@@ -36,6 +38,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import library_eval as L  # noqa: E402
 
 from bot.services.recommend.learner import unit_rows  # noqa: E402
+from paperindex.tokenizer import phrase_terms, tokenize  # noqa: E402
 
 TFIDF_VARIANTS: dict[str, dict[str, Any]] = {
     "1–2-grams (the baseline's)": {},
@@ -144,6 +147,34 @@ def ablate(
             rocchio.append(precision(top5(centroid(matrix, library), allowed, person), person, labels))
             svm.append(precision(top5(svm_scores(matrix, library), allowed, person), person, labels))
         print(f"| {name} | {np.mean(rocchio):.3f} | {np.mean(svm):.3f} |", flush=True)
+
+    def words(r: dict[str, Any]) -> list[str]:
+        return tokenize(r["title"]) + tokenize(r.get("abstract") or "")
+
+    def indexed(r: dict[str, Any]) -> list[str]:
+        return tokenize(r["title"]) * 3 + tokenize(r.get("abstract") or "") + phrase_terms(r["title"])
+
+    def phrases(r: dict[str, Any]) -> list[str]:
+        return phrase_terms(r["title"]) + phrase_terms(r.get("abstract") or "")
+
+    ours: dict[str, Any] = {
+        "our terms": words,
+        "our terms, as the index holds a paper": indexed,
+        "our terms + every phrase": lambda r: words(r) + phrases(r),
+        "as the index holds a paper + the abstract's phrases": lambda r: (
+            indexed(r) + phrase_terms(r.get("abstract") or "")
+        ),
+    }
+    for name, terms in ours.items():
+        matrix = TfidfVectorizer(analyzer=lambda t: t, sublinear_tf=True, min_df=3, max_df=0.3).fit_transform(
+            [terms(r) for r in rows]
+        )
+        rocchio, svm = [], []
+        for person in group:
+            library = list(person.library)
+            rocchio.append(precision(top5(centroid(matrix, library), allowed, person), person, labels))
+            svm.append(precision(top5(svm_scores(matrix, library), allowed, person), person, labels))
+        print(f"| TF-IDF of {name} | {np.mean(rocchio):.3f} | {np.mean(svm):.3f} |", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
