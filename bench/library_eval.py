@@ -30,8 +30,11 @@ Methods on the same people and the same reactions:
 * Rocchio — TF-IDF query = β · mean of liked − γ · mean of disliked, cosine.
 
 Reported: precision@5 of day 1 and of days 1–3 with 95 % bootstrap intervals over people, and paperbot's
-lead over each baseline with a paired interval (the same people on both sides).
-Run: ``.venv/bin/python bench/library_eval.py --split test`` (a few minutes on 2 cores).
+lead over each baseline with a paired interval (the same people on both sides). ``--per-area N``: up to N
+libraries of each area (of each pair of areas) that share no paper, for more people per row than one
+library an area gives (6–20 people, intervals of ±0.2); the intervals are then drawn by area, each area
+with all its people, as several libraries of one area answer the same later papers.
+Run: ``.venv/bin/python bench/library_eval.py --split test --per-area 4`` (a few minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -58,6 +61,7 @@ sys.path.insert(0, str(REPO))
 
 from bench_common import rate  # noqa: E402
 
+from bot.services.recommend.learner import DEFAULT_LEARNING, LearningParams  # noqa: E402
 from bot.services.recommend.paper_space import PaperSpace  # noqa: E402
 from bot.services.recommend.recommender import Recommender  # noqa: E402
 from paperindex.engine import SearchEngine  # noqa: E402
@@ -71,7 +75,7 @@ PER_DAY = 5
 DAYS = 3
 LIBRARY_YEARS = {"IJCAI": (2020, 2021, 2022), "ICLR": (2020, 2021, 2022)}
 MIN_LATER = 15
-SETTINGS = {"svm": {"C": 0.1}, "rocchio": {"beta": 1.0, "gamma": 0.25}}
+SETTINGS = {"svm": {"C": 0.1}, "rocchio": {"beta": 1.0, "gamma": 0.0}}  # --grid --per-area 4
 GRID = {
     "svm": [{"C": c} for c in (0.01, 0.1, 1.0)],
     "rocchio": [{"beta": 1.0, "gamma": g} for g in (0.0, 0.25, 0.5)],
@@ -140,6 +144,7 @@ def people(
     sizes: Sequence[int],
     two: bool,
     seed: int,
+    per_area: int = 1,
 ) -> list[Person]:
     early = LIBRARY_YEARS[source]
     by_area_early: dict[str, list[int]] = defaultdict(list)
@@ -157,22 +162,29 @@ def people(
     )
     rng = np.random.default_rng(seed)
     found: list[Person] = []
+
+    def libraries(area: str, size: int) -> list[list[int]]:
+        """``per_area`` libraries of the area's early papers that share no paper (fewer when it has
+        fewer than ``per_area`` × ``size``); with one, the draw the earlier figures were made with."""
+        papers = by_area_early[area]
+        if per_area == 1:
+            return [list(rng.choice(papers, size=size, replace=False))]
+        shuffled = rng.permutation(papers)
+        return [list(shuffled[k * size : (k + 1) * size]) for k in range(min(per_area, len(papers) // size))]
+
     for area in areas:
         for size in sizes:
             if len(by_area_early[area]) < size:
                 continue  # not that many papers of the area in the earlier years
-            library = rng.choice(by_area_early[area], size=size, replace=False)
-            found.append(Person(source, (area,), tuple(int(r) for r in library), size))
+            for library in libraries(area, size):
+                found.append(Person(source, (area,), tuple(int(r) for r in library), size))
     areas = [a for a in areas if len(by_area_early[a]) >= 10]
     if two:
         for a, b in zip(areas, areas[1:] + areas[:1], strict=True):
             if a == b:
                 continue
-            library = [
-                *rng.choice(by_area_early[a], 10, replace=False),
-                *rng.choice(by_area_early[b], 10, replace=False),
-            ]
-            found.append(Person(source, (a, b), tuple(int(r) for r in library), 20))
+            for first, second in zip(libraries(a, 10), libraries(b, 10), strict=False):
+                found.append(Person(source, (a, b), tuple(int(r) for r in [*first, *second]), 20))
     return found
 
 
@@ -213,10 +225,15 @@ class Store:
         return cls(db, engine, space, ids)
 
 
-def paperbot(store: Store, early_ids: set[int]) -> Picker:
+def paperbot(store: Store, early_ids: set[int], learning: LearningParams = DEFAULT_LEARNING) -> Picker:
     clock = {"now": START}
     recommender = Recommender(
-        store.db, store.engine, store.engine.index, space=store.space, clock=lambda: clock["now"]
+        store.db,
+        store.engine,
+        store.engine.index,
+        space=store.space,
+        clock=lambda: clock["now"],
+        learning=learning,
     )
     users: dict[Person, int] = {}
 
@@ -315,22 +332,41 @@ async def simulate(
     return precision, covered
 
 
-def interval(values: np.ndarray, *, rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+def interval(
+    values: np.ndarray, *, clusters: Sequence[Any] | None = None, rounds: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """95 % bootstrap interval of the mean over people; with ``clusters`` (each person's areas), the
+    areas are drawn instead, each with all its people (several libraries of one area are not
+    independent: the same later papers answer them)."""
     rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), size=(rounds, len(values)))].mean(axis=1)
+    if clusters is None:
+        means = values[rng.integers(0, len(values), size=(rounds, len(values)))].mean(axis=1)
+    else:
+        keys = sorted(set(clusters))
+        members = [np.array([i for i, c in enumerate(clusters) if c == k]) for k in keys]
+        sums = np.array([values[m].sum() for m in members])
+        counts = np.array([len(m) for m in members], dtype=np.float64)
+        draws = rng.integers(0, len(keys), size=(rounds, len(keys)))
+        means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def shown(values: np.ndarray) -> str:
-    low, high = interval(values)
+def shown(values: np.ndarray, clusters: Sequence[Any] | None = None) -> str:
+    low, high = interval(values, clusters=clusters)
     return f"{values.mean():.3f} [{low:.3f}, {high:.3f}]"
 
 
 async def run_source(
-    source: str, split: str, sizes: Sequence[int], two: bool, settings: dict[str, dict[str, float]]
+    source: str,
+    split: str,
+    sizes: Sequence[int],
+    two: bool,
+    settings: dict[str, dict[str, float]],
+    per_area: int = 1,
+    learning: LearningParams = DEFAULT_LEARNING,
 ) -> dict[str, dict[str, Any]]:
     rows, labels = load_source(source)
-    group = people(source, rows, labels, split, sizes=sizes, two=two, seed=7)
+    group = people(source, rows, labels, split, sizes=sizes, two=two, seed=7, per_area=per_area)
     early = np.array([r["year"] in LIBRARY_YEARS[source] for r in rows])
     with tempfile.TemporaryDirectory() as folder:
         store = await Store.open(Path(folder), rows)
@@ -338,7 +374,7 @@ async def run_source(
         allowed = ~early & np.array([p >= 0 for p in store.ids])
         early_ids = {store.ids[i] for i in np.flatnonzero(early) if store.ids[i] >= 0}
         methods: dict[str, Picker] = {
-            "paperbot": paperbot(store, early_ids),
+            "paperbot": paperbot(store, early_ids, learning),
             "SVM": svm(matrix, allowed, **settings["svm"]),
             "Rocchio": rocchio(matrix, allowed, **settings["rocchio"]),
         }
@@ -367,14 +403,21 @@ def report(results: dict[str, dict[str, Any]], title: str) -> str:
         rows = np.array([keep(p) for p in people_])
         if not rows.any():
             continue
-        lines.append(f"{label}: {int(rows.sum())} people")
+        areas = [p.areas for p, keep_ in zip(people_, rows, strict=True) if keep_]
+        several = len(set(areas)) < len(areas)  # several libraries of one area: drawn by area
+        clusters = areas if several else None
+        lines.append(
+            f"{label}: {int(rows.sum())} people"
+            + (f" ({len(set(areas))} areas; intervals drawn by area)" if several else "")
+        )
         lines.append("| method | p@5 day 1 | p@5 days 1–3 | coverage (both areas on a day) |")
         lines.append("|---|---|---|---|")
         for name, result in results.items():
             precision = result["precision"][rows]
             cover = result["covered"][rows].mean(axis=1)
             lines.append(
-                f"| {name} | {shown(precision[:, 0])} | {shown(precision.mean(axis=1))} | {shown(cover) if len(people_[0].areas) or True else ''} |"
+                f"| {name} | {shown(precision[:, 0], clusters)} | {shown(precision.mean(axis=1), clusters)} "
+                f"| {shown(cover, clusters)} |"
             )
         ours = results["paperbot"]["precision"][rows]
         for name, result in results.items():
@@ -382,9 +425,21 @@ def report(results: dict[str, dict[str, Any]], title: str) -> str:
                 continue
             diff_day1 = ours[:, 0] - result["precision"][rows][:, 0]
             diff_all = ours.mean(axis=1) - result["precision"][rows].mean(axis=1)
-            lines.append(f"paperbot − {name}: day 1 {shown(diff_day1)}; days 1–3 {shown(diff_all)}")
+            lines.append(
+                f"paperbot − {name}: day 1 {shown(diff_day1, clusters)}; days 1–3 {shown(diff_all, clusters)}"
+            )
         lines.append("")
     return "\n".join(lines)
+
+
+def learning_of(overrides: Sequence[str]) -> LearningParams:
+    """paperbot's learning settings with ``name=value`` overrides (to try one on the tune split)."""
+    changed = {}
+    for item in overrides:
+        name, value = item.split("=", 1)
+        kind = type(getattr(DEFAULT_LEARNING, name))
+        changed[name] = kind(float(value)) if kind is int else kind(value)
+    return replace(DEFAULT_LEARNING, **changed)
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -399,13 +454,19 @@ async def main_async(args: argparse.Namespace) -> int:
                 settings = {**SETTINGS, method: option}
                 scores = []
                 for source in sources:
-                    result = await run_source(source, "tune", [20], False, settings)
+                    result = await run_source(source, "tune", [20], False, settings, args.per_area)
                     scores.append(result["SVM" if method == "svm" else "Rocchio"]["precision"].mean())
                 print(f"tune {method} {option}: p@5 days 1–3 {np.mean(scores):.3f}")
         return 0
     for source in sources:
         results = await run_source(
-            source, args.split, [int(s) for s in args.sizes.split(",")], args.two, SETTINGS
+            source,
+            args.split,
+            [int(s) for s in args.sizes.split(",")],
+            args.two,
+            SETTINGS,
+            args.per_area,
+            learning_of(args.learning),
         )
         print(report(results, f"{source}, {args.split} split"))
     print(f"({time.perf_counter() - started:.0f} s)")
@@ -418,6 +479,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sources", default="IJCAI,ICLR")
     parser.add_argument("--sizes", default="10,20,40")
     parser.add_argument("--two", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--per-area",
+        type=int,
+        default=1,
+        help="libraries per area that share no paper (more people per row; intervals then drawn by area)",
+    )
+    parser.add_argument(
+        "--learning",
+        nargs="*",
+        default=[],
+        metavar="NAME=VALUE",
+        help="paperbot's LearningParams changed (to try a setting on the tune split)",
+    )
     parser.add_argument(
         "--grid", action="store_true", help="choose the baselines' settings on the tune split"
     )

@@ -63,6 +63,10 @@ class LearningParams:
     prior_weight: float = 10.0  # the topics' weight while nothing is liked yet (score = weight · match)
     prior_l2: float = 1.0  # how firmly it stays there
     dislike_weight: float = 1.0  # a 👎 as an example, against a 👍's 1
+    #: the same in an interest that is a group of the person's own 👍 (a library): the papers they chose
+    #: say what it is; a 👎 on a pick says less (bench/library_eval.py, tune split: at 1.0 days 2–3
+    #: drift from the library, days 1–3 precision 0.43 / 0.42 IJCAI / ICLR, at 0.1 0.49 / 0.44)
+    grouped_dislike_weight: float = 0.1
     ignored_weight: float = 0.05  # a paper shown and left without a reaction
     background: int = 300  # papers sampled from the corpus as background negatives
     background_weight: float = 10.0  # their total weight (a smaller corpus's whole sample weighs less)

@@ -156,11 +156,13 @@ class PersonModels:
         *,
         now: datetime,
         several: bool = False,
+        grouped: bool = False,
     ) -> Fitted | None:
         """The person's model fitted to their reactions. None when none of the rated papers is in
         the index (nothing to learn from), or while the paper space of a large corpus is still being
         computed (then the topic ranking stands in). ``several``: the interest is one of several the
-        person has (:func:`bot.services.recommend.learner.fit`)."""
+        person has (:func:`bot.services.recommend.learner.fit`); ``grouped``: it is a group of the person's own 👍
+        (a library), whose 👎 weigh ``grouped_dislike_weight``."""
         params, space = self.params, self.space
         if not self.space_ready():
             return None
@@ -168,7 +170,8 @@ class PersonModels:
         n = len(coords)
         topic_match = self.topic_match(topic_query, n)
 
-        rated = self._rated(signals, n, now)
+        dislike_weight = params.grouped_dislike_weight if grouped else params.dislike_weight
+        rated = self._rated(signals, n, now, dislike_weight)
         if not rated:
             return None
         labels = dict(rated)
@@ -235,7 +238,9 @@ class PersonModels:
             self._background_rows = (key, slots, unit_rows(papers, columns))
         return self._background_rows[1], self._background_rows[2]
 
-    def _rated(self, signals: Sequence[FeedbackRow], n: int, now: datetime) -> dict[int, tuple[float, float]]:
+    def _rated(
+        self, signals: Sequence[FeedbackRow], n: int, now: datetime, dislike_weight: float
+    ) -> dict[int, tuple[float, float]]:
         """slot → (label, weight) of each rated paper the space has placed: wanted (:func:`wanted`) or
         not, counting less with age."""
         times: dict[int, str] = {}
@@ -248,7 +253,7 @@ class PersonModels:
             if slot is None:
                 continue
             age = decay(when, now, self.params.half_life_days)
-            rated[slot] = (1.0, age) if paper_id in liked else (0.0, age * self.params.dislike_weight)
+            rated[slot] = (1.0, age) if paper_id in liked else (0.0, age * dislike_weight)
         return rated
 
     def word_scores(self, model: PersonModel, slots: IntArray) -> FloatArray:

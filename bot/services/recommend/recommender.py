@@ -409,7 +409,10 @@ class Recommender:
         def fit() -> tuple[WeightedWords, WeightedWords]:
             with self.index.lock:
                 several = len(person.interests) > 1
-                fitted = self.models.fit(query, plan.signals, ignored, now=now, several=several)
+                grouped = interest.row.kind == "liked"
+                fitted = self.models.fit(
+                    query, plan.signals, ignored, now=now, several=several, grouped=grouped
+                )
                 if fitted is None:
                     return (), ()
                 return self._words({interest_id: replace(plan, fitted=fitted)})[interest_id]

@@ -134,7 +134,8 @@ class PersonPlanner:
         )
         # (a paused interest counts: pausing one leaves what the others learned as it was)
         several = len(shown) + sum(1 for plan, _, _ in plans if plan.interest_id is None) > 1
-        fitted = await self._fit_all(plans, ready, now=now, wait=wait, several=several)
+        grouped = frozenset(i.id for i in named if i.row.kind == "liked")  # (a library's 👎 weigh less)
+        fitted = await self._fit_all(plans, ready, now=now, wait=wait, several=several, grouped=grouped)
         if fitted is None:
             return None
         served = tuple(replace(plan, fitted=f) for (plan, _, _), f in zip(plans, fitted, strict=True))
@@ -280,12 +281,14 @@ class PersonPlanner:
         now: datetime,
         wait: bool,
         several: bool,
+        grouped: frozenset[int] = frozenset(),
     ) -> list[Fitted | None] | None:
         """Each interest's model (None where it has no reactions to learn from, or no space yet),
         fitted in one worker thread: a fit reads the whole corpus, which nobody else's answer should
         wait for. It holds the index's lock, so an ingest never changes the index under it; without
         ``wait``, None while another thread holds it. ``several``: the person has more than one
-        interest (:func:`bot.services.recommend.learner.fit`)."""
+        interest (:func:`bot.services.recommend.learner.fit`); ``grouped``: the interests that are groups
+        of liked papers (:meth:`PersonModels.fit`)."""
         if not ready or not any(plan.signals for plan, _, _ in plans):
             return [None] * len(plans)
 
@@ -294,7 +297,14 @@ class PersonPlanner:
                 return None
             try:
                 return [
-                    self.models.fit(query, plan.signals, ignored, now=now, several=several)
+                    self.models.fit(
+                        query,
+                        plan.signals,
+                        ignored,
+                        now=now,
+                        several=several,
+                        grouped=plan.interest_id in grouped,
+                    )
                     if plan.signals
                     else None
                     for plan, query, ignored in plans

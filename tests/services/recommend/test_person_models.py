@@ -149,3 +149,25 @@ def test_a_word_spread_over_every_field_is_not_shown_even_where_it_clusters_by_c
     assert shown  # the graph words are
     assert _terms(shown) <= _terms(TOPICS["graphs"].split()), shown
     assert "despite" not in shown
+
+
+def test_a_library_s_dislikes_weigh_less_than_the_papers_it_was_made_of(models: PersonModels) -> None:
+    """A group of liked papers (a library imported) keeps to its field after a day of 👎 on picks
+    of that field: the papers the person chose say what it is, a 👎 on a pick says less than in an
+    interest taught by reactions alone."""
+    library = [_row(k, "like") for k in range(10)]
+    disliked = [_row(k, "dislike") for k in range(10, 16)]  # six picks of the same field 👎'd
+    slots = {
+        name: np.array([models.index.slot_of(100 * t + k) for k in range(16, 30)])
+        for t, name in enumerate(TOPICS)
+    }
+
+    def lead(grouped: bool) -> float:
+        """How far the library's field (its unrated papers) stands above the best other field."""
+        fitted = models.fit({}, library + disliked, set(), now=NOW, grouped=grouped)
+        assert fitted is not None
+        means = {name: float(models.scores(fitted, at).mean()) for name, at in slots.items()}
+        return means["graphs"] - max(means["vision"], means["speech"])
+
+    assert lead(grouped=True) > 0
+    assert lead(grouped=True) > lead(grouped=False)
