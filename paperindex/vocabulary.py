@@ -92,7 +92,7 @@ class Vocabulary:
             self._load_saved()
             return {term: dict(forms) for term, forms in self._forms.items()}
 
-    def save(self, arrays: dict[str, np.ndarray], strings: dict[str, list[str]]) -> None:
+    def save(self, arrays: dict[str, np.ndarray], strings: dict[str, Sequence[str]]) -> None:
         """Put the counts into a snapshot's arrays and strings, as ``(term, word, count)`` rows."""
         rows = [(term, word, n) for term, words in self.counts().items() for word, n in words.items()]
         strings["surface.terms"] = [term for term, _, _ in rows]
@@ -103,7 +103,7 @@ class Vocabulary:
     def from_snapshot(cls, saved: Snapshot) -> Vocabulary:
         """The vocabulary :meth:`save` wrote, checked (SnapshotError otherwise)."""
         counts = saved.array("surface.counts", (np.int64,))
-        terms = saved.later_strings("surface.terms", length=len(counts))
-        words = saved.later_strings("surface.words", length=len(counts))
+        terms = saved.packed("surface.terms", length=len(counts))
+        words = saved.packed("surface.words", length=len(counts))
         check_range("surface.counts", counts, 1, 1 << 62)
-        return cls(lambda: zip(terms(), words(), counts.tolist(), strict=True))
+        return cls(lambda: zip(terms, words, counts.tolist(), strict=True))

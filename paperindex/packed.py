@@ -1,0 +1,343 @@
+"""Many strings held as UTF-8 bytes and where each ends, decoded one at a time when asked.
+
+A Python ``str`` costs 49 bytes or more besides its text, and a list of them 8 more each: at 100k papers
+the titles, author lists, index terms and external ids a start used to read as Python objects were
+850,000 strings (62 MB, with the dicts over them another 40 MB). :class:`PackedStrings` keeps one buffer
+of their UTF-8 (a snapshot's memory-mapped member, or bytes) and one array of where each string ends;
+reading string ``n`` decodes its bytes then. Strings appended later collect in a list and are packed into
+a buffer of their own every :data:`_TAIL` strings.
+
+:func:`hash_strings` and :func:`hash_one` give the same 64-bit hash of a string's UTF-8, vectorised over
+a buffer or for one string: what :class:`paperindex.term_ids.TermTable` finds a term's id by.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final, Protocol, TypeAlias, overload
+
+import numpy as np
+import numpy.typing as npt
+
+ENCODING: Final = "utf-8"
+ERRORS: Final = "surrogatepass"  # a lone surrogate (from JSON's \ud800) survives a round trip
+_TAIL: Final = 4096  # strings appended before they are packed into a buffer of their own
+_MAX_CHUNKS: Final = 8  # appended buffers before they are joined into one
+_BLOCK: Final = 1 << 20  # bytes hashed or counted at once (bounds the temporaries)
+_MULTIPLIER: Final = 0x100000001B3  # FNV's 64-bit prime
+_MASK: Final = (1 << 64) - 1
+
+IntArray: TypeAlias = npt.NDArray[np.int64]
+
+
+class Buffer(Protocol):
+    """What a chunk's bytes are: ``bytes`` or a read-only ``mmap.mmap`` (both slice to bytes and find)."""
+
+    def __getitem__(self, item: slice, /) -> bytes: ...
+
+    def find(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
+
+    def __len__(self) -> int: ...
+
+
+def encode(text: str) -> bytes:
+    return text.encode(ENCODING, ERRORS)
+
+
+class _Chunk:
+    """Strings ``first ..`` of a :class:`PackedStrings`: bytes ``base + starts[n] .. base + ends[n]`` of
+    ``buffer``."""
+
+    __slots__ = ("base", "buffer", "ends", "first")
+
+    def __init__(self, buffer: Buffer, base: int, ends: npt.NDArray[np.integer], first: int) -> None:
+        self.buffer = buffer
+        self.base = base
+        self.ends = ends  # exclusive, relative to base
+        self.first = first
+
+    def span(self, n: int) -> tuple[int, int]:
+        """Where local string ``n`` lies in the buffer."""
+        ends = self.ends
+        return self.base + (int(ends[n - 1]) if n else 0), self.base + int(ends[n])
+
+    def get(self, n: int) -> str:
+        lo, hi = self.span(n)
+        return str(self.buffer[lo:hi], ENCODING, ERRORS)
+
+    def raw(self, n: int) -> bytes:
+        lo, hi = self.span(n)
+        return self.buffer[lo:hi]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ends[-1]) if len(self.ends) else 0
+
+    def data(self) -> bytes:
+        return self.buffer[self.base : self.base + self.nbytes]
+
+
+def _narrow(ends: IntArray) -> npt.NDArray[np.integer]:
+    """Byte ends in 4 bytes each where they fit (half the memory of int64)."""
+    return ends.astype(np.uint32) if not len(ends) or int(ends[-1]) < (1 << 32) else ends
+
+
+def pack(strings: Iterable[str]) -> tuple[bytes, IntArray]:
+    """Strings as their UTF-8 joined and where each ends (exclusive byte offsets)."""
+    encoded = [encode(s) for s in strings]
+    ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), dtype=np.int64)
+    return b"".join(encoded), ends
+
+
+class PackedStrings(Sequence[str]):
+    """A list of strings held as UTF-8 buffers and end offsets; appended to at the end only."""
+
+    def __init__(self, strings: Iterable[str] = ()) -> None:
+        self._chunks: list[_Chunk] = []
+        self._starts: list[int] = []  # first string of each chunk
+        self._packed = 0  # strings in the chunks
+        self._tail: list[str] = []
+        self.extend(strings)
+
+    @classmethod
+    def from_buffer(cls, buffer: Buffer, base: int, ends: IntArray) -> PackedStrings:
+        """Strings whose UTF-8 is ``buffer[base:base + ends[-1]]``, string ``n`` ending at ``ends[n]``
+        (checked by the caller: see :func:`paperindex.snapshot.Snapshot.packed`)."""
+        packed = cls()
+        if len(ends):
+            packed._add_chunk(buffer, base, _narrow(np.asarray(ends, dtype=np.int64)))
+        return packed
+
+    def _add_chunk(self, buffer: Buffer, base: int, ends: npt.NDArray[np.integer]) -> None:
+        self._chunks.append(_Chunk(buffer, base, ends, self._packed))
+        self._starts.append(self._packed)
+        self._packed += len(ends)
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return self._packed + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._get(n) for n in range(*index.indices(len(self)))]
+        n = index + len(self) if index < 0 else index
+        if not 0 <= n < len(self):
+            raise IndexError("string index out of range")
+        return self._get(n)
+
+    def _get(self, n: int) -> str:
+        if n >= self._packed:
+            return self._tail[n - self._packed]
+        chunk = self._chunks[bisect.bisect_right(self._starts, n) - 1]
+        return chunk.get(n - chunk.first)
+
+    def raw(self, n: int) -> bytes:
+        """String ``n``'s UTF-8."""
+        if n >= self._packed:
+            return encode(self._tail[n - self._packed])
+        chunk = self._chunks[bisect.bisect_right(self._starts, n) - 1]
+        return chunk.raw(n - chunk.first)
+
+    def __iter__(self) -> Iterator[str]:
+        for chunk in self._chunks:
+            for n in range(len(chunk.ends)):
+                yield chunk.get(n)
+        yield from list(self._tail)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedStrings | list | tuple):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in memory for the strings (a mapped buffer counted too)."""
+        return sum(c.nbytes + c.ends.nbytes for c in self._chunks) + sum(49 + len(s) + 8 for s in self._tail)
+
+    # ------------------------------------------------------------------ appending
+    def append(self, text: str) -> None:
+        self._tail.append(text)
+        if len(self._tail) >= _TAIL:
+            self._pack_tail()
+
+    def extend(self, strings: Iterable[str]) -> None:
+        for text in strings:
+            self.append(text)
+
+    def _pack_tail(self) -> None:
+        data, ends = pack(self._tail)
+        self._tail = []
+        self._add_chunk(data, 0, _narrow(ends))
+        if len(self._chunks) > _MAX_CHUNKS:
+            self._join_appended()
+
+    def _join_appended(self) -> None:
+        """The chunks after the first joined into one buffer (the first may be a snapshot's mapping)."""
+        first, rest = self._chunks[0], self._chunks[1:]
+        pieces = [c.data() for c in rest]
+        sizes = np.fromiter((c.nbytes for c in rest), dtype=np.int64, count=len(rest))
+        shifted = [
+            c.ends.astype(np.int64) + int(off) for c, off in zip(rest, np.cumsum(sizes) - sizes, strict=True)
+        ]
+        self._chunks, self._starts, self._packed = [first], [0], len(first.ends)
+        self._add_chunk(b"".join(pieces), 0, _narrow(np.concatenate(shifted)))
+
+    # ------------------------------------------------------------------ whole
+    def arrays(self) -> tuple[npt.NDArray[np.uint8], IntArray]:
+        """All the strings' UTF-8 and where each ends: what a snapshot saves."""
+        tail_data, tail_ends = pack(self._tail)
+        pieces, ends, offset = [], [], 0
+        for chunk in self._chunks:
+            pieces.append(chunk.data())
+            ends.append(chunk.ends.astype(np.int64) + offset)
+            offset += chunk.nbytes
+        pieces.append(tail_data)
+        ends.append(tail_ends + offset)
+        joined = b"".join(pieces)
+        return np.frombuffer(joined, dtype=np.uint8), np.concatenate([np.zeros(0, np.int64), *ends])
+
+    def containing(self, needle: str) -> IntArray:
+        """Indexes of the strings holding ``needle`` (a substring search in the buffers, nothing decoded
+        but the strings not yet packed)."""
+        wanted = encode(needle)
+        found: list[int] = []
+        for chunk in self._chunks:
+            buffer, base, ends = chunk.buffer, chunk.base, chunk.ends
+            stop = base + chunk.nbytes
+            at = buffer.find(wanted, base, stop) if wanted else -1
+            while at >= 0:
+                n = int(np.searchsorted(ends, at - base, side="right"))  # the string holding byte ``at``
+                end = base + int(ends[n])
+                if at + len(wanted) <= end:  # wholly inside string n (not across its end)
+                    found.append(chunk.first + n)
+                    at = buffer.find(wanted, end, stop)
+                else:
+                    at = buffer.find(wanted, at + 1, stop)
+            if not wanted:
+                found.extend(range(chunk.first, chunk.first + len(ends)))
+        found.extend(self._packed + n for n, text in enumerate(self._tail) if needle in text)
+        return np.array(found, dtype=np.int64)
+
+    def char_lengths(self) -> npt.NDArray[np.int32]:
+        """Each string's length in characters (what ``len`` gives), counted in the buffers."""
+        out = [_char_counts(c.buffer, c.base, c.ends) for c in self._chunks]
+        out.append(np.fromiter(map(len, self._tail), dtype=np.int32, count=len(self._tail)))
+        return np.concatenate(out)
+
+
+def _blocks(ends: npt.NDArray[np.integer]) -> Iterator[tuple[int, int]]:
+    """Runs of strings ``[a, b)`` of about :data:`_BLOCK` bytes each (a longer string alone)."""
+    n, a = len(ends), 0
+    while a < n:
+        start = int(ends[a - 1]) if a else 0
+        b = int(np.searchsorted(ends, start + _BLOCK, side="right"))
+        b = max(b, a + 1)
+        yield a, min(b, n)
+        a = b
+
+
+def _char_counts(buffer: Buffer, base: int, ends: npt.NDArray[np.integer]) -> npt.NDArray[np.int32]:
+    """Characters of each string: its bytes that do not continue a UTF-8 sequence."""
+    counts = np.empty(len(ends), dtype=np.int32)
+    for a, b in _blocks(ends):
+        lo = int(ends[a - 1]) if a else 0
+        data = np.frombuffer(buffer[base + lo : base + int(ends[b - 1])], dtype=np.uint8)
+        starts = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80, dtype=np.int64)])
+        local = ends[a:b].astype(np.int64) - lo
+        before = np.concatenate([[0], local[:-1]])
+        counts[a:b] = starts[local] - starts[before]
+    return counts
+
+
+def hash_strings(
+    data: npt.NDArray[np.uint8] | bytes, ends: npt.NDArray[np.integer]
+) -> npt.NDArray[np.uint64]:
+    """:func:`hash_one` of every string of a packed buffer, vectorised block by block."""
+    raw = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else data
+    out = np.zeros(len(ends), dtype=np.uint64)
+    powers = np.ones(1, dtype=np.uint64)
+    for a, b in _blocks(ends):
+        lo, hi = (int(ends[a - 1]) if a else 0), int(ends[b - 1])
+        local = ends[a:b].astype(np.int64) - lo
+        starts = np.concatenate([[0], local[:-1]])
+        sizes = local - starts
+        longest = int(sizes.max(initial=0))
+        if longest > len(powers):
+            powers = np.cumprod(np.full(longest, _MULTIPLIER, dtype=np.uint64), dtype=np.uint64)
+            powers = np.concatenate([np.ones(1, dtype=np.uint64), powers[:-1]])
+        if hi == lo:
+            continue
+        values = raw[lo:hi].astype(np.uint64) + np.uint64(1)
+        # byte j of a string of n bytes is weighed by MULTIPLIER ** (n - 1 - j)
+        from_end = np.repeat(local, sizes) - 1 - np.arange(hi - lo, dtype=np.int64)
+        terms = values * powers[from_end]
+        filled = sizes > 0
+        out[a:b][filled] = np.add.reduceat(terms, starts[filled])
+    return out
+
+
+def hash_one(data: bytes) -> int:
+    """The hash of one string's UTF-8: Σ (byte + 1) · MULTIPLIER ** (n − 1 − j) mod 2⁶⁴."""
+    h = 0
+    for byte in data:
+        h = (h * _MULTIPLIER + byte + 1) & _MASK
+    return h
+
+
+def sorted_bisect(strings: PackedStrings, key: bytes, lo: int = 0, hi: int | None = None) -> int:
+    """The first index in ``lo .. hi`` whose string's UTF-8 is not below ``key`` (``strings`` sorted; UTF-8
+    sorts as the code points do)."""
+    hi = len(strings) if hi is None else hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if strings.raw(mid) < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def as_packed(strings: Sequence[str]) -> PackedStrings:
+    return strings if isinstance(strings, PackedStrings) else PackedStrings(strings)
+
+
+def holding_byte(strings: PackedStrings, byte: int) -> IntArray:
+    """Indexes of the strings whose UTF-8 holds ``byte`` (an ASCII character), found in the buffers at
+    once."""
+    found: list[IntArray] = []
+    for chunk in strings._chunks:
+        data = np.frombuffer(chunk.buffer[chunk.base : chunk.base + chunk.nbytes], dtype=np.uint8)
+        at = np.flatnonzero(data == byte)
+        found.append(np.unique(np.searchsorted(chunk.ends, at, side="right")).astype(np.int64) + chunk.first)
+    char = chr(byte)
+    found.append(np.array([strings._packed + n for n, t in enumerate(strings._tail) if char in t], np.int64))
+    return np.concatenate([np.zeros(0, np.int64), *found])
+
+
+def check_sorted(strings: PackedStrings) -> bool:
+    """Whether the strings are in strictly increasing order (what a bisect over them needs)."""
+    previous: bytes | None = None
+    for chunk in strings._chunks:
+        data = chunk.data()
+        ends = chunk.ends.tolist()
+        start = 0
+        for end in ends:
+            current = data[start:end]
+            if previous is not None and not previous < current:
+                return False
+            previous, start = current, end
+    for text in strings._tail:
+        current = encode(text)
+        if previous is not None and not previous < current:
+            return False
+        previous = current
+    return True
