@@ -6,9 +6,6 @@ the titles, author lists, index terms and external ids a start used to read as P
 of their UTF-8 (a snapshot's memory-mapped member, or bytes) and one array of where each string ends;
 reading string ``n`` decodes its bytes then. Strings appended later collect in a list and are packed into
 a buffer of their own every :data:`_TAIL` strings.
-
-:func:`hash_strings` and :func:`hash_one` give the same 64-bit hash of a string's UTF-8, vectorised over
-a buffer or for one string: what :class:`paperindex.term_ids.TermTable` finds a term's id by.
 """
 
 from __future__ import annotations
@@ -24,9 +21,7 @@ ENCODING: Final = "utf-8"
 ERRORS: Final = "surrogatepass"  # a lone surrogate (from JSON's \ud800) survives a round trip
 _TAIL: Final = 4096  # strings appended before they are packed into a buffer of their own
 _MAX_CHUNKS: Final = 8  # appended buffers before they are joined into one
-_BLOCK: Final = 1 << 20  # bytes hashed or counted at once (bounds the temporaries)
-_MULTIPLIER: Final = 0x100000001B3  # FNV's 64-bit prime
-_MASK: Final = (1 << 64) - 1
+_BLOCK: Final = 1 << 20  # bytes counted at once (bounds the temporaries)
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 
@@ -258,39 +253,10 @@ def _char_counts(buffer: Buffer, base: int, ends: npt.NDArray[np.integer]) -> np
     return counts
 
 
-def hash_strings(
-    data: npt.NDArray[np.uint8] | bytes, ends: npt.NDArray[np.integer]
-) -> npt.NDArray[np.uint64]:
-    """:func:`hash_one` of every string of a packed buffer, vectorised block by block."""
-    raw = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else data
-    out = np.zeros(len(ends), dtype=np.uint64)
-    powers = np.ones(1, dtype=np.uint64)
-    for a, b in _blocks(ends):
-        lo, hi = (int(ends[a - 1]) if a else 0), int(ends[b - 1])
-        local = ends[a:b].astype(np.int64) - lo
-        starts = np.concatenate([[0], local[:-1]])
-        sizes = local - starts
-        longest = int(sizes.max(initial=0))
-        if longest > len(powers):
-            powers = np.cumprod(np.full(longest, _MULTIPLIER, dtype=np.uint64), dtype=np.uint64)
-            powers = np.concatenate([np.ones(1, dtype=np.uint64), powers[:-1]])
-        if hi == lo:
-            continue
-        values = raw[lo:hi].astype(np.uint64) + np.uint64(1)
-        # byte j of a string of n bytes is weighed by MULTIPLIER ** (n - 1 - j)
-        from_end = np.repeat(local, sizes) - 1 - np.arange(hi - lo, dtype=np.int64)
-        terms = values * powers[from_end]
-        filled = sizes > 0
-        out[a:b][filled] = np.add.reduceat(terms, starts[filled])
-    return out
-
-
-def hash_one(data: bytes) -> int:
-    """The hash of one string's UTF-8: Σ (byte + 1) · MULTIPLIER ** (n − 1 − j) mod 2⁶⁴."""
-    h = 0
-    for byte in data:
-        h = (h * _MULTIPLIER + byte + 1) & _MASK
-    return h
+def hashes(strings: Iterable[str]) -> npt.NDArray[np.int64]:
+    """Python's ``hash`` of each string (this process's: what a table built in it looks strings up by),
+    the strings decoded a few at a time (none kept)."""
+    return np.fromiter(map(hash, strings), dtype=np.int64)
 
 
 def sorted_bisect(strings: PackedStrings, key: bytes, lo: int = 0, hi: int | None = None) -> int:

@@ -2,9 +2,9 @@
 
 :class:`TermIds` is a dict (a batch of documents numbering its own terms); :class:`TermTable` is the
 index's vocabulary, held without a Python object per term: the terms as packed UTF-8
-(:class:`paperindex.packed.PackedStrings`) and a sorted array of their 64-bit hashes with the id of each,
-so finding a term's id is a binary search and a comparison of its bytes (a hash two terms share only
-makes the search compare both). At 100k papers (334,455 terms) the dict and its strings were 38 MB;
+(:class:`paperindex.packed.PackedStrings`) and a sorted array of their hashes (Python's, of this process)
+with the id of each, so finding a term's id is a binary search and a comparison of its bytes (a hash
+two terms share only makes the search compare both). At 100k papers (334,455 terms) the dict and its strings were 38 MB;
 the table is 9 MB.
 """
 
@@ -16,7 +16,7 @@ from typing import TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from paperindex.packed import PackedStrings, encode, hash_one, hash_strings, holding_byte, pack
+from paperindex.packed import PackedStrings, encode, hashes, holding_byte
 from paperindex.tokenizer import PHRASE_JOIN
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -47,12 +47,9 @@ class TermTable:
     def __init__(self, terms: PackedStrings | None = None) -> None:
         self.terms = terms if terms is not None else PackedStrings()
         self.is_word: BoolArray = np.zeros(0, dtype=bool)  # per term id: not a phrase term
-        data, ends = (
-            self.terms.arrays() if len(self.terms) else (np.zeros(0, np.uint8), np.zeros(0, np.int64))
-        )
-        hashes = hash_strings(data, ends)
-        order = np.argsort(hashes, kind="stable")
-        self._hashes = hashes[order]
+        keys = hashes(self.terms)
+        order = np.argsort(keys, kind="stable")
+        self._hashes = keys[order]
         self._ids = order.astype(np.int32)
         same = np.flatnonzero(self._hashes[1:] == self._hashes[:-1])
         for n in same.tolist():  # terms sharing a hash: never the same term twice
@@ -69,15 +66,16 @@ class TermTable:
 
     def get(self, term: str, default: int | None = None) -> int | None:
         """The id of ``term``, ``default`` if it has none."""
-        data = encode(term)
-        found = self._find(data, hash_one(data))
+        found = self._find(term, hash(term))
         return default if found < 0 else found
 
-    def _find(self, data: bytes, key: int) -> int:
-        hashes = self._hashes
-        at = int(np.searchsorted(hashes, np.uint64(key)))
-        while at < len(hashes) and int(hashes[at]) == key:
+    def _find(self, term: str, key: int) -> int:
+        keys = self._hashes
+        at = int(np.searchsorted(keys, key))
+        data: bytes | None = None
+        while at < len(keys) and int(keys[at]) == key:
             tid = int(self._ids[at])
+            data = encode(term) if data is None else data
             if self.terms.raw(tid) == data:
                 return tid
             at += 1
@@ -85,33 +83,30 @@ class TermTable:
 
     def add(self, terms: Sequence[str]) -> npt.NDArray[np.int32]:
         """The ids of ``terms``, those not in the table given the next ids (in their order)."""
-        data, ends = pack(terms)
-        keys = hash_strings(data, ends)
+        keys = hashes(terms)
         ids = np.full(len(terms), -1, dtype=np.int32)
-        hashes = self._hashes
-        at = np.searchsorted(hashes, keys)
-        maybe = np.flatnonzero(hashes[np.minimum(at, len(hashes) - 1)] == keys) if len(hashes) else at[:0]
-        bounds = np.concatenate([[0], ends]).tolist()
+        known = self._hashes
+        at = np.searchsorted(known, keys)
+        maybe = np.flatnonzero(known[np.minimum(at, len(known) - 1)] == keys) if len(known) else at[:0]
         for n in maybe.tolist():  # a hash the table has: the term's, unless another term's
-            ids[n] = self._find(data[bounds[n] : bounds[n + 1]], int(keys[n]))
+            ids[n] = self._find(terms[n], int(keys[n]))
         missing = np.flatnonzero(ids < 0)
         if not len(missing):
             return ids
-        new: dict[bytes, int] = {}
+        new: dict[str, int] = {}
         first = len(self.terms)
         fresh: list[int] = []  # index in ``terms`` of each new term
         for n in missing.tolist():
-            raw = data[bounds[n] : bounds[n + 1]]
-            tid = new.get(raw, -1)
+            tid = new.get(terms[n], -1)
             if tid < 0:
-                tid = new[raw] = first + len(new)
+                tid = new[terms[n]] = first + len(fresh)
                 fresh.append(n)
             ids[n] = tid
         self.terms.extend(terms[n] for n in fresh)
         fresh_keys = keys[fresh]
         order = np.argsort(fresh_keys, kind="stable")
-        where = np.searchsorted(hashes, fresh_keys[order], side="right")
-        self._hashes = np.insert(hashes, where, fresh_keys[order])
+        where = np.searchsorted(known, fresh_keys[order], side="right")
+        self._hashes = np.insert(known, where, fresh_keys[order])
         self._ids = np.insert(self._ids, where, (order + first).astype(np.int32))
         return ids
 
