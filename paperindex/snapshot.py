@@ -127,8 +127,14 @@ class Snapshot:
         self.close()
 
     def close(self) -> None:
+        """Close the file. What was read from the mapping (every array checked, every string) stays
+        mapped, but its pages are given back: read again from the file (the system's page cache) when
+        next used, so the process holds only what it uses after its start."""
         if hasattr(self, "_npz"):
             self._npz.close()
+        if self._map is not None and hasattr(mmap, "MADV_DONTNEED"):
+            # Nothing wrote to the private mapping: dropping its pages loses nothing.
+            self._map.madvise(mmap.MADV_DONTNEED)
         self._file.close()
 
     @staticmethod
@@ -210,13 +216,22 @@ class Snapshot:
             first = last
 
     def _mapping(self) -> mmap.mmap:
-        """The whole file mapped read-only (once; what packed strings read)."""
+        """The whole file mapped privately (once; what packed strings and :meth:`in_place` read). Copy
+        on write: nothing writes to it, but the arrays on it are writeable ones."""
         if self._map is None:
-            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_COPY)
         return self._map
 
     def _data_range(self, name: str, dtype: type[np.generic]) -> tuple[int, int]:
         """Where the data of the 1-D member ``name`` of ``dtype`` lies in the file, and its size in bytes."""
+        start, count, _ = self._member_data(name, (dtype,))
+        return start, count * np.dtype(dtype).itemsize
+
+    def _member_data(
+        self, name: str, dtypes: Collection[type[np.generic]], length: int | None = None
+    ) -> tuple[int, int, np.dtype[Any]]:
+        """Where the data of the 1-D member ``name`` starts in the file, its items and its dtype (one of
+        ``dtypes``; ``length`` items if given), its header checked."""
         if name not in self._names:
             raise SnapshotError(f"{name}: missing")
         start, size = self._offsets[name]
@@ -232,12 +247,25 @@ class Snapshot:
         except (ValueError, EOFError, OSError) as error:
             raise SnapshotError(f"{name}: unreadable ({error})") from error
         header = self._file.tell() - start
-        if len(shape) != 1 or fortran or found != np.dtype(dtype):
+        if len(shape) != 1 or fortran or found not in {np.dtype(t) for t in dtypes}:
             raise SnapshotError(f"{name}: {found} of shape {shape} is not what was saved")
-        nbytes = int(shape[0]) * found.itemsize
-        if nbytes > size - header:
+        if length is not None and shape[0] != length:
+            raise SnapshotError(f"{name}: {shape[0]} items where {length} were saved")
+        if int(shape[0]) * found.itemsize > size - header:
             raise SnapshotError(f"{name}: header promises more data than the member holds")
-        return start + header, nbytes
+        return start + header, int(shape[0]), found
+
+    def in_place(
+        self, name: str, dtypes: Collection[type[np.generic]], *, length: int | None = None
+    ) -> npt.NDArray[Any]:
+        """The 1-D array ``name`` as :meth:`array` checks it, read in place from a private mapping of the
+        file (its data aligned for its dtype; read otherwise): its pages are read when used and, once the
+        snapshot is closed, left to the system again (see :meth:`close`). The array is writeable as numpy
+        arrays are (what the compiled loops were compiled for), but nothing may write to it."""
+        start, count, dtype = self._member_data(name, dtypes, length)
+        if count == 0 or start % dtype.itemsize:
+            return self.array(name, dtypes, length=length)
+        return np.frombuffer(self._mapping(), dtype=dtype, count=count, offset=start)
 
     def array(
         self, name: str, dtypes: Collection[type[np.generic]], *, length: int | None = None
