@@ -51,11 +51,16 @@ class TermTable:
         order = np.argsort(keys, kind="stable")
         self._hashes = keys[order]
         self._ids = order.astype(np.int32)
+        # Terms sharing a hash (a run of them in the sorted hashes): never the same term twice.
         same = np.flatnonzero(self._hashes[1:] == self._hashes[:-1])
-        for n in same.tolist():  # terms sharing a hash: never the same term twice
-            raws = {self.terms.raw(int(self._ids[k])) for k in (n, n + 1)}
-            if len(raws) == 1:
-                raise DuplicateTermError(f"the term {self.terms[int(self._ids[n])]!r} twice")
+        starts = same[np.concatenate([[True], same[1:] != same[:-1] + 1])] if len(same) else same
+        for start in starts.tolist():
+            stop = start + 1
+            while stop < len(self._hashes) and self._hashes[stop] == self._hashes[start]:
+                stop += 1
+            raws = {self.terms.raw(int(tid)) for tid in self._ids[start:stop]}
+            if len(raws) < stop - start:
+                raise DuplicateTermError(f"a term twice among {stop - start} of one hash")
 
     def __len__(self) -> int:
         return len(self.terms)
