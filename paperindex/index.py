@@ -49,6 +49,7 @@ from paperindex.bulk_kernels import document_lengths
 from paperindex.forward import ForwardReads
 from paperindex.locking import locked
 from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges
+from paperindex.packed import PackedSlice
 from paperindex.ranking import Query as Query
 from paperindex.ranking import Ranking
 from paperindex.segments import (
@@ -322,9 +323,10 @@ class BM25Index(Ranking, ForwardReads):
         return np.fromiter((get(t, -1) for t in terms), dtype=np.int64)
 
     @locked
-    def terms_since(self, start: int) -> list[str]:
-        """The vocabulary's terms from id ``start`` on (ids only grow: a reader can follow it)."""
-        return self._terms[start:]
+    def terms_since(self, start: int) -> Sequence[str]:
+        """The vocabulary's terms from id ``start`` on (ids only grow: a reader can follow it), decoded
+        as they are read (how many there are costs nothing)."""
+        return PackedSlice(self._terms, start, len(self._terms))
 
     @locked
     def term_name(self, term_id: int) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Final, Protocol, TypeAlias, overload
 
 import numpy as np
@@ -44,18 +45,19 @@ class _Chunk:
     """Strings ``first ..`` of a :class:`PackedStrings`: bytes ``base + starts[n] .. base + ends[n]`` of
     ``buffer``."""
 
-    __slots__ = ("base", "buffer", "ends", "first")
+    __slots__ = ("_ends", "base", "buffer", "ends", "first")
 
     def __init__(self, buffer: Buffer, base: int, ends: npt.NDArray[np.integer], first: int) -> None:
         self.buffer = buffer
         self.base = base
         self.ends = ends  # exclusive, relative to base
+        self._ends = np.ascontiguousarray(ends).data  # one item read as a Python int, fast
         self.first = first
 
     def span(self, n: int) -> tuple[int, int]:
         """Where local string ``n`` lies in the buffer."""
-        ends = self.ends
-        return self.base + (int(ends[n - 1]) if n else 0), self.base + int(ends[n])
+        ends, base = self._ends, self.base
+        return base + (ends[n - 1] if n else 0), base + ends[n]
 
     def get(self, n: int) -> str:
         lo, hi = self.span(n)
@@ -127,24 +129,48 @@ class PackedStrings(Sequence[str]):
             raise IndexError("string index out of range")
         return self._get(n)
 
+    def _chunk(self, n: int) -> _Chunk:
+        chunks = self._chunks
+        return chunks[0] if len(chunks) == 1 else chunks[bisect.bisect_right(self._starts, n) - 1]
+
     def _get(self, n: int) -> str:
         if n >= self._packed:
             return self._tail[n - self._packed]
-        chunk = self._chunks[bisect.bisect_right(self._starts, n) - 1]
+        chunk = self._chunk(n)
         return chunk.get(n - chunk.first)
 
     def raw(self, n: int) -> bytes:
         """String ``n``'s UTF-8."""
         if n >= self._packed:
             return encode(self._tail[n - self._packed])
-        chunk = self._chunks[bisect.bisect_right(self._starts, n) - 1]
+        chunk = self._chunk(n)
         return chunk.raw(n - chunk.first)
 
     def __iter__(self) -> Iterator[str]:
+        return self.iter_from(0)
+
+    def iter_from(self, start: int) -> Iterator[str]:
+        """The strings from ``start`` on, decoded a block of them at a time (one decode, then slices)."""
         for chunk in self._chunks:
-            for n in range(len(chunk.ends)):
-                yield chunk.get(n)
-        yield from list(self._tail)
+            count = len(chunk.ends)
+            if chunk.first + count <= start:
+                continue
+            skip = max(0, start - chunk.first)
+            for a, b in _blocks(chunk.ends):
+                if b <= skip:
+                    continue
+                lo = int(chunk.ends[a - 1]) if a else 0
+                text = str(
+                    chunk.buffer[chunk.base + lo : chunk.base + int(chunk.ends[b - 1])], ENCODING, ERRORS
+                )
+                cuts = np.cumsum(
+                    _char_counts(chunk.buffer, chunk.base, chunk.ends, a, b), dtype=np.int64
+                ).tolist()
+                begin = 0 if a >= skip else cuts[skip - a - 1]
+                for end in cuts[max(0, skip - a) :]:
+                    yield text[begin:end]
+                    begin = end
+        yield from self._tail[max(0, start - self._packed) :]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PackedStrings | list | tuple):
@@ -229,9 +255,10 @@ class PackedStrings(Sequence[str]):
         return np.concatenate(out)
 
 
-def _blocks(ends: npt.NDArray[np.integer]) -> Iterator[tuple[int, int]]:
-    """Runs of strings ``[a, b)`` of about :data:`_BLOCK` bytes each (a longer string alone)."""
-    n, a = len(ends), 0
+def _blocks(ends: npt.NDArray[np.integer], first: int = 0) -> Iterator[tuple[int, int]]:
+    """Runs of strings ``[a, b)`` from ``first`` on, of about :data:`_BLOCK` bytes each (a longer string
+    alone)."""
+    n, a = len(ends), first
     while a < n:
         start = int(ends[a - 1]) if a else 0
         b = int(np.searchsorted(ends, start + _BLOCK, side="right"))
@@ -240,16 +267,19 @@ def _blocks(ends: npt.NDArray[np.integer]) -> Iterator[tuple[int, int]]:
         a = b
 
 
-def _char_counts(buffer: Buffer, base: int, ends: npt.NDArray[np.integer]) -> npt.NDArray[np.int32]:
-    """Characters of each string: its bytes that do not continue a UTF-8 sequence."""
-    counts = np.empty(len(ends), dtype=np.int32)
-    for a, b in _blocks(ends):
+def _char_counts(
+    buffer: Buffer, base: int, ends: npt.NDArray[np.integer], first: int = 0, stop: int | None = None
+) -> npt.NDArray[np.int32]:
+    """Characters of strings ``first .. stop``: their bytes that do not continue a UTF-8 sequence."""
+    stop = len(ends) if stop is None else stop
+    counts = np.empty(stop - first, dtype=np.int32)
+    for a, b in _blocks(ends[:stop], first):
         lo = int(ends[a - 1]) if a else 0
         data = np.frombuffer(buffer[base + lo : base + int(ends[b - 1])], dtype=np.uint8)
         starts = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80, dtype=np.int64)])
         local = ends[a:b].astype(np.int64) - lo
         before = np.concatenate([[0], local[:-1]])
-        counts[a:b] = starts[local] - starts[before]
+        counts[a - first : b - first] = starts[local] - starts[before]
     return counts
 
 
@@ -307,3 +337,31 @@ def check_sorted(strings: PackedStrings) -> bool:
             return False
         previous = current
     return True
+
+
+class PackedSlice(Sequence[str]):
+    """Strings ``start .. stop`` of a :class:`PackedStrings`, decoded when read: its length (and
+    whether it is empty) costs nothing."""
+
+    def __init__(self, strings: PackedStrings, start: int, stop: int) -> None:
+        self._strings, self._start, self._stop = strings, start, max(start, stop)
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[n] for n in range(*index.indices(len(self)))]
+        n = index + len(self) if index < 0 else index
+        if not 0 <= n < len(self):
+            raise IndexError("string index out of range")
+        return self._strings[self._start + n]
+
+    def __iter__(self) -> Iterator[str]:
+        return islice(self._strings.iter_from(self._start), len(self))

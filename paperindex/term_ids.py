@@ -10,6 +10,7 @@ the table is 9 MB.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import TypeAlias
 
@@ -51,6 +52,7 @@ class TermTable:
         order = np.argsort(keys, kind="stable")
         self._hashes = keys[order]
         self._ids = order.astype(np.int32)
+        self._lookup = self._hashes.data, self._ids.data  # bisect and items as ints, fast
         # Terms sharing a hash (a run of them in the sorted hashes): never the same term twice.
         same = np.flatnonzero(self._hashes[1:] == self._hashes[:-1])
         starts = same[np.concatenate([[True], same[1:] != same[:-1] + 1])] if len(same) else same
@@ -75,11 +77,11 @@ class TermTable:
         return default if found < 0 else found
 
     def _find(self, term: str, key: int) -> int:
-        keys = self._hashes
-        at = int(np.searchsorted(keys, key))
+        keys, ids = self._lookup
+        at = bisect.bisect_left(keys, key)
         data: bytes | None = None
-        while at < len(keys) and int(keys[at]) == key:
-            tid = int(self._ids[at])
+        while at < len(keys) and keys[at] == key:
+            tid = ids[at]
             data = encode(term) if data is None else data
             if self.terms.raw(tid) == data:
                 return tid
@@ -113,6 +115,7 @@ class TermTable:
         where = np.searchsorted(known, fresh_keys[order], side="right")
         self._hashes = np.insert(known, where, fresh_keys[order])
         self._ids = np.insert(self._ids, where, (order + first).astype(np.int32))
+        self._lookup = self._hashes.data, self._ids.data
         return ids
 
     def word_mask(self, ids: IntArray) -> BoolArray:

@@ -7,6 +7,7 @@ in bulk) and saved with its snapshot; a query never changes it.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -30,18 +31,21 @@ class _Saved:
     def __init__(self, terms: PackedStrings, words: PackedStrings, counts: npt.NDArray[np.int64]) -> None:
         self.terms, self.words, self.counts = terms, words, counts
         keys = hashes(terms)
-        self.order = np.argsort(keys, kind="stable").astype(np.int32)
-        self.keys = keys[self.order]
+        order = np.argsort(keys, kind="stable").astype(np.int32)
         self.n_terms = len(np.unique(keys))  # about: terms whose hashes are the same count once
+        # memoryviews: bisect and one item read as Python ints, fast (numpy's scalars are not)
+        self.keys, self.order = keys[order].data, order.data
+        self._counts = np.ascontiguousarray(counts).data
 
     def rows(self, term: str) -> list[int]:
         """The rows of ``term``, in their saved order."""
         key = hash(term)
-        at = int(np.searchsorted(self.keys, key))
+        keys = self.keys
+        at = bisect.bisect_left(keys, key)
         found: list[int] = []
         data = None
-        while at < len(self.keys) and int(self.keys[at]) == key:
-            row = int(self.order[at])
+        while at < len(keys) and keys[at] == key:
+            row = self.order[at]
             data = encode(term) if data is None else data
             if self.terms.raw(row) == data:
                 found.append(row)
@@ -50,7 +54,8 @@ class _Saved:
         return found
 
     def forms(self, term: str) -> dict[str, int]:
-        return {self.words[row]: int(self.counts[row]) for row in self.rows(term)}
+        counts = self._counts
+        return {self.words[row]: counts[row] for row in self.rows(term)}
 
 
 class Vocabulary:

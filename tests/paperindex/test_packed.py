@@ -92,3 +92,22 @@ def test_terms_whose_hashes_are_the_same_keep_their_own_ids(monkeypatch: pytest.
     assert reloaded.get("kernel") == 2
     with pytest.raises(DuplicateTermError):
         TermTable(PackedStrings(["cache", "graph", "cache"]))
+
+
+def test_strings_read_in_blocks_from_any_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """What the spelling corrector reads (the index's terms since the last look): from any start, every
+    string whole, block after block, and how many cost nothing to ask."""
+    monkeypatch.setattr(packed, "_BLOCK", 8)
+    words = [f"{n}{'é' * (n % 4)}\ud800{'x' * (n % 7)}" for n in range(40)]
+    path = tmp_path / "s"
+    snapshot.write(path, {}, {}, {"words": words})
+    with snapshot.Snapshot(path) as saved:
+        strings = saved.packed("words")
+    strings.extend(["tail one", "tail two"])
+    everything = [*words, "tail one", "tail two"]
+    for start in (0, 1, 7, 39, 40, 41, 42):
+        assert list(strings.iter_from(start)) == everything[start:], start
+        view = packed.PackedSlice(strings, start, len(strings))
+        assert len(view) == len(everything) - start
+        assert bool(view) == (start < len(everything))
+        assert list(view) == everything[start:]
