@@ -123,7 +123,10 @@ class PackedStrings(Sequence[str]):
 
     def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
-            return [self._get(n) for n in range(*index.indices(len(self)))]
+            start, stop, step = index.indices(len(self))
+            if step == 1:  # a run: decoded a block at a time
+                return list(islice(self.iter_from(start), max(0, stop - start)))
+            return [self._get(n) for n in range(start, stop, step)]
         n = index + len(self) if index < 0 else index
         if not 0 <= n < len(self):
             raise IndexError("string index out of range")

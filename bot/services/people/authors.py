@@ -239,15 +239,16 @@ class _Names:
 
     def take_in(self, n: int, rows: Iterable[tuple[int, str]]) -> None:
         packed = self.packed
+        any_packed = len(packed.names) > 0  # none while the arrays are first gathered: no lookups
         for paper_id, names in rows:
             # a paper's names, once set, stay as they are
-            if not names or paper_id in self.seen or packed.has_seen(paper_id):
+            if not names or paper_id in self.seen or (any_packed and packed.has_seen(paper_id)):
                 continue
             self.seen.add(paper_id)
             for key in dict.fromkeys(names.split("\n")):
                 if not key:
                     continue
-                name = packed.find(key)
+                name = packed.find(key) if any_packed else -1
                 if name >= 0:
                     self.more[name] = self.more.get(name, 0) + 1
                 papers = self.papers.get(key)
