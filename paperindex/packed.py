@@ -22,7 +22,7 @@ ENCODING: Final = "utf-8"
 ERRORS: Final = "surrogatepass"  # a lone surrogate (from JSON's \ud800) survives a round trip
 _TAIL: Final = 4096  # strings appended before they are packed into a buffer of their own
 _MAX_CHUNKS: Final = 8  # appended buffers before they are joined into one
-_BLOCK: Final = 1 << 20  # bytes counted at once (bounds the temporaries)
+_BLOCK: Final = 1 << 18  # bytes decoded or counted at once (bounds the temporaries)
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 
@@ -279,10 +279,14 @@ def _char_counts(
     for a, b in _blocks(ends[:stop], first):
         lo = int(ends[a - 1]) if a else 0
         data = np.frombuffer(buffer[base + lo : base + int(ends[b - 1])], dtype=np.uint8)
-        starts = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80, dtype=np.int64)])
+        leads = (data & 0xC0) != 0x80  # a byte that starts a character
         local = ends[a:b].astype(np.int64) - lo
         before = np.concatenate([[0], local[:-1]])
-        counts[a - first : b - first] = starts[local] - starts[before]
+        filled = local > before
+        found = np.zeros(b - a, dtype=np.int32)
+        if filled.any():
+            found[filled] = np.add.reduceat(leads, before[filled], dtype=np.int32)
+        counts[a - first : b - first] = found
     return counts
 
 
