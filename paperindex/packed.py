@@ -122,6 +122,12 @@ class PackedStrings(Sequence[str]):
     def __getitem__(self, index: slice) -> list[str]: ...
 
     def __getitem__(self, index: int | slice) -> str | list[str]:
+        if type(index) is int and 0 <= index < self._packed and len(self._chunks) == 1:
+            chunk = self._chunks[0]  # the usual case, as directly as it goes: one buffer
+            ends, base = chunk._ends, chunk.base
+            return str(
+                chunk.buffer[base + (ends[index - 1] if index else 0) : base + ends[index]], ENCODING, ERRORS
+            )
         if isinstance(index, slice):
             start, stop, step = index.indices(len(self))
             if step == 1:  # a run: decoded a block at a time
@@ -300,6 +306,16 @@ def sorted_bisect(strings: PackedStrings, key: bytes, lo: int = 0, hi: int | Non
     """The first index in ``lo .. hi`` whose string's UTF-8 is not below ``key`` (``strings`` sorted; UTF-8
     sorts as the code points do)."""
     hi = len(strings) if hi is None else hi
+    if len(strings._chunks) == 1 and not strings._tail:  # the usual case: one buffer, read in place
+        chunk = strings._chunks[0]
+        buffer, base, ends = chunk.buffer, chunk.base, chunk._ends
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if buffer[base + (ends[mid - 1] if mid else 0) : base + ends[mid]] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
     while lo < hi:
         mid = (lo + hi) // 2
         if strings.raw(mid) < key:

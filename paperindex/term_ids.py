@@ -23,6 +23,7 @@ from paperindex.tokenizer import PHRASE_JOIN
 IntArray: TypeAlias = npt.NDArray[np.int64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 _PHRASE_BYTE = ord(PHRASE_JOIN)
+_RECENT = 4096  # term ids kept in a dict, the most recently found
 
 
 class TermIds(dict[str, int]):
@@ -48,6 +49,9 @@ class TermTable:
     def __init__(self, terms: PackedStrings | None = None) -> None:
         self.terms = terms if terms is not None else PackedStrings()
         self.is_word: BoolArray = np.zeros(0, dtype=bool)  # per term id: not a phrase term
+        # the ids of the terms last found: a search looks each of its terms up three times or more, and
+        # people search the same words (a dict of a few thousand, where all of them was 18 MB)
+        self._recent: dict[str, int] = {}
         keys = hashes(self.terms)
         order = np.argsort(keys, kind="stable")
         self._hashes = keys[order]
@@ -73,8 +77,17 @@ class TermTable:
 
     def get(self, term: str, default: int | None = None) -> int | None:
         """The id of ``term``, ``default`` if it has none."""
+        found = self._recent.get(term)
+        if found is not None:
+            return found
         found = self._find(term, hash(term))
-        return default if found < 0 else found
+        if found < 0:
+            return default
+        recent = self._recent
+        if len(recent) >= _RECENT:
+            del recent[next(iter(recent))]  # the longest held first
+        recent[term] = found  # a term's id never changes: nothing to invalidate
+        return found
 
     def _find(self, term: str, key: int) -> int:
         keys, ids = self._lookup
