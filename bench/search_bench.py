@@ -14,8 +14,9 @@ Every engine runs in this one process on the same papers and the same query toke
 the best of ``--repeat`` calls of its top 10; rank-bm25, far slower, on a seeded sample above 40k
 papers.  For each size and engine it prints p50/p95, the ratio of its p50 to paperbot's on the same
 queries, build time (paperbot's from the text, tokenising included; the others' from the token
-lists), memory (what the engine's arrays hold, where it can say, and the resident-memory growth of
-its build), and on how many queries its top 10 is rank-bm25's (score descending, then id); and the
+lists), memory (what the engine's arrays hold, where it can say, the resident-memory growth of
+its build and the build's peak above the resident memory before it: Linux's VmHWM, started again
+before each build), and on how many queries its top 10 is rank-bm25's (score descending, then id); and the
 largest |score difference| between paperbot and rank-bm25 over every paper.  Figures only: no
 pass/fail.
 """
@@ -53,15 +54,24 @@ ICML = DATA / "icml2024" / "icml2024_papers.jsonl.gz"
 MULTIVENUE = DATA / "multivenue" / "multivenue_corpus.jsonl.gz"
 
 
-def rss_bytes() -> int:
-    """Resident memory of this process (Linux /proc; 0 elsewhere)."""
+def rss_bytes(field: str = "VmRSS") -> int:
+    """Resident memory of this process (Linux /proc; 0 elsewhere); ``VmHWM``: its peak."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def reset_peak() -> bool:
+    """Start the peak (VmHWM) again from the resident memory of now (Linux's ``clear_refs`` 5)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
 
 
 def load_rows(path: Path) -> list[IndexRow]:
@@ -240,10 +250,11 @@ def bench_size(
     print(f"\n=== {size:,} papers ===", flush=True)
     gc.collect()
     rss0 = rss_bytes()
+    reset_peak()
     engine, rows, build_s = build_engine(size, base, synth)
     index = engine.index
     gc.collect()
-    ours_rss = rss_bytes() - rss0
+    ours_rss, ours_peak = rss_bytes() - rss0, rss_bytes("VmHWM") - rss0
     print(
         f"paperbot build: {build_s:.2f} s ({len(engine) / build_s:,.0f} papers/s, tokenising included), "
         f"{index.n_postings:,} postings, {index.vocabulary_size:,} terms, {index.n_segments} segment(s)"
@@ -282,14 +293,17 @@ def bench_size(
     else:
         print(f"rank-bm25: skipped above {args.max_rank_bm25:,} papers (--max-rank-bm25)")
     built: dict[str, tuple[float, int, int | None]] = {}
+    peaks: dict[str, int] = {}
     for peer in peers:
         gc.collect()
         before = rss_bytes()
+        reset_peak()
         started = time.perf_counter()
         peer.prepare(corpus, ids)
         spent = time.perf_counter() - started
         gc.collect()
         built[peer.name] = (spent, rss_bytes() - before, peer.nbytes())
+        peaks[peer.name] = rss_bytes("VmHWM") - before
         print(
             f"{peer.name} build: {spent:.2f} s from the token lists{f' ({peer.note})' if peer.note else ''}",
             flush=True,
@@ -341,9 +355,9 @@ def bench_size(
         p50, p95 = percentile(values, 50), percentile(values, 95)
         ratio = p50 / (ours_sample50 if name in only else ours50)
         if name == "paperbot":
-            build, rss, held = build_s, ours_rss, index.nbytes()
+            build, rss, held, peak = build_s, ours_rss, index.nbytes(), ours_peak
         else:
-            build, rss, held = built[name]
+            (build, rss, held), peak = built[name], peaks[name]
         row = {
             "papers": f"{size:,}",
             "engine": name,
@@ -354,6 +368,7 @@ def bench_size(
             "build s": f"{build:.1f}",
             "memory MB": "-" if held is None else f"{held / 1e6:,.0f}",
             "RSS growth MB": f"{rss / 1e6:,.0f}",
+            "build peak MB": f"{peak / 1e6:,.0f}",
             "same top 10 as rank-bm25": f"{same[name]}/{len(sample)}" if reference is not None else "-",
         }
         table.append(row)

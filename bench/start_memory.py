@@ -10,7 +10,7 @@ answers (the search service, its listings stored behind: resident memory must no
 still held (by file and line) since the start (or, with ``--digests``, since the start was done).
 
     .venv/bin/python bench/start_memory.py --db /tmp/bench100k.db [--trace] [--top 30] [--digests N]
-        [--searches N]
+        [--searches N] [--maps N]
 
 The store is the one `startup_bench.py` and `digest_bench.py` prepare (`--db` of either); the first
 run over it builds and saves the search snapshot and the paper space, so run it twice to see a later
@@ -77,12 +77,42 @@ async def search(services: Services, start: int, stop: int) -> None:
         await services.search_service.search(n + 1, user_id=1 + n % 50, query=query, page_size=5)
 
 
+def resident_parts_mb() -> tuple[float, float]:
+    """(RssAnon, RssFile) of this process, in MB: the resident memory of its own and the pages of
+    files it maps (the search snapshot's strings, the paper space: the system's to drop again)."""
+    values: dict[str, float] = {}
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            key, _, rest = line.partition(":")
+            if key in ("RssAnon", "RssFile"):
+                values[key] = int(rest.split()[0]) / 1024
+    return values["RssAnon"], values["RssFile"]
+
+
+def mapped_files_mb(top: int) -> list[tuple[float, str]]:
+    """The files whose mapped pages this process holds most of: (MB resident, path)."""
+    held: dict[str, float] = {}
+    name = ""
+    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as maps:
+        for line in maps:
+            fields = line.split()
+            if not fields[0].endswith(":"):  # a mapping's first line: range, perms, offset, dev, inode, path
+                name = fields[5] if len(fields) > 5 and fields[4] != "0" else ""
+            elif fields[0] == "Rss:" and name:
+                held[name] = held.get(name, 0.0) + int(fields[1]) / 1024
+    return sorted(((mb, path) for path, mb in held.items()), reverse=True)[:top]
+
+
 def _line(what: str, started: float) -> None:
     rss, peak = memory_mb()
-    print(f"{what:<34} {time.perf_counter() - started:>6.1f} s  {rss:>6.0f} MB resident, peak {peak:,.0f} MB")
+    anon, mapped = resident_parts_mb()
+    print(
+        f"{what:<34} {time.perf_counter() - started:>6.1f} s  {rss:>6.0f} MB resident, peak {peak:,.0f} MB"
+        f"  ({anon:,.0f} MB its own, {mapped:,.0f} MB of files)"
+    )
 
 
-async def measure(db: Path, trace: bool, top: int, digests: int, searches: int) -> None:
+async def measure(db: Path, trace: bool, top: int, digests: int, searches: int, maps: int) -> None:
     started = time.perf_counter()
     from bot.runtime import open_services
     from bot.settings import Settings
@@ -114,6 +144,10 @@ async def measure(db: Path, trace: bool, top: int, digests: int, searches: int) 
             await search(services, searches, 10 * searches)
             gc.collect()
             _line(f"{10 * searches:,} searches", started)
+        if maps:
+            print("\nmapped files, resident:")
+            for mb, path in mapped_files_mb(maps):
+                print(f"{mb:>8.1f} MB  {path}")
         if baseline is not None:
             held = tracemalloc.take_snapshot().compare_to(baseline, "lineno")
             print(f"\ntraced and still held: {sum(s.size_diff for s in held) / 1e6:.1f} MB; the largest:")
@@ -132,11 +166,12 @@ def main() -> None:
     parser.add_argument(
         "--searches", type=int, default=0, help="then this many searches, and 10 times as many"
     )
+    parser.add_argument("--maps", type=int, default=0, help="then the N files most resident as mappings")
     args = parser.parse_args()
     if not args.db.exists():
         print(f"start memory skipped: {args.db} does not exist (prepare it with startup_bench.py --db)")
         return
-    asyncio.run(measure(args.db, args.trace, args.top, args.digests, args.searches))
+    asyncio.run(measure(args.db, args.trace, args.top, args.digests, args.searches, args.maps))
 
 
 if __name__ == "__main__":

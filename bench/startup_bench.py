@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import digest_bench
-from start_memory import beside_start_done, memory_mb
+from start_memory import beside_start_done, memory_mb, resident_parts_mb
 
 from bot.sandbox import SandboxServer
 from bot.sandbox.harness import running_paperbot, sandbox_settings
@@ -108,8 +108,10 @@ async def measure(db_path: Path, args: argparse.Namespace) -> int:
             await beside_start_done(running.services)
             gc.collect()
             rss, peak = memory_mb()
+            own, files = resident_parts_mb()
             print(
-                f"after start (work beside it done) {rss:>6.0f} MB resident, peak {peak:,.0f} MB  "
+                f"after start (work beside it done) {rss:>6.0f} MB resident ({own:,.0f} MB its own, "
+                f"{files:,.0f} MB of mapped files), peak {peak:,.0f} MB  "
                 f"(target ≤ {MEMORY_TARGET_MB} MB resident; of which the imports and the in-process local "
                 f"Discord {local_discord:,.0f} MB, {before_bot:,.0f} MB before it)",
                 flush=True,
@@ -119,9 +121,11 @@ async def measure(db_path: Path, args: argparse.Namespace) -> int:
                 subs, planned = await a_day(server, running.services, args.searches)
                 gc.collect()
                 day_rss, day_peak = memory_mb()
+                own, files = resident_parts_mb()
                 print(
                     f"after a day ({subs:,} digests planned in {planned:.0f} s, {args.searches:,} searches)"
-                    f"   {day_rss:>6.0f} MB resident, peak {day_peak:,.0f} MB",
+                    f"   {day_rss:>6.0f} MB resident ({own:,.0f} MB its own, {files:,.0f} MB of mapped "
+                    f"files), peak {day_peak:,.0f} MB",
                     flush=True,
                 )
                 await searches(server, args.leak_searches, args.searches)

@@ -43,6 +43,7 @@ from paperindex.bulk_terms import document_postings
 from paperindex.documents import Document
 from paperindex.errors import UnknownPaperError
 from paperindex.index import BM25Index, Query
+from paperindex.packed import PackedStrings, check_sorted, encode, sorted_bisect
 from paperindex.query import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from paperindex.query import PHRASE_MAX_TERMS as PHRASE_MAX_TERMS
 from paperindex.query import PHRASE_WEIGHT as PHRASE_WEIGHT
@@ -138,10 +139,11 @@ def _row_fields(row: Document | Sequence[Any]) -> _Fields:
 
 @dataclass(slots=True)
 class _Meta:
-    """Per-slot metadata, aligned with the index's slots."""
+    """Per-slot metadata, aligned with the index's slots: packed UTF-8 (a later start's mapped from the
+    snapshot), each decoded when asked."""
 
-    titles: list[str] = field(default_factory=list)
-    authors: list[str] = field(default_factory=list)  # folded names joined by "\n"
+    titles: PackedStrings = field(default_factory=PackedStrings)
+    authors: PackedStrings = field(default_factory=PackedStrings)  # folded names joined by "\n"
     # the venues and years are the engine's arrays only (``_venues``, ``_years``): a list of Python
     # ints beside them was a copy of every paper's
 
@@ -161,8 +163,7 @@ class SearchEngine:
         self._venues = np.zeros(0, dtype=np.int32)
         self._title_len = np.zeros(0, dtype=np.int32)
         self._title_words = TitleWords()
-        self._external: dict[str, int] = {}
-        self._external_sorted: list[str] | None = None  # the keys of _external, sorted when asked
+        self._external = ExternalIds()
         self._filter_cache: dict[tuple[str, str], npt.NDArray[np.bool_]] = {}
 
     @classmethod
@@ -189,11 +190,10 @@ class SearchEngine:
                 "index": index_meta,
                 "title_segments": self._title_words.save(arrays, strings),
             }
-            strings["engine.titles"] = list(self._meta.titles)
-            strings["engine.authors"] = list(self._meta.authors)
+            strings["engine.titles"] = self._meta.titles
+            strings["engine.authors"] = self._meta.authors
             strings["engine.venue_names"] = list(self._venue_names)
-            strings["engine.external"] = list(self._external)
-            arrays["engine.external_papers"] = np.fromiter(self._external.values(), dtype=np.int64)
+            strings["engine.external"], arrays["engine.external_papers"] = self._external.sorted_items()
             arrays["engine.venues"] = self._venues
             arrays["engine.years"] = self._years
         self.vocabulary.save(arrays, strings)
@@ -237,8 +237,8 @@ class SearchEngine:
     def _from_snapshot(cls, meta: dict[str, Any], saved: snapshot.Snapshot) -> SearchEngine:
         index = BM25Index.from_snapshot(meta.get("index"), saved)
         n = index.n_slots
-        titles = saved.strings("engine.titles", length=n)
-        authors = saved.strings("engine.authors", length=n)
+        titles = saved.packed("engine.titles", length=n)
+        authors = saved.packed("engine.authors", length=n)
         venue_names = saved.strings("engine.venue_names")
         venue_code = {name: code for code, name in enumerate(venue_names)}
         expect(len(venue_code) == len(venue_names), "engine.venue_names: a venue twice")
@@ -246,9 +246,10 @@ class SearchEngine:
         check_range("engine.venues", venues, -1, len(venue_names))
         years = saved.array("engine.years", (np.int32,), length=n)
         title_words = TitleWords.from_snapshot(meta.get("title_segments"), saved, n)
-        external_keys = saved.strings("engine.external")
+        external_keys = saved.packed("engine.external")
+        expect(check_sorted(external_keys), "engine.external: not sorted")
         external_papers = saved.array("engine.external_papers", (np.int64,), length=len(external_keys))
-        external = dict(zip(external_keys, external_papers.tolist(), strict=True))
+        external = ExternalIds(external_keys, external_papers)
         engine = cls()
         engine.vocabulary = Vocabulary.from_snapshot(saved)
         engine.index = index
@@ -259,7 +260,7 @@ class SearchEngine:
         engine._venue_code = venue_code
         engine._years = years
         engine._venues = venues
-        engine._title_len = np.fromiter(map(len, titles), dtype=np.int32, count=n)
+        engine._title_len = titles.char_lengths()
         engine._title_words = title_words
         engine._external = external
         return engine
@@ -309,8 +310,7 @@ class SearchEngine:
                 venue_codes.append(self._venue(venue))
                 years.append(int(year) if year else 0)  # 0 = unknown
                 for ext in external:
-                    self._external[_external_key(ext)] = pid
-                    self._external_sorted = None
+                    self._external.put(_external_key(ext), pid)
             self._years = np.concatenate([self._years, np.array(years, dtype=np.int32)])
             self._venues = np.concatenate([self._venues, np.array(venue_codes, dtype=np.int32)])
             lengths = np.fromiter(map(len, meta.titles[first_slot:]), dtype=np.int32)
@@ -363,7 +363,9 @@ class SearchEngine:
 
     def _author_mask(self, needle: str) -> npt.NDArray[np.bool_]:
         names = self._meta.authors
-        return np.fromiter((needle in n for n in names), dtype=bool, count=len(names))
+        mask = np.zeros(len(names), dtype=bool)
+        mask[names.containing(needle)] = True
+        return mask
 
     def _venue_mask(self, needle: str) -> npt.NDArray[np.bool_]:
         codes = [c for c, name in enumerate(self._venue_folded) if needle in name]
@@ -570,12 +572,7 @@ class SearchEngine:
 
     def _external_starting(self, key: str, limit: int) -> list[int]:
         """Papers whose arXiv / OpenReview id or DOI starts with ``key`` (at most ``limit``)."""
-        if self._external_sorted is None:
-            self._external_sorted = sorted(self._external)
-        keys = self._external_sorted
-        lo = bisect.bisect_left(keys, key)
-        hi = bisect.bisect_left(keys, key + "\U0010ffff", lo, min(len(keys), lo + limit))
-        return [self._external[k] for k in keys[lo:hi]]
+        return self._external.starting(key, limit)
 
     def _autocomplete(self, text: str, limit: int) -> list[tuple[int, str]]:
         index, titles = self.index, self._meta.titles
@@ -631,6 +628,58 @@ class SearchEngine:
                 break
             put(int(index.slot_ids[slot]))
         return out[:limit]
+
+
+class ExternalIds:
+    """External id (arXiv, OpenReview, DOI, as :func:`_external_key` writes it) → paper id.
+
+    Those of a snapshot stay packed and sorted (:class:`paperindex.packed.PackedStrings`, found by
+    binary search); those added since are a dict, and win over the packed ones."""
+
+    def __init__(
+        self, keys: PackedStrings | None = None, papers: npt.NDArray[np.int64] | None = None
+    ) -> None:
+        self._keys = keys if keys is not None else PackedStrings()
+        self._papers = papers if papers is not None else np.zeros(0, dtype=np.int64)
+        self._added: dict[str, int] = {}
+        self._added_sorted: list[str] | None = None  # the keys of _added, sorted when asked
+
+    def put(self, key: str, paper_id: int) -> None:
+        self._added[key] = paper_id
+        self._added_sorted = None
+
+    def get(self, key: str) -> int | None:
+        found = self._added.get(key)
+        if found is not None:
+            return found
+        raw = encode(key)
+        at = sorted_bisect(self._keys, raw)
+        if at < len(self._keys) and self._keys.raw(at) == raw:
+            return int(self._papers[at])
+        return None
+
+    def starting(self, key: str, limit: int) -> list[int]:
+        """Papers of the keys starting with ``key``, in the keys' order (at most ``limit``)."""
+        raw = encode(key)
+        lo = sorted_bisect(self._keys, raw)
+        hi = sorted_bisect(self._keys, encode(key + "\U0010ffff"), lo, min(len(self._keys), lo + limit))
+        found = {self._keys[n]: int(self._papers[n]) for n in range(lo, hi)}
+        if self._added_sorted is None:
+            self._added_sorted = sorted(self._added)
+        added = self._added_sorted
+        a = bisect.bisect_left(added, key)
+        b = bisect.bisect_left(added, key + "\U0010ffff", a, min(len(added), a + limit))
+        found.update((k, self._added[k]) for k in added[a:b])
+        return [found[k] for k in sorted(found)[:limit]]
+
+    def sorted_items(self) -> tuple[Sequence[str], npt.NDArray[np.int64]]:
+        """Every key, sorted, and its paper: what a snapshot saves."""
+        if not self._added:
+            return self._keys, self._papers
+        merged = dict(zip(self._keys, self._papers.tolist(), strict=True))
+        merged.update(self._added)
+        keys = sorted(merged)
+        return keys, np.fromiter((merged[k] for k in keys), dtype=np.int64, count=len(keys))
 
 
 def _display_form(word: str) -> str:

@@ -15,9 +15,10 @@ import numpy.typing as npt
 
 from paperindex import doc_terms as doc_codes
 from paperindex.locking import locked
+from paperindex.packed import PackedStrings
 from paperindex.segments import Segment, offsets
 from paperindex.slots import SlotMap
-from paperindex.term_ids import TermIds
+from paperindex.term_ids import TermTable
 from paperindex.tokenizer import PHRASE_JOIN
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -41,8 +42,8 @@ class ForwardReads:
 
     lock: threading.RLock
     k1: float
-    _terms: list[str]
-    _vocab: TermIds
+    _terms: PackedStrings
+    _vocab: TermTable
     _idf: FloatArray
     _segments: list[Segment]
     _seg_starts: list[int]
@@ -113,7 +114,7 @@ class ForwardReads:
         if not wanted or not doc_ids:
             return [[] for _ in doc_ids]
         slots = np.array([self._slot_of[d] for d in doc_ids], dtype=np.int64)
-        ids = np.array([self._vocab[t] for t in wanted], dtype=np.int64)
+        ids = np.array([self._vocab.get(t) for t in wanted], dtype=np.int64)
         order = np.argsort(ids)
         held = np.zeros((len(slots), len(wanted)), dtype=bool)
         rows = np.arange(len(slots))

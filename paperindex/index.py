@@ -49,6 +49,7 @@ from paperindex.bulk_kernels import document_lengths
 from paperindex.forward import ForwardReads
 from paperindex.locking import locked
 from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges
+from paperindex.packed import PackedSlice
 from paperindex.ranking import Query as Query
 from paperindex.ranking import Ranking
 from paperindex.segments import (
@@ -61,7 +62,7 @@ from paperindex.segments import (
 )
 from paperindex.slots import SlotMap
 from paperindex.snapshot import Snapshot, check_range, expect
-from paperindex.term_ids import TermIds
+from paperindex.term_ids import DuplicateTermError, TermIds, TermTable
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
@@ -117,12 +118,12 @@ def _check_postings(
 
 
 def _vocabulary_ids(
-    vocab: TermIds, terms: Sequence[str], term_ids: npt.NDArray[np.int32]
+    vocab: TermTable, terms: Sequence[str], term_ids: npt.NDArray[np.int32]
 ) -> npt.NDArray[np.int32]:
     """``term_ids`` (numbered in order of appearance, named by ``terms``) as ids of ``vocab``, which
     gives a new term the next id."""
-    first_new = len(vocab.terms)
-    vocab_ids = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int32, count=len(terms))
+    first_new = len(vocab)
+    vocab_ids = vocab.add(terms)
     if not np.array_equal(vocab_ids, np.arange(first_new, first_new + len(terms), dtype=np.int32)):
         return vocab_ids[term_ids]
     # Every term is new (a build): numbered in their order of appearance, as the vocabulary does.
@@ -138,8 +139,8 @@ class BM25Index(Ranking, ForwardReads):
         self.k1 = k1
         self.b = b
         self.epsilon = epsilon
-        self._terms: list[str] = []
-        self._vocab = TermIds(self._terms)
+        self._vocab = TermTable()
+        self._terms = self._vocab.terms
         self._df: IntArray = np.zeros(0, dtype=np.int64)
         self._idf: FloatArray = np.zeros(0)
         self.average_idf = 0.0
@@ -158,7 +159,7 @@ class BM25Index(Ranking, ForwardReads):
 
     # ----------------------------------------------------------------------------- snapshots
 
-    def snapshot_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, list[str]]]:
+    def snapshot_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Sequence[str]]]:
         """What a snapshot keeps (call holding :attr:`lock`): JSON scalars, arrays that later changes
         leave alone, and the vocabulary. Document frequencies, idf, length factors and each posting's tf
         factor are derived again on load (the same operations, so the same scores)."""
@@ -176,7 +177,7 @@ class BM25Index(Ranking, ForwardReads):
         for n, seg in enumerate(self._segments):
             for name in SEGMENT_ARRAYS:
                 arrays[f"index.seg{n}.{name}"] = getattr(seg, name)
-        return meta, arrays, {"index.terms": list(self._terms)}
+        return meta, arrays, {"index.terms": self._terms}
 
     @classmethod
     def from_snapshot(
@@ -195,12 +196,14 @@ class BM25Index(Ranking, ForwardReads):
             (meta.get("k1"), meta.get("b"), meta.get("epsilon")) == (k1, b, epsilon),
             "index: other BM25 parameters",
         )
-        terms = snapshot.strings("index.terms")
+        # read, not mapped: every term's bytes are hashed now
+        terms = snapshot.packed("index.terms", mapped=False)
         index = cls(k1=k1, b=b, epsilon=epsilon)
         n_terms = len(terms)
-        vocab = TermIds(terms)
-        vocab.update(zip(terms, range(n_terms), strict=True))
-        expect(len(vocab) == n_terms, "index: a term twice in the vocabulary")
+        try:
+            vocab = TermTable(terms)
+        except DuplicateTermError:
+            expect(False, "index: a term twice in the vocabulary")
         slot_ids = snapshot.array("index.slot_ids", (np.int64,))
         n_slots = len(slot_ids)
         dl = snapshot.array("index.dl", (np.int64,), length=n_slots)
@@ -213,7 +216,7 @@ class BM25Index(Ranking, ForwardReads):
         segments, df = segments_from_snapshot(
             snapshot, meta.get("segments"), alive=alive, dl=dl, n_terms=n_terms
         )
-        index._terms = terms
+        index._terms = vocab.terms
         index._vocab = vocab
         index._df = df
         index._segments = segments
@@ -280,7 +283,7 @@ class BM25Index(Ranking, ForwardReads):
         return sum(s.n_postings for s in self._segments)
 
     def nbytes(self) -> int:
-        """Bytes held by the index's arrays, plus an estimate for the vocabulary dict/list."""
+        """Bytes held by the index's arrays and its vocabulary."""
         arrays = sum(s.nbytes for s in self._segments) + sum(
             a.nbytes
             for a in (
@@ -293,9 +296,7 @@ class BM25Index(Ranking, ForwardReads):
                 self._log_half,
             )
         )
-        # dict entry ≈ 3 words + key str object (~49 + len) + list slot.
-        vocab = sum(49 + len(t) + 8 * 4 for t in self._terms)
-        return arrays + vocab + self._slot_of.nbytes
+        return arrays + self._vocab.nbytes + self._slot_of.nbytes
 
     @locked
     def df(self, term: str) -> int:
@@ -322,9 +323,10 @@ class BM25Index(Ranking, ForwardReads):
         return np.fromiter((get(t, -1) for t in terms), dtype=np.int64)
 
     @locked
-    def terms_since(self, start: int) -> list[str]:
-        """The vocabulary's terms from id ``start`` on (ids only grow: a reader can follow it)."""
-        return self._terms[start:]
+    def terms_since(self, start: int) -> Sequence[str]:
+        """The vocabulary's terms from id ``start`` on (ids only grow: a reader can follow it), decoded
+        as they are read (how many there are costs nothing)."""
+        return PackedSlice(self._terms, start, len(self._terms))
 
     @locked
     def term_name(self, term_id: int) -> str:

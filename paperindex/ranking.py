@@ -19,7 +19,7 @@ from paperindex import kernels, topk
 from paperindex.locking import locked
 from paperindex.segments import Segment
 from paperindex.slots import SlotMap
-from paperindex.term_ids import TermIds
+from paperindex.term_ids import TermTable
 
 Query: TypeAlias = Sequence[str] | Mapping[str, float]
 """A list of terms (each occurrence adds its BM25 score again, as in rank-bm25) or a mapping
@@ -37,7 +37,7 @@ class Ranking:
 
     lock: threading.RLock
     k1: float
-    _vocab: TermIds
+    _vocab: TermTable
     _df: IntArray
     _idf: FloatArray
     _segments: list[Segment]

@@ -191,16 +191,16 @@ def doc_lengths(seg: Segment) -> IntArray:
 
 
 def segment_from_snapshot(snapshot: Snapshot, prefix: str, slot0: int, n_docs: int, n_terms: int) -> Segment:
-    t_indptr = snapshot.array(prefix + "t_indptr", (np.int64,))
-    t_code8 = snapshot.array(prefix + "t_code8", (np.uint8,))
-    t_code16 = snapshot.array(prefix + "t_code16", (np.uint16,))
-    t_code32 = snapshot.array(prefix + "t_code32", (np.int32,))
-    t_where = snapshot.array(prefix + "t_where", (np.int64,), length=len(t_indptr) - 1)
+    t_indptr = snapshot.in_place(prefix + "t_indptr", (np.int64,))
+    t_code8 = snapshot.in_place(prefix + "t_code8", (np.uint8,))
+    t_code16 = snapshot.in_place(prefix + "t_code16", (np.uint16,))
+    t_code32 = snapshot.in_place(prefix + "t_code32", (np.int32,))
+    t_where = snapshot.in_place(prefix + "t_where", (np.int64,), length=len(t_indptr) - 1)
     n_postings = int(t_indptr[-1]) if len(t_indptr) else -1
     t_tfs = _tfs_from_snapshot(snapshot, prefix + "t_", n_postings, TERM_TF_BITS)
-    d_indptr = snapshot.array(prefix + "d_indptr", (np.int64,), length=n_docs + 1)
-    d_code = snapshot.array(prefix + "d_code", (np.uint8,))
-    d_byteptr = snapshot.array(prefix + "d_byteptr", (np.int64,), length=n_docs + 1)
+    d_indptr = snapshot.in_place(prefix + "d_indptr", (np.int64,), length=n_docs + 1)
+    d_code = snapshot.in_place(prefix + "d_code", (np.uint8,))
+    d_byteptr = snapshot.in_place(prefix + "d_byteptr", (np.int64,), length=n_docs + 1)
     d_tfs = _tfs_from_snapshot(snapshot, prefix + "d_", n_postings, DOC_TF_BITS)
     seg_terms = len(t_indptr) - 1
     expect(seg_terms <= n_terms, prefix + "t_indptr: more terms than the vocabulary")
@@ -235,7 +235,7 @@ def _tfs_from_snapshot(
     snapshot: Snapshot, prefix: str, n_postings: int, bits: tf_codes.Bits
 ) -> tf_codes.Packed:
     """A segment's ``t_`` or ``d_`` frequencies, checked to be ``n_postings`` of them."""
-    packed = snapshot.array(prefix + "tf", (np.uint8,))
+    packed = snapshot.in_place(prefix + "tf", (np.uint8,))
     big_at = snapshot.array(prefix + "big_at", (np.int64,))
     big_tf = snapshot.array(prefix + "big_tf", (np.uint32,), length=len(big_at))
     tfs = (packed, big_at, big_tf)

@@ -9,7 +9,8 @@ reading it must never execute anything and must check everything before the engi
   the engine saves (never ``object``, so nothing is unpickled: ``np.load(..., allow_pickle=False)``
   refuses pickled data anyway) and its size must fit in the member;
 * ``meta`` is UTF-8 JSON (scalars and small lists) in a ``uint8`` array; a list of strings is two
-  arrays, the UTF-8 of the strings joined by NUL and where each one ends (:meth:`Snapshot.strings`),
+  arrays, the UTF-8 of the strings one after the other and the byte where each one ends
+  (:meth:`Snapshot.strings`, :meth:`Snapshot.packed`), checked to be UTF-8 cut between characters,
   so it can only ever give back strings; the engine then checks format and tokenizer versions, the fingerprint, every array's
   dtype, shape and bounds, and the consistency of the structures (see
   :meth:`paperindex.index.BM25Index.from_snapshot` and :meth:`paperindex.engine.SearchEngine.load`).
@@ -21,19 +22,22 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 import numpy as np
 import numpy.typing as npt
 
-FORMAT: Final = (
-    4  # 1 a pickle, 2 documents' term ids as int32, 3 a byte or more a tf (widened for all past 255)
-)
+from paperindex.packed import ENCODING, ERRORS, PackedStrings, as_packed
+
+#: 1 a pickle, 2 documents' term ids as int32, 3 a byte or more a tf (widened for all past 255),
+#: 5 strings as UTF-8 and byte ends (read in place, paperindex.packed), not joined by NUL
+FORMAT: Final = 5
 _SUFFIX: Final = ".npy"
 
 
@@ -53,12 +57,9 @@ def _json_array(value: object) -> npt.NDArray[np.uint8]:
 
 
 def _string_arrays(strings: Sequence[str]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-    """A list of strings as two plain arrays: their UTF-8, joined by NUL, and where each one ends (in
-    characters of the joined text: what a string that itself holds a NUL is cut by)."""
-    text = "\x00".join(strings).encode("utf-8", "surrogatepass")
-    sizes = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-    ends = np.cumsum(sizes + 1, dtype=np.int64) - 1
-    return np.frombuffer(text, dtype=np.uint8), ends
+    """A list of strings as two plain arrays: their UTF-8 one after the other, and the byte where each
+    one ends."""
+    return as_packed(strings).arrays()
 
 
 def write(
@@ -71,7 +72,7 @@ def write(
     readable by its owner only; missing folders are made owner-only too."""
     members: dict[str, np.ndarray] = {"meta": _json_array(dict(meta))}
     for name, values in strings.items():
-        members[name + ".chars"], members[name + ".ends"] = _string_arrays(values)
+        members[name + ".utf8"], members[name + ".ends"] = _string_arrays(values)
     for name, array in arrays.items():
         if name in members or not _plain(array.dtype):
             raise ValueError(f"cannot save {name!r} of dtype {array.dtype} in a snapshot")
@@ -102,6 +103,7 @@ class Snapshot:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file = path.open("rb")  # one open file: what is checked is what is read
+        self._map: mmap.mmap | None = None  # mapped when packed strings are asked for
         try:
             self._offsets = self._check_container(self._file)
             self._names = frozenset(self._offsets)
@@ -125,8 +127,14 @@ class Snapshot:
         self.close()
 
     def close(self) -> None:
+        """Close the file. What was read from the mapping (every array checked, every string) stays
+        mapped, but its pages are given back: read again from the file (the system's page cache) when
+        next used, so the process holds only what it uses after its start."""
         if hasattr(self, "_npz"):
             self._npz.close()
+        if self._map is not None and hasattr(mmap, "MADV_DONTNEED"):
+            # Nothing wrote to the private mapping: dropping its pages loses nothing.
+            self._map.madvise(mmap.MADV_DONTNEED)
         self._file.close()
 
     @staticmethod
@@ -163,17 +171,101 @@ class Snapshot:
 
     def strings(self, name: str, *, length: int | None = None) -> list[str]:
         """The list of strings ``name`` (of ``length`` items if given): always strings, by construction."""
-        raw = self.array(name + ".chars", (np.uint8,))
-        ends = self.array(name + ".ends", (np.int64,), length=length)
-        return _split_strings(_checked_text(name, raw, ends), ends)
+        return list(self.packed(name, length=length, mapped=False))
 
-    def later_strings(self, name: str, *, length: int | None = None) -> Callable[[], list[str]]:
-        """:meth:`strings`, checked now and read when called: until then the strings stay in the mapped
-        file, not in Python objects (what a start does not need yet)."""
-        raw = self.array(name + ".chars", (np.uint8,))
+    def packed(self, name: str, *, length: int | None = None, mapped: bool = True) -> PackedStrings:
+        """The strings ``name`` (of ``length`` items if given), checked, held as their UTF-8: mapped from
+        the file (``mapped``; its pages read when a string is, and the system's to drop again) or read.
+        The check reads the file, not the mapping, so the process holds none of its pages for it."""
         ends = self.array(name + ".ends", (np.int64,), length=length)
-        _checked_text(name, raw, ends)
-        return lambda: _split_strings(raw.tobytes().decode("utf-8", "surrogatepass"), ends)
+        start, size = self._data_range(name + ".utf8", np.uint8)
+        expect(not len(ends) or int(ends[0]) >= 0, f"{name}: ends out of range")
+        expect(bool(np.all(ends[1:] >= ends[:-1])), f"{name}: ends out of order")
+        expect((int(ends[-1]) if len(ends) else 0) == size, f"{name}: ends do not match the text")
+        self._check_utf8(name, start, ends)
+        if not len(ends):
+            return PackedStrings()
+        if mapped:
+            return PackedStrings.from_buffer(self._mapping(), start, ends)
+        self._file.seek(start)
+        return PackedStrings.from_buffer(self._file.read(size), 0, ends)
+
+    def _check_utf8(self, name: str, start: int, ends: npt.NDArray[np.int64]) -> None:
+        """The bytes of every string are UTF-8 on their own: read a block of whole strings at a time
+        from the file, decoded (and dropped), and no string starts inside a character."""
+        block = 1 << 20
+        n, first = len(ends), 0
+        while first < n:
+            lo = int(ends[first - 1]) if first else 0
+            last = max(int(np.searchsorted(ends, lo + block, side="right")), first + 1)
+            last = min(last, n)
+            hi = int(ends[last - 1])
+            self._file.seek(start + lo)
+            data = self._file.read(hi - lo)
+            expect(len(data) == hi - lo, f"{name}: text cut short")
+            try:
+                data.decode(ENCODING, ERRORS)
+            except UnicodeDecodeError as error:
+                raise SnapshotError(f"{name}: not UTF-8 ({error})") from error
+            # each string's first byte (where one ends and the next starts) begins a character
+            cuts = ends[first : last - 1] - lo
+            cuts = cuts[cuts < len(data)]
+            if len(cuts):
+                leads = np.frombuffer(data, dtype=np.uint8)[cuts]
+                expect(not bool(np.any((leads & 0xC0) == 0x80)), f"{name}: a string cut inside a character")
+            first = last
+
+    def _mapping(self) -> mmap.mmap:
+        """The whole file mapped privately (once; what packed strings and :meth:`in_place` read). Copy
+        on write: nothing writes to it, but the arrays on it are writeable ones."""
+        if self._map is None:
+            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_COPY)
+        return self._map
+
+    def _data_range(self, name: str, dtype: type[np.generic]) -> tuple[int, int]:
+        """Where the data of the 1-D member ``name`` of ``dtype`` lies in the file, and its size in bytes."""
+        start, count, _ = self._member_data(name, (dtype,))
+        return start, count * np.dtype(dtype).itemsize
+
+    def _member_data(
+        self, name: str, dtypes: Collection[type[np.generic]], length: int | None = None
+    ) -> tuple[int, int, np.dtype[Any]]:
+        """Where the data of the 1-D member ``name`` starts in the file, its items and its dtype (one of
+        ``dtypes``; ``length`` items if given), its header checked."""
+        if name not in self._names:
+            raise SnapshotError(f"{name}: missing")
+        start, size = self._offsets[name]
+        self._file.seek(start)
+        try:
+            version = np.lib.format.read_magic(self._file)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, found = read_header(self._file)
+        except (ValueError, EOFError, OSError) as error:
+            raise SnapshotError(f"{name}: unreadable ({error})") from error
+        header = self._file.tell() - start
+        if len(shape) != 1 or fortran or found not in {np.dtype(t) for t in dtypes}:
+            raise SnapshotError(f"{name}: {found} of shape {shape} is not what was saved")
+        if length is not None and shape[0] != length:
+            raise SnapshotError(f"{name}: {shape[0]} items where {length} were saved")
+        if int(shape[0]) * found.itemsize > size - header:
+            raise SnapshotError(f"{name}: header promises more data than the member holds")
+        return start + header, int(shape[0]), found
+
+    def in_place(
+        self, name: str, dtypes: Collection[type[np.generic]], *, length: int | None = None
+    ) -> npt.NDArray[Any]:
+        """The 1-D array ``name`` as :meth:`array` checks it, read in place from a private mapping of the
+        file (its data aligned for its dtype; read otherwise): its pages are read when used and, once the
+        snapshot is closed, left to the system again (see :meth:`close`). The array is writeable as numpy
+        arrays are (what the compiled loops were compiled for), but nothing may write to it."""
+        start, count, dtype = self._member_data(name, dtypes, length)
+        if count == 0 or start % dtype.itemsize:
+            return self.array(name, dtypes, length=length)
+        return np.frombuffer(self._mapping(), dtype=dtype, count=count, offset=start)
 
     def array(
         self, name: str, dtypes: Collection[type[np.generic]], *, length: int | None = None
@@ -274,30 +366,3 @@ def check_range(name: str, values: npt.NDArray[np.integer[Any]], low: int, high:
     """Every value in ``[low, high)``."""
     if len(values):
         expect(int(values.min()) >= low and int(values.max()) < high, f"{name}: values out of range")
-
-
-def _checked_text(name: str, raw: npt.NDArray[np.uint8], ends: npt.NDArray[np.int64]) -> str:
-    """The strings' text, checked to be UTF-8 and cut by ``ends`` (SnapshotError otherwise)."""
-    try:
-        text = raw.tobytes().decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError as error:
-        raise SnapshotError(f"{name}: not UTF-8 ({error})") from error
-    if not len(ends):
-        expect(not text, f"{name}: text without strings")
-    elif text.count("\x00") != len(ends) - 1:
-        # Some string holds a NUL itself: cut where the saved ends say (between separators).
-        expect(int(ends[-1]) == len(text) and int(ends[0]) >= 0, f"{name}: ends out of range")
-        expect(bool(np.all(ends[1:] > ends[:-1])), f"{name}: ends out of order")
-    return text
-
-
-def _split_strings(text: str, ends: npt.NDArray[np.int64]) -> list[str]:
-    """The strings of a :func:`_checked_text`."""
-    if not len(ends):
-        return []
-    parts = text.split("\x00")
-    if len(parts) == len(ends):
-        return parts
-    bounds = ends.tolist()
-    starts = [0, *(end + 1 for end in bounds[:-1])]
-    return [text[start:end] for start, end in zip(starts, bounds, strict=True)]

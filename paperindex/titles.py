@@ -8,11 +8,9 @@ new segment; small segments are merged without the engine's lock (:mod:`paperind
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -20,6 +18,7 @@ import numpy.typing as npt
 
 from paperindex.bulk_terms import title_words
 from paperindex.merges import MergeJob, due_pair, replace_pair, run_merges
+from paperindex.packed import PackedStrings, check_sorted, encode, sorted_bisect
 from paperindex.snapshot import Snapshot, check_offsets, check_range, expect
 
 _MAX_SEGMENTS = 6
@@ -31,7 +30,7 @@ class TitleSegment:
 
     start: int
     stop: int
-    words: list[str]
+    words: PackedStrings  # sorted
     indptr: npt.NDArray[np.int64]
     slots: npt.NDArray[np.int32]
 
@@ -53,7 +52,7 @@ def _build_title_segment(titles: Sequence[str], start: int, stop: int) -> TitleS
     order = np.argsort(keys, kind="stable")
     indptr = np.zeros(len(words) + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys, minlength=len(words)), out=indptr[1:])
-    return TitleSegment(start, stop, words, indptr, slots_of[order])
+    return TitleSegment(start, stop, PackedStrings(words), indptr, slots_of[order])
 
 
 class TitleWords:
@@ -87,14 +86,15 @@ class TitleWords:
     def mark(self, word: str, prefix: npt.NDArray[np.bool_], exact: npt.NDArray[np.int16]) -> None:
         """Set ``prefix`` for the slots whose title has a word starting with ``word``; add one to
         ``exact`` for those whose title has ``word`` itself."""
+        raw, past = encode(word), encode(word + "\U0010ffff")
         for seg in self.segments:
-            lo = bisect.bisect_left(seg.words, word)
-            hi = bisect.bisect_left(seg.words, word + "\U0010ffff", lo)
+            lo = sorted_bisect(seg.words, raw)
+            hi = sorted_bisect(seg.words, past, lo)
             prefix[seg.slots[seg.indptr[lo] : seg.indptr[hi]]] = True
-            if lo < len(seg.words) and seg.words[lo] == word:
+            if lo < len(seg.words) and seg.words.raw(lo) == raw:
                 exact[seg.slots[seg.indptr[lo] : seg.indptr[lo + 1]]] += 1
 
-    def save(self, arrays: dict[str, np.ndarray], strings: dict[str, list[str]]) -> list[list[int]]:
+    def save(self, arrays: dict[str, np.ndarray], strings: dict[str, Sequence[str]]) -> list[list[int]]:
         """Put the segments into a snapshot's arrays and strings; their layout, for its metadata (call
         holding the engine's lock: references only)."""
         segments = list(self.segments)
@@ -117,8 +117,8 @@ class TitleWords:
             )
             lo, hi = entry
             expect(lo == start and lo <= hi <= n_slots, f"title segment {n} out of place")
-            words = saved.strings(f"engine.title{n}.words")
-            expect(all(a < b for a, b in pairwise(words)), f"engine.title{n}.words: not sorted")
+            words = saved.packed(f"engine.title{n}.words")
+            expect(check_sorted(words), f"engine.title{n}.words: not sorted")
             indptr = saved.array(f"engine.title{n}.indptr", (np.int64,), length=len(words) + 1)
             slots = saved.array(f"engine.title{n}.slots", (np.int32,))
             check_offsets(f"engine.title{n}.indptr", indptr, len(slots))

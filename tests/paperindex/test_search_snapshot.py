@@ -152,7 +152,7 @@ def test_the_file_holds_only_plain_arrays(tmp_path: Path) -> None:
     meta, arrays = members_of(path)
     assert meta["format"] == snapshot.FORMAT
     assert meta["fingerprint"] == FINGERPRINT
-    assert "KIVI: 2bit Quantization for KV Cache" in arrays["engine.titles.chars"].tobytes().decode()
+    assert "KIVI: 2bit Quantization for KV Cache" in arrays["engine.titles.utf8"].tobytes().decode()
 
 
 def test_an_old_pickle_snapshot_that_would_run_code_is_never_unpickled(
@@ -167,7 +167,7 @@ def test_an_old_pickle_snapshot_that_would_run_code_is_never_unpickled(
     assert not marker.exists(), "unpickling the snapshot ran its code"
 
 
-@pytest.mark.parametrize("member", ["meta", "index.terms.chars", "index.dl"])
+@pytest.mark.parametrize("member", ["meta", "index.terms.utf8", "index.dl"])
 def test_a_snapshot_with_a_pickled_object_array_is_refused_without_running_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, member: str
 ) -> None:
@@ -182,9 +182,9 @@ def test_a_snapshot_with_a_pickled_object_array_is_refused_without_running_it(
 def rewrite(path: Path, change: Callable[[dict[str, Any], Members], None]) -> None:
     meta, arrays = members_of(path)
     strings = {}
-    for name in [n[: -len(".chars")] for n in arrays if n.endswith(".chars")]:
-        text, ends = arrays.pop(name + ".chars").tobytes().decode(), arrays.pop(name + ".ends").tolist()
-        strings[name] = [text[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+    for name in [n[: -len(".utf8")] for n in arrays if n.endswith(".utf8")]:
+        text, ends = arrays.pop(name + ".utf8").tobytes(), arrays.pop(name + ".ends").tolist()
+        strings[name] = [text[a:b].decode() for a, b in zip([0, *ends[:-1]], ends, strict=True)]
     change(meta, arrays)
     snapshot.write(path, meta, arrays, strings)
 
@@ -237,10 +237,17 @@ CORRUPTIONS: dict[str, Callable[[Path], None]] = {
         p, {"engine.titles.ends": npy(members_of(p)[1]["engine.titles.ends"][:-1])}
     ),
     "terms not UTF-8": lambda p: replace_members(
-        p, {"index.terms.chars": npy(np.full(8, 0xFF, dtype=np.uint8))}
+        p, {"index.terms.utf8": npy(np.full(8, 0xFF, dtype=np.uint8))}
     ),
     "strings cut badly": lambda p: replace_members(
-        p, {"engine.titles.chars": npy(np.frombuffer(b"a\x00b", dtype=np.uint8))}
+        p, {"engine.titles.utf8": npy(np.frombuffer(b"a\x00b", dtype=np.uint8))}
+    ),
+    "a string cut inside a character": lambda p: replace_members(
+        p,
+        {
+            "engine.venue_names.utf8": npy(np.frombuffer("éé".encode(), dtype=np.uint8)),
+            "engine.venue_names.ends": npy(np.array([1, 4], dtype=np.int64)),
+        },
     ),
     "segments overlap": set_meta(lambda meta: meta["index"].update(segments=[[1, 6]])),
     "other bm25 parameters": set_meta(lambda meta: meta["index"].update(k1=2.0)),

@@ -21,10 +21,14 @@ import bisect
 import heapq
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from paperindex.engine import SearchEngine, fold
+from paperindex.packed import PackedStrings, encode, sorted_bisect
 from storage.repositories.papers import Credits, PaperRepository
 
 #: new slots of the index read in the event loop; more are read in a worker thread
@@ -142,41 +146,141 @@ def _group(key: str, papers: Sequence[Credits]) -> AuthorGroup:
 
 
 @dataclass(slots=True)
-class _Names:
-    """What the directory holds: every folded name → its papers, and a word → the names having it."""
+class _Packed:
+    """Names taken in at once, as arrays: every folded name (sorted, packed UTF-8) → its papers, and every
+    word of them (sorted) → the names having it. At 100k papers the dicts of lists this replaced held
+    29 MB of Python objects; these arrays hold 9 MB."""
 
-    slots: int = 0  # index slots read so far
-    seen: set[int] = field(default_factory=set)  # papers whose names are in
-    papers: dict[str, list[int]] = field(default_factory=dict)
-    words: dict[str, list[str]] = field(default_factory=dict)
-    sorted_words: list[str] | None = None  # made when first asked
-    most: list[tuple[str, int]] | None = None  # the names with the most papers, made when first asked
+    names: PackedStrings
+    name_ptr: npt.NDArray[np.int64]  # papers of name n: papers[name_ptr[n]:name_ptr[n + 1]]
+    papers: npt.NDArray[np.int64]  # in the order they were indexed
+    words: PackedStrings
+    word_ptr: npt.NDArray[np.int64]  # names having word w: word_names[word_ptr[w]:word_ptr[w + 1]]
+    word_names: npt.NDArray[np.int32]
+    seen: npt.NDArray[np.int64]  # papers whose names are in, sorted
 
-    def copy(self) -> _Names:
-        return _Names(
-            self.slots,
-            set(self.seen),
-            {key: list(ids) for key, ids in self.papers.items()},
-            {word: list(keys) for word, keys in self.words.items()},
+    @classmethod
+    def empty(cls) -> _Packed:
+        none = np.zeros(1, dtype=np.int64)
+        return cls(PackedStrings(), none, none[:0], PackedStrings(), none, np.zeros(0, np.int32), none[:0])
+
+    @classmethod
+    def of(cls, names: _Names) -> _Packed:
+        """The arrays of what ``names`` holds (its dicts are then dropped by the caller)."""
+        keys = sorted(names.papers)
+        number = {key: n for n, key in enumerate(keys)}
+        sizes = np.fromiter((len(names.papers[k]) for k in keys), dtype=np.int64, count=len(keys))
+        papers = np.fromiter(
+            (p for k in keys for p in names.papers[k]), dtype=np.int64, count=int(sizes.sum())
+        )
+        words = sorted(names.words)
+        counts = np.fromiter((len(names.words[w]) for w in words), dtype=np.int64, count=len(words))
+        word_names = np.fromiter(
+            (number[k] for w in words for k in names.words[w]), dtype=np.int32, count=int(counts.sum())
+        )
+        seen = np.fromiter(names.seen, dtype=np.int64, count=len(names.seen))
+        seen.sort()
+        return cls(
+            PackedStrings(keys),
+            _offsets(sizes),
+            papers,
+            PackedStrings(words),
+            _offsets(counts),
+            word_names,
+            seen,
         )
 
+    def find(self, key: str) -> int:
+        """The number of the folded name ``key``, −1 if it is not here."""
+        raw = encode(key)
+        at = sorted_bisect(self.names, raw)
+        return at if at < len(self.names) and self.names.raw(at) == raw else -1
+
+    def papers_of(self, name: int) -> list[int]:
+        found: list[int] = self.papers[self.name_ptr[name] : self.name_ptr[name + 1]].tolist()
+        return found
+
+    def having(self, word: str) -> npt.NDArray[np.int32]:
+        """The names having a word starting with ``word`` (sorted words: one run of them)."""
+        lo = sorted_bisect(self.words, encode(word))
+        hi = sorted_bisect(self.words, encode(word + "\U0010ffff"), lo)
+        return np.unique(self.word_names[self.word_ptr[lo] : self.word_ptr[hi]])
+
+    def starting(self, text: str) -> tuple[int, int]:
+        """The run of names starting with ``text``."""
+        lo = sorted_bisect(self.names, encode(text))
+        return lo, sorted_bisect(self.names, encode(text + "\U0010ffff"), lo)
+
+    def has_seen(self, paper_id: int) -> bool:
+        at = int(np.searchsorted(self.seen, paper_id))
+        return at < len(self.seen) and int(self.seen[at]) == paper_id
+
+
+def _offsets(sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    out = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
+    return out
+
+
+@dataclass(slots=True)
+class _Names:
+    """Names taken in one by one since the arrays were made: each folded name → its papers (more of a
+    packed name's, or a new name's), and each word of a new name → the new names having it."""
+
+    slots: int = 0  # index slots read so far
+    packed: _Packed = field(default_factory=_Packed.empty)
+    seen: set[int] = field(default_factory=set)  # papers whose names are in (besides packed.seen)
+    papers: dict[str, list[int]] = field(default_factory=dict)
+    words: dict[str, list[str]] = field(default_factory=dict)
+    more: dict[int, int] = field(default_factory=dict)  # packed name → papers taken in since
+    sorted_words: list[str] | None = None  # made when first asked
+    most: list[tuple[str, int]] | None = None  # the names with the most papers, made when first asked
+    _counts: npt.NDArray[np.int64] | None = None  # papers of each packed name, made when first asked
+
     def take_in(self, n: int, rows: Iterable[tuple[int, str]]) -> None:
+        packed = self.packed
+        any_packed = len(packed.names) > 0  # none while the arrays are first gathered: no lookups
         for paper_id, names in rows:
-            if not names or paper_id in self.seen:  # a paper's names, once set, stay as they are
+            # a paper's names, once set, stay as they are
+            if not names or paper_id in self.seen or (any_packed and packed.has_seen(paper_id)):
                 continue
             self.seen.add(paper_id)
             for key in dict.fromkeys(names.split("\n")):
                 if not key:
                     continue
+                name = packed.find(key) if any_packed else -1
+                if name >= 0:
+                    self.more[name] = self.more.get(name, 0) + 1
                 papers = self.papers.get(key)
                 if papers is not None:
                     papers.append(paper_id)
                     continue
                 self.papers[key] = [paper_id]
-                for word in dict.fromkeys(key.split()):
-                    self.words.setdefault(word, []).append(key)
+                if name < 0:  # a new name: its words
+                    for word in dict.fromkeys(key.split()):
+                        self.words.setdefault(word, []).append(key)
         self.slots = n
-        self.sorted_words = self.most = None
+        self.sorted_words = self.most = self._counts = None
+
+    def counts(self) -> npt.NDArray[np.int64]:
+        """Papers of each packed name (with those taken in since)."""
+        if self._counts is None:
+            counts = np.diff(self.packed.name_ptr)
+            if self.more:
+                counts[np.fromiter(self.more, dtype=np.int64)] += np.fromiter(self.more.values(), np.int64)
+            self._counts = counts
+        return self._counts
+
+    def new_names(self) -> Iterator[tuple[str, int]]:
+        """The names taken in since that the arrays lack, and their papers."""
+        for key, papers in self.papers.items():
+            if self.packed.find(key) < 0:
+                yield key, len(papers)
+
+    def paper_ids(self, key: str) -> list[int]:
+        name = self.packed.find(key)
+        found = self.packed.papers_of(name) if name >= 0 else []
+        return found + self.papers.get(key, [])
 
 
 class AuthorDirectory:
@@ -206,44 +310,58 @@ class AuthorDirectory:
                 current.take_in(*self._engine.authors_from(current.slots))
 
     def _taken_in(self, current: _Names) -> _Names:
-        n, rows = self._engine.authors_from(current.slots)
-        names = current.copy() if current.slots else _Names()
-        names.take_in(n, rows)
-        return names
+        """Every paper's names again, made into arrays (the dicts they are gathered in are dropped)."""
+        n, rows = self._engine.authors_from(0)
+        gathered = _Names()
+        gathered.take_in(n, rows)
+        del rows
+        return _Names(n, _Packed.of(gathered))
 
     def paper_ids(self, key: str) -> list[int]:
         """The indexed papers under the folded name ``key``, in the order they were indexed."""
-        return [paper_id for paper_id in self._names.papers.get(key, ()) if paper_id in self._engine]
+        return [paper_id for paper_id in self._names.paper_ids(key) if paper_id in self._engine]
 
     def matches(self, text: str, limit: int = 25) -> list[tuple[str, int]]:
         """(folded name, papers) of the names having a word starting with each typed word: names that
         start with the text first, then those with more papers."""
         names = self._names
+        packed = names.packed
+        counts = names.counts()
         folded = fold(text)
         typed = folded.split()
         if not typed:
             if names.most is None or len(names.most) < limit:
-                top = heapq.nsmallest(
-                    max(limit, 25), names.papers.items(), key=lambda kv: (-len(kv[1]), kv[0])
-                )
-                names.most = [(key, len(papers)) for key, papers in top]
+                wanted = max(limit, 25)
+                # Packed names are sorted: ordering them by number orders them by name.
+                best = np.lexsort((np.arange(len(counts)), -counts))[:wanted].tolist()
+                ranked = [(packed.names[n], int(counts[n])) for n in best] + list(names.new_names())
+                names.most = heapq.nsmallest(wanted, ranked, key=lambda kv: (-kv[1], kv[0]))
             return names.most[:limit]
         if names.sorted_words is None:
             names.sorted_words = sorted(names.words)
         words = names.sorted_words
-        candidates: set[str] | None = None
-        for word in sorted(set(typed), key=len, reverse=True):  # the longest narrows most
+        found: npt.NDArray[np.int32] | None = None  # packed names
+        added: set[str] = set()  # names taken in since that the arrays lack
+        for n, word in enumerate(sorted(set(typed), key=len, reverse=True)):  # the longest narrows most
+            having = packed.having(word)
+            found = having if found is None else np.intersect1d(found, having, assume_unique=True)
             lo = bisect.bisect_left(words, word)
             hi = bisect.bisect_left(words, word + "\U0010ffff", lo)
-            having = {key for w in words[lo:hi] for key in names.words[w]}
-            candidates = having if candidates is None else candidates & having
-            if not candidates:
+            more = {key for w in words[lo:hi] for key in names.words[w]}
+            added = more if n == 0 else added & more
+            if not len(found) and not added:
                 return []
-        assert candidates is not None
+        if found is None:
+            return []
+        lo, hi = packed.starting(folded)
+        later = (found < lo) | (found >= hi)
+        best = found[np.lexsort((found, -counts[found], later))[:limit]].tolist()
+        candidates = [(packed.names[n], int(counts[n])) for n in best]
+        candidates += [(key, len(names.papers[key])) for key in added]
         ranked = heapq.nsmallest(
-            limit, candidates, key=lambda k: (not k.startswith(folded), -len(names.papers[k]), k)
+            limit, candidates, key=lambda kv: (not kv[0].startswith(folded), -kv[1], kv[0])
         )
-        return [(key, len(names.papers[key])) for key in ranked]
+        return ranked
 
     async def names(self, keys: Sequence[str]) -> dict[str, str]:
         """Each folded name as one of its papers writes it."""

@@ -300,3 +300,29 @@ async def test_many_new_papers_are_taken_in_aside_then_swapped_in(
     assert names.matches("hopper") == [("grace hopper", 2)]
     assert names.matches("samm") == [("jean sammet", 1)]
     assert names.matches("")[:2] == [("ada lovelace", 3), ("wei wang", 3)], "most papers first"
+
+
+async def test_names_taken_in_one_by_one_after_the_arrays_count_with_theirs(
+    library: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The directory's arrays made at the start, then a few papers taken in inline: a name the arrays
+    hold gains papers (and climbs), a new name is found by each of its words, and both by paper."""
+    monkeypatch.setattr(authors, "_INLINE_SLOTS", 0)
+    names = AuthorDirectory(library.engine, library.papers)
+    await names.refresh()  # every paper so far, into arrays
+    monkeypatch.setattr(authors, "_INLINE_SLOTS", 10_000)
+    added = await library.add(
+        [
+            _paper("Compilers", "Grace Hopper", "Jean Sammet"),
+            _paper("Linkers", "Grace Hopper"),
+            _paper("Loaders", "Grace Hopper", "Kathleen Booth"),
+        ],
+        at=AFTER,
+    )
+    await names.refresh()  # inline: beside the arrays
+    assert names.matches("hopper") == [("grace hopper", 4)]
+    assert names.paper_ids("grace hopper")[-3:] == list(added)
+    assert names.matches("booth") == [("kathleen booth", 1)]
+    assert names.matches("kath boo") == [("kathleen booth", 1)]
+    assert names.matches("")[:1] == [("grace hopper", 4)], "its papers since count: most papers first"
+    assert names.paper_ids("jean sammet") == [added[0]]
