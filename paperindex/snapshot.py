@@ -289,30 +289,10 @@ class Snapshot:
         """The 1-D array ``name`` as :meth:`array` checks it, but memory-mapped read-only from the file
         rather than read: its pages are read from the disk when used, and the system may drop them
         again (they are the file's), so an array a process mostly leaves alone costs it no memory."""
-        if name not in self._names:
-            raise SnapshotError(f"{name}: missing")
-        start, size = self._offsets[name]
-        self._file.seek(start)
-        try:
-            version = np.lib.format.read_magic(self._file)
-            read_header = (
-                np.lib.format.read_array_header_1_0
-                if version == (1, 0)
-                else np.lib.format.read_array_header_2_0
-            )
-            shape, fortran, dtype = read_header(self._file)
-        except (ValueError, EOFError, OSError) as error:
-            raise SnapshotError(f"{name}: unreadable ({error})") from error
-        header = self._file.tell() - start
-        if len(shape) != 1 or fortran or dtype not in {np.dtype(t) for t in dtypes}:
-            raise SnapshotError(f"{name}: {dtype} of shape {shape} is not what was saved")
-        if length is not None and shape[0] != length:
-            raise SnapshotError(f"{name}: {shape[0]} items where {length} were saved")
-        if shape[0] * dtype.itemsize > size - header:
-            raise SnapshotError(f"{name}: header promises more data than the member holds")
-        if shape[0] == 0:
+        start, count, dtype = self._member_data(name, dtypes, length)
+        if count == 0:
             return np.zeros(0, dtype=dtype)
-        return np.memmap(self._file, dtype=dtype, mode="r", offset=start + header, shape=shape)
+        return np.memmap(self._file, dtype=dtype, mode="r", offset=start, shape=(count,))
 
 
 def _member_start(file: BinaryIO, info: zipfile.ZipInfo) -> int:
