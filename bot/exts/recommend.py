@@ -41,7 +41,7 @@ from bot.ui.profile_views import (
     saved_embed,
     unmuted_line,
 )
-from bot.ui.views import report_item_error
+from bot.ui.views import rating_legend, report_item_error
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -78,7 +78,7 @@ async def recommend_command(interaction: discord.Interaction[PaperBot], count: C
         papers = await services.papers.get_many(p.paper_id for p in result.picks)
         entries = [listed(papers[p.paper_id], p.reason) for p in result.picks if p.paper_id in papers]
         heading = f"{len(entries)} paper{'s' if len(entries) != 1 else ''} for you"
-        footer = "buttons: 👍 more like this · 👎 fewer like this · 🔖 save — numbers match the list"
+        footer = rating_legend(len(entries))
     elif result.status == "popular":
         papers = await services.papers.get_many(p.paper_id for p in result.popular)
         entries = [

@@ -76,7 +76,8 @@ def _words(words: Sequence[tuple[str, float]]) -> str:
 
 
 def interest_lines(entry: InterestSummary) -> str:
-    """One interest: its name, whether paused, its picks and how many were liked, what it learned."""
+    """One interest: its name, whether paused, its picks and how many were liked, the reactions it
+    learns from (wherever they were given), what it learned."""
     interest = entry.interest
     name = escape_markdown(trim(interest.label, 100))
     if interest.row.kind == "paper":
@@ -86,7 +87,10 @@ def interest_lines(entry: InterestSummary) -> str:
     elif interest.row.origin == "subscribe":
         name += " (from your digest)"
     head = f"{_KIND_MARK.get(interest.row.kind, '•')} **{name}**" + (" · ⏸️ paused" if interest.paused else "")
-    lines = [head, f"{entry.picks} pick{'s' if entry.picks != 1 else ''}, {entry.liked} 👍"]
+    lines = [head, f"{entry.picks} pick{'s' if entry.picks != 1 else ''}, {entry.liked} liked"]
+    taught = [f"{n} {emoji}" for n, emoji in ((entry.wanted, "👍"), (entry.disliked, "👎")) if n]
+    if taught:  # a 👍 from a search teaches an interest as much as one on its picks
+        lines[-1] += " · learns from " + ", ".join(taught)
     if entry.liked_words:
         lines[-1] += f" · for: {_words(entry.liked_words)}"
     if entry.disliked_words:

@@ -82,6 +82,16 @@ class RateButton(
         return cls(parse_signal(match["signal"]), int(match["paper"]), label=getattr(item, "label", None))
 
 
+def rating_legend(papers: int) -> str:
+    """What :func:`add_rating_buttons` gives ``papers`` listed papers, said in a footer."""
+    if papers <= BUTTONS_PER_ROW:
+        return "buttons: 👍 more like this · 👎 fewer like this · 🔖 save — numbers match the list"
+    return (
+        "buttons: 👍 more like this · 🔖 save — numbers match the list"
+        f" (👎 buttons too when {BUTTONS_PER_ROW} or fewer are listed)"
+    )
+
+
 def add_rating_buttons(view: discord.ui.View, paper_ids: Sequence[int], *, first_number: int) -> None:
     """Numbered buttons, a column per listed paper: a 👍 row, a 👎 row and a 🔖 row for up to five
     papers; beyond five, two 👍 rows and two 🔖 rows (Discord allows 25 buttons)."""

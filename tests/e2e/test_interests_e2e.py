@@ -102,10 +102,12 @@ async def test_two_interests_each_keep_their_share_after_a_like_on_one(
         offline = next(v for k, v in shown.items() if k.startswith(OFFLINE))
         legs = next(v for k, v in shown.items() if k.startswith(LEGS))
         assert "(from your digest)" in next(k for k in shown if k.startswith(OFFLINE))
-        picks = {name: int(re.search(r"(\d+) picks?, (\d+) 👍", block)[1]) for name, block in shown.items()}  # type: ignore[index]
+        picks = {
+            name: int(re.search(r"(\d+) picks?, (\d+) liked", block)[1]) for name, block in shown.items()
+        }  # type: ignore[index]
         assert sum(picks.values()) == 12, shown
-        assert re.search(r", 1 👍", legs), legs
-        assert re.search(r", 0 👍", offline), offline
+        assert re.search(r", 1 liked · learns from 1 👍", legs), legs
+        assert re.search(r", 0 liked$", offline), offline
         assert "for:" in legs, legs  # a model of its own, from its 👍
 
 
@@ -231,13 +233,20 @@ async def test_the_icml_2024_console_steps_serve_both_interests(start_paperbot: 
         assert kinds.count("offline") >= 3, listed
         assert kinds.count("kv") >= 3, listed
         assert "for your interest in offline reinforcement learning" in picks.text
+        # ten papers get 👍 and 🔖 buttons only (25 at most): the footer does not promise a 👎
+        assert "pb:dislike" not in str(picks.message.components)
+        assert "🔖 save" in picks.text, picks.text
+        assert "👎 fewer like this" not in picks.text, picks.text
         assert kinds.count("offline") + kinds.count("kv") >= 9, listed
         shown = _shown(await server.run_command("bob", "paper interests show"))
         assert set(shown) == {"offline reinforcement learning", "kv cache"}, shown
-        assert re.search(r"\d+ picks, 0 👍", shown["offline reinforcement learning"])
-        assert "for:" in shown["kv cache"]  # the 👍 from the search taught the kv cache interest
+        assert re.search(r"(?m)\d+ picks, 0 liked$", shown["offline reinforcement learning"])
+        # the 👍 from the search taught the kv cache interest, though none of its picks was liked
+        assert re.search(r"\d+ picks, 0 liked · learns from 1 👍 · for:", shown["kv cache"]), shown
         paused = await server.run_command("bob", "paper interests pause", interest="kv cache", paused=True)
         assert "Paused “kv cache”" in paused.content
         after = await server.run_command("bob", "paper recommend", count=5, timeout=30)
         assert "for your interest in kv cache" not in after.text
         assert after.text.count("for your interest in offline reinforcement learning") == 5
+        assert "pb:dislike" in str(after.message.components)
+        assert "👎 fewer like this" in after.text

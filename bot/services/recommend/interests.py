@@ -86,6 +86,8 @@ class InterestSummary:
     disliked_words: WeightedWords
     picks: int  # papers it brought (shown or sent)
     liked: int  # of those, 👍'd or 🔖'd
+    wanted: int = 0  # papers it learns from as wanted (👍 or 🔖, its picks' or any other's it was given)
+    disliked: int = 0  # papers it learns from as unwanted (👎)
 
 
 @dataclass(frozen=True, slots=True)

@@ -387,9 +387,16 @@ class Recommender:
             if interest.paused and interest.id in person.taught:
                 liked, disliked = await self._paused_words(person, interest.id, now)
             picks = counts.get(interest.id)
+            taught = person.taught.get(interest.id)
             entries.append(
                 InterestSummary(
-                    interest, liked, disliked, picks.picks if picks else 0, picks.liked if picks else 0
+                    interest,
+                    liked,
+                    disliked,
+                    picks.picks if picks else 0,
+                    picks.liked if picks else 0,
+                    taught.wanted if taught else 0,
+                    taught.disliked if taught else 0,
                 )
             )
         reactions = await self.feedback.counts(user_id)
