@@ -45,7 +45,7 @@ class ClaimLostError(Exception):
     """Another process holds the run now (this one's lease ran out): send nothing more of it."""
 
 
-_ITEM_COLUMNS = "run_id, paper_id, position, reason, message_id, sent_at"
+_ITEM_COLUMNS = "run_id, paper_id, position, reason, message_id, sent_at, interest_id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +73,7 @@ class DigestItem:
     reason: str
     message_id: int | None
     sent_at: str | None
+    interest_id: int | None = None  # the recipient's interest that brought it
 
     @property
     def delivered(self) -> bool:
@@ -114,7 +115,13 @@ def _run(row: Row | Sequence[Any]) -> DigestRun:
 
 def _item(row: Row | Sequence[Any]) -> DigestItem:
     return DigestItem(
-        int(row[0]), int(row[1]), int(row[2]), str(row[3]), None if row[4] is None else int(row[4]), row[5]
+        int(row[0]),
+        int(row[1]),
+        int(row[2]),
+        str(row[3]),
+        None if row[4] is None else int(row[4]),
+        row[5],
+        None if row[6] is None else int(row[6]),
     )
 
 

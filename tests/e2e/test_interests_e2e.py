@@ -111,6 +111,22 @@ async def test_two_interests_each_keep_their_share_after_a_like_on_one(
         assert "for:" in legs, legs  # a model of its own, from its 👍
 
 
+async def test_the_digest_header_names_every_interest_it_serves(start_paperbot: Any, tmp_path: Path) -> None:
+    """Subscribed with one topic, a second interest added later: the digest's first message names
+    both interests its papers came from, not only the topic the subscription was made with."""
+    async with start_paperbot(
+        store=await _library(tmp_path), load_shipped_corpus=False, person_limits=False
+    ) as e2e:
+        server = e2e.server
+        await server.run_command("alice", "paper subscribe", topics=OFFLINE, count=6)
+        await server.run_command("alice", "paper interests add", topic=LEGS)
+        papers = await _digest(e2e, "alice", 0, 6)
+        assert set(await _areas(e2e, papers)) == {"offline", "locomotion"}
+        headers = [m.content for m in server.dm_messages("alice") if m.content.startswith("📚")]
+        assert len(headers) == 1, headers
+        assert f"6 new papers on *{OFFLINE}, {LEGS}*" in headers[0], headers[0]
+
+
 async def test_a_dislike_moves_only_the_interest_that_brought_the_paper(
     start_paperbot: Any, tmp_path: Path
 ) -> None:

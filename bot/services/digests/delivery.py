@@ -329,7 +329,8 @@ class DigestDelivery:
                 [(pick.paper_id, pick.reason) for pick in picks],
                 brought={pick.paper_id: pick.interest_id for pick in picks},
             )
-        texts = self.planner.texts(sub, len(items), manual=manual)
+        named = await self.planner.interest_names(sub, [item.interest_id for item in items])
+        texts = self.planner.texts(sub, len(items), manual=manual, interests=named)
         in_doubt = [item for item in items if item.in_doubt]
         resend = {item.paper_id for item in in_doubt if self._nonce_trusted(item.sent_at)}
         lost = [item for item in in_doubt if item.paper_id not in resend]

@@ -7,7 +7,7 @@ to the recipient are left out, so ``paperbot digest --dry-run`` and the delivery
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -46,6 +46,8 @@ class RecommenderLike(Protocol):
         now: datetime | None = None,
         mark_shown: bool = True,
     ) -> Sequence[RecommendationLike]: ...
+
+    async def interest_names(self, user_id: int) -> Mapping[int, str]: ...
 
 
 class FollowedPaperLike(Protocol):
@@ -223,7 +225,8 @@ class DigestPlanner:
             for pick in picks
             if pick.paper_id in found
         )
-        texts = self.texts(sub, len(papers), manual=manual, now=now)
+        named = await self.interest_names(sub, [paper.interest_id for paper in papers])
+        texts = self.texts(sub, len(papers), manual=manual, now=now, interests=named)
         return DigestPlan(
             recipient=recipient_of(sub) if sub is not None else Recipient(user_id=user_id),
             subscription=sub,
@@ -232,20 +235,43 @@ class DigestPlanner:
             nothing_text=texts.nothing_text,
         )
 
+    async def interest_names(self, sub: Subscription | None, brought: Sequence[int | None]) -> list[str]:
+        """The names of the person's interests that brought a digest's papers (``brought``: each
+        paper's interest id), oldest interest first; none for a channel's feed, whose topics say it."""
+        user_id = None if sub is None or sub.is_channel else sub.user_id
+        wanted = {i for i in brought if i is not None}
+        if user_id is None or not wanted:
+            return []
+        named = await self.recommender.interest_names(user_id)
+        return [name for i, name in named.items() if i in wanted]
+
     def texts(
-        self, sub: Subscription | None, n: int, *, manual: bool, now: datetime | None = None
+        self,
+        sub: Subscription | None,
+        n: int,
+        *,
+        manual: bool,
+        now: datetime | None = None,
+        interests: Sequence[str] = (),
     ) -> DigestTexts:
-        """The header of a digest of ``n`` papers, and its nothing-new line."""
+        """The header of a digest of ``n`` papers (``interests``: the names of the person's interests
+        that brought them, else the subscription's topics are named), and its nothing-new line."""
         now = now or self.clock()
         schedule = subscription_schedule(sub) if sub is not None else None
         return DigestTexts(
-            header=_header(sub, schedule, now, n, manual=manual),
+            header=_header(sub, schedule, now, n, manual=manual, interests=interests),
             nothing_text=_nothing_text(sub, schedule, now),
         )
 
 
 def _header(
-    sub: Subscription | None, schedule: Schedule | None, now: datetime, n: int, *, manual: bool
+    sub: Subscription | None,
+    schedule: Schedule | None,
+    now: datetime,
+    n: int,
+    *,
+    manual: bool,
+    interests: Sequence[str] = (),
 ) -> str:
     zone = schedule.timezone if schedule else "UTC"
     local = now.astimezone(schedule.zone) if schedule else now
@@ -253,7 +279,9 @@ def _header(
     what = "Paper feed" if sub is not None and sub.is_channel else "Your paper digest"
     if manual:
         what += " (on demand)"
-    about = f" on *{_topic_list(sub.topics)}*" if sub is not None and sub.topics else ""
+    # a person's digest serves every interest, not only the topics they subscribed with
+    topics = interests or (sub.topics if sub is not None else ())
+    about = f" on *{_topic_list(topics)}*" if topics else ""
     plural = "paper" if n == 1 else "papers"
     return (
         f"📚 **{what}** · {day} ({zone}) · {n} new {plural}{about}. "

@@ -372,6 +372,11 @@ class Recommender:
             order[place] = index
         return [paper_ids[i] for i in order]
 
+    async def interest_names(self, user_id: int) -> dict[int, str]:
+        """Each of the person's interests by id → how a reason names it (a digest's header names the
+        interests its papers came from)."""
+        return {interest.id: interest.described for interest in await self.profiles.interests(user_id)}
+
     async def summary(self, user_id: int, *, now: datetime | None = None) -> ProfileSummary:
         """What `/paper interests show` lists: each interest with the words it learned for and
         against, and how many of its picks were liked; reactions, the learning switch, follows."""
