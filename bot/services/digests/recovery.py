@@ -73,6 +73,7 @@ class DigestRecovery:
         """
         now = self.clock()
         missed: list[tuple[Subscription, Period]] = []
+        skipped: list[int] = []
         for sub in await self.subscriptions.active() if subs is None else subs:
             due = check_due(
                 subscription_schedule(sub), now, self.grace, set_up_at=parse_stamp(sub.updated_at)
@@ -88,7 +89,8 @@ class DigestRecovery:
             if await self.digests.claim_run(
                 sub.id, period.key, status="skipped", detail="missed; beyond grace", at=self._stamp()
             ):
-                log.warning(
+                skipped.append(sub.id)
+                log.info(
                     "subscription %s missed its %s digest (due %s, %.1f h ago > %.1f h grace): skipped",
                     sub.id,
                     period.key,
@@ -96,4 +98,13 @@ class DigestRecovery:
                     due.late.total_seconds() / 3600,
                     self.grace.total_seconds() / 3600,
                 )
+        if skipped:  # one line, not one per subscriber, after a long stop of a big server
+            shown = ", ".join(map(str, skipped[:5])) + (", …" if len(skipped) > 5 else "")
+            log.warning(
+                "%d subscription(s) missed a digest that fell due more than %.1f h ago (the grace period)"
+                " while no process was sending: skipped, not sent late (subscriptions %s)",
+                len(skipped),
+                self.grace.total_seconds() / 3600,
+                shown,
+            )
         return missed

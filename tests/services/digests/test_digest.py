@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -691,7 +692,9 @@ async def test_missed_period_within_grace_is_caught_up_once(
 async def test_missed_period_beyond_grace_is_skipped_and_logged(
     db: Database, clock: Clock, papers: list[int], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Back after the grace window: nothing is sent late; the skip is recorded and logged once."""
+    """Back after the grace window: nothing is sent late; the skip is recorded and logged once, in one
+    warning for every subscription that missed one (each named at INFO)."""
+    caplog.set_level(logging.INFO, logger="bot.services.digests.recovery")
     service = make_service(db, clock, scores(papers))
     sub = await service.subscriptions.subscribe(USER, time="09:00", timezone="Europe/Berlin")
     clock.set(MONDAY_0800Z + timedelta(hours=7))
@@ -700,6 +703,11 @@ async def test_missed_period_beyond_grace_is_skipped_and_logged(
     assert run is not None
     assert run.status == "skipped"
     assert "missed its 2026-11-30 digest" in caplog.text
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"1 subscription(s) missed a digest that fell due more than 6.0 h ago (the grace period) while no"
+        f" process was sending: skipped, not sent late (subscriptions {sub.id})"
+    ]
     caplog.clear()
     assert await service.recovery.missed_periods() == []
     assert "missed" not in caplog.text
