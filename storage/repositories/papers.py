@@ -32,15 +32,19 @@ no-op. All look-ups are batched (one `IN (…)` query per key kind and chunk) an
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from storage.db import Connection, Database, Row, utcnow
 from storage.models import IndexRow, Paper, PaperIdentity, PaperRecord
 from storage.repositories import paper_keys
+
+#: Papers read at a time for the search index.
+INDEX_PAGE = 20_000
 
 log = logging.getLogger(__name__)
 
@@ -646,7 +650,9 @@ class PaperRepository:
             found[int(row[0])] = Credits(int(row[0]), authors, row[2], row[3])
         return found
 
-    async def iter_index_rows(self, *, ids: Iterable[int] | None = None, page: int = 20000) -> list[IndexRow]:
+    async def iter_index_rows(
+        self, *, ids: Iterable[int] | None = None, page: int = INDEX_PAGE
+    ) -> list[IndexRow]:
         """Every paper (or the given ids) as (id, title, abstract, authors, venue, year, its arXiv /
         OpenReview ids and DOI), in id order, as one committed state (one read transaction).
 
@@ -665,6 +671,16 @@ class PaperRepository:
         """Every paper for a new index, and the position those rows are at (one read transaction)."""
         async with self._db.snapshot() as conn:
             return await _position(conn), await _index_rows(conn)
+
+    @contextlib.asynccontextmanager
+    async def index_pages_at(
+        self, page: int = INDEX_PAGE
+    ) -> AsyncIterator[tuple[IndexPosition, AsyncIterator[list[IndexRow]]]]:
+        """Every paper for a new index, ``page`` at a time, and the position those rows are at: one
+        read transaction, held while the caller takes each page in, so that a build never holds every
+        paper's text at once (at 1M papers that was gigabytes)."""
+        async with self._db.snapshot() as conn:
+            yield await _position(conn), _index_pages(conn, page)
 
     async def changes_after(self, seq: int) -> PaperChanges:
         """The papers added or changed after change sequence `seq`, and the sequence they bring the
@@ -711,7 +727,7 @@ async def _position(conn: Connection) -> IndexPosition:
 
 
 async def _index_rows(
-    conn: Connection, *, ids: Iterable[int] | None = None, page: int = 20000
+    conn: Connection, *, ids: Iterable[int] | None = None, page: int = INDEX_PAGE
 ) -> list[IndexRow]:
     out: list[IndexRow] = []
     if ids is not None:
@@ -721,12 +737,16 @@ async def _index_rows(
             rows = await conn.fetchall(f"{_INDEX_SELECT} WHERE id IN ({marks}) ORDER BY id", tuple(chunk))
             out.extend(map(_index_row, rows))
         return out
+    async for found in _index_pages(conn, page):
+        out.extend(found)
+    return out
+
+
+async def _index_pages(conn: Connection, page: int) -> AsyncIterator[list[IndexRow]]:
+    """Every paper's index row, ``page`` at a time, in id order."""
     last = -1
-    while True:
-        rows = await conn.fetchall(f"{_INDEX_SELECT} WHERE id > ? ORDER BY id LIMIT ?", (last, page))
-        if not rows:
-            return out
-        out.extend(map(_index_row, rows))
+    while rows := await conn.fetchall(f"{_INDEX_SELECT} WHERE id > ? ORDER BY id LIMIT ?", (last, page)):
+        yield list(map(_index_row, rows))
         last = rows[-1][0]
 
 

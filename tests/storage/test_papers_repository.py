@@ -240,6 +240,9 @@ async def test_index_rows_and_changes_after(db: Database, repo: PaperRepository)
     position, everything = await repo.index_rows_at()
     assert everything == rows
     assert (position.seq, position.papers) == (2, 2)
+    async with repo.index_pages_at(page=1) as (paged_at, pages):
+        assert paged_at == position
+        assert [page async for page in pages] == [[rows[0]], [rows[1]]]  # a page at a time, in id order
     assert await repo.changes_after(position.seq) == (2, [])
     seq, changed = await repo.changes_after(0)
     assert (seq, [row.paper_id for row in changed]) == (2, [1, 2])

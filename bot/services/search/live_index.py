@@ -50,8 +50,10 @@ class LiveIndex:
         if snapshot is not None:
             engine = await asyncio.to_thread(SearchEngine.load, snapshot, index_fingerprint(position))
         if engine is None:
-            position, rows = await papers.index_rows_at()
-            engine = await asyncio.to_thread(SearchEngine.build, rows)
+            engine = SearchEngine()
+            async with papers.index_pages_at() as (position, pages):
+                async for rows in pages:  # a page at a time: never every paper's text at once
+                    await asyncio.to_thread(engine.add, rows)
             if snapshot is not None:
                 try:
                     await asyncio.to_thread(engine.save, snapshot, index_fingerprint(position))
