@@ -127,8 +127,12 @@ class SpellingCorrector:
         papers = self.papers_with(word) if limit else None
         if papers is None or papers > (RARE_PAPERS if slips else 0):
             return None
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            return None  # the words are being read in a worker thread (a start's first look): none yet
+        try:
             best = self._correct(word, limit)
+        finally:
+            self._lock.release()
         if best is None or best.papers < SLIP_RATIO * papers:
             return None
         return best

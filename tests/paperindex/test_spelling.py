@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from paperindex.documents import Document
@@ -100,3 +103,28 @@ def test_a_slip_some_paper_made_too_is_corrected_to_the_word_most_papers_write()
     assert fixed(corrector, "atention") == "attention"  # 2 papers: still rare
     engine.add([Document(1003, "A third", "Atention, once more.")])
     assert corrector.correct("atention") is None  # 3 papers write it: a word of theirs
+
+
+def test_while_another_thread_reads_the_words_a_correction_is_skipped_not_waited_for(
+    corrector: SpellingCorrector,
+) -> None:
+    """The words are read in a worker thread (a start's first look at a large index); a search on the
+    event loop meanwhile gets no correction rather than waiting for them."""
+    reading, done = threading.Event(), threading.Event()
+
+    def read_words() -> None:
+        with corrector._lock:
+            reading.set()
+            done.wait(5)
+
+    worker = threading.Thread(target=read_words)
+    worker.start()
+    try:
+        assert reading.wait(5)
+        started = time.perf_counter()
+        assert corrector.correct("tranformer") is None
+        assert time.perf_counter() - started < 1.0
+    finally:
+        done.set()
+        worker.join()
+    assert fixed(corrector, "tranformer") == "transformer"  # once they are read

@@ -10,12 +10,19 @@ searched exactly as typed, the way to overrule either.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
+from typing import Final
 
 from bot.services.people.authors import AuthorDirectory
 from paperindex.engine import SearchEngine, SearchResults, fold
 from paperindex.forgiving import ForgivingSearch, unquoted
 from paperindex.query import ParsedQuery
+
+log = logging.getLogger(__name__)
+
+#: How long a search waits for the names and words of papers indexed since the last one.
+CATCH_UP_WAIT: Final = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,18 +41,33 @@ class SearchAnswer:
 class QueryRepair:
     """Answers a typed query: by author when it names one, else repaired (see the module)."""
 
-    def __init__(self, authors: AuthorDirectory | None = None) -> None:
+    def __init__(self, authors: AuthorDirectory | None = None, *, wait: float = CATCH_UP_WAIT) -> None:
         self.authors = authors
         self.forgiving = ForgivingSearch()
+        self.wait = wait
+        self._catching_up: asyncio.Future[list[None]] | None = None
 
     async def refresh(self, engine: SearchEngine) -> None:
         """Take in the author names and the words of papers indexed since the last look (in a worker
-        thread when there are many: the event loop never waits for them); before :meth:`answer`."""
-        if self.authors is not None:
-            await self.authors.refresh()
-        corrector = self.forgiving.corrector(engine)
-        if corrector.behind():
-            await asyncio.to_thread(corrector.refresh)
+        thread when there are many: the event loop never waits for them); before :meth:`answer`.
+
+        A search waits for that at most ``wait`` seconds: a start's first look at a million papers'
+        names and words takes longer than Discord gives an answer (3 s), so it goes on in the
+        background and the search is answered meanwhile with the names and words read so far."""
+        if self._catching_up is None or self._catching_up.done():
+            corrector = self.forgiving.corrector(engine)
+            work = [self.authors.refresh()] if self.authors is not None else []
+            if corrector.behind():
+                work.append(asyncio.to_thread(corrector.refresh))
+            if not work:
+                return
+            self._catching_up = asyncio.gather(*work)
+            self._catching_up.add_done_callback(_said)
+        catching_up = self._catching_up
+        try:
+            await asyncio.wait_for(asyncio.shield(catching_up), self.wait)
+        except TimeoutError:
+            log.info("a search answered before the author names and words of new papers were all read")
 
     async def author_name(self, query: str) -> str | None:
         """The name as a paper writes it when ``query`` is an author's full name, else None."""
@@ -102,3 +124,10 @@ class QueryRepair:
             searched_as=repair.text if repair.corrected else None,
             forms=tuple(dict.fromkeys(form.compound for form in repair.forms)),
         )
+
+
+def _said(done: asyncio.Future[list[None]]) -> None:
+    """A catch-up that failed is logged (the next search tries again), whoever waited for it."""
+    error = None if done.cancelled() else done.exception()
+    if error is not None and not isinstance(error, asyncio.CancelledError):
+        log.warning("could not read the names and words of new papers: %r", error)

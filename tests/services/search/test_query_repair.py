@@ -3,6 +3,9 @@ real store and the real engine over it."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 from test_listings import RECORDS
 
@@ -62,3 +65,27 @@ async def test_a_misspelt_query_says_what_it_searched(db: Database) -> None:
     plain = await repair.search(engine, "quantization of transformers", limit=5)
     assert plain.searched_as is None
     assert [h.score for h in plain.results.hits] == [h.score for h in answer.results.hits]
+
+
+async def test_a_search_does_not_wait_past_discords_answer_time_for_a_long_catch_up(db: Database) -> None:
+    """A start's first look at a million papers' names takes seconds: a search waits for it only
+    `wait` seconds, is answered with what was read so far (the words as typed), and once the names
+    are in, the next search lists the author's papers."""
+    repair, engine = await _repair(db, RECORDS)
+    assert repair.authors is not None
+    names_read = asyncio.Event()
+    catch_up = repair.authors.refresh
+
+    async def slow_refresh() -> None:
+        await names_read.wait()
+        await catch_up()
+
+    repair.authors.refresh = slow_refresh  # type: ignore[method-assign]
+    repair.wait = 0.05
+    started = time.perf_counter()
+    answer = await asyncio.wait_for(repair.search(engine, "Alan Turing", limit=5), 5)
+    assert time.perf_counter() - started < 2.0
+    assert answer.author is None  # the names are not in yet: the words are searched
+    names_read.set()
+    later = await repair.search(engine, "Alan Turing", limit=5)
+    assert later.author == "Alan Turing"
