@@ -136,3 +136,27 @@ def test_the_space_computed_in_stretches_is_the_space_computed_at_once(monkeypat
     stretched = PaperSpace(index, dims=8)
     stretched.rebuild()
     assert np.array_equal(whole.coords, stretched.coords)
+
+
+def test_the_sketch_is_made_orthonormal_in_place_spanning_what_it_spanned() -> None:
+    rng = np.random.default_rng(1)
+    y = (rng.standard_normal((5000, 12)) @ np.diag(np.logspace(0, -3, 12))).astype(np.float32)
+    before = y.copy()
+    q = paper_space._orthonormalise(y)
+    assert q is y  # no second array of the sketch's size
+    assert np.allclose(q.T @ q, np.eye(12), atol=1e-4)
+    reference, _ = np.linalg.qr(before.astype(np.float64))
+    assert np.allclose(np.linalg.svd(reference.T @ q, compute_uv=False), 1.0, atol=1e-4)
+
+
+def test_the_loadings_are_the_top_left_singular_vectors_and_zero_where_nothing_spans() -> None:
+    rng = np.random.default_rng(2)
+    m = (rng.standard_normal((3000, 8)) @ np.diag([9, 7, 5, 4, 3, 2, 1, 0.5])).astype(np.float32)
+    found = paper_space._left_singular(m, 5)
+    u, _, _ = np.linalg.svd(m.astype(np.float64), full_matrices=False)
+    assert np.allclose(np.abs((found * u[:, :5]).sum(axis=0)), 1.0, atol=1e-4)  # each, up to its sign
+    flat = np.zeros((100, 4), dtype=np.float32)
+    flat[:, 0] = 1.0  # one direction only
+    loadings = paper_space._left_singular(flat, 3)
+    assert np.isfinite(loadings).all()
+    assert np.allclose(np.linalg.norm(loadings, axis=0), [1.0, 0.0, 0.0], atol=1e-5)
