@@ -530,6 +530,7 @@ async def open_services(
         count = await papers.count()
         say(f"loading {count:,} {'paper' if count == 1 else 'papers'} into the search index…")
         index = await LiveIndex.open(papers, snapshot_path(settings))
+        release_free_memory()  # what a first start's build freed (its index is read in place now)
         services = Services(settings=settings, db=db, papers=papers, index=index, clock=clock)
         if child is None:
             await ready_for_first_search(index.engine)

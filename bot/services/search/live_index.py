@@ -59,6 +59,9 @@ class LiveIndex:
                     await asyncio.to_thread(engine.save, snapshot, index_fingerprint(position))
                 except OSError as error:
                     log.warning("could not save the search snapshot %s: %s", snapshot, error)
+                else:  # the saved one is read in place: a first start then holds what a later one does
+                    saved = await asyncio.to_thread(SearchEngine.load, snapshot, index_fingerprint(position))
+                    engine = saved or engine
         log.info("search index: %d papers in %.2fs", len(engine), time.perf_counter() - started)
         return cls(engine, papers, position, snapshot)
 
