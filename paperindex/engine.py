@@ -547,11 +547,12 @@ class SearchEngine:
         with self._lock:
             return self._meta.titles[self.index.slot_of(paper_id)]
 
-    def authors_from(self, slot: int) -> tuple[int, list[tuple[int, str]]]:
-        """How many slots the index has now, and for each slot from ``slot`` on its paper's id and its
-        authors' names folded (:func:`fold`), one per line: what ``bot.services.people.authors`` follows."""
+    def authors_from(self, slot: int, limit: int | None = None) -> tuple[int, list[tuple[int, str]]]:
+        """The slot after the last one read, and for each slot from ``slot`` on (``limit`` of them at
+        most: the lock is held while they are read) its paper's id and its authors' names folded
+        (:func:`fold`), one per line: what ``bot.services.people.authors`` follows."""
         with self._lock:
-            n = self.index.n_slots
+            n = self.index.n_slots if limit is None else min(self.index.n_slots, slot + limit)
             ids = self.index.slot_ids[slot:n].tolist()
             return n, list(zip(ids, self._meta.authors[slot:n], strict=True))
 

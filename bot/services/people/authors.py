@@ -33,6 +33,7 @@ from storage.repositories.papers import Credits, PaperRepository
 
 #: new slots of the index read in the event loop; more are read in a worker thread
 _INLINE_SLOTS = 2000
+_TAKE_IN_STEP = 50_000  # papers whose names are read holding the index's lock, at a first look
 #: names whose groups are kept computed (each costs one read of its papers' authors)
 _GROUP_CACHE = 256
 #: co-authors and venues shown to tell a group apart
@@ -311,9 +312,12 @@ class AuthorDirectory:
 
     def _taken_in(self, current: _Names) -> _Names:
         """Every paper's names again, made into arrays (the dicts they are gathered in are dropped)."""
-        n, rows = self._engine.authors_from(0)
-        gathered = _Names()
-        gathered.take_in(n, rows)
+        gathered, n = _Names(), 0
+        while True:  # a stretch at a time: a search waits for the index's lock only that long
+            n, rows = self._engine.authors_from(n, limit=_TAKE_IN_STEP)
+            if not rows:
+                break
+            gathered.take_in(n, rows)
         del rows
         return _Names(n, _Packed.of(gathered))
 

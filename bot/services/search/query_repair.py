@@ -22,7 +22,7 @@ from paperindex.query import ParsedQuery
 log = logging.getLogger(__name__)
 
 #: How long a search waits for the names and words of papers indexed since the last one.
-CATCH_UP_WAIT: Final = 1.0
+CATCH_UP_WAIT: Final = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class QueryRepair:
         """Take in the author names and the words of papers indexed since the last look (in a worker
         thread when there are many: the event loop never waits for them); before :meth:`answer`.
 
-        A search waits for that at most ``wait`` seconds: a start's first look at a million papers'
+        A search waits for that at most ``wait`` seconds (long enough for the words of a few thousand new papers): a start's first look at a million papers'
         names and words takes longer than Discord gives an answer (3 s), so it goes on in the
         background and the search is answered meanwhile with the names and words read so far."""
         if self._catching_up is None or self._catching_up.done():
