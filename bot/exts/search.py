@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import discord
 from discord import app_commands
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 paper = Subcommands("paper")
 
 Limit = app_commands.Range[int, 1, 10]
+#: A search not answered by then is deferred (Discord waits 3 s for the first answer).
+DEFER_SEARCH_AFTER: Final = 2.0
 Year = app_commands.Range[int, 1900, 2100]
 
 
@@ -95,17 +98,27 @@ async def search_command(
 ) -> None:
     interaction.client.services.limits.take("search", interaction.user.id)
     # The listing's id is the interaction's, so the answer needs nothing from the store's writer.
-    first = await interaction.client.services.search_service.search(
-        interaction.id,
-        user_id=interaction.user.id,
-        query=query,
-        author=author,
-        venue=venue,
-        year=year,
-        page_size=limit,
+    searching = asyncio.ensure_future(
+        interaction.client.services.search_service.search(
+            interaction.id,
+            user_id=interaction.user.id,
+            query=query,
+            author=author,
+            venue=venue,
+            year=year,
+            page_size=limit,
+        )
     )
-    listing = render_listing(first)
-    await interaction.response.send_message(embed=listing.embed, view=listing.view)
+    # Discord drops an answer that takes over 3 s: a search still running then (a start's first
+    # look at a million papers, a busy machine) is deferred, and its listing follows.
+    done, _ = await asyncio.wait({searching}, timeout=DEFER_SEARCH_AFTER)
+    if not done:
+        await interaction.response.defer(thinking=True)
+    listing = render_listing(await searching)
+    if interaction.response.is_done():
+        await interaction.followup.send(embed=listing.embed, view=listing.view)
+    else:
+        await interaction.response.send_message(embed=listing.embed, view=listing.view)
 
 
 @paper.command(name="show", description="Show one paper with its abstract and links")

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import pickle
@@ -306,3 +307,25 @@ async def test_a_search_snapshot_that_would_run_code_is_rebuilt_never_run(
     assert not marker.exists(), "the snapshot's code ran"
     assert any(str(snapshot) in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
     assert zipfile.is_zipfile(snapshot), "the index was saved again, in the safe format"
+
+
+async def test_a_search_slower_than_discords_three_seconds_is_deferred_then_answered(
+    e2e: E2E, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search still running after 2 s (a start's first look at a million papers, a busy machine) is
+    deferred, so Discord keeps the interaction, and its listing follows: the person gets their
+    results, where the answer used to come too late and be dropped."""
+    service = e2e.services.search_service
+    search = service.search
+
+    async def slow(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(3.5)
+        return await search(*args, **kwargs)
+
+    monkeypatch.setattr(service, "search", slow)
+    result = await e2e.server.run_command(
+        "bob", "paper search", query="kv cache quantization", limit=3, timeout=30
+    )
+    assert not result.ephemeral
+    assert result.embed["title"] == "Results for “kv cache quantization”"
+    assert len(_numbered_ids(result)) == 3
