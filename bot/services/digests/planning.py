@@ -116,6 +116,10 @@ class DigestTexts:
     nothing_text: str
 
 
+#: Interests a digest's header names at most (the rest are counted).
+HEADER_INTERESTS = 4
+
+
 def _topic_list(topics: Sequence[str]) -> str:
     return ", ".join(topics)
 
@@ -280,7 +284,10 @@ def _header(
     if manual:
         what += " (on demand)"
     # a person's digest serves every interest, not only the topics they subscribed with
-    topics = interests or (sub.topics if sub is not None else ())
+    topics = list(interests) or list(sub.topics if sub is not None else ())
+    if len(interests) > HEADER_INTERESTS:  # (a person may have dozens: the header stays one line)
+        shown = HEADER_INTERESTS - 1
+        topics = [*topics[:shown], f"{len(topics) - shown} more of your interests"]
     about = f" on *{_topic_list(topics)}*" if topics else ""
     plural = "paper" if n == 1 else "papers"
     return (

@@ -756,3 +756,21 @@ async def test_unsubscribing_mid_digest_stops_the_rest(db: Database, clock: Cloc
     assert await db.fetchval("SELECT COUNT(*) FROM digest_sent") == 0
     assert await db.fetchval("SELECT COUNT(*) FROM subscriptions") == 0
     assert await db.fetchval("SELECT COUNT(*) FROM posted_messages") == 0
+
+
+async def test_a_header_names_a_few_interests_and_counts_the_rest(
+    db: Database, clock: Clock, papers: list[int]
+) -> None:
+    """A person's digest names the interests its papers came from; with many, the first three and how
+    many more, so the header stays one short line within Discord's 2,000 characters."""
+    service = make_service(db, clock, scores(papers))
+    sub = await service.subscriptions.subscribe(
+        USER, time="09:00", timezone="Europe/Berlin", topics="kv cache"
+    )
+    two = service.planner.texts(sub, 5, manual=False, interests=["kv cache", "offline RL"]).header
+    assert "5 new papers on *kv cache, offline RL*" in two
+    names = [f"“{'A long paper title ' * 3}{n}”" for n in range(25)]
+    many = service.planner.texts(sub, 5, manual=False, interests=names).header
+    assert f"on *{names[0]}, {names[1]}, {names[2]}, 22 more of your interests*" in many
+    assert len(many) < 400
+    assert "on *kv cache*" in service.planner.texts(sub, 5, manual=False).header  # no interests: its topics
