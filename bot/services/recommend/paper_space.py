@@ -37,10 +37,14 @@ DIMS: Final = 100
 OVERSAMPLE: Final = 10
 POWER_STEPS: Final = 3
 ROWS_PER_STEP: Final = 2000
+T_ROWS_PER_STEP: Final = (
+    20_000  # rows of a stretch of aᵀq: the columns a stretch uses grow slower than its rows
+)
 SKETCH_ROWS: Final = 20_000  # rows of the random start drawn at a time
 REBUILD_GROWTH: Final = 2.0  # recompute the basis once the corpus is this many times larger
 UNIT_ROWS_STEP: Final = 10_000  # papers' BM25 vectors gathered at a time (their float64 temporaries)
 SAVED_FORMAT: Final = 1
+READ_ATTEMPTS: Final = 3  # reads of every paper's vector a rebuild tries (papers replaced meanwhile)
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
@@ -81,10 +85,21 @@ def _times(a: sp.csr_matrix, m: npt.NDArray[np.float32]) -> npt.NDArray[np.float
 
 
 def _t_times(a: sp.csr_matrix, q: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """``a.T @ q``, summed over stretches of rows (see :func:`_times`)."""
+    """``a.T @ q``, summed over stretches of rows (see :func:`_times`), each stretch's product taken over
+    only the columns it uses: scipy's product over every column allocated a terms × width array per
+    stretch (0.4 GB at 1M papers) to add into the sum."""
     out = np.zeros((a.shape[1], q.shape[1]), dtype=np.float32)
-    for lo in range(0, a.shape[0], ROWS_PER_STEP):
-        out += a[lo : lo + ROWS_PER_STEP].T @ q[lo : lo + ROWS_PER_STEP]
+    used = np.zeros(a.shape[1], dtype=bool)
+    for lo in range(0, a.shape[0], T_ROWS_PER_STEP):
+        part = a[lo : lo + T_ROWS_PER_STEP]
+        used[part.indices] = True
+        columns = np.flatnonzero(used)
+        position = np.cumsum(used, dtype=np.int32) - 1
+        compact = sp.csr_matrix(
+            (part.data, position[part.indices], part.indptr), shape=(part.shape[0], len(columns))
+        )
+        out[columns] += compact.T @ q[lo : lo + T_ROWS_PER_STEP]
+        used[columns] = False
         time.sleep(0)
     return out
 
@@ -140,14 +155,18 @@ def randomized_svd_loadings(
         z = _orthonormalise(_t_times(a, q))
         del q
         q = _orthonormalise(_times(a, z))
-    return _left_singular(_t_times(a, q), dims)
+        del z
+    m = _t_times(a, q)
+    del q
+    return _left_singular(m, dims)
 
 
 def _left_singular(m: npt.NDArray[np.float32], dims: int) -> FloatArray:
-    """The top ``dims`` left singular vectors of a tall ``m`` (terms × sketch), as columns: from the
-    eigenvectors of the small ``mᵀm`` (in float64), ``m``'s rows turned into them a stretch at a time.
-    numpy's SVD of a million terms by 110 held 3.4 GB; this holds the answer beside ``m``. A direction
-    the columns do not span (a corpus smaller than the sketch) gets a column of zeros."""
+    """The top ``dims`` left singular vectors of a tall ``m`` (terms × sketch), as columns, written over
+    ``m`` (the answer is a view of its memory; ``m`` is left meaningless): from the eigenvectors of the small ``mᵀm``
+    (in float64), ``m``'s rows turned into them a stretch at a time. numpy's SVD of a million terms by
+    110 held 3.4 GB; this holds nothing beside ``m``. A direction the columns do not span (a corpus
+    smaller than the sketch) gets a column of zeros."""
     gram = np.zeros((m.shape[1], m.shape[1]))
     for lo in range(0, len(m), ROWS_PER_STEP * 10):
         block = m[lo : lo + ROWS_PER_STEP * 10].astype(np.float64)
@@ -157,11 +176,18 @@ def _left_singular(m: npt.NDArray[np.float32], dims: int) -> FloatArray:
     sigma = np.sqrt(np.clip(values[order], 0.0, None))
     spanned = sigma > 1e-6 * max(float(sigma[0]) if len(sigma) else 0.0, np.finfo(np.float64).tiny)
     turn = np.where(spanned, vectors[:, order] / np.where(spanned, sigma, 1.0), 0.0)
-    out = np.empty((len(m), len(order)), dtype=np.float32)
+    # Written over m's own memory, row after row, narrower: a stretch is read whole before it is
+    # written, and it is written where only rows already read lay.
+    flat, width = m.reshape(-1), len(order)
     for lo in range(0, len(m), ROWS_PER_STEP * 10):
-        out[lo : lo + ROWS_PER_STEP * 10] = m[lo : lo + ROWS_PER_STEP * 10].astype(np.float64) @ turn
+        hi = min(lo + ROWS_PER_STEP * 10, len(m))
+        flat[lo * width : hi * width] = (m[lo:hi].astype(np.float64) @ turn).reshape(-1)
         time.sleep(0)
-    return out
+    return flat[: len(m) * width].reshape(len(m), width)
+
+
+class IndexMoved(RuntimeError):
+    """A paper was replaced in the index while its vectors were being read (:func:`_unit_rows`)."""
 
 
 def _unit_rows(
@@ -172,37 +198,52 @@ def _unit_rows(
     columns' terms. Only used terms become columns: the vocabulary also holds phrase terms that no
     paper's vector has, and every empty column would cost the SVD as much as a used one.
 
-    Gathered :data:`UNIT_ROWS_STEP` documents at a time: the index gives each stretch's weights as
-    float64 with int64 term ids, which for every paper at once was a peak of gigabytes at 1M papers."""
+    Read from the index twice, :data:`UNIT_ROWS_STEP` documents at a time: first how many weights each
+    document has and which terms they use, then the weights, written straight into the matrix's own
+    arrays. The index gives each stretch as float64 with int64 term ids (gigabytes for every paper at
+    once at 1M papers), and joining the stretches at the end held the matrix twice. :class:`IndexMoved`
+    when a document changed between the two reads."""
     ids = np.asarray(doc_ids, dtype=np.int64)
+    starts = range(0, len(ids), UNIT_ROWS_STEP)
     lengths = np.zeros(len(ids), dtype=np.int64)
-    parts: list[tuple[npt.NDArray[np.int32], FloatArray]] = []
-    for lo in range(0, len(ids), UNIT_ROWS_STEP):
-        indptr, terms, weights = index.doc_weights(ids[lo : lo + UNIT_ROWS_STEP].tolist())
-        if columns is not None:
+    used = np.zeros(0, dtype=bool)
+    for lo in starts:
+        indptr, terms, _ = index.doc_weights(ids[lo : lo + UNIT_ROWS_STEP].tolist())
+        lengths[lo : lo + len(indptr) - 1] = np.diff(indptr)
+        if columns is None and len(terms):
+            if int(terms.max()) >= len(used):
+                used = np.concatenate([used, np.zeros(int(terms.max()) + 1 - len(used), dtype=bool)])
+            used[terms] = True
+        del indptr, terms
+    column_of = np.zeros(0, dtype=np.int32)
+    if columns is None:
+        columns = np.flatnonzero(used).astype(np.int64)
+        column_of = (np.cumsum(used, dtype=np.int32) - 1).astype(np.int32)
+    indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    data = np.empty(int(indptr[-1]), dtype=np.float32)
+    term_ids = np.empty(int(indptr[-1]), dtype=np.int32)
+    for lo in starts:
+        stretch, terms, weights = index.doc_weights(ids[lo : lo + UNIT_ROWS_STEP].tolist())
+        counts = np.diff(stretch)
+        if not np.array_equal(counts, lengths[lo : lo + len(counts)]):
+            raise IndexMoved("a paper was replaced while the paper space read it")
+        if len(column_of):
+            if len(terms) and (int(terms.max()) >= len(used) or not used[terms].all()):
+                raise IndexMoved("a paper was replaced while the paper space read it")
+            at = column_of[terms]
+        else:
             at = np.minimum(np.searchsorted(columns, terms), max(len(columns) - 1, 0))
             known = (columns[at] == terms) if len(columns) else np.zeros(len(terms), dtype=bool)
             weights = np.where(known, weights, 0.0)
-            terms = np.where(known, at, 0)
-        counts = np.diff(indptr)
+            at = np.where(known, at, 0)
         rows = np.repeat(np.arange(len(counts)), counts)
         norms = np.sqrt(np.bincount(rows, weights=weights * weights, minlength=len(counts)))
         norms[norms == 0] = 1.0
-        scaled = (weights / np.repeat(norms, counts)).astype(np.float32)
-        lengths[lo : lo + len(counts)] = counts
-        parts.append((terms.astype(np.int32), scaled))
-        del indptr, terms, weights, rows
-    term_ids = np.concatenate([t for t, _ in parts]) if parts else np.zeros(0, dtype=np.int32)
-    data = np.concatenate([w for _, w in parts]) if parts else np.zeros(0, dtype=np.float32)
-    del parts
-    if columns is None:
-        used = np.zeros(int(term_ids.max()) + 1 if len(term_ids) else 0, dtype=bool)
-        used[term_ids] = True
-        columns = np.flatnonzero(used).astype(np.int64)
-        column_of = (np.cumsum(used, dtype=np.int32) - 1).astype(np.int32)
-        np.take(column_of, term_ids, out=term_ids)
-    indptr = np.zeros(len(ids) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
+        first, last = int(indptr[lo]), int(indptr[lo + len(counts)])
+        np.divide(weights, np.repeat(norms, counts), out=data[first:last], casting="same_kind")
+        term_ids[first:last] = at
+        del stretch, terms, weights, rows, at
     shape = (len(ids), max(len(columns), 1))
     return sp.csr_matrix((data, term_ids, indptr), shape=shape), columns
 
@@ -254,6 +295,15 @@ class PaperSpace:
 
     def rebuild(self) -> None:
         """Compute the basis from every live paper and their coordinates (safe from a thread)."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                self._rebuild()
+                return
+            except IndexMoved:
+                if attempt == READ_ATTEMPTS:
+                    raise
+
+    def _rebuild(self) -> None:
         alive = np.flatnonzero(self.index.alive[: self.index.n_slots])
         slots = int(self.index.n_slots)
         ids = self.index.slot_ids[alive]
@@ -268,7 +318,9 @@ class PaperSpace:
                 matrix[lo : lo + UNIT_ROWS_STEP] @ loadings
             )
         with self._lock:
-            self._basis = _Basis(terms, np.pad(loadings, ((0, 0), (0, self.dims - dims))), len(ids))
+            if dims < self.dims:  # (a corpus too small for every dimension)
+                loadings = np.pad(loadings, ((0, 0), (0, self.dims - dims)))
+            self._basis = _Basis(terms, loadings, len(ids))
             self._coords = coords
             self._done = slots
         self.follow()  # papers indexed while it was computing
@@ -291,7 +343,10 @@ class PaperSpace:
             new = done + np.flatnonzero(self.index.alive[done:slots])
             if len(new):
                 ids = self.index.slot_ids[new].tolist()
-                rows, _ = _unit_rows(self.index, ids, basis.terms)
+                try:
+                    rows, _ = _unit_rows(self.index, ids, basis.terms)
+                except IndexMoved:  # placed at the next call
+                    return
                 self._coords[new] = _unit(_times(rows, basis.loadings))
             self._done = slots
 

@@ -138,6 +138,32 @@ def test_the_space_computed_in_stretches_is_the_space_computed_at_once(monkeypat
     assert np.array_equal(whole.coords, stretched.coords)
 
 
+def test_a_paper_replaced_while_the_space_reads_it_is_read_again(monkeypatch: Any) -> None:
+    """A rebuild reads every paper's vector twice (counts, then weights); a paper replaced in the index
+    between the reads (new text, other words) makes it read everything again, and the space it gives
+    is the one of the index as it now stands, not a matrix with the old paper's counts."""
+    index = BM25Index()
+    ids, docs, _ = _docs(60, 1)
+    index.add(ids, docs)
+    reads = {"n": 0}
+    real = index.doc_weights
+
+    def replacing_after_the_first_read(doc_ids: Any) -> Any:
+        reads["n"] += 1
+        if reads["n"] == 2:  # the first read is done: the paper gets other words meanwhile
+            index.add([ids[0]], [[*docs[0], "extra", "words", "here"]])
+        return real(doc_ids)
+
+    monkeypatch.setattr(index, "doc_weights", replacing_after_the_first_read)
+    space = PaperSpace(index, dims=8)
+    space.rebuild()
+    monkeypatch.setattr(index, "doc_weights", real)
+    fresh = PaperSpace(index, dims=8)
+    fresh.rebuild()
+    assert reads["n"] > 2
+    assert np.allclose(space.coords, fresh.coords, atol=1e-6)
+
+
 def test_the_sketch_is_made_orthonormal_in_place_spanning_what_it_spanned() -> None:
     rng = np.random.default_rng(1)
     y = (rng.standard_normal((5000, 12)) @ np.diag(np.logspace(0, -3, 12))).astype(np.float32)
@@ -152,8 +178,10 @@ def test_the_sketch_is_made_orthonormal_in_place_spanning_what_it_spanned() -> N
 def test_the_loadings_are_the_top_left_singular_vectors_and_zero_where_nothing_spans() -> None:
     rng = np.random.default_rng(2)
     m = (rng.standard_normal((3000, 8)) @ np.diag([9, 7, 5, 4, 3, 2, 1, 0.5])).astype(np.float32)
-    found = paper_space._left_singular(m, 5)
     u, _, _ = np.linalg.svd(m.astype(np.float64), full_matrices=False)
+    found = paper_space._left_singular(m, 5)  # (written over m's memory)
+    assert np.shares_memory(found, m)
+    assert found.flags.c_contiguous
     assert np.allclose(np.abs((found * u[:, :5]).sum(axis=0)), 1.0, atol=1e-4)  # each, up to its sign
     flat = np.zeros((100, 4), dtype=np.float32)
     flat[:, 0] = 1.0  # one direction only
