@@ -11,8 +11,9 @@ are checked before use (:func:`segment_from_snapshot`).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +35,7 @@ SEGMENT_ARRAYS: Final = (
 )  # fmt: skip
 TERM_TF_BITS: Final = 8  #: term-major tfs: a byte a posting (index_tf)
 DOC_TF_BITS: Final = 4  #: document-major tfs: two postings to a byte
+MERGE_STRETCH: Final = 1 << 22  #: postings a merge places at a time (:func:`_by_term`)
 
 
 @dataclass(slots=True)
@@ -283,6 +285,25 @@ def _codes(seg: Segment) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
     return tf_codes.unpack(seg.t_tf, n, TERM_TF_BITS), tf_codes.unpack(seg.d_tf, n, DOC_TF_BITS)
 
 
+def _by_term(
+    ap: IntArray, bp: IntArray, a_values: npt.NDArray[Any], b_values: npt.NDArray[Any]
+) -> npt.NDArray[Any]:
+    """Two segments' term-major postings (``ap``, ``bp``: their term offsets, padded alike) as one: each
+    term's postings of a, then its postings of b. Placed a stretch of terms at a time: every posting's
+    int64 position at once took 8 bytes a posting beside the merge (0.6 GB at 1M papers)."""
+    out = np.empty(len(a_values) + len(b_values), dtype=a_values.dtype)
+    both = ap + bp
+    cuts = np.searchsorted(both, np.arange(MERGE_STRETCH, int(both[-1]), MERGE_STRETCH))
+    bounds = np.unique(np.concatenate([[0], cuts, [len(ap) - 1]])).tolist()
+    for t0, t1 in itertools.pairwise(bounds):
+        # a posting of term t moves past b's postings of the terms before t, b's past a's up to t
+        a_at = np.arange(ap[t0], ap[t1]) + np.repeat(bp[t0:t1], np.diff(ap[t0 : t1 + 1]))
+        out[a_at] = a_values[ap[t0] : ap[t1]]
+        b_at = np.arange(bp[t0], bp[t1]) + np.repeat(ap[t0 + 1 : t1 + 1], np.diff(bp[t0 : t1 + 1]))
+        out[b_at] = b_values[bp[t0] : bp[t1]]
+    return out
+
+
 def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
     """One segment with a's then b's documents, without postings of dead documents (``alive``, per
     slot)."""
@@ -298,19 +319,22 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         n_terms = max(a.n_terms, b.n_terms)
         ap, bp = pad_offsets(a.t_indptr, n_terms), pad_offsets(b.t_indptr, n_terms)
         t_indptr = ap + bp
-        total = a.n_postings + b.n_postings
-        pos_a = np.arange(a.n_postings, dtype=np.int64) + np.repeat(bp[:-1], np.diff(ap))
-        pos_b = np.arange(b.n_postings, dtype=np.int64) + np.repeat(ap[1:], np.diff(bp))
-        docs = np.empty(total, dtype=np.int32)
-        docs[pos_a], docs[pos_b] = a.all_postings(), b.all_postings()
+        docs = _by_term(ap, bp, a.all_postings(), b.all_postings())
         (a_t_tf, a_d_tf), (b_t_tf, b_d_tf) = _codes(a), _codes(b)
-        t_tf = np.empty(total, dtype=np.uint8)
-        t_tf[pos_a], t_tf[pos_b] = a_t_tf, b_t_tf
-        t_big = tf_codes.gathered([(pos_a[a.t_big_at], a.t_big_tf), (pos_b[b.t_big_at], b.t_big_tf)])
+        t_tf = _by_term(ap, bp, a_t_tf, b_t_tf)
+        del a_t_tf, b_t_tf
+        # where a's and b's large frequencies went: a posting of term t moves past b's postings of the
+        # terms before t, and b's past a's up to and including t
+        a_term = np.searchsorted(ap, a.t_big_at, side="right") - 1
+        b_term = np.searchsorted(bp, b.t_big_at, side="right") - 1
+        t_big = tf_codes.gathered(
+            [(a.t_big_at + bp[a_term], a.t_big_tf), (b.t_big_at + ap[b_term + 1], b.t_big_tf)]
+        )
         d_indptr = np.concatenate([a.d_indptr, b.d_indptr[1:] + a.d_indptr[-1]])
         d_code = np.concatenate([a.d_code, b.d_code])
         d_byteptr = np.concatenate([a.d_byteptr, b.d_byteptr[1:] + a.d_byteptr[-1]])
         d_tf = np.concatenate([a_d_tf, b_d_tf])
+        del a_d_tf, b_d_tf
         d_big = tf_codes.gathered([(a.d_big_at, a.d_big_tf), (b.d_big_at + a.n_postings, b.d_big_tf)])
         n_docs = a.n_docs + b.n_docs
     keep = alive[docs]
@@ -326,6 +350,8 @@ def merge(a: Segment, b: Segment | None, alive: BoolArray) -> Segment:
         d_tf = d_tf[d_keep]
         d_code = d_code[np.repeat(live, sizes)]
         d_indptr, d_byteptr = offsets(np.where(live, counts, 0)), offsets(np.where(live, sizes, 0))
+        del term_of, d_keep
+    del keep  # (a byte a posting: not held while the codes are packed)
     return Segment(
         a.slot0,
         n_docs,

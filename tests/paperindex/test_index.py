@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
+from paperindex import segments
 from paperindex.index import BM25Index
 
 # A small vocabulary makes terms found in more than half the documents (negative idf, floored to
@@ -108,7 +109,12 @@ def test_replacing_documents_equals_rebuilding(
         assert got.get(doc_id, 0.0) == pytest.approx(score, abs=1e-9)
 
 
-def test_scores_are_bit_identical_on_a_real_sized_corpus() -> None:
+@pytest.mark.parametrize("stretch", [1 << 22, 7])
+def test_scores_are_bit_identical_on_a_real_sized_corpus(
+    stretch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also when a merge places its postings a few at a time (:data:`paperindex.segments.MERGE_STRETCH`)."""
+    monkeypatch.setattr(segments, "MERGE_STRETCH", stretch)
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in range(400)]
     weights = 1.0 / np.arange(1, 401)  # Zipf-like: some terms in most documents
@@ -275,9 +281,13 @@ def test_matched_terms_many_agrees_with_each_document() -> None:
     assert index.matched_terms(5, query) == many[5]  # small path
 
 
-def test_term_frequencies_past_one_byte_keep_exact_scores_across_segments() -> None:
+@pytest.mark.parametrize("stretch", [1 << 22, 2])
+def test_term_frequencies_past_one_byte_keep_exact_scores_across_segments(
+    stretch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A segment keeps each posting's tf in four bits and those past 15 beside (index_tf); merged, the
-    scores stay rank-bm25's."""
+    scores stay rank-bm25's (also when the merge places its postings a few at a time)."""
+    monkeypatch.setattr(segments, "MERGE_STRETCH", stretch)
     small = [["a", "b", "c"], ["a", "a", "d"], ["b", "d", "d", "e"]]
     large = [["a"] * 300 + ["b"], ["c"] * 256 + ["e", "e"], ["a", "d"]]
     index = BM25Index()
