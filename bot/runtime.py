@@ -529,7 +529,7 @@ async def open_services(
         papers = PaperRepository(db)
         count = await papers.count()
         say(f"loading {count:,} {'paper' if count == 1 else 'papers'} into the search index…")
-        index = await LiveIndex.open(papers, snapshot_path(settings))
+        index = await LiveIndex.open(papers, snapshot_path(settings), store=settings.store)
         release_free_memory()  # what a first start's build freed (its index is read in place now)
         services = Services(settings=settings, db=db, papers=papers, index=index, clock=clock)
         if child is None:

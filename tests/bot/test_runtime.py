@@ -53,6 +53,49 @@ async def test_the_index_is_saved_beside_the_database_and_reused(
     assert snapshot.stat().st_mtime_ns == saved_at  # loaded, not rebuilt
 
 
+async def test_a_large_first_build_runs_in_a_child_process_and_is_read_in_place(
+    store: StoreLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first start over a store of ``CHILD_BUILD_PAPERS`` or more has a child process build and save
+    the index, and reads the snapshot it saved: this process never runs the build (here it cannot),
+    and answers as an index built here would."""
+    settings = Settings(store=store, state_dir=tmp_path)
+    async with open_services(settings) as services:
+        expected = services.search.search("quantization", limit=3).hits
+        papers = len(services.search)
+    snapshot = snapshot_path(settings)
+    assert snapshot is not None
+    snapshot.unlink()
+    monkeypatch.setattr(live_index, "CHILD_BUILD_PAPERS", 1)
+
+    async def not_here(*args: object) -> None:
+        raise AssertionError("the index was built in the bot's own process")
+
+    monkeypatch.setattr(live_index, "_build", not_here)
+    async with open_services(settings) as services:
+        assert services.search.search("quantization", limit=3).hits == expected
+        assert services.index.position.papers == papers
+    assert snapshot.exists()
+
+
+def _failing_build(store: StoreLocation, snapshot: Path) -> None:
+    raise OSError("no room for the snapshot")
+
+
+async def test_a_child_build_that_fails_is_done_in_process_instead(
+    store: StoreLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(store=store, state_dir=tmp_path)
+    monkeypatch.setattr(live_index, "CHILD_BUILD_PAPERS", 1)
+    monkeypatch.setattr(live_index, "_build_snapshot", _failing_build)
+    async with open_services(settings) as services:
+        assert services.search.search("quantization", limit=3).hits
+    assert "could not build the search index in a child process" in caplog.text
+    snapshot = snapshot_path(settings)
+    assert snapshot is not None
+    assert snapshot.exists()  # saved by the build done here
+
+
 async def test_a_stale_snapshot_is_rebuilt_with_the_new_papers(store: StoreLocation, tmp_path: Path) -> None:
     settings = Settings(store=store, state_dir=tmp_path)
     async with open_services(settings):
