@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -54,7 +55,7 @@ async def test_the_index_is_saved_beside_the_database_and_reused(
 
 
 async def test_a_large_first_build_runs_in_a_child_process_and_is_read_in_place(
-    store: StoreLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: StoreLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A first start over a store of ``CHILD_BUILD_PAPERS`` or more has a child process build and save
     the index, and reads the snapshot it saved: this process never runs the build (here it cannot),
@@ -67,6 +68,7 @@ async def test_a_large_first_build_runs_in_a_child_process_and_is_read_in_place(
     assert snapshot is not None
     snapshot.unlink()
     monkeypatch.setattr(live_index, "CHILD_BUILD_PAPERS", 1)
+    caplog.set_level(logging.INFO, logger=live_index.__name__)
 
     async def not_here(*args: object) -> None:
         raise AssertionError("the index was built in the bot's own process")
@@ -76,6 +78,10 @@ async def test_a_large_first_build_runs_in_a_child_process_and_is_read_in_place(
         assert services.search.search("quantization", limit=3).hits == expected
         assert services.index.position.papers == papers
     assert snapshot.exists()
+    assert (
+        f"the child process built the search index of {papers} papers (its peak resident memory: "
+        in caplog.text
+    )
 
 
 def _failing_build(store: StoreLocation, snapshot: Path) -> None:

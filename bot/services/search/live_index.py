@@ -47,8 +47,9 @@ async def _build(papers: PaperRepository, snapshot: Path | None) -> tuple[Search
     return engine, position
 
 
-def _build_snapshot(store: StoreLocation, snapshot: Path) -> IndexPosition:
-    """In a child process: build the index of the store's papers and save it; the position it holds."""
+def _build_snapshot(store: StoreLocation, snapshot: Path) -> tuple[IndexPosition, str]:
+    """In a child process: build the index of the store's papers and save it; the position it holds,
+    and the child's peak resident memory, as the system tells it (for the log)."""
 
     async def build() -> IndexPosition:
         db = await open_database(store, migrate=False)
@@ -58,7 +59,14 @@ def _build_snapshot(store: StoreLocation, snapshot: Path) -> IndexPosition:
         finally:
             await db.close()
 
-    return asyncio.run(build())
+    position = asyncio.run(build())
+    try:
+        peak = next(
+            line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM")
+        )
+    except (OSError, StopIteration):  # not Linux
+        peak = "VmHWM: unknown"
+    return position, peak.split(":", 1)[1].strip()
 
 
 async def _build_in_child(store: StoreLocation, snapshot: Path) -> IndexPosition | None:
@@ -66,10 +74,18 @@ async def _build_in_child(store: StoreLocation, snapshot: Path) -> IndexPosition
     log.info("building the search index in a child process (a first start over this store)")
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as child:
         try:
-            return await asyncio.get_running_loop().run_in_executor(child, _build_snapshot, store, snapshot)
+            position, peak = await asyncio.get_running_loop().run_in_executor(
+                child, _build_snapshot, store, snapshot
+            )
         except Exception:
             log.exception("could not build the search index in a child process: building it here")
             return None
+    log.info(
+        "the child process built the search index of %d papers (its peak resident memory: %s)",
+        position.papers,
+        peak,
+    )
+    return position
 
 
 class LiveIndex:
