@@ -2,7 +2,7 @@
 
 From "process begins to start the bot" to discord.py's on_ready (the real PaperBot, default client options,
 against the in-process local Discord server): open + migrate the store, build the search index, log in,
-sync commands, gateway handshake, guild_ready_timeout (2 s by default). Then the first /paper search answer,
+sync commands, gateway handshake, guild_ready_timeout (the bot's `GUILD_READY_TIMEOUT`). Then the first /paper search answer,
 and the process's resident memory (VmRSS) and peak (VmHWM) once the work beside the start is done (the
 learned models' paper space, the author names). Then a simulated day: a digest planned for every
 subscription (10,000) and 1,000 `/paper search` commands, and resident memory again; then 9,000 more
@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import digest_bench
 from start_memory import beside_start_done, memory_mb, resident_parts_mb
 
+from bot.app import GUILD_READY_TIMEOUT
 from bot.sandbox import SandboxServer
 from bot.sandbox.harness import running_paperbot, sandbox_settings
 from bot.services.digests.subscriptions import recipient_of
@@ -95,7 +96,7 @@ async def measure(db_path: Path, args: argparse.Namespace) -> int:
             print(f"papers indexed            {len(running.services.search):>10,}")
             print(
                 f"start → on_ready          {ready:>10.2f} s   (target ≤ {READY_TARGET_S:.0f} s; "
-                "includes discord.py's 2 s guild_ready_timeout)"
+                f"includes the bot's guild_ready_timeout, {GUILD_READY_TIMEOUT} s)"
             )
             first = time.perf_counter()
             result = await server.run_command(

@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import discord
 import yarl
@@ -66,6 +66,13 @@ def command_definitions_hash(tree: discord.app_commands.CommandTree[Any]) -> str
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+#: How long discord.py waits after the last GUILD_CREATE of the stream that follows READY before it calls
+#: the bot ready (its default: 2 s). Discord sends a shard's guilds one after the other right after READY;
+#: a guild that comes later still arrives (as guild_available), and nothing here needs every guild
+#: cached first (a digest's channel not cached is fetched). Commands are answered either way.
+GUILD_READY_TIMEOUT: Final = 0.5
+
+
 class PaperBot(commands.AutoShardedBot):
     """The bot on the shards the settings name (`PAPERBOT_SHARDS` of `PAPERBOT_SHARD_COUNT`; all of
     them by default), doing what its role says: `all`, `gateway` (no background work) or `worker` (the
@@ -88,6 +95,7 @@ class PaperBot(commands.AutoShardedBot):
         intents.dm_reactions = True
         if settings.shard_ids is not None:
             options["shard_ids"] = list(settings.shard_ids)
+        options.setdefault("guild_ready_timeout", GUILD_READY_TIMEOUT)
         #: the pace of bulk sending under Discord's global limit, held by every global 429 the client gets
         self.pacer = pacer
         options["http_trace"] = global_limit_trace(self.pacer)
