@@ -133,9 +133,9 @@ class DigestScheduler:
 
         Returns the number of jobs scheduled. Recovery (resume + catch-up) waits for ``wait_until_ready``
         in a task of its own, so calling this from ``setup_hook`` never blocks the login. With
-        ``in_background`` the jobs are rebuilt in that task too (returns 0): with thousands of
-        subscriptions that takes seconds the gateway handshake need not wait for, and anything due
-        meanwhile is caught up by the recovery that follows.
+        ``in_background`` the jobs are rebuilt in that task too, once ready (returns 0): with thousands
+        of subscriptions that takes a second or two of the event loop, which the gateway handshake would
+        share, and anything due meanwhile is caught up by the recovery that follows.
         """
         if self._owns_scheduler and not self.scheduler.running:
             self.scheduler.start()
@@ -150,6 +150,8 @@ class DigestScheduler:
         return count
 
     async def _sync_then_recover(self, recover: bool) -> None:
+        if self.wait_until_ready is not None:
+            await self.wait_until_ready()
         await self.sync_all()
         if recover:
             await self.recover()

@@ -307,6 +307,24 @@ async def test_a_background_start_returns_at_once_and_schedules_every_subscripti
     assert sorted(job.id for job in jobs.scheduler.get_jobs()) == sorted(job_id(sub.id) for sub in subs)
 
 
+async def test_a_background_start_rebuilds_the_jobs_once_the_client_is_ready(service: Digests) -> None:
+    """Rebuilding thousands of jobs takes the event loop a second or two: not while the gateway
+    handshake needs it, but once the client is ready."""
+    subs = [await service.subscriptions.subscribe(user, time="08:15", timezone="UTC") for user in (1, 2, 3)]
+    ready = asyncio.Event()
+    jobs = DigestScheduler(service, Senders(), clock=service.clock, wait_until_ready=ready.wait)
+    try:
+        assert await jobs.start(recover=False, in_background=True) == 0
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert jobs.scheduler.get_jobs() == []
+        ready.set()
+        await wait_idle(jobs)
+        assert sorted(job.id for job in jobs.scheduler.get_jobs()) == sorted(job_id(sub.id) for sub in subs)
+    finally:
+        jobs.shutdown()
+
+
 async def test_deliveries_are_bounded_by_the_semaphore(service: Digests) -> None:
     """Thousands due at once queue up: never more than `concurrency` digests in flight."""
     in_flight = 0
