@@ -307,6 +307,27 @@ async def test_a_background_start_returns_at_once_and_schedules_every_subscripti
     assert sorted(job.id for job in jobs.scheduler.get_jobs()) == sorted(job_id(sub.id) for sub in subs)
 
 
+async def test_subscriptions_of_one_schedule_share_a_trigger_and_fire_when_their_own_would(
+    service: Digests, jobs: DigestScheduler
+) -> None:
+    """The rebuild makes one trigger per schedule (time, zone, frequency, weekday), not per subscription."""
+    a = await service.subscriptions.subscribe(1, time="09:00", timezone="Europe/Berlin")
+    b = await service.subscriptions.subscribe(2, time="09:00", timezone="Europe/Berlin", count=3)
+    c = await service.subscriptions.subscribe(3, time="09:00", timezone="Asia/Tokyo")
+    await jobs.start(recover=False)
+    job_a, job_b, job_c = (jobs.scheduler.get_job(job_id(sub.id)) for sub in (a, b, c))
+    assert None not in (job_a, job_b, job_c)
+    assert job_a is not None
+    assert job_b is not None
+    assert job_c is not None
+    assert job_a.trigger is job_b.trigger
+    assert job_c.trigger is not job_a.trigger
+    now = datetime.now(UTC)
+    for sub, job in ((a, job_a), (b, job_b), (c, job_c)):
+        assert str(job.trigger) == str(make_trigger(sub))
+        assert job.next_run_time == make_trigger(sub).get_next_fire_time(None, now)
+
+
 async def test_a_background_start_rebuilds_the_jobs_once_the_client_is_ready(service: Digests) -> None:
     """Rebuilding thousands of jobs takes the event loop a second or two: not while the gateway
     handshake needs it, but once the client is ready."""
