@@ -36,6 +36,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from apscheduler.job import Job
 from apscheduler.jobstores.base import JobLookupError
@@ -68,6 +69,10 @@ def job_id(subscription_id: int) -> str:
     return f"{JOB_PREFIX}{subscription_id}"
 
 
+#: subscriptions scheduled between two turns of the event loop at a rebuild: a few milliseconds, so that a
+#: command answered meanwhile waits that long at each of its steps (batches of 200 made the first
+#: search after a start at 10,000 subscriptions take 1.4 s instead of 0.5 s)
+SYNC_BATCH: Final = 25
 #: what a subscription's trigger depends on: its local time, zone, frequency and weekday
 ScheduleKey = tuple[str, str, str, int]
 
@@ -228,7 +233,7 @@ class DigestScheduler:
         shared: dict[ScheduleKey, tuple[CronTrigger, datetime | None]] = {}
         now = datetime.now(UTC)
         for position, sub in enumerate(subs, 1):
-            if position % 200 == 0:
+            if position % SYNC_BATCH == 0:
                 await asyncio.sleep(0)  # let the gateway and commands run between batches
             self._schedule_logged(sub, shared, now)
         log.info("digest scheduler: %d subscription jobs", len(self._scheduled))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 
@@ -13,6 +14,7 @@ from builders import Clock, wait_idle
 from digest_fakes import FakeSender, add_papers, make_service
 
 from bot.services.digests import Digests
+from bot.services.digests import jobs as jobs_module
 from bot.services.digests.jobs import DigestScheduler, job_id, make_trigger
 from bot.services.digests.timing import latest_due, make_schedule, next_delivery, occurrence
 from storage.db import Database
@@ -326,6 +328,28 @@ async def test_subscriptions_of_one_schedule_share_a_trigger_and_fire_when_their
     for sub, job in ((a, job_a), (b, job_b), (c, job_c)):
         assert str(job.trigger) == str(make_trigger(sub))
         assert job.next_run_time == make_trigger(sub).get_next_fire_time(None, now)
+
+
+async def test_the_rebuild_lets_the_event_loop_turn_every_few_subscriptions(
+    service: Digests, jobs: DigestScheduler
+) -> None:
+    """A command answered while thousands of jobs are rebuilt waits at most one small batch at each of
+    its steps."""
+    for user in range(1, 121):
+        await service.subscriptions.subscribe(user, time="08:15", timezone="UTC")
+    seen: list[int] = []
+
+    async def turns() -> None:
+        while len(seen) < 2 or seen[-1] < 120:
+            seen.append(len(jobs._scheduled))
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(turns())
+    await jobs.start(recover=False)
+    await ticking
+    steps = [after - before for before, after in itertools.pairwise(seen)]
+    assert max(steps) <= jobs_module.SYNC_BATCH < 120
+    assert seen[-1] == 120
 
 
 async def test_a_background_start_rebuilds_the_jobs_once_the_client_is_ready(service: Digests) -> None:
