@@ -104,6 +104,8 @@ class DigestScheduler:
         retry_delay: timedelta = timedelta(minutes=5),
         max_retries: int = 3,
         scheduler: AsyncIOScheduler | None = None,
+        on_idle: Callable[[], object] | None = None,
+        idle_delay: float = 5.0,
     ) -> None:
         self.digests = digests
         self.sender_for = sender_for
@@ -127,6 +129,11 @@ class DigestScheduler:
         self._active = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        #: called once the deliveries have all finished and none started for ``idle_delay`` seconds
+        #: (the process gives back the memory a run of digests freed): once per busy spell, not per digest
+        self._on_idle = on_idle
+        self._idle_delay = idle_delay
+        self._idle_call: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[object]] = set()
         #: the digests moved past each minute they fell due at, worked out once for all of them
         self._moves: dict[datetime, asyncio.Future[dict[int, timedelta]]] = {}
@@ -175,6 +182,23 @@ class DigestScheduler:
             self._active -= 1
             if self._active == 0:
                 self._idle.set()
+                self._when_idle()
+
+    def _when_idle(self) -> None:
+        """Call ``on_idle`` ``idle_delay`` seconds from now unless a delivery starts meanwhile."""
+        if self._on_idle is None:
+            return
+        if self._idle_call is not None:
+            self._idle_call.cancel()
+        self._idle_call = asyncio.get_running_loop().call_later(self._idle_delay, self._still_idle)
+
+    def _still_idle(self) -> None:
+        self._idle_call = None
+        if self._active == 0 and self._on_idle is not None:
+            try:
+                self._on_idle()
+            except Exception:
+                log.exception("the digests' idle hook failed")
 
     async def stop(self, *, wait_seconds: float = 10.0) -> None:
         """Graceful shutdown: deliveries stop at the next paper boundary (their runs resume at the next
@@ -194,6 +218,9 @@ class DigestScheduler:
         """Cancel the background work started here and take the jobs off the scheduler (and stop the
         scheduler if it is this one's own)."""
         self._running = False
+        if self._idle_call is not None:
+            self._idle_call.cancel()
+            self._idle_call = None
         for subscription_id in list(self._scheduled):
             self.unschedule(subscription_id)
         if self._owns_scheduler and self.scheduler.running:

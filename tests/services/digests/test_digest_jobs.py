@@ -493,3 +493,44 @@ async def test_graceful_stop_cuts_between_papers_and_the_next_start_finishes(
     assert [o.status for o in report.resumed] == ["sent"]
     assert later.headers == []
     assert later.paper_ids == [3, 4]
+
+
+async def test_the_idle_hook_runs_once_after_a_run_of_digests(service: Digests) -> None:
+    """The memory a run of digests freed is given back once it is over: once, not after each digest."""
+    calls: list[int] = []
+    jobs = DigestScheduler(
+        service,
+        Senders(),
+        clock=service.clock,
+        concurrency=2,
+        on_idle=lambda: calls.append(jobs._active),
+        idle_delay=0.05,
+    )
+    subs = [
+        await service.subscriptions.subscribe(user, time="09:00", timezone="UTC", count=1)
+        for user in range(1, 7)
+    ]
+    clock = service.clock
+    assert isinstance(clock, Clock)
+    clock.set(utc(2026, 11, 30, 9, 0))
+    outcomes = await jobs.deliver_many([(sub, None) for sub in subs])
+    assert [o.status for o in outcomes] == ["sent"] * 6
+    assert calls == []  # not yet: the delay lets the next digest due start first
+    await asyncio.sleep(0.3)
+    assert calls == [0]
+    jobs.shutdown()
+
+
+async def test_shutdown_cancels_a_pending_idle_hook(service: Digests) -> None:
+    calls: list[None] = []
+    jobs = DigestScheduler(
+        service, Senders(), clock=service.clock, on_idle=lambda: calls.append(None), idle_delay=0.05
+    )
+    sub = await service.subscriptions.subscribe(1, time="09:00", timezone="UTC", count=1)
+    clock = service.clock
+    assert isinstance(clock, Clock)
+    clock.set(utc(2026, 11, 30, 9, 0))
+    await jobs.deliver(sub)
+    jobs.shutdown()
+    await asyncio.sleep(0.2)
+    assert calls == []
