@@ -125,7 +125,8 @@ class PersonModels:
         self.space = space
         self.params = params
         self._background_rows: tuple[tuple[int, int, int], IntArray, sp.csr_matrix] | None = None
-        self._matches: OrderedDict[tuple[tuple[str, float], ...], npt.NDArray[np.float32]] = OrderedDict()
+        # each topic's match, dense or (when few papers match) as the slots that do and their values
+        self._matches: OrderedDict[tuple[tuple[str, float], ...], _Match] = OrderedDict()
         self._matches_of: tuple[int, int, int] = (-1, -1, -1)
         # (the coordinates' array, how many were placed) → unit coordinates and their mean's length²
         self._unit: tuple[object, int, FloatArray, float] | None = None
@@ -217,14 +218,14 @@ class PersonModels:
         if match is None:
             raw = self.index.score_array(dict(topic_query))[:n]
             best = float(raw.max()) if len(raw) else 0.0
-            match = (raw / best if best > 0 else np.zeros(n)).astype(np.float32)
-            match.flags.writeable = False
+            dense = (raw / best if best > 0 else np.zeros(n)).astype(np.float32)
+            match = _packed(dense)
             self._matches[key] = match
             if len(self._matches) > TOPIC_MATCHES:
                 self._matches.popitem(last=False)
         else:
             self._matches.move_to_end(key)
-        return np.asarray(match, dtype=np.float64)
+        return _unpacked(match, n)
 
     def _background(self) -> tuple[IntArray, sp.csr_matrix]:
         """The background sample's slots and their unit BM25 rows over every term id, kept until the
@@ -337,3 +338,27 @@ class PersonModels:
             mean = unit.mean(axis=0) if len(unit) else np.zeros(unit.shape[1])
             self._unit = (array, len(coords), unit, float(mean @ mean))
         return self._unit[2], self._unit[3]
+
+
+#: a topic's match to every placed paper: dense, or the slots with a match and their values
+_Match = npt.NDArray[np.float32] | tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]
+
+
+def _packed(match: npt.NDArray[np.float32]) -> _Match:
+    """``match`` as kept: most topics match a small share of the papers, so their nonzero slots and
+    values (8 bytes each) take less than the dense array (4 bytes a paper) when under half are nonzero."""
+    slots = np.flatnonzero(match)
+    if 2 * len(slots) >= len(match):
+        match.flags.writeable = False
+        return match
+    return slots.astype(np.int32), match[slots]
+
+
+def _unpacked(match: _Match, n: int) -> FloatArray:
+    """The dense float64 match again, the same values."""
+    if not isinstance(match, tuple):
+        return np.asarray(match, dtype=np.float64)
+    slots, values = match
+    dense = np.zeros(n)
+    dense[slots] = values
+    return dense

@@ -171,3 +171,29 @@ def test_a_library_s_dislikes_weigh_less_than_the_papers_it_was_made_of(models: 
 
     assert lead(grouped=True) > 0
     assert lead(grouped=True) > lead(grouped=False)
+
+
+def test_a_kept_topic_match_is_packed_when_few_papers_match_and_reads_back_the_same() -> None:
+    from bot.services.recommend.person_models import _packed, _unpacked
+
+    rng = np.random.default_rng(3)
+    sparse = np.zeros(1000, dtype=np.float32)
+    sparse[rng.choice(1000, 40, replace=False)] = rng.random(40, dtype=np.float32)
+    kept = _packed(sparse.copy())
+    assert isinstance(kept, tuple)
+    assert sum(part.nbytes for part in kept) < sparse.nbytes / 10
+    dense = rng.random(1000, dtype=np.float32)
+    assert not isinstance(_packed(dense.copy()), tuple)
+    for match in (sparse, dense, np.zeros(1000, dtype=np.float32)):
+        back = _unpacked(_packed(match.copy()), 1000)
+        assert back.dtype == np.float64
+        assert np.array_equal(back, match.astype(np.float64))
+
+
+def test_topic_match_is_the_same_from_the_cache(models: PersonModels) -> None:
+    n = len(models.index)
+    first = models.topic_match({"graph": 1.0}, n)
+    again = models.topic_match({"graph": 1.0}, n)
+    assert np.array_equal(first, again)
+    again[:] = -1  # the caller's copy: the kept match is not changed
+    assert np.array_equal(models.topic_match({"graph": 1.0}, n), first)
