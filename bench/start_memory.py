@@ -136,12 +136,10 @@ async def measure(db: Path, trace: bool, top: int, digests: int, searches: int, 
             await plan_digests(services, digests)
             gc.collect()
             _line(f"{digests:,} digests planned", started)
-            from bot.runtime import release_free_memory, release_mapped_pages, snapshot_path, space_path
+            from bot.runtime import release_free_memory
 
-            release_free_memory()
+            release_free_memory()  # as the digest scheduler does once its deliveries are over
             _line("  then the C heap's free pages given back", started)
-            release_mapped_pages([snapshot_path(settings), space_path(settings)])
-            _line("  and the mapped files' pages", started)
         if searches:
             await services.writes.start()  # as the bot does once logged in: listings stored behind
             await search(services, 0, searches)

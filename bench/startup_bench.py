@@ -37,14 +37,13 @@ import digest_bench
 from start_memory import beside_start_done, memory_mb, resident_parts_mb
 
 from bot.app import GUILD_READY_TIMEOUT
-from bot.runtime import release_after_digests
+from bot.runtime import release_free_memory
 from bot.sandbox import SandboxServer
 from bot.sandbox.harness import running_paperbot, sandbox_settings
 from bot.services.digests.subscriptions import recipient_of
 
 if TYPE_CHECKING:
     from bot.runtime import Services
-    from bot.settings import Settings
 
 READY_TARGET_S = 2.0
 MEMORY_TARGET_MB = 400
@@ -69,9 +68,7 @@ async def searches(server: SandboxServer, count: int, start: int) -> None:
         await server.run_command("bob", "paper search", query=query, limit=5, check=False, timeout=30)
 
 
-async def a_day(
-    server: SandboxServer, services: Services, searches_count: int, settings: Settings
-) -> tuple[int, float]:
+async def a_day(server: SandboxServer, services: Services, searches_count: int) -> tuple[int, float]:
     """A digest planned for every active subscription (none sent, nothing marked), then what the digest
     scheduler does once its deliveries are over (``on_idle``: the memory they freed given back), and
     the searches."""
@@ -82,7 +79,7 @@ async def a_day(
     for sub in subs:
         await digests.planner.choose(sub, sent=sent.get(recipient_of(sub), set()))
     planned = time.perf_counter() - started
-    release_after_digests(settings)  # planned here directly, not through the scheduler that calls it
+    release_free_memory()  # planned here directly, not through the scheduler that calls it once idle
     await searches(server, searches_count, 0)
     return len(subs), planned
 
@@ -126,7 +123,7 @@ async def measure(db_path: Path, args: argparse.Namespace) -> int:
             )
             day_rss = leak_rss = 0.0
             if not args.no_day:
-                subs, planned = await a_day(server, running.services, args.searches, settings)
+                subs, planned = await a_day(server, running.services, args.searches)
                 gc.collect()
                 day_rss, day_peak = memory_mb()
                 own, files = resident_parts_mb()

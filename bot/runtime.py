@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import logging
 import subprocess
 import threading
@@ -369,7 +370,7 @@ def build_bot(settings: Settings, services: Services, **options: Any) -> PaperBo
         wait_until_ready=bot.wait_until_ready if settings.connects_gateway else None,
         scheduler=scheduler.jobs,
         concurrency=DIGEST_CONCURRENCY,
-        on_idle=lambda: release_after_digests(settings),
+        on_idle=release_free_memory,  # what a run of digests freed, given back once it is over
     )
     bot.attach(senders=senders, digest_jobs=jobs)
     return bot
@@ -394,56 +395,22 @@ def release_free_memory() -> None:
 
     The start's temporaries (the snapshot's text decoded and split, the store's rows read in pages)
     are freed in among objects that live on, so the C allocator keeps their pages: 23 MB of the
-    resident memory after a start at 100k papers, which ``malloc_trim(0)`` gives back."""
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # not glibc (musl, macOS): its allocator does as it does
-        return
+    resident memory after a start at 100k papers, which ``malloc_trim(0)`` gives back; a run of
+    digests leaves ~30 MB more at 100k (the digest scheduler calls this once its deliveries are over)."""
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
 
 
-def release_after_digests(settings: Settings) -> None:
-    """Once a run of digests is done: the C heap's free pages and the mapped files' pages it read
-    given back (at 100k papers ~30 MB and ~65 MB of the resident memory 3,000 digests add)."""
-    release_free_memory()
-    release_mapped_pages([snapshot_path(settings), space_path(settings)])
-
-
-_MADV_DONTNEED = 4  # Linux's value (mmap.MADV_DONTNEED where defined)
-
-
-def release_mapped_pages(paths: Sequence[Path | None]) -> int:
-    """Drop this process's resident pages of the read-only mappings of ``paths`` (the search snapshot,
-    the paper space); returns how many bytes of mappings were advised. Linux only; nothing elsewhere.
-
-    A digest scores every paper, so after a run of digests the paper space's coordinates and the
-    snapshot's postings it read stay resident (65 MB at 100k papers) though the file holds them: the
-    pages go back to the system's page cache and the next use reads them from there (a minor fault,
-    no disk). Only mappings nothing can write to (no ``w`` in their permissions) are touched."""
-    wanted = {str(path) for path in paths if path is not None}
-    if not wanted:
-        return 0
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, looked up once (finding the C library runs ``ldconfig``: a fork)."""
+    name = ctypes.util.find_library("c")
     try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            lines = maps.readlines()
-        name = ctypes.util.find_library("c")
-        madvise = ctypes.CDLL(name, use_errno=True).madvise if name else None
-    except (OSError, AttributeError):
-        return 0
-    if madvise is None:
-        return 0
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    advised = 0
-    for line in lines:
-        fields = line.split(maxsplit=5)
-        if len(fields) < 6 or "w" in fields[1] or fields[5].strip() not in wanted:
-            continue
-        start, end = (int(bound, 16) for bound in fields[0].split("-"))
-        if madvise(start, end - start, _MADV_DONTNEED) == 0:
-            advised += end - start
-    return advised
+        trim: Callable[[int], int] | None = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): its allocator does as it does
+        return None
+    return trim
 
 
 def space_path(settings: Settings) -> Path | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from bot.runtime import open_services, release_mapped_pages, snapshot_path
+from bot.runtime import open_services, snapshot_path
 from bot.services.papers.ingest.normalise import Rejected
 from bot.services.papers.ingest.records import parse_jsonl
 from bot.services.papers.ingest.runner import ingest_bytes
@@ -303,24 +303,3 @@ async def test_a_start_with_the_loops_compiled_uses_them_and_starts_no_child(
         assert not compiled.using_twins()
         assert services.search.search("kv cache quantization", limit=5).hits
     assert lines == ["loading 38 papers into the search index…"]
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/maps and madvise are Linux's")
-def test_release_mapped_pages_drops_only_read_only_mappings_of_the_files_named(tmp_path: Path) -> None:
-    """After a run of digests the paper space's pages are given back; what they hold is read again
-    unchanged, and a writable mapping (whose pages may hold writes) is never touched."""
-    import numpy as np
-
-    values = np.arange(1 << 18, dtype=np.float32)
-    read_only, writable = tmp_path / "space", tmp_path / "other"
-    values.tofile(read_only)
-    values.tofile(writable)
-    mapped = np.memmap(read_only, dtype=np.float32, mode="r")
-    copied = np.memmap(writable, dtype=np.float32, mode="c")
-    copied[:10] = -1.0  # a write to a private mapping: lost if its pages were dropped
-    assert float(mapped.sum()) == float(values.sum())
-    assert release_mapped_pages([read_only, writable, None]) >= values.nbytes
-    assert release_mapped_pages([None]) == 0
-    assert np.array_equal(mapped, values)
-    assert np.array_equal(copied[:10], np.full(10, -1.0, dtype=np.float32))
-    del mapped, copied
