@@ -127,9 +127,8 @@ class LiveIndex:
                 engine = await asyncio.to_thread(SearchEngine.load, snapshot, index_fingerprint(position))
         if engine is None:
             engine, position = await _build(papers, snapshot)
-            if (
-                snapshot is not None
-            ):  # the saved one is read in place: a first start then holds what a later one does
+            # the saved one is read in place: a first start then holds what a later one does
+            if snapshot is not None:
                 saved = await asyncio.to_thread(SearchEngine.load, snapshot, index_fingerprint(position))
                 engine = saved or engine
         log.info("search index: %d papers in %.2fs", len(engine), time.perf_counter() - started)
