@@ -37,9 +37,8 @@ DIMS: Final = 100
 OVERSAMPLE: Final = 10
 POWER_STEPS: Final = 3
 ROWS_PER_STEP: Final = 2000
-T_ROWS_PER_STEP: Final = (
-    20_000  # rows of a stretch of aᵀq: the columns a stretch uses grow slower than its rows
-)
+#: rows of a stretch of aᵀq (:func:`_t_times`): the columns a stretch uses grow slower than its rows
+T_ROWS_PER_STEP: Final = 20_000
 SKETCH_ROWS: Final = 20_000  # rows of the random start drawn at a time
 REBUILD_GROWTH: Final = 2.0  # recompute the basis once the corpus is this many times larger
 UNIT_ROWS_STEP: Final = 10_000  # papers' BM25 vectors gathered at a time (their float64 temporaries)

@@ -46,6 +46,18 @@ class Senders:
         return sender
 
 
+async def _due_now(service: Digests, people: int) -> list[Subscription]:
+    """``people`` subscriptions of one paper at 09:00 UTC, and the service's clock at that minute."""
+    subs = [
+        await service.subscriptions.subscribe(user, time="09:00", timezone="UTC", count=1)
+        for user in range(1, people + 1)
+    ]
+    clock = service.clock
+    assert isinstance(clock, Clock)
+    clock.set(utc(2026, 11, 30, 9, 0))
+    return subs
+
+
 @pytest.fixture
 async def jobs(service: Digests) -> AsyncIterator[DigestScheduler]:
     scheduler = DigestScheduler(service, Senders(), clock=service.clock)
@@ -392,13 +404,7 @@ async def test_deliveries_are_bounded_by_the_semaphore(service: Digests) -> None
             return await super().send_paper(paper, reason, nonce=nonce)
 
     jobs = DigestScheduler(service, lambda sub: Slow(), clock=service.clock, concurrency=3)
-    subs = [
-        await service.subscriptions.subscribe(user, time="09:00", timezone="UTC", count=1)
-        for user in range(1, 13)
-    ]
-    clock = service.clock
-    assert isinstance(clock, Clock)
-    clock.set(utc(2026, 11, 30, 9, 0))
+    subs = await _due_now(service, 12)
     outcomes = await jobs.deliver_many([(sub, None) for sub in subs])
     assert [o.status for o in outcomes] == ["sent"] * 12
     assert peak == 3
@@ -506,13 +512,7 @@ async def test_the_idle_hook_runs_once_after_a_run_of_digests(service: Digests) 
         on_idle=lambda: calls.append(jobs._active),
         idle_delay=0.05,
     )
-    subs = [
-        await service.subscriptions.subscribe(user, time="09:00", timezone="UTC", count=1)
-        for user in range(1, 7)
-    ]
-    clock = service.clock
-    assert isinstance(clock, Clock)
-    clock.set(utc(2026, 11, 30, 9, 0))
+    subs = await _due_now(service, 6)
     outcomes = await jobs.deliver_many([(sub, None) for sub in subs])
     assert [o.status for o in outcomes] == ["sent"] * 6
     assert calls == []  # not yet: the delay lets the next digest due start first
@@ -526,10 +526,7 @@ async def test_shutdown_cancels_a_pending_idle_hook(service: Digests) -> None:
     jobs = DigestScheduler(
         service, Senders(), clock=service.clock, on_idle=lambda: calls.append(None), idle_delay=0.05
     )
-    sub = await service.subscriptions.subscribe(1, time="09:00", timezone="UTC", count=1)
-    clock = service.clock
-    assert isinstance(clock, Clock)
-    clock.set(utc(2026, 11, 30, 9, 0))
+    (sub,) = await _due_now(service, 1)
     await jobs.deliver(sub)
     jobs.shutdown()
     await asyncio.sleep(0.2)
