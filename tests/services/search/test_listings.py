@@ -5,9 +5,11 @@ A real database, the real engine over it and the real write-behind (its outbox i
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bot.errors import USER_FACING, NotFoundError, QueryError
@@ -95,6 +97,32 @@ async def test_a_search_is_paged_and_each_page_knows_its_place(service: SearchSe
     second = await service.page(1001, 1, user_id=USER)
     assert (second.page, second.offset, second.total) == (1, 2, 3)
     assert [hit.paper.id for hit in second.hits] == ranked[2:]
+
+
+async def test_papers_added_while_a_page_counts_its_matches_do_not_break_the_count(
+    service: SearchService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page counts the papers holding every word of the query, one word after the other: papers an
+    ingest adds meanwhile (another thread) wait until the count is done, where they used to make the
+    words' arrays of unequal length and the page fail."""
+    index = service.engine.index
+    read = index.score_array
+    adders: list[threading.Thread] = []
+
+    def reading_while_papers_arrive(query: dict[str, float]) -> np.ndarray:
+        scores = read(query)
+        if not adders:
+            adding = threading.Thread(target=index.add, args=([9001], [["long", "context"]]))
+            adders.append(adding)
+            adding.start()
+            adding.join(timeout=1.0)  # done at once, unless the count holds the index meanwhile
+        return scores
+
+    monkeypatch.setattr(index, "score_array", reading_while_papers_arrive)
+    first = await service.search(1003, user_id=USER, query="long context", page_size=2)
+    adders[0].join()
+    assert first.holding_all == 1  # the KV cache paper, as the index held it when the count began
+    assert index.slot_of(9001) >= 0  # the paper was added, after the count
 
 
 async def test_a_listing_pages_before_the_store_has_it_and_after(
