@@ -55,6 +55,12 @@ def unquoted(query: str) -> str | None:
     return None
 
 
+def _slips(parsed: ParsedQuery) -> bool:
+    """Whether a rare word of the query is taken for a slip: in a short query only (a sentence names
+    rare things)."""
+    return len(parsed.terms) <= PHRASE_MAX_TERMS
+
+
 class ForgivingSearch:
     """Repairs queries against one engine's vocabulary, then searches them."""
 
@@ -70,6 +76,18 @@ class ForgivingSearch:
             found = self._correctors[engine.index] = SpellingCorrector(engine.index, engine.vocabulary)
         return found
 
+    def corrects(self, engine: SearchEngine, query: str | ParsedQuery) -> bool:
+        """Whether :meth:`repair` looks for a correction of a word of ``query`` (one the index does not
+        know, or a rare one), and so needs the corrector to have read the index's words; a query of
+        known words is searched as typed whatever the corrector has read."""
+        typed = query.text if isinstance(query, ParsedQuery) else query.strip()
+        if unquoted(typed) is not None:
+            return False
+        parsed = query if isinstance(query, ParsedQuery) else ParsedQuery.parse(typed)
+        corrector, slips = self.corrector(engine), _slips(parsed)
+        text = unicodedata.normalize("NFKC", typed)
+        return any(corrector.looks_for(match.group(), slips=slips) for match in WORD_RE.finditer(text))
+
     def repair(self, engine: SearchEngine, query: str | ParsedQuery) -> Repair:
         """What to search for ``query`` (QueryError, as the engine words it, for a query it refuses);
         a query already read is not read again unless a word of it is corrected."""
@@ -79,8 +97,7 @@ class ForgivingSearch:
             return Repair(typed, inside, ParsedQuery.parse(inside), verbatim=True)
         parsed = query if isinstance(query, ParsedQuery) else ParsedQuery.parse(typed)
         corrector = self.corrector(engine)
-        # a rare word is taken for a slip in a short query only (a sentence names rare things)
-        slips = len(parsed.terms) <= PHRASE_MAX_TERMS
+        slips = _slips(parsed)
         text = unicodedata.normalize("NFKC", typed)
         corrections: list[Correction] = []
         pieces: list[str] = []

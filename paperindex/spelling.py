@@ -119,14 +119,24 @@ class SpellingCorrector:
             self._read += len(fresh)
 
     # ------------------------------------------------------------------ corrections
+    def looks_for(self, word: str, *, slips: bool = True) -> bool:
+        """Whether :meth:`correct` looks for a correction of ``word`` (it is unknown, or rare and
+        ``slips``), and so reads the words of the vocabulary; a known word needs none of them."""
+        return self._rare(tokenizer.normalize(word), slips) is not None
+
+    def _rare(self, word: str, slips: bool) -> int | None:
+        """The papers holding a normalised word that may be corrected (unknown or rare), else None."""
+        papers = self.papers_with(word) if max_edits(word) else None
+        return None if papers is None or papers > (RARE_PAPERS if slips else 0) else papers
+
     def correct(self, word: str, *, slips: bool = True) -> Correction | None:
         """The correction of an unknown word, or of a rare one that is a slip (unless not ``slips``);
         None: known, too short, or nothing near."""
         word = tokenizer.normalize(word)
-        limit = max_edits(word)
-        papers = self.papers_with(word) if limit else None
-        if papers is None or papers > (RARE_PAPERS if slips else 0):
+        papers = self._rare(word, slips)
+        if papers is None:
             return None
+        limit = max_edits(word)
         if not self._lock.acquire(blocking=False):
             return None  # the words are being read in a worker thread (a start's first look): none yet
         try:

@@ -84,6 +84,13 @@ def ids(results: object) -> list[int]:
     return [hit.paper_id for hit in results.hits]  # type: ignore[attr-defined]
 
 
+def test_it_tells_whether_a_paper_has_an_author_of_a_name(engine: SearchEngine) -> None:
+    """Whole names, folded: not a part of one, nor a query of words."""
+    assert engine.names_author("ashish  VASWANI")
+    assert engine.names_author("Zirui Liu")
+    assert not any(engine.names_author(text) for text in ("Ashish", "shish Vaswani", "kv cache", ""))
+
+
 def test_search_ranks_the_paper_about_the_query_first(engine: SearchEngine) -> None:
     results = engine.search("kv cache quantization", limit=5)
     assert ids(results)[0] == 1

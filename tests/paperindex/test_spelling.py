@@ -76,6 +76,14 @@ def test_known_short_and_numbered_words_are_left_alone(corrector: SpellingCorrec
     assert (max_edits("kv"), max_edits("atent"), max_edits("atention")) == (0, 1, 2)
 
 
+def test_it_looks_for_a_correction_of_unknown_and_rare_words_only(corrector: SpellingCorrector) -> None:
+    """What a search waits for the corrector's words for: an unknown word, or one so rare it may be a
+    slip ("transformer": 2 of these 6 papers), not a known, short or numbered one."""
+    assert all(map(corrector.looks_for, ("atention", "Trasnformer", "transformer")))
+    assert not corrector.looks_for("transformer", slips=False)
+    assert not any(corrector.looks_for(word) for word in ("attention", "the", "gnm", "gpt4x"))
+
+
 def test_words_of_papers_added_later_are_known_to_it() -> None:
     engine = SearchEngine.build(ROWS)
     corrector = SpellingCorrector(engine.index, engine.vocabulary)

@@ -299,9 +299,13 @@ class AuthorDirectory:
         self._shown: dict[str, str] = {}  # folded name → as a paper writes it (filled when asked)
         self._groups: OrderedDict[str, tuple[int, list[AuthorGroup]]] = OrderedDict()
 
+    def behind(self) -> bool:
+        """Whether the index gained papers since the last look (:meth:`refresh` reads their names)."""
+        return self._engine.index.n_slots != self._names.slots
+
     async def refresh(self) -> None:
         """Take in the papers the index gained since the last look (in a thread when there are many)."""
-        if self._engine.index.n_slots == self._names.slots:
+        if not self.behind():
             return
         async with self._catching_up:
             current = self._names

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 #: How long a search waits for the names and words of papers indexed since the last one.
 CATCH_UP_WAIT: Final = 0.25
+#: Seconds without a search after which the names and words a search did not need are read.
+QUIET: Final = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,38 +43,66 @@ class SearchAnswer:
 class QueryRepair:
     """Answers a typed query: by author when it names one, else repaired (see the module)."""
 
-    def __init__(self, authors: AuthorDirectory | None = None, *, wait: float = CATCH_UP_WAIT) -> None:
+    def __init__(
+        self, authors: AuthorDirectory | None = None, *, wait: float = CATCH_UP_WAIT, quiet: float = QUIET
+    ) -> None:
         self.authors = authors
         self.forgiving = ForgivingSearch()
         self.wait = wait
+        self.quiet = quiet
         self._catching_up: asyncio.Future[list[None]] | None = None
+        self._quiet_call: asyncio.TimerHandle | None = None
 
-    async def refresh(self, engine: SearchEngine) -> None:
+    async def refresh(self, engine: SearchEngine, query: str | ParsedQuery | None = None) -> None:
         """Take in the author names and the words of papers indexed since the last look (in a worker
         thread when there are many: the event loop never waits for them); before :meth:`answer`.
 
-        A search waits for that at most ``wait`` seconds (long enough for the words of a few thousand new papers): a start's first look at a million papers'
-        names and words takes longer than Discord gives an answer (3 s), so it goes on in the
+        A search waits for that at most ``wait`` seconds (long enough for the words of a few thousand
+        new papers), and only when its answer may depend on it: a word of ``query`` to correct, or an
+        author named as the query reads; :meth:`search` starts the look once searches pause. A start's
+        first look at 100,000 papers' words and names takes a second or two of CPU, which a first
+        search of known words waited for or shared the CPU with (1.5 s to its answer, 0.5 s now). At a
+        million papers it takes longer than Discord gives an answer (3 s), so it goes on in the
         background and the search is answered meanwhile with the names and words read so far."""
-        if self._catching_up is None or self._catching_up.done():
-            corrector = self.forgiving.corrector(engine)
-            work = [self.authors.refresh()] if self.authors is not None else []
-            if corrector.behind():
-                work.append(asyncio.to_thread(corrector.refresh))
-            if not work:
-                return
-            self._catching_up = asyncio.gather(*work)
-            self._catching_up.add_done_callback(_said)
-        catching_up = self._catching_up
+        if query is not None and not self._read_first(engine, query):
+            return
+        catching_up = self._catch_up(engine)
+        if catching_up is None:
+            return
         try:
             await asyncio.wait_for(asyncio.shield(catching_up), self.wait)
         except TimeoutError:
             log.info("a search answered before the author names and words of new papers were all read")
 
+    def _catch_up(self, engine: SearchEngine) -> asyncio.Future[list[None]] | None:
+        """The look at the names and words not read yet, started unless it runs; None: all read."""
+        if self._catching_up is None or self._catching_up.done():
+            corrector = self.forgiving.corrector(engine)
+            work = [self.authors.refresh()] if self.authors is not None and self.authors.behind() else []
+            if corrector.behind():
+                work.append(asyncio.to_thread(corrector.refresh))
+            if not work:
+                return None
+            self._catching_up = asyncio.gather(*work)
+            self._catching_up.add_done_callback(_said)
+        return self._catching_up
+
+    def _read_first(self, engine: SearchEngine, query: str | ParsedQuery) -> bool:
+        """Whether the answer to ``query`` may depend on names and words not read yet."""
+        text = query.text if isinstance(query, ParsedQuery) else query
+        words_behind = self.forgiving.corrector(engine).behind()
+        names_behind = self.authors is not None and self.authors.behind()
+        return (words_behind and self.forgiving.corrects(engine, query)) or (
+            names_behind and self._may_be_name(text) and engine.names_author(text)
+        )
+
+    def _may_be_name(self, query: str) -> bool:
+        return self.authors is not None and len(fold(query).split()) >= 2 and unquoted(query) is None
+
     async def author_name(self, query: str) -> str | None:
         """The name as a paper writes it when ``query`` is an author's full name, else None."""
         key = fold(query)
-        if self.authors is None or len(key.split()) < 2 or unquoted(query) is not None:
+        if self.authors is None or not self._may_be_name(query):
             return None
         if not self.authors.paper_ids(key):
             return None
@@ -91,10 +121,28 @@ class QueryRepair:
         matched: bool = True,
     ) -> SearchAnswer:
         """The page of ``query`` from ``offset`` under the filters, the author names brought up to date."""
-        await self.refresh(engine)
-        return await self.answer(
-            engine, query, limit=limit, offset=offset, author=author, venue=venue, year=year, matched=matched
-        )
+        await self.refresh(engine, query)
+        try:
+            return await self.answer(
+                engine,
+                query,
+                limit=limit,
+                offset=offset,
+                author=author,
+                venue=venue,
+                year=year,
+                matched=matched,
+            )
+        finally:
+            self._catch_up_when_quiet(engine)
+
+    def _catch_up_when_quiet(self, engine: SearchEngine) -> None:
+        """Start the look this answer did not need once no search came for ``quiet`` seconds: a
+        search answered meanwhile (its snippets, its papers read, its message sent) does not share
+        the CPU with it. A query that needs it starts it at once."""
+        if self._quiet_call is not None:
+            self._quiet_call.cancel()
+        self._quiet_call = asyncio.get_running_loop().call_later(self.quiet, self._catch_up, engine)
 
     async def answer(
         self,

@@ -89,3 +89,34 @@ async def test_a_search_does_not_wait_past_discords_answer_time_for_a_long_catch
     names_read.set()
     later = await repair.search(engine, "Alan Turing", limit=5)
     assert later.author == "Alan Turing"
+
+
+async def test_a_query_of_known_words_is_answered_before_the_names_and_words_are_read(db: Database) -> None:
+    """A start's first look at the names and words takes seconds of CPU: a query it cannot change (no
+    word to correct, no author of that name) neither waits for it nor shares the CPU with it; the look
+    starts once searches pause."""
+    repair, engine = await _repair(db, RECORDS)
+    assert repair.authors is not None
+    looked = asyncio.Event()
+
+    async def slow_refresh() -> None:
+        looked.set()
+        await asyncio.sleep(30)
+
+    repair.authors.refresh = slow_refresh  # type: ignore[method-assign]
+    repair.wait, repair.quiet = 20.0, 0.2
+    answer = await asyncio.wait_for(repair.search(engine, "transformers", limit=5), 5)
+    assert answer.results.total > 0
+    assert not looked.is_set()  # not while the answer is made and sent
+    await asyncio.wait_for(looked.wait(), 5)  # once searches pause
+    assert repair._catching_up is not None
+    repair._catching_up.cancel()
+
+
+async def test_a_name_or_a_misspelt_word_waits_for_the_look(db: Database) -> None:
+    """A query whose answer the look may change starts it at once and waits for it (up to ``wait``)."""
+    for query in ("Alan Turing", "trasnformers"):
+        repair, engine = await _repair(db, RECORDS)
+        repair.quiet = 60.0
+        answer = await repair.search(engine, query, limit=5)
+        assert answer.author == "Alan Turing" or answer.searched_as == "transformers", query
