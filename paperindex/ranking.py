@@ -116,6 +116,20 @@ class Ranking:
         return scores
 
     @locked
+    def holding(self, terms: Iterable[str], start: int = 0) -> BoolArray:
+        """Which live slots from ``start`` on hold every one of ``terms``, read under one hold of the
+        lock (a paper added meanwhile waits). By the postings, not the scores: a term in exactly half
+        the documents has idf 0 (rank-bm25's), so its documents score 0 and still hold it."""
+        n = self.n_slots
+        every = self._alive[start:n].copy()
+        for term in dict.fromkeys(terms):
+            tid = self._vocab.get(term)
+            if tid is None or not self._df[tid]:
+                return np.zeros(n - start, dtype=bool)
+            every &= self._mark([(tid, 0.0, 1.0)], n)[start:]
+        return every
+
+    @locked
     def scores(self, query: Query) -> dict[int, float]:
         """Score of every document containing a query term (absent ids score 0.0)."""
         plan = self._plan(query)

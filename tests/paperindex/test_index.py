@@ -178,6 +178,19 @@ def test_top_k_ranks_matches_even_when_every_idf_is_negative() -> None:
     assert [score for _, score in ranked] == pytest.approx(sorted(expected, reverse=True))
 
 
+def test_holding_finds_the_live_documents_with_every_term_whatever_their_idf() -> None:
+    """A term in exactly half the documents has idf 0 (its documents score 0): they hold it all the
+    same; a removed document holds nothing, and ``start`` skips the slots before it."""
+    index = BM25Index()
+    index.add([1, 2, 3, 4], [["a", "b"], ["a", "c"], ["c"], ["d", "a", "b"]])
+    assert index.idf("b") == 0.0
+    assert index.holding(["a", "b"]).tolist() == [True, False, False, True]
+    assert index.holding(["b"], start=2).tolist() == [False, True]
+    assert not index.holding(["a", "unknown"]).any()
+    index.remove([4])
+    assert index.holding(["a", "b"]).tolist() == [True, False, False, False]
+
+
 def test_many_small_adds_keep_few_segments_and_exact_scores() -> None:
     rng = np.random.default_rng(5)
     words = [f"w{i}" for i in range(50)]

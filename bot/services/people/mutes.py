@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -83,7 +83,7 @@ class TermIndex(Protocol):
     @property
     def slot_ids(self) -> npt.NDArray[np.int64]: ...
 
-    def score_array(self, query: Mapping[str, float]) -> npt.NDArray[np.float64]: ...
+    def holding(self, terms: Iterable[str], start: int = 0) -> npt.NDArray[np.bool_]: ...
 
 
 class PaperTexts(Protocol):
@@ -133,12 +133,9 @@ class MuteMatcher:
         """(slots now indexed, ids of the papers from slot ``start`` on holding every term)."""
         index = self._index
         with index.lock:
-            end = index.n_slots
-            mask = np.ones(end - start, dtype=bool)
-            for term in dict.fromkeys(terms):
-                mask &= index.score_array({term: 1.0})[start:end] > 0
-            ids = index.slot_ids[start:end][mask]
-        return end, [int(i) for i in ids]
+            mask = index.holding(terms, start)
+            ids = index.slot_ids[start : start + len(mask)][mask]
+        return start + len(mask), [int(i) for i in ids]
 
 
 @dataclass(frozen=True, slots=True)

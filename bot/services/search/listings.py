@@ -233,14 +233,8 @@ class SearchService:
         return replace(page_of, searched_as=answer.searched_as, forms=answer.forms, author_name=answer.author)
 
     def _holding_all(self, terms: Sequence[str]) -> int:
-        """How many indexed papers hold every one of ``terms`` (read under one hold of the index's lock:
-        papers an ingest adds between two words would make their arrays of unequal length)."""
-        index = self.engine.index
-        with index.lock:
-            every = index.score_array({terms[0]: 1.0}) > 0
-            for term in terms[1:]:
-                every &= index.score_array({term: 1.0}) > 0
-        return int(np.count_nonzero(every))
+        """How many indexed papers hold every one of ``terms``."""
+        return int(np.count_nonzero(self.engine.index.holding(terms)))
 
     async def _ordered_for(
         self, user_id: int, results: SearchResults, offset: int, size: int

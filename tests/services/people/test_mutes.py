@@ -69,6 +69,25 @@ async def test_a_muted_phrase_hides_the_papers_that_say_it(muting) -> None:  # t
     assert await mutes.muted(USER + 1) == frozenset()
 
 
+async def test_a_word_in_exactly_half_the_papers_is_muted_all_the_same(db: Database) -> None:
+    """rank-bm25 gives a word in exactly half the papers idf 0, so those papers score 0 for it: the
+    mute still finds them by the words they hold."""
+    papers = PaperRepository(db)
+    await papers.upsert_many(
+        PaperRecord(title=t, abstract=a, year=2024)
+        for t, a in [
+            ("Diffusion models for images", "Denoising diffusion makes images."),
+            ("Heat diffusion on graphs", "Heat spreads over the nodes."),
+            ("KV cache quantization", "Two bits per value."),
+            ("Graph neural networks", "Message passing over nodes."),
+        ]
+    )
+    engine = SearchEngine.build(await papers.iter_index_rows())
+    assert engine.index.idf(mute_terms("diffusion")[0]) == 0.0
+    mutes = MuteService(db, MuteMatcher(engine.index, papers), clock=lambda: NOW)
+    assert (await mutes.mute(USER, "diffusion")).papers == 2
+
+
 async def test_recommend_never_picks_a_muted_paper(muting) -> None:  # type: ignore[no-untyped-def]
     mutes, recommender, ids = muting
     await recommender.profiles.add_topic(USER, "reinforcement learning")

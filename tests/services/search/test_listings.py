@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -106,19 +107,19 @@ async def test_papers_added_while_a_page_counts_its_matches_do_not_break_the_cou
     ingest adds meanwhile (another thread) wait until the count is done, where they used to make the
     words' arrays of unequal length and the page fail."""
     index = service.engine.index
-    read = index.score_array
+    read = index._mark
     adders: list[threading.Thread] = []
 
-    def reading_while_papers_arrive(query: dict[str, float]) -> np.ndarray:
-        scores = read(query)
+    def reading_while_papers_arrive(*args: Any) -> np.ndarray:
+        holding = read(*args)
         if not adders:
             adding = threading.Thread(target=index.add, args=([9001], [["long", "context"]]))
             adders.append(adding)
             adding.start()
             adding.join(timeout=1.0)  # done at once, unless the count holds the index meanwhile
-        return scores
+        return holding
 
-    monkeypatch.setattr(index, "score_array", reading_while_papers_arrive)
+    monkeypatch.setattr(index, "_mark", reading_while_papers_arrive)
     first = await service.search(1003, user_id=USER, query="long context", page_size=2)
     adders[0].join()
     assert first.holding_all == 1  # the KV cache paper, as the index held it when the count began
