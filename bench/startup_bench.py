@@ -81,6 +81,8 @@ async def a_day(server: SandboxServer, services: Services, searches_count: int) 
     planned = time.perf_counter() - started
     release_free_memory()  # planned here directly, not through the scheduler that calls it once idle
     await searches(server, searches_count, 0)
+    # the names and words the searches did not need, which the bot reads once searches pause
+    await services.search_service.repair.catch_up(services.search)
     return len(subs), planned
 
 

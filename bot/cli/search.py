@@ -33,7 +33,7 @@ async def run_search(args: argparse.Namespace, settings: Settings) -> int:
     queries = read_batch(args.batch) if args.batch else [(None, args.query)]
     async with open_services(settings, beside_start=False) as services:
         repair = services.search_service.repair
-        await repair.refresh(services.search)
+        await repair.catch_up(services.search)
         for start in range(0, len(queries), BATCH_BLOCK):
             block = queries[start : start + BATCH_BLOCK]
             found = await search_block(
@@ -56,7 +56,7 @@ async def search_block(
 ) -> list[SearchAnswer | Exception]:
     """Each query's answer (an author's papers, or the query repaired and searched), or the error that
     says why it cannot be searched (raised instead with ``raise_errors``). The author names must be
-    up to date (``repair.refresh()``)."""
+    up to date (``repair.catch_up()``)."""
     found: list[SearchAnswer | Exception] = []
     for text in texts:
         try:

@@ -74,6 +74,14 @@ class QueryRepair:
         except TimeoutError:
             log.info("a search answered before the author names and words of new papers were all read")
 
+    async def catch_up(self, engine: SearchEngine) -> None:
+        """Read every name and word not read yet, however long that takes: for a caller with no answer
+        time to keep (the command line, whose misspelt query would otherwise go uncorrected while a
+        large store's first look outlasts ``wait``)."""
+        catching_up = self._catch_up(engine)
+        if catching_up is not None:
+            await asyncio.shield(catching_up)
+
     def _catch_up(self, engine: SearchEngine) -> asyncio.Future[list[None]] | None:
         """The look at the names and words not read yet, started unless it runs; None: all read."""
         if self._catching_up is None or self._catching_up.done():

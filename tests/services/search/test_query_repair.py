@@ -120,3 +120,19 @@ async def test_a_name_or_a_misspelt_word_waits_for_the_look(db: Database) -> Non
         repair.quiet = 60.0
         answer = await repair.search(engine, query, limit=5)
         assert answer.author == "Alan Turing" or answer.searched_as == "transformers", query
+
+
+async def test_the_command_line_waits_for_the_whole_look(db: Database) -> None:
+    """With no answer time to keep, every name is read before the first query, however long it takes."""
+    repair, engine = await _repair(db, RECORDS)
+    assert repair.authors is not None
+    catch_up = repair.authors.refresh
+
+    async def slow_refresh() -> None:
+        await asyncio.sleep(0.3)
+        await catch_up()
+
+    repair.authors.refresh = slow_refresh  # type: ignore[method-assign]
+    repair.wait = 0.01
+    await repair.catch_up(engine)
+    assert (await repair.answer(engine, "Alan Turing", limit=5)).author == "Alan Turing"
