@@ -45,7 +45,6 @@ ANSWER_PATIENCE = 5.0
 #: (and, at least three times per takeover time, for runs a dead process left half sent).
 SUBSCRIPTIONS_POLL_SECONDS = 5.0
 DIGESTS_LOOP = "digests-follow-store"
-PRUNE_AT_START = "prune-at-start"
 
 
 def point_discord_at(settings: Settings) -> None:
@@ -270,9 +269,8 @@ class PaperBot(commands.AutoShardedBot):
         # subscriptions other processes made or changed, and runs a dead process left half sent
         every = min(SUBSCRIPTIONS_POLL_SECONDS, self.settings.takeover_seconds / 3)
         self.scheduler.loop(DIGESTS_LOOP, lambda: self.digest_jobs.follow_store(every=every))
-        # searches, notes of forgettings and digest history past their retention go once serving (not
-        # before: a start's prune took 0.2-0.3 s of the login at 100,000 papers), then daily
-        self.scheduler.loop(PRUNE_AT_START, self._prune_once_serving)
+        # searches, notes of forgettings and digest history past their retention go at start, then daily
+        await self.prune()
         self.scheduler.daily_prune(self.prune)
         # reading groups: polls, winners, threads and reminders that fell due (each step stored)
         self.scheduler.every(CLUB_JOB_ID, self.run_clubs, seconds=CLUB_EVERY_SECONDS)
@@ -295,10 +293,6 @@ class PaperBot(commands.AutoShardedBot):
         """Every reading-group step that fell due (once serving); returns how many were taken."""
         await self.wait_until_serving()
         return await self.services.club.run_due(DiscordClubSender(self, self.sending))
-
-    async def _prune_once_serving(self) -> None:
-        await self.wait_until_serving()
-        await self.prune()
 
     async def prune(self) -> None:
         """Delete what is past its retention: stored searches and notes of forgettings, digest history
