@@ -161,6 +161,11 @@ async def interests_add(
         interest, new_interest = await services.recommender.add_paper(user_id, seed.id)
         if new_interest:
             lines.append(f"Following papers like “{echo(interest.label)}” as an interest of its own.")
+        elif interest.row.narrowed_by == seed.id:
+            lines.append(
+                f"It narrows your interest in {echo(interest.described)} to the part like it: papers like it "
+                "lead its picks now, not every paper with its words."
+            )
         elif interest.row.kind == "topic":
             lines.append(f"It teaches your interest in {echo(interest.described)}.")
         press = await services.ratings.on_seed(user_id, seed.id, guild_id=interaction.guild_id)

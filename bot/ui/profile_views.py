@@ -86,6 +86,8 @@ def interest_lines(entry: InterestSummary) -> str:
         name = f"papers like “{name}” (from your 👍)"
     elif interest.row.origin == "subscribe":
         name += " (from your digest)"
+    if interest.narrowed_to is not None:
+        name += f", the part like “{escape_markdown(trim(interest.narrowed_to, 100))}”"
     head = f"{_KIND_MARK.get(interest.row.kind, '•')} **{name}**" + (" · ⏸️ paused" if interest.paused else "")
     lines = [head, f"{entry.picks} pick{'s' if entry.picks != 1 else ''}, {entry.liked} liked"]
     taught = [f"{n} {emoji}" for n, emoji in ((entry.wanted, "👍"), (entry.disliked, "👎")) if n]

@@ -17,7 +17,7 @@ Origin = Literal["interests", "subscribe", "reaction"]
 #: the most interests a person may have at once (``bot.services.recommend.interests`` tells them first)
 INTEREST_LIMIT: Final = 25
 
-_COLUMNS = "id, user_id, kind, key, topic, paper_id, origin, paused_at, removed_at, added_at"
+_COLUMNS = "id, user_id, kind, key, topic, paper_id, origin, paused_at, removed_at, added_at, narrowed_by"
 
 
 class InterestLimitError(Exception):
@@ -41,6 +41,8 @@ class InterestRow:
     paused_at: str | None
     removed_at: str | None
     added_at: str
+    #: a topic's: the paper the person named as the part of it they mean (its words then bind no pick)
+    narrowed_by: int | None = None
 
     @property
     def active(self) -> bool:
@@ -79,6 +81,7 @@ def _row(row: Row) -> InterestRow:
         paused_at=None if row[7] is None else str(row[7]),
         removed_at=None if row[8] is None else str(row[8]),
         added_at=str(row[9]),
+        narrowed_by=None if row[10] is None else int(row[10]),
     )
 
 
@@ -184,6 +187,16 @@ class InterestRepository:
                 (topic, topic_key(topic), interest_id, user_id),
             )
             return changed > 0
+
+    async def narrow_by(self, user_id: int, interest_id: int, paper_id: int) -> bool:
+        """The topic interest is narrowed to the part of it ``paper_id`` shows (the paper the person
+        named for it); False when it is no active topic of theirs."""
+        changed = await self._db.execute(
+            "UPDATE interests SET narrowed_by = ? WHERE id = ? AND user_id = ? AND kind = 'topic' "
+            "AND removed_at IS NULL",
+            (paper_id, interest_id, user_id),
+        )
+        return changed > 0
 
     async def remove(self, user_id: int, interest_id: int, *, at: str | None = None) -> bool:
         """Stop serving the interest (kept as removed: a 👍 on a paper it brought does not start it

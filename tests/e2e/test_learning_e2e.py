@@ -268,7 +268,8 @@ async def test_a_paper_named_as_the_broad_note_asks_narrows_the_very_next_picks(
 ) -> None:
     """ "reinforcement learning" is broad here (120 of 160 papers); the answer asks for a paper the
     person likes. Naming an offline one counts as a 👍, and the very next picks are mostly offline
-    papers (30 of the 120 the typed words match). Given in the same command, the note does not ask."""
+    papers (30 of the 120 the typed words match); the answer and `/paper interests show` say the topic is
+    narrowed to the part like it. Given in the same command, the note does not ask."""
     async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
         server = e2e.server
         broad = await server.run_command("carol", "paper interests add", topic="reinforcement learning")
@@ -277,6 +278,11 @@ async def test_a_paper_named_as_the_broad_note_asks_narrows_the_very_next_picks(
         offline = await e2e.db.fetchval("SELECT id FROM papers WHERE title LIKE 'Offline study 0:%'")
         liked = await server.run_command("carol", "paper interests add", paper=str(offline))
         assert "now counts as a paper you like" in liked.content, liked.content
+        assert "It narrows your interest in reinforcement learning to the part like it" in liked.content
+        shown = await server.run_command("carol", "paper interests show")
+        title = await e2e.db.fetchval("SELECT title FROM papers WHERE id = ?", (offline,))
+        assert "reinforcement learning**" not in shown.text, shown.text
+        assert f"reinforcement learning, the part like “{title[:40]}" in shown.text, shown.text
         await server.eventually(lambda: _stored(e2e, server.carol.id, 1), what="carol's 👍 stored")
 
         picks = await server.run_command("carol", "paper recommend", count=5)

@@ -72,6 +72,24 @@ async def test_pausing_and_narrowing_touch_only_that_interest(db: Database) -> N
     assert all(i.active for i in await repo.interests(PERSON))
 
 
+async def test_a_topic_is_narrowed_by_a_paper_and_outlives_it(db: Database) -> None:
+    await _papers(db, 1, 2)
+    repo = InterestRepository(db)
+    ml, _ = await repo.add(PERSON, "topic", topic_key("machine learning"), topic="machine learning")
+    named, _ = await repo.add(PERSON, "paper", paper_key(2), paper_id=2)
+    assert ml.narrowed_by is None
+    assert await repo.narrow_by(PERSON, ml.id, 1)
+    assert not await repo.narrow_by(PERSON + 1, ml.id, 1)  # not theirs
+    assert not await repo.narrow_by(PERSON, named.id, 1)  # only a typed topic is narrowed
+    rows = {i.id: i for i in await repo.interests(PERSON)}
+    assert (rows[ml.id].narrowed_by, rows[named.id].narrowed_by) == (1, None)
+    await db.execute("DELETE FROM papers WHERE id = 1")  # the paper goes; the topic stays, as typed
+    assert [(i.topic, i.narrowed_by) for i in await repo.interests(PERSON)] == [
+        ("machine learning", None),
+        (None, None),
+    ]
+
+
 async def test_the_cap_counts_interests_of_every_kind(db: Database) -> None:
     await _papers(db, 1)
     repo = InterestRepository(db)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Final
 
@@ -62,6 +62,7 @@ class Interest:
 
     row: InterestRow
     label: str  # the topic's words, or the paper's short title
+    narrowed_to: str | None = None  # a topic's: the short title of the paper named as the part meant
 
     @property
     def id(self) -> int:
@@ -126,11 +127,13 @@ class InterestService:
     async def named(self, rows: Sequence[InterestRow]) -> list[Interest]:
         titles = await self._titles(
             [r.paper_id for r in rows if r.kind != "topic" and r.paper_id is not None]
+            + [r.narrowed_by for r in rows if r.narrowed_by is not None]
         )
         named: list[Interest] = []
         for row in rows:
             if row.kind == "topic" and row.topic is not None:
-                named.append(Interest(row, row.topic))
+                narrowed = titles.get(row.narrowed_by) if row.narrowed_by is not None else None
+                named.append(Interest(row, row.topic, narrowed))
             elif row.paper_id is not None and row.paper_id in titles:
                 named.append(Interest(row, titles[row.paper_id]))
         return named
@@ -173,6 +176,15 @@ class InterestService:
             user_id, "paper", paper_key(paper_id), paper_id=paper_id, at=self._stamp()
         )
         return Interest(row, short_title(papers[paper_id].title)), added
+
+    async def narrow_by(self, user_id: int, row: InterestRow, paper_id: int) -> InterestRow:
+        """A paper named for the typed topic ``row`` says which part of it the person means: from now
+        on the paper and their reactions lead its picks, and its words no longer bind them. Returns the
+        row as it now is."""
+        changed = row.kind == "topic" and row.narrowed_by != paper_id
+        if changed and await self.repository.narrow_by(user_id, row.id, paper_id):
+            return replace(row, narrowed_by=paper_id)
+        return row
 
     def _check_room(self, existing: Sequence[InterestRow]) -> None:
         if len(existing) >= MAX_TOPICS:

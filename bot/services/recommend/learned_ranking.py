@@ -67,6 +67,8 @@ class LearnedRanker:
         n = len(coords)
         size = learning.candidates if fitted.liked else learning.candidates_unliked
         bound = learning.liked_match if fitted.liked else learning.unliked_match
+        if fitted.liked and fitted.narrowed:  # a paper named for the topic says which part of it
+            bound = learning.liked_match_narrowed
         candidates = np.zeros(0, dtype=np.int64)
         if profile.topic_terms and bound:
             # an interest stays about its typed words (exploring a broad field stays inside it)

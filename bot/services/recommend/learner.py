@@ -79,6 +79,12 @@ class LearningParams:
     unliked_match: float = 0.6  # while nothing is liked, picks match the topics this share of the best match
     liked_match: float = 0.25  # once something is liked, this share (an interest stays about its words)
     place_pool: int = 5000  # of those, the papers matching the topics best are scored by place
+    #: a topic narrowed by a paper the person named for it (a broad field answered): its words' weight
+    #: starts here once liked, and binds the picks this much (bench/interests_eval.py, tune split,
+    #: IJCAI answered, days 4–6: 0.241 / 0.262 / 0.273 for one / two / three interests at the settings
+    #: of a typed name, 0.351 / 0.307 / 0.369 with neither)
+    prior_narrowed: float = 0.0
+    liked_match_narrowed: float = 0.0
 
 
 DEFAULT_LEARNING: Final = LearningParams()
@@ -172,11 +178,17 @@ class PersonModel:
 
 
 def fit(
-    examples: Examples, params: LearningParams = DEFAULT_LEARNING, *, liked: bool, several: bool = False
+    examples: Examples,
+    params: LearningParams = DEFAULT_LEARNING,
+    *,
+    liked: bool,
+    several: bool = False,
+    narrowed: bool = False,
 ) -> PersonModel:
     """The L2-regularised logistic regression of the module docstring (L-BFGS). ``liked``: whether
     any example is wanted; until one is, the topics' weight is held near ``prior_weight``. ``several``:
-    the interest is one of several (its topics' weight then starts at ``prior_several``)."""
+    the interest is one of several (its topics' weight then starts at ``prior_several``);
+    ``narrowed``: a paper named for its topic says which part of it is meant (``prior_narrowed``)."""
     n_words, dims = len(examples.terms), examples.coords.shape[1]
     rows = len(examples.labels)
     # the words sparse, the rest (coordinates, topic match, bias) one dense block beside them
@@ -190,7 +202,8 @@ def fit(
     pull = np.concatenate([np.full(n_words, params.word_l2), np.full(dims, params.coord_l2), [0.0, 1e-3]])
     if liked:
         # the typed words stay the interest's prior: its weight starts there and moves with the reactions
-        start[-2], pull[-2] = params.prior_several if several else params.prior_liked, params.topic_l2
+        prior = params.prior_narrowed if narrowed else params.prior_several if several else params.prior_liked
+        start[-2], pull[-2] = prior, params.topic_l2
     else:
         start[-2], pull[-2] = params.prior_weight, params.prior_l2
         # With nothing wanted, a free bias would explain every 👎 by itself (all papers unwanted).

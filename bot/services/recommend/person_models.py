@@ -100,12 +100,14 @@ class IndexedPapers(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Fitted:
-    """A person's model, every placed paper's match to their typed topics (0–1, by slot), and
-    whether they have liked anything yet (until then the picks explore)."""
+    """A person's model, every placed paper's match to their typed topics (0–1, by slot),
+    whether they have liked anything yet (until then the picks explore), and whether a paper they
+    named narrowed the topic (its words then bind no pick)."""
 
     model: PersonModel
     topic_match: FloatArray
     liked: bool
+    narrowed: bool = False
 
 
 class PersonModels:
@@ -158,12 +160,14 @@ class PersonModels:
         now: datetime,
         several: bool = False,
         grouped: bool = False,
+        narrowed: bool = False,
     ) -> Fitted | None:
         """The person's model fitted to their reactions. None when none of the rated papers is in
         the index (nothing to learn from), or while the paper space of a large corpus is still being
         computed (then the topic ranking stands in). ``several``: the interest is one of several the
         person has (:func:`bot.services.recommend.learner.fit`); ``grouped``: it is a group of the person's own 👍
-        (a library), whose 👎 weigh ``grouped_dislike_weight``."""
+        (a library), whose 👎 weigh ``grouped_dislike_weight``; ``narrowed``: its topic was narrowed by a
+        paper the person named."""
         params, space = self.params, self.space
         if not self.space_ready():
             return None
@@ -201,7 +205,8 @@ class PersonModels:
             weights=np.array([v[1] for v in values]),
             rated=len(rated),
         )
-        return Fitted(fit(examples, params, liked=liked, several=several), topic_match, liked)
+        model = fit(examples, params, liked=liked, several=several, narrowed=narrowed)
+        return Fitted(model, topic_match, liked, narrowed)
 
     def topic_match(self, topic_query: Mapping[str, float], n: int) -> FloatArray:
         """Every placed paper's BM25 match to the typed words, scaled to 0–1 by the best match (a

@@ -135,7 +135,10 @@ class PersonPlanner:
         # (a paused interest counts: pausing one leaves what the others learned as it was)
         several = len(shown) + sum(1 for plan, _, _ in plans if plan.interest_id is None) > 1
         grouped = frozenset(i.id for i in named if i.row.kind == "liked")  # (a library's 👎 weigh less)
-        fitted = await self._fit_all(plans, ready, now=now, wait=wait, several=several, grouped=grouped)
+        narrowed = frozenset(i.id for i in named if i.row.narrowed_by is not None)
+        fitted = await self._fit_all(
+            plans, ready, now=now, wait=wait, several=several, grouped=grouped, narrowed=narrowed
+        )
         if fitted is None:
             return None
         served = tuple(replace(plan, fitted=f) for (plan, _, _), f in zip(plans, fitted, strict=True))
@@ -282,13 +285,14 @@ class PersonPlanner:
         wait: bool,
         several: bool,
         grouped: frozenset[int] = frozenset(),
+        narrowed: frozenset[int] = frozenset(),
     ) -> list[Fitted | None] | None:
         """Each interest's model (None where it has no reactions to learn from, or no space yet),
         fitted in one worker thread: a fit reads the whole corpus, which nobody else's answer should
         wait for. It holds the index's lock, so an ingest never changes the index under it; without
         ``wait``, None while another thread holds it. ``several``: the person has more than one
         interest (:func:`bot.services.recommend.learner.fit`); ``grouped``: the interests that are groups
-        of liked papers (:meth:`PersonModels.fit`)."""
+        of liked papers, ``narrowed`` the topics a named paper narrowed (:meth:`PersonModels.fit`)."""
         if not ready or not any(plan.signals for plan, _, _ in plans):
             return [None] * len(plans)
 
@@ -304,6 +308,7 @@ class PersonPlanner:
                         now=now,
                         several=several,
                         grouped=plan.interest_id in grouped,
+                        narrowed=plan.interest_id in narrowed,
                     )
                     if plan.signals
                     else None

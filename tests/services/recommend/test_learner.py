@@ -73,6 +73,11 @@ def test_before_a_like_the_topics_lead_and_after_one_they_are_learned_from_the_p
     among_several = fit(examples, liked=True, several=True)
     assert among_several.topic_weight > liked.topic_weight + 1.0
     assert LearningParams().prior_several > LearningParams().prior_liked
+    # a topic narrowed by a paper the person named learns its words' weight from zero, one among
+    # several too: the paper said which part of the field is meant
+    narrowed = fit(examples, liked=True, several=True, narrowed=True)
+    assert abs(narrowed.topic_weight) < 1.0
+    assert narrowed.topic_weight < liked.topic_weight < among_several.topic_weight
 
 
 def test_liked_papers_words_lift_unseen_papers_that_share_them() -> None:
