@@ -24,7 +24,10 @@ person's topics, holding it there lost on the tuning split of ``bench/recommend_
 zero, an interest with no 👍 yet vanished from the picks.) An interest among several starts from a
 larger prior (``prior_several``): it gets two or three picks of five, which must be about its words,
 and a model that follows its 👍s away from them drifts towards the other interests' fields
-(``bench/interests_eval.py``, tune split: days 4–6 precision up for two and three interests).
+(``bench/interests_eval.py``, tune split: days 4–6 precision up for two and three interests). A
+topic the person named a paper for (the answer to a broad topic) is the exception: the paper says
+which part of the field they mean, so its words' weight is learned from zero and binds no pick
+(``prior_narrowed``, ``liked_match_narrowed``).
 
 Fitting is L-BFGS over the words of the rated papers plus ~dims+2 weights (milliseconds); scoring
 every paper's place and topic match is one matrix-vector product, and the words are added to the
