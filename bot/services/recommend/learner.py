@@ -85,7 +85,7 @@ class LearningParams:
     #: a topic narrowed by a paper the person named for it (a broad field answered): its words' weight
     #: starts here once liked, and binds the picks this much (bench/interests_eval.py, tune split,
     #: IJCAI answered, days 4–6: 0.241 / 0.262 / 0.273 for one / two / three interests at the settings
-    #: of a typed name, 0.351 / 0.307 / 0.369 with neither)
+    #: of a typed name, 0.336 / 0.304 / 0.369 with neither; for every interest, they cost typed names)
     prior_narrowed: float = 0.0
     liked_match_narrowed: float = 0.0
 
