@@ -82,6 +82,8 @@ def attribute(
     by_id = {i.id: i for i in interests}
     taught = {i.id: Taught(i) for i in interests if i.removed_at is None}
     seeds = {i.paper_id: i.id for i in interests if i.kind != "topic" and i.paper_id is not None}
+    # the paper named for a topic teaches that topic, wherever it lies
+    seeds |= {i.narrowed_by: i.id for i in interests if i.kind == "topic" and i.narrowed_by is not None}
     members: dict[int, list[npt.NDArray[np.float64]]] = {i: [] for i in taught}
     placed = False
 

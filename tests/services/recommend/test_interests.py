@@ -19,7 +19,7 @@ NOW = "2026-03-01T09:00:00+00:00"
 
 
 def _interest(
-    interest_id: int, kind: str = "topic", topic: str | None = None, paper_id: int | None = None, **kw: str
+    interest_id: int, kind: str = "topic", topic: str | None = None, paper_id: int | None = None, **kw: object
 ) -> InterestRow:
     return InterestRow(
         id=interest_id,
@@ -32,6 +32,7 @@ def _interest(
         paused_at=kw.get("paused_at"),
         removed_at=kw.get("removed_at"),
         added_at="2026-01-01T00:00:00+00:00",
+        narrowed_by=int(kw["narrowed_by"]) if "narrowed_by" in kw else None,
     )
 
 
@@ -80,6 +81,15 @@ def test_a_like_far_from_every_interest_starts_one_and_a_dislike_there_teaches_n
     assert grouped.new_groups == ()
     assert [s.paper_id for s in grouped.taught[3].signals] == [7, 8, 9]
     assert JOIN_COSINE > 0
+
+
+def test_the_paper_named_for_a_topic_teaches_that_topic_wherever_it_lies() -> None:
+    """Paper 7 lies far from "offline rl": a 👍 on it alone would start an interest of its own, but
+    named for that topic (it narrowed it) it teaches the topic; other far likes still start one."""
+    rl = _interest(1, topic="offline rl", narrowed_by=7)
+    result = _attribute([rl], [_row(7, "like"), _row(8, "like")])
+    assert [s.paper_id for s in result.taught[1].signals] == [7]
+    assert result.new_groups == (8,)
 
 
 def test_removed_interests_teach_nothing_and_paused_ones_nothing_after_the_pause() -> None:
