@@ -149,6 +149,7 @@ async def interests_add(
     seed = await services.search_service.resolve_paper(paper) if paper is not None else None
     lines = []
     view = None
+    stored = None
     if topic is not None:
         stored, added = await services.profiles.add_topic(user_id, topic)
         lines.append(added_line(stored) if added else f"You already follow “{echo(stored)}”.")
@@ -158,7 +159,7 @@ async def interests_add(
             view = narrower_view(stored, broad)
             lines.append(breadth_note(stored, broad, buttons=view is not None, ask_for_paper=paper is None))
     if seed is not None:
-        interest, new_interest = await services.recommender.add_paper(user_id, seed.id)
+        interest, new_interest = await services.recommender.add_paper(user_id, seed.id, for_topic=stored)
         if new_interest:
             lines.append(f"Following papers like “{echo(interest.label)}” as an interest of its own.")
         elif interest.row.narrowed_by == seed.id:

@@ -298,3 +298,4 @@ async def test_a_paper_named_as_the_broad_note_asks_narrows_the_very_next_picks(
         assert "is broad" in both.content
         assert "now counts as a paper you like" in both.content
         assert "/paper interests add paper:" not in both.content, "he has just named one"
+        assert "It narrows your interest in reinforcement learning" in both.content, both.content

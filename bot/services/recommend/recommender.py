@@ -202,14 +202,19 @@ class Recommender:
             return PersonalPicks("popular", popular=tuple(popular))
         return PersonalPicks("no_profile")
 
-    async def add_paper(self, user_id: int, paper_id: int) -> tuple[Interest, bool]:
+    async def add_paper(
+        self, user_id: int, paper_id: int, *, for_topic: str | None = None
+    ) -> tuple[Interest, bool]:
         """`/paper interests add paper:`: the paper named is a 👍 (the caller stores it) and starts an
         interest of its own when it lies far from every interest the person follows; close to one
         (a broad topic it answers, say), it teaches that one instead, and a typed topic's words no longer
-        bind its picks (:meth:`InterestService.narrow_by`). Returns the interest it counts
-        for and whether it is new."""
+        bind its picks (:meth:`InterestService.narrow_by`). ``for_topic``: a typed topic the person
+        named the paper for (in the same command), which it narrows wherever it lies. Returns the
+        interest it counts for and whether it is new."""
         rows = [r for r in await self.interests.interests(user_id) if r.active]
-        near = await asyncio.to_thread(self.planner.closest, paper_id, rows)
+        wanted = for_topic.casefold() if for_topic is not None else None
+        named_for = next((r for r in rows if r.topic is not None and r.topic.casefold() == wanted), None)
+        near = named_for or await asyncio.to_thread(self.planner.closest, paper_id, rows)
         if near is not None:  # a topic it answers is narrowed to the part the paper shows
             near = await self.profiles.narrow_by(user_id, near, paper_id)
             return (await self.profiles.named([near]))[0], False
