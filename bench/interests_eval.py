@@ -181,10 +181,18 @@ class Paperbot:
                 paper_id = self.store.ids[row]
                 if paper_id < 0:
                     continue
-                if hasattr(self.recommender, "add_paper"):
-                    await self.recommender.add_paper(user, paper_id)
+                field = person.areas[person.named.index(row)].split(":")[0].strip()
+                await self.name_paper(user, paper_id, field)
                 await rate(self.store.db, user, paper_id, "like", at=self.clock["now"])
         return self.users[person]
+
+    async def name_paper(self, user: int, paper_id: int, field: str) -> None:
+        """`/paper interests add paper:` as the person answers the note on a broad topic: the paper
+        named alone; where it went to another interest, the answer offers their other typed topics as
+        buttons, and they press their field's (``Recommender.narrow_with``)."""
+        interest, _ = await self.recommender.add_paper(user, paper_id)
+        if interest.label.casefold() != field.casefold():
+            await self.recommender.narrow_with(user, field, paper_id)
 
     async def pick(
         self, person: Person, liked: list[int], disliked: list[int], shown_: set[int], day: int

@@ -462,7 +462,10 @@ def product_picker(product: Product, split: Split, *, learn: bool, learning: Lea
             if state["presses"] and (narrower := pressed_topic(product, person, phrase)) is not None:
                 await recommender.profiles.narrow_topic(state["user"], phrase, narrower)
             if learn and "seed" in state:  # /paper interests add paper: narrows the topic, and is a 👍
-                await recommender.add_paper(state["user"], product.ids[state["seed"]])
+                seed = product.ids[state["seed"]]
+                interest, _ = await recommender.add_paper(state["user"], seed)
+                if interest.label.casefold() != phrase.casefold():  # the answer's button for the topic
+                    await recommender.narrow_with(state["user"], phrase, seed)
                 await rate(product.db, state["user"], product.ids[state["seed"]], "like", at=START)
             pick.people.append((person, state["user"], phrase, shown))  # type: ignore[attr-defined]
         user = state["user"]

@@ -27,6 +27,7 @@ from bot.ui.profile_views import (
     NO_SAVED_PAPERS,
     ExportButton,
     ForgetMeView,
+    NarrowByPaperButton,
     NarrowTopicButton,
     added_line,
     breadth_note,
@@ -35,6 +36,7 @@ from bot.ui.profile_views import (
     interests_embed,
     listed,
     muted_line,
+    narrow_by_view,
     narrower_view,
     picks_embed,
     rating_view,
@@ -169,6 +171,15 @@ async def interests_add(
             )
         elif interest.row.kind == "topic":
             lines.append(f"It teaches your interest in {echo(interest.described)}.")
+        if topic is None:  # named alone: it may be the part of another typed topic the person means
+            other = [
+                i.label
+                for i in await services.profiles.interests(user_id)
+                if i.row.kind == "topic" and not i.paused and i.id != interest.id
+            ]
+            view = narrow_by_view(seed.id, other)
+            if view is not None:
+                lines.append("If it is the part of another of your topics you mean, press that topic.")
         press = await services.ratings.on_seed(user_id, seed.id, guild_id=interaction.guild_id)
         lines.append(press.note)
     if view is None:
@@ -357,8 +368,25 @@ async def narrow_topic(interaction: discord.Interaction[Any], button: NarrowTopi
         await report_item_error(interaction, error, "narrower topic button", detail=repr(button.narrower))
 
 
+async def narrow_by_paper(interaction: discord.Interaction[Any], button: NarrowByPaperButton) -> None:
+    """A topic's button under /paper interests add paper:: the paper named is the part of it meant."""
+    bot: PaperBot = interaction.client
+    try:
+        interest = await bot.services.recommender.narrow_with(
+            interaction.user.id, button.topic, button.paper_id
+        )
+        await interaction.response.send_message(
+            f"Your interest in {echo(interest.described)} is narrowed to the part like "
+            f"“{echo(interest.narrowed_to or str(button.paper_id))}”: papers like it lead its picks now.",
+            ephemeral=True,
+        )
+    except Exception as error:
+        await report_item_error(interaction, error, "narrow-by-paper button", detail=repr(button.topic))
+
+
 async def setup(bot: PaperBot) -> None:
     paper_group.add_to(bot)
     interests_group.add_to(bot)
     answer(bot, ExportButton, export_saved)
     answer(bot, NarrowTopicButton, narrow_topic)
+    answer(bot, NarrowByPaperButton, narrow_by_paper)

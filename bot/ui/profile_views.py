@@ -364,6 +364,52 @@ def narrow_id(narrower: str, broad: str) -> str:
     return f"pb:narrow:{narrower}|{broad}"
 
 
+class NarrowByPaperButton(
+    Answered,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"pb:narrowby:(?P<paper>[0-9]+)\|(?P<topic>.+)",
+):
+    """Says a paper just named is what the person means by one of their typed topics (offered under
+    /paper interests add paper: when the paper went to another interest or started its own)."""
+
+    def __init__(self, paper_id: int, topic: str) -> None:
+        self.paper_id, self.topic = paper_id, topic
+        super().__init__(
+            secondary_button(
+                label=trim(f"It is what I mean by “{topic}”", BUTTON_LABEL_LIMIT),
+                emoji="🎯",
+                custom_id=narrow_by_id(paper_id, topic),
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> NarrowByPaperButton:
+        return cls(int(match["paper"]), match["topic"])
+
+
+def narrow_by_id(paper_id: int, topic: str) -> str:
+    """The custom id of the button that narrows ``topic`` by the paper ``paper_id``."""
+    return f"pb:narrowby:{paper_id}|{topic}"
+
+
+#: at most this many topics offered to narrow by a paper named (one row of buttons)
+NARROW_BY_BUTTONS = 5
+
+
+def narrow_by_view(paper_id: int, topics: Sequence[str]) -> discord.ui.View | None:
+    """A button for each typed topic (the first five whose button Discord can hold) that a paper just
+    named could be the part of."""
+    fitting = [t for t in topics if len(narrow_by_id(paper_id, t)) <= CUSTOM_ID_LIMIT][:NARROW_BY_BUTTONS]
+    if not fitting:
+        return None
+    view = discord.ui.View(timeout=None)
+    for topic in fitting:
+        view.add_item(NarrowByPaperButton(paper_id, topic))
+    return view
+
+
 def narrower_view(broad: str, breadth: Breadth) -> discord.ui.View | None:
     """A button for each narrower topic whose button Discord can hold (custom id ≤ 100 characters)."""
     fitting = [n for n in breadth.narrower if "|" not in n and len(narrow_id(n, broad)) <= CUSTOM_ID_LIMIT]

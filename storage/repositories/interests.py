@@ -188,9 +188,9 @@ class InterestRepository:
             )
             return changed > 0
 
-    async def narrow_by(self, user_id: int, interest_id: int, paper_id: int) -> bool:
+    async def narrow_by(self, user_id: int, interest_id: int, paper_id: int | None) -> bool:
         """The topic interest is narrowed to the part of it ``paper_id`` shows (the paper the person
-        named for it); False when it is no active topic of theirs."""
+        named for it; None: no longer narrowed); False when it is no active topic of theirs."""
         changed = await self._db.execute(
             "UPDATE interests SET narrowed_by = ? WHERE id = ? AND user_id = ? AND kind = 'topic' "
             "AND removed_at IS NULL",

@@ -299,3 +299,29 @@ async def test_a_paper_named_as_the_broad_note_asks_narrows_the_very_next_picks(
         assert "now counts as a paper you like" in both.content
         assert "/paper interests add paper:" not in both.content, "he has just named one"
         assert "It narrows your interest in reinforcement learning" in both.content, both.content
+
+
+async def test_a_paper_named_alone_is_given_to_the_topic_the_person_presses(
+    start_paperbot: Any, tmp_path: Path
+) -> None:
+    """Named alone, a paper narrows the topic it lies in; the answer offers the person's other typed
+    topics as buttons, and pressing one makes the paper the part of that topic instead (the first
+    topic is no longer narrowed by it), as `/paper interests show` then says."""
+    async with start_paperbot(store=await _library(tmp_path), load_shipped_corpus=False) as e2e:
+        server = e2e.server
+        await server.run_command("alice", "paper interests add", topic="reinforcement learning")
+        await server.run_command("alice", "paper interests add", topic="deep learning")
+        offline = await e2e.db.fetchval("SELECT id FROM papers WHERE title LIKE 'Offline study 0:%'")
+        named = await server.run_command("alice", "paper interests add", paper=str(offline))
+        assert "It narrows your interest in reinforcement learning" in named.content, named.content
+        assert "press that topic" in named.content, named.content
+        labels = [b["label"] for b in named.buttons]
+        assert labels == ["It is what I mean by “deep learning”"], labels
+
+        pressed = await server.click("alice", named, f"pb:narrowby:{offline}|deep learning")
+        assert (
+            "Your interest in deep learning is narrowed to the part like “Offline study 0" in pressed.content
+        )
+        shown = await server.run_command("alice", "paper interests show")
+        assert "**deep learning, the part like “Offline study 0" in shown.text, shown.text
+        assert "**reinforcement learning**" in shown.text, "no longer narrowed by the paper"

@@ -28,6 +28,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from bot.errors import NotFoundError
 from bot.services.recommend.candidates import Candidate, MutedPapers, NearCopyGuard, Pool
 from bot.services.recommend.interests import Interest, InterestService, InterestSummary, ProfileSummary
 from bot.services.recommend.learned_ranking import LearnedRanker
@@ -219,6 +220,23 @@ class Recommender:
             near = await self.profiles.narrow_by(user_id, near, paper_id)
             return (await self.profiles.named([near]))[0], False
         return await self.profiles.add_paper(user_id, paper_id)
+
+    async def narrow_with(self, user_id: int, topic: str, paper_id: int) -> Interest:
+        """The person says a paper they named is what they mean by ``topic`` (its button under the
+        answer, when the paper went elsewhere): the topic is narrowed by it, and the paper leaves the
+        interest it had started, or the topic it had narrowed."""
+        rows = [r for r in await self.interests.interests(user_id) if r.active]
+        wanted = topic.casefold()
+        target = next((r for r in rows if r.topic is not None and r.topic.casefold() == wanted), None)
+        if target is None:
+            raise NotFoundError(f"You no longer follow “{topic}”.")
+        for row in rows:
+            if row.kind == "paper" and row.paper_id == paper_id:
+                await self.interests.remove(user_id, row.id)
+            elif row.narrowed_by == paper_id and row.id != target.id:
+                await self.interests.narrow_by(user_id, row.id, None)
+        narrowed = await self.profiles.narrow_by(user_id, target, paper_id)
+        return (await self.profiles.named([narrowed]))[0]
 
     async def mark_shown(
         self, user_id: int, paper_ids: Sequence[int], *, brought: Mapping[int, int | None] | None = None

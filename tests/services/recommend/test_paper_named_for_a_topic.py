@@ -1,11 +1,15 @@
 """A paper named in the same command as a typed topic narrows that topic, wherever the paper lies; named
-alone, a paper far from every interest starts an interest of its own."""
+alone, a paper far from every interest starts an interest of its own, until the person says which topic
+it is the part of."""
 
 from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
 
+import pytest
+
+from bot.errors import NotFoundError
 from bot.services.recommend.recommender import Recommender
 from paperindex.engine import SearchEngine
 from storage.db import Database
@@ -53,6 +57,12 @@ async def test_a_paper_named_for_a_topic_narrows_it_however_far_and_alone_starts
     await recommender.profiles.add_topic(1, "machine learning")
     alone, new = await recommender.add_paper(1, colouring)
     assert (new, alone.row.kind) == (True, "paper"), "far from the topic, named alone: an interest of its own"
+    # …until the person presses the topic it is the part of: the paper's own interest goes
+    pressed = await recommender.narrow_with(1, "MACHINE learning", colouring)
+    assert (pressed.label, pressed.row.narrowed_by) == ("machine learning", colouring)
+    assert [i.label for i in await recommender.profiles.interests(1)] == ["machine learning"]
+    with pytest.raises(NotFoundError):
+        await recommender.narrow_with(1, "kv cache", colouring)
 
     await recommender.profiles.add_topic(2, "Machine Learning")
     narrowed, new = await recommender.add_paper(2, colouring, for_topic="machine learning")
