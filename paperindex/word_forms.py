@@ -56,10 +56,6 @@ RARER: Final = 2
 #: the multivenue corpus), compounds written both ways above ("timeseries" 0.005, "metalearning" 0.009,
 #: "oversmoothing" 0.015, "multitask" 0.027): chosen on the keyword tune split.
 MIN_SHARE: Final = 0.003
-#: …and held by at least this many papers: one paper's form is as likely a link, a code name or a
-#: slip ("lifelonglearning", in one of 35,712 papers, passed the share against the 150 papers holding
-#: "lifelong" and outweighed the typed words) as a way the field writes the compound.
-MIN_FORM_PAPERS: Final = 2
 #: The weight of a title pair asked for by a split word (the engine's weight for a query's pairs).
 PAIR_WEIGHT: Final = 0.3
 _JOINERS: Final = re.compile(r"[ \-‐‑]{1,3}")
@@ -127,8 +123,7 @@ def _joined(first: str, second: str, index: IndexStats) -> list[Form]:
     word = first + second
     term = _single_term(word)
     typed_terms = (*normal_word_terms(first), *normal_word_terms(second))
-    least = max(MIN_FORM_PAPERS, MIN_SHARE * min(map(index.df, typed_terms), default=0))
-    if term is None or not typed_terms or index.df(term) < least:
+    if term is None or not typed_terms or index.df(term) < MIN_SHARE * min(map(index.df, typed_terms)):
         return []
     # "over-smoothing" is searched as "smoothing" (a stop word goes): the joined form alone names it
     lossy = first in HYPHEN_PREFIXES
@@ -162,7 +157,7 @@ def _split(word: str, index: IndexStats) -> list[Form]:
     # every cut's title pair looked up at once (one call under the index's lock, not one per cut)
     titles = index.doc_freqs(index.term_ids(a + PHRASE_JOIN + b for _, _, a, b in cuts)).tolist()
     papers, (first, second, a, b) = max(zip(titles, cuts, strict=True), key=lambda found: found[0])
-    if papers < max(MIN_FORM_PAPERS, MIN_SHARE * whole_papers):
+    if not papers or papers < MIN_SHARE * whole_papers:
         return []
     # the pair alone: its halves searched apart ("hyper", "parameter") match every paper on
     # parameters, and cost the keyword queries 0.005 (see the module)

@@ -16,22 +16,6 @@ ROWS = [
     Document(5, "Pretraining at Scale", "Large-scale pretraining of language models."),
     Document(6, "Understanding Networks", "Understanding deep networks; networks understand images."),
     Document(7, "Stand-alone Networks", "A stand-alone model of standing waves."),
-    Document(8, "Why GNNs Oversmooth", "A spectral view of oversmoothing."),
-    Document(9, "Lifelong Agents", "Lifelong learning agents; code at github.com/lab/lifelonglearning."),
-    Document(10, "Lifelong Models", "Continual, lifelong learning of models."),
-    Document(
-        11,
-        "Density Estimates",
-        "Kernel estimates of densities with bandwidth chosen by cross validation, "
-        "then a smoothing step over many noisy samples of the curve.",
-    ),
-    Document(
-        12,
-        "Spline Fits",
-        "Splines fitted to noisy samples of measured curves, with knots chosen by "
-        "cross validation and a smoothing penalty on the second derivative.",
-    ),
-    Document(13, "Pre-training Vision Transformers", "Transformers for images, trained twice."),
 ]
 
 
@@ -78,9 +62,6 @@ def test_words_that_only_look_like_compounds_ask_for_nothing_more(engine: Search
     assert terms(engine, "understanding") == set()  # "under" + "standing": more common whole
     assert terms(engine, "networks") == set()  # "net" + "works": no title pairs them
     assert terms(engine, "graph networks") == set()  # "graphnetworks" is in no paper
-    # one paper's link is no way the field writes "lifelong learning"
-    assert engine.index.df("lifelonglearn") == 1
-    assert terms(engine, "lifelong learning") == set()
 
 
 def test_all_three_forms_find_the_papers_of_both(engine: SearchEngine) -> None:
@@ -90,4 +71,4 @@ def test_all_three_forms_find_the_papers_of_both(engine: SearchEngine) -> None:
     for query in ("oversmoothing", "over-smoothing", "over smoothing"):
         results, _ = search.search(engine, query, limit=5)
         assert {1, 2} <= {hit.paper_id for hit in results.hits}, query
-        assert results.hits[0].paper_id in {1, 2, 8}, query  # (8 writes "oversmooth" too)
+        assert results.hits[0].paper_id in {1, 2}, query
