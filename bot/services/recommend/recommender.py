@@ -46,7 +46,7 @@ from paperindex.tokenizer import tokenize
 from storage.db import Database
 from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.follows import FollowRepository
-from storage.repositories.interests import InterestRepository
+from storage.repositories.interests import InterestRepository, InterestRow
 from storage.repositories.papers import PaperRepository
 
 log = logging.getLogger(__name__)
@@ -116,6 +116,12 @@ def reason(
 def _positive(score: float) -> float:
     """A score above zero (digests keep picks scoring above zero): a model's logit as its probability."""
     return max(1e-4, round(1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, score)))), 4))
+
+
+def _typed_topic(rows: Sequence[InterestRow], topic: str) -> InterestRow | None:
+    """The typed topic among ``rows`` that reads ``topic`` (case-insensitive), if any."""
+    wanted = topic.casefold()
+    return next((r for r in rows if r.topic is not None and r.topic.casefold() == wanted), None)
 
 
 class Recommender:
@@ -213,8 +219,7 @@ class Recommender:
         named the paper for (in the same command), which it narrows wherever it lies. Returns the
         interest it counts for and whether it is new."""
         rows = [r for r in await self.interests.interests(user_id) if r.active]
-        wanted = for_topic.casefold() if for_topic is not None else None
-        named_for = next((r for r in rows if r.topic is not None and r.topic.casefold() == wanted), None)
+        named_for = _typed_topic(rows, for_topic) if for_topic is not None else None
         near = named_for or await asyncio.to_thread(self.planner.closest, paper_id, rows)
         if near is not None:  # a topic it answers is narrowed to the part the paper shows
             near = await self.profiles.narrow_by(user_id, near, paper_id)
@@ -226,8 +231,7 @@ class Recommender:
         answer, when the paper went elsewhere): the topic is narrowed by it, and the paper leaves the
         interest it had started, or the topic it had narrowed."""
         rows = [r for r in await self.interests.interests(user_id) if r.active]
-        wanted = topic.casefold()
-        target = next((r for r in rows if r.topic is not None and r.topic.casefold() == wanted), None)
+        target = _typed_topic(rows, topic)
         if target is None:
             raise NotFoundError(f"You no longer follow “{topic}”.")
         for row in rows:
