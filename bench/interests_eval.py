@@ -17,7 +17,9 @@ Methods on the same people and reactions: paperbot (the real ``Recommender`` and
 stores them, over a SQLite store); paperbot without reactions (the typed topics only); arxiv-sanity-lite's TF-IDF +
 ``LinearSVC`` per person and day (liked against every other paper; before a first 👍 it shows what
 paperbot without reactions shows); TF-IDF Rocchio (topic words + β · liked − γ · disliked). The
-baselines' settings are chosen on the tune split (``--grid``).
+baselines' settings are chosen on the tune split (``--grid``). Two bounds, run only when named in
+``--methods``: ``ceiling`` and ``ceiling by score`` (:class:`Ceiling`), a classifier that knows each
+area from hundreds of its labelled papers, to tell how far the measures can go on these labels.
 
 Measures, 95 % bootstrap intervals over people and paired intervals against each baseline:
 precision@5 per day and of days 4–6; coverage (share of digests from day 2 on in which every area of
@@ -258,6 +260,51 @@ class Baseline:
         return np.zeros(0, dtype=np.int64) if scores is None else _best(scores, seen, len(scores))
 
 
+class Ceiling:
+    """What a content model can reach when it knows each area: per area, a TF-IDF ``LinearSVC`` trained
+    on the area's labelled papers (hundreds, where a person's 👍 are a handful), cross-fitted so that a
+    paper is scored by the model trained on the other half of the corpus; no reactions needed. Shared,
+    each day every area gets its turn at the picks (round robin); not shared, the five best by any
+    area's score. Not a method a person could be served by: a ceiling for the measures, to tell how
+    far coverage and precision can go on these labels."""
+
+    def __init__(self, matrix: Any, labels: Sequence[set[str]], C: float, *, shared: bool) -> None:
+        self.matrix, self.labels, self.C, self.shared = matrix, labels, C, shared
+        self.fold = np.arange(matrix.shape[0]) % 2
+        self.by_area: dict[str, np.ndarray] = {}
+
+    def area_scores(self, area: str) -> np.ndarray:
+        if area not in self.by_area:
+            from sklearn.svm import LinearSVC
+
+            y = np.array([area in ls for ls in self.labels], dtype=int)
+            scores = np.zeros(len(y))
+            for held in (0, 1):
+                train, score = self.fold != held, self.fold == held
+                clf = LinearSVC(class_weight="balanced", max_iter=10000, C=self.C)
+                clf.fit(self.matrix[train], y[train])
+                scores[score] = clf.decision_function(self.matrix[score])
+            self.by_area[area] = scores
+        return self.by_area[area]
+
+    async def pick(
+        self, person: Person, liked: list[int], disliked: list[int], shown_: set[int], day: int
+    ) -> list[int]:
+        if not self.shared:
+            return list(await self.rank(person, shown_))[:PER_DAY]
+        taken = set(shown_)
+        picks: list[int] = []
+        for turn in range(PER_DAY):
+            row = _best(self.area_scores(person.areas[turn % len(person.areas)]), taken, 1)[0]
+            picks.append(row)
+            taken.add(row)
+        return picks
+
+    async def rank(self, person: Person, seen: set[int]) -> np.ndarray:
+        best = np.max([self.area_scores(a) for a in person.areas], axis=0)
+        return np.asarray(_best(best, seen, len(best)))
+
+
 def _best(scores: np.ndarray, seen: set[int], k: int) -> Any:
     ok = np.ones(len(scores), dtype=bool)
     ok[list(seen)] = False
@@ -336,6 +383,9 @@ async def run_source(
                 "rocchio", text_matrix, vectorizer, Paperbot(store, learn=False), **settings["rocchio"]
             ),
         }
+        for name, shared in (("ceiling", True), ("ceiling by score", False)):
+            if name in only:  # opt-in: a bound, not a method
+                methods[name] = Ceiling(matrix, labels, C=settings["svm"]["C"], shared=shared)
         results: dict[str, Any] = {}
         for name, method in methods.items():
             if only and name not in only:
@@ -452,7 +502,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--grid", action="store_true", help="choose the baselines' settings on the tune split"
     )
     parser.add_argument(
-        "--methods", default="", help="only these (comma-separated: paperbot,no reactions,SVM,Rocchio)"
+        "--methods",
+        default="",
+        help="only these (comma-separated: paperbot,no reactions,SVM,Rocchio,ceiling,ceiling by score)",
     )
     parser.add_argument(
         "--relevance",
