@@ -17,6 +17,7 @@ from bot.club_sender import DiscordClubSender
 from bot.discord_limits import RequestPacer, global_limit_trace
 from bot.exts import discover_extensions
 from bot.exts._groups import make_groups
+from bot.foreground import Foreground
 from bot.health import HEARTBEAT_SECONDS, make_beat, write_beat
 from bot.leadership import Leadership
 from bot.scheduler import CLUB_EVERY_SECONDS, CLUB_JOB_ID, ProcessScheduler
@@ -125,6 +126,8 @@ class PaperBot(commands.AutoShardedBot):
         self._beat_now = (
             asyncio.Event()
         )  # the heartbeat is written at once (ready, logged in) and every few s
+        #: people's commands and presses being answered, which long background work steps aside for
+        self.foreground = Foreground()
 
     def attach(self, *, senders: DiscordSenders, digest_jobs: DigestScheduler) -> None:
         """What the root made on this client: the sending adapter and the digest jobs using it."""
@@ -366,6 +369,9 @@ class PaperBot(commands.AutoShardedBot):
 
     async def on_shard_resumed(self, shard_id: int) -> None:
         self._beat_now.set()
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        self.foreground.seen()
 
     async def on_ready(self) -> None:
         self._beat_now.set()

@@ -371,6 +371,7 @@ def build_bot(settings: Settings, services: Services, **options: Any) -> PaperBo
         scheduler=scheduler.jobs,
         concurrency=DIGEST_CONCURRENCY,
         on_idle=release_free_memory,  # what a run of digests freed, given back once it is over
+        busy_for=bot.foreground.busy_for,
     )
     bot.attach(senders=senders, digest_jobs=jobs)
     return bot

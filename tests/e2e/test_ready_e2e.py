@@ -25,3 +25,18 @@ async def test_the_bot_is_ready_soon_after_its_guilds_arrive_not_two_seconds_lat
         result = await sandbox.run_command("bob", "paper search", query="speculative decoding", limit=1)
         assert running.bot.is_ready()
         assert "ecoding" in result.text
+
+
+async def test_a_command_tells_the_background_work_that_someone_is_being_answered(
+    sandbox: SandboxServer, tmp_path: Path
+) -> None:
+    """The digest jobs' rebuild after a start steps aside while a command is answered: every interaction
+    the bot receives marks its foreground busy, which the rebuild asks before each slice."""
+    settings = sandbox_settings(sandbox, tmp_path / "paperbot.db")
+    async with running_paperbot(sandbox, settings) as running:
+        foreground = running.bot.foreground
+        foreground.quiet = 60.0  # (busy for a minute after each interaction: no race with the machine's load)
+        assert foreground.busy_for() == 0.0
+        await sandbox.run_command("bob", "paper search", query="speculative decoding", limit=1)
+        assert foreground.busy_for() > 50
+        assert running.bot.digest_jobs.busy_for == foreground.busy_for

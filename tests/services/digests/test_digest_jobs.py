@@ -365,6 +365,32 @@ async def test_the_rebuild_lets_the_event_loop_turn_every_few_milliseconds(
     assert seen[-1] == 120
 
 
+async def test_the_rebuild_steps_aside_while_a_command_is_answered_but_never_for_long(
+    service: Digests, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command answered during the rebuild after a start runs alone (the rebuild waits while the
+    bot's foreground says it is busy); a steady stream of commands delays the jobs, never stops them."""
+    for user in range(1, 41):
+        await service.subscriptions.subscribe(user, time="08:15", timezone="UTC")
+    monkeypatch.setattr(jobs_module, "SYNC_SLICE", 0.0)
+    jobs = DigestScheduler(service, Senders(), clock=service.clock, busy_for=lambda: 60.0)
+    try:
+        await jobs.start(recover=False, in_background=True)
+        await asyncio.sleep(0.2)
+        assert len(jobs.scheduler.get_jobs()) <= 1  # one slice, then it waits for the command
+    finally:
+        jobs.shutdown()
+    monkeypatch.setattr(jobs_module, "SYNC_MOST_DEFERRED", 0.3)
+    jobs = DigestScheduler(service, Senders(), clock=service.clock, busy_for=lambda: 60.0)
+    try:
+        began = asyncio.get_running_loop().time()
+        await jobs.start(recover=False)  # busy all along: waits 0.3 s in all, then goes on
+        assert 0.3 <= asyncio.get_running_loop().time() - began < 5
+        assert len(jobs.scheduler.get_jobs()) == 40
+    finally:
+        jobs.shutdown()
+
+
 async def test_a_background_start_rebuilds_the_jobs_once_the_client_is_ready(service: Digests) -> None:
     """Rebuilding thousands of jobs takes the event loop a second or two: not while the gateway
     handshake needs it, but once the client is ready."""
