@@ -62,7 +62,7 @@ from bot.services.write_behind import WriteBehind
 from bot.settings import Settings
 from paperindex import bulk_terms, compiled, prepare
 from paperindex.engine import SearchEngine
-from paperindex.index import warm_up
+from paperindex.index import BM25Index, warm_up
 from storage.db import Database
 from storage.repositories.clubs import ClubRepository
 from storage.repositories.digests import DigestRepository
@@ -429,15 +429,16 @@ async def warm_up_adding() -> None:
         log.exception("could not prepare the compiled loops of adding papers")
 
 
-async def ready_for_first_search(search: SearchEngine) -> None:
-    """Before the bot serves anyone: the compiled scoring loops, for every number of segments the index
-    may hold. Loaded from numba's disk cache this takes well under a second; on the first start after
-    an install they are compiled (a minute or more on 2 cores), which beside the start would hold the
-    GIL against the first searches and make them miss Discord's 3 s."""
+async def ready_for_first_search() -> None:
+    """Before the bot serves anyone: the compiled scoring loops, for every number of segments an index
+    may hold (on small twins: the store's index need not be loaded yet, so the two go side by side).
+    Loaded from numba's disk cache this takes well under a second; on the first start after an install
+    they are compiled (a minute or more on 2 cores), which beside the start would hold the GIL against
+    the first searches and make them miss Discord's 3 s."""
     started = time.perf_counter()
     stop = threading.Event()
     try:
-        await asyncio.to_thread(warm_up, search.index, stop)
+        await asyncio.to_thread(warm_up, BM25Index(), stop)
     except asyncio.CancelledError:
         stop.set()  # a bot stopped meanwhile: the thread ends after the twin in progress
         raise
@@ -532,6 +533,8 @@ async def open_services(
             "preparing the search loops in the background (once after an install); answers meanwhile come from their numpy twins"
         )
     db = await open_database(settings.store)
+    # the compiled loops loaded while the index loads (which mostly waits on its files)
+    loading = asyncio.create_task(ready_for_first_search()) if child is None else None
     try:
         if load_shipped_corpus:
             summary = await ensure_shipped_corpus(db)
@@ -543,8 +546,8 @@ async def open_services(
         index = await LiveIndex.open(papers, snapshot_path(settings), store=settings.store)
         release_free_memory()  # what a first start's build freed (its index is read in place now)
         services = Services(settings=settings, db=db, papers=papers, index=index, clock=clock)
-        if child is None:
-            await ready_for_first_search(index.engine)
+        if loading is not None:
+            await loading
         # beside the start: the loops of adding papers; the learned models' paper space (seconds at
         # 100k papers); the author names for /paper follow (a second at 100k)
         beside = (
@@ -567,4 +570,7 @@ async def open_services(
                 beside.append(switching)
             await asyncio.gather(*beside, return_exceptions=True)
     finally:
+        if loading is not None and not loading.done():  # a start that failed before it was awaited
+            loading.cancel()
+            await asyncio.gather(loading, return_exceptions=True)
         await db.close()
