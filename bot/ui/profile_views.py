@@ -89,9 +89,21 @@ def interest_lines(entry: InterestSummary) -> str:
     if interest.narrowed_to is not None:
         name += f", the part like “{escape_markdown(trim(interest.narrowed_to, 100))}”"
     head = f"{_KIND_MARK.get(interest.row.kind, '•')} **{name}**" + (" · ⏸️ paused" if interest.paused else "")
-    lines = [head, f"{entry.picks} pick{'s' if entry.picks != 1 else ''}, {entry.liked} liked"]
-    taught = [f"{n} {emoji}" for n, emoji in ((entry.wanted, "👍"), (entry.disliked, "👎")) if n]
-    if taught:  # a 👍 from a search teaches an interest as much as one on its picks
+    picks = f"{entry.picks} pick{'s' if entry.picks != 1 else ''}"
+    lines = [head, f"{picks}, {entry.liked} of them liked" if entry.picks else picks]
+    # a 👍 from a search teaches an interest as much as one on its picks; a 🔖 as much as a 👍
+    taught = [
+        f"{n} {what}"
+        for n, what in (
+            (entry.wanted, f"paper{'s' if entry.wanted != 1 else ''} you 👍 or 🔖"),
+            (
+                entry.disliked,
+                "you 👎" if entry.wanted else f"paper{'s' if entry.disliked != 1 else ''} you 👎",
+            ),
+        )
+        if n
+    ]
+    if taught:
         lines[-1] += " · learns from " + ", ".join(taught)
     if entry.liked_words:
         lines[-1] += f" · for: {_words(entry.liked_words)}"
