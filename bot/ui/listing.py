@@ -69,7 +69,7 @@ def _count(page: ListingPage) -> str:
     them, most holding only some ("1,550 matches" for three words was mostly papers with one)."""
     total = f"{page.total:,} paper{'s' if page.total != 1 else ''}"
     if page.listing.kind == "similar":
-        return f"{total} sharing words with it"
+        return f"the {total} most like it"
     words = len(page.words)
     if page.holding_all is not None:
         return f"{page.holding_all:,} with all {words} words, {page.total:,} with one or more"

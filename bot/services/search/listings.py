@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 
@@ -54,6 +54,11 @@ class ListedHit:
     paper: Paper
     snippet: str
     matched: tuple[str, ...]
+
+
+#: how deep a listing of the papers like one paper goes: past the first few dozen, papers share a word
+#: or two with it and nothing more
+SIMILAR_LISTED: Final = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,10 +221,13 @@ class SearchService:
         plain = answer is not None and not answer.forms and answer.author is None
         if plain and results.filtered is None and len(results.terms) > 1:
             holding_all = self._holding_all(results.terms)
+        total = results.total
+        if listing.kind == "similar":  # (every paper shares a word or two with it: the count said nothing)
+            total = min(total, SIMILAR_LISTED)
         page_of = ListingPage(
             listing,
             page,
-            results.total,
+            total,
             hits,
             source_title,
             personal=personal,

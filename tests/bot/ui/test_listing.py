@@ -134,10 +134,10 @@ def test_ten_papers_a_page_get_two_like_rows_and_two_save_rows() -> None:
 
 def test_the_count_says_what_it_counts() -> None:
     """One word: the papers holding it; several: how many hold all and how many one or more; papers
-    like one paper: how many share words with it."""
+    like one paper: the most alike, as many as are listed."""
     single = dataclasses.replace(_page(page=0, total=1), words=("cache",), holding_all=None)
     assert render_listing(single).embed.footer.text.startswith("page 1 of 1 · 1 paper · ")
     several = dataclasses.replace(_page(page=0, total=1550), holding_all=38)
     assert "· 38 with all 2 words, 1,550 with one or more ·" in render_listing(several).embed.footer.text
     similar = _page(page=0, total=40, kind="similar", source_title="KIVI")
-    assert "· 40 papers sharing words with it ·" in render_listing(similar).embed.footer.text
+    assert "· the 40 papers most like it ·" in render_listing(similar).embed.footer.text

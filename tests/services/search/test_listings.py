@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from bot.errors import USER_FACING, NotFoundError, QueryError
+from bot.services.search import listings as listings_module
 from bot.services.search.listings import SearchService
 from bot.services.write_behind import WriteBehind
 from paperindex.engine import SearchEngine
@@ -177,6 +178,19 @@ async def test_papers_like_one_paper_leave_it_out_and_carry_its_title(
     assert source not in ids
     assert ids == [hit.paper_id for hit in service.engine.similar(source, limit=5).hits]
     assert (await service.page(1006, 0, user_id=USER)).hits == first.hits
+
+
+async def test_papers_like_one_paper_are_listed_only_as_deep_as_they_are_alike(
+    service: SearchService, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nearly every paper shares a word with any other: the listing stops at the most alike, rather than
+    counting the whole library in pages nobody reads."""
+    source = await _id_of(db, "KV Cache Quantization for Long Contexts")
+    sharing = service.engine.similar(source, limit=1).total
+    assert sharing == 2
+    monkeypatch.setattr(listings_module, "SIMILAR_LISTED", 1)
+    first = await service.similar(1007, user_id=USER, paper=str(source), page_size=1)
+    assert (first.total, first.pages) == (1, 1)
 
 
 async def test_a_paper_is_named_by_id_external_id_or_title(service: SearchService, db: Database) -> None:
