@@ -51,6 +51,8 @@ Commands (you act as a member of the sandbox server "Paper Lab"):
   react 👍 [#5]                react on the last single-paper message (or #5); also 👎 🔖
   unreact 👍 [#5]              take the reaction back
   say TEXT                     post a plain message in the current channel
+  apps "Save paper" [#5]       right-click the last message here (or #5), Apps → a message command
+                               ("Save paper", "Like paper": the paper a link in it points to)
   as bob                       act as another user (alice has Manage Server; bob, carol do not;
                                a new name creates a member)
   in #papers | in dm           where your commands run (now: {where})
@@ -149,6 +151,7 @@ class Console:
             "react": self._react,
             "unreact": self._unreact,
             "say": self._say,
+            "apps": self._apps,
             "as": self._as,
             "in": self._in,
             "dms": self._dms,
@@ -425,7 +428,15 @@ class Console:
     async def _say(self, args: list[str]) -> None:
         if not args:
             raise ConsoleError("usage: say TEXT")
-        await self.server.send_message(self.user, self.where, " ".join(args))
+        self.show_message(await self.server.send_message(self.user, self.where, " ".join(args)))
+
+    async def _apps(self, args: list[str]) -> None:
+        visible = [m for m in self.server.world.messages_in(self.where) if not m.ephemeral and not m.deleted]
+        rest, message = self._target(args, default=visible[-1] if visible else None, what="message here")
+        if len(rest) != 1:
+            raise ConsoleError('usage: apps "Save paper" [#message]')
+        self.number(message)  # (so that the answer can point back at it)
+        self.show_result(await self.server.message_command(self.user, message, rest[0], check=False))
 
     async def _as(self, args: list[str]) -> None:
         if len(args) != 1:
@@ -505,6 +516,9 @@ async def _nothing() -> None:
 
 def _command_lines(command: dict[str, Any], prefix: str = "") -> Iterator[str]:
     name = f"{prefix}{command['name']}"
+    if command.get("type") == 3:  # a message command has no description (Discord allows none)
+        yield f'Apps → {name}  — on a message: apps "{name}" [#message]'
+        return
     subs = [o for o in command.get("options") or [] if o.get("type") in (1, 2)]
     if subs:
         for sub in subs:

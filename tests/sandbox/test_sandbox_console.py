@@ -44,6 +44,7 @@ async def test_the_shipped_demo_script_runs(capsys: pytest.CaptureFixture[str]) 
     assert "added **4**" in out  # a file beside the script, attached by its name
     assert "*by Ada Lovelace, whom you follow*" in out  # her new paper in bob's digest
     assert "*for your interest in kv cache" in out  # the digest's topics are his interests
+    assert "🔖 Saved “TreeDraft: Speculative Decoding with Verified Branches”" in out  # Apps → Save paper
     assert "Paused “quantization”" in out
     assert "🔇 Muted “reinforcement learning”" in out
     assert "error (line" not in out
@@ -135,3 +136,15 @@ def test_discord_timestamps_read_as_times() -> None:
     assert readable_times("<t:1796400000:R>", now=now) == "2 hours ago"
     assert readable_times("<t:1796457970:F>", zone=berlin) == "Saturday, 5 December 2026 09:06"
     assert readable_times("<t:99999999999999999:R>") == "<t:99999999999999999:R>"  # no such time
+
+
+def test_a_message_command_is_listed_with_how_to_use_it() -> None:
+    """Discord gives a message command no description: `commands` says where it is and how to use it."""
+    from bot.sandbox.console import _command_lines
+
+    assert list(_command_lines({"name": "Save paper", "type": 3})) == [
+        'Apps → Save paper  — on a message: apps "Save paper" [#message]'
+    ]
+    assert list(
+        _command_lines({"name": "digest", "type": 1, "description": "Send me my digest"}, "paper ")
+    ) == ["/paper digest  — Send me my digest"]
