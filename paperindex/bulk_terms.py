@@ -29,7 +29,14 @@ import numpy as np
 import numpy.typing as npt
 
 from paperindex import bulk_kernels as kernels
-from paperindex.tokenizer import PHRASE_JOIN, WORD_RE, normal_word_terms, normalize, phrase_terms
+from paperindex.tokenizer import (
+    PHRASE_JOIN,
+    WORD_RE,
+    normal_word_terms,
+    normalize,
+    phrase_terms,
+    without_links,
+)
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 Int32Array: TypeAlias = npt.NDArray[np.int32]
@@ -89,7 +96,8 @@ class _Texts:
 def _texts(texts: Sequence[str], table: bytes) -> _Texts:
     ascii = [t.isascii() for t in texts]
     encoded = [
-        t.encode("ascii") if a else normalize(t).encode("utf-8") for t, a in zip(texts, ascii, strict=True)
+        without_links(t).encode("ascii") if a else without_links(normalize(t)).encode("utf-8")
+        for t, a in zip(texts, ascii, strict=True)
     ]
     bounds = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=bounds[1:])

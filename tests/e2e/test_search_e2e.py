@@ -94,6 +94,7 @@ def _count_readings(monkeypatch: pytest.MonkeyPatch, text: str) -> list[str]:
             not inspect.isfunction(original)
             or original.__module__ != tokenizer.__name__
             or name.startswith("_")
+            or name == "without_links"  # (a step of each reading, not a reading: it finds no words)
         ):
             continue
 

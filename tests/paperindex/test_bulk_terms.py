@@ -15,7 +15,7 @@ from paperindex.bulk_terms import DocumentPostings, document_postings, title_wor
 from paperindex.documents import Document as IndexRow
 from paperindex.engine import TITLE_WEIGHT, SearchEngine, document_terms
 from paperindex.index import BM25Index
-from paperindex.tokenizer import WORD_RE, normalize, tokenize
+from paperindex.tokenizer import WORD_RE, normalize, tokenize, without_links
 
 
 def per_document(postings: DocumentPostings) -> list[list[tuple[str, int]]]:
@@ -40,7 +40,20 @@ def assert_as_the_tokenizer(titles: list[str], abstracts: list[str]) -> None:
     words, ptr, ids = title_words(titles)
     for n, title in enumerate(titles):
         found = [words[i] for i in ids[ptr[n] : ptr[n + 1]].tolist()]
-        assert found == list(dict.fromkeys(WORD_RE.findall(normalize(title)))), title
+        assert found == list(dict.fromkeys(WORD_RE.findall(without_links(normalize(title))))), title
+
+
+def test_links_are_no_words_in_bulk_as_one_by_one() -> None:
+    titles = ["Lifelong Learning with GANs", "See www.example.org/x (code)", "https://t.co/a b"]
+    abstracts = [
+        "Code is available at \\url{https://github.com/MiaoyunZhao/GANmemory_LifelongLearning}.",
+        "Data at HTTP://Example.COM/Data.zip, models at ftp://host/x and www.site.io.",
+        "",
+    ]
+    assert_as_the_tokenizer(titles, abstracts)
+    terms = set(document_postings(titles, abstracts, title_weight=TITLE_WEIGHT).terms)
+    assert {"lifelong", "learn", "code", "url", "data", "model"} <= terms
+    assert not {"github", "lifelonglearn", "https", "com", "miaoyunzhao", "zip", "site", "t.co"} & terms
 
 
 def test_phrases_words_and_punctuation_as_one_by_one() -> None:

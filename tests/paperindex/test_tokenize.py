@@ -17,6 +17,7 @@ from paperindex.tokenizer import (
     count_terms,
     display_terms,
     iter_terms,
+    text_words,
     tokenize,
     word_terms,
 )
@@ -83,6 +84,15 @@ def test_ascii_and_unicode_paths_agree(text: str) -> None:
     counts: dict[str, int] = {}
     count_terms(text, into=counts)
     assert counts == Counter(tokenize(text))
+
+
+def test_a_link_is_no_words_and_the_words_around_it_keep_their_places() -> None:
+    text = "Code at https://github.com/a/LifelongLearning, and www.x.org/y; data (HTTPS://Z.io/d)."
+    assert tokenize(text) == ["code", "data"]
+    words = text_words(text)
+    assert [w.text for w in words] == ["Code", "at", "and", "data"]
+    assert all(text[w.start : w.end] == w.text for w in words)  # (a snippet bolds them where they are)
+    assert tokenize("graph https neural") == ["graph", "http", "neural"]  # the word alone is a word
 
 
 def test_display_terms_keep_the_users_spelling() -> None:

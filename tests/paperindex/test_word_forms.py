@@ -19,6 +19,16 @@ ROWS = [
 ]
 
 
+def test_a_word_only_a_link_holds_is_no_form_papers_write() -> None:
+    """A repository's name in a link ("…/GANmemory_LifelongLearning") is not the paper writing
+    "lifelonglearning": a search for "lifelong learning" does not ask for it."""
+    rows = [
+        Document(1, "Lifelong Learning of GANs", "Code at https://github.com/x/GANmemory_LifelongLearning."),
+        Document(2, "Continual and Lifelong Learning", "Lifelong learning keeps what was learned."),
+    ]
+    assert terms(SearchEngine.build(rows), "lifelong learning") == set()
+
+
 @pytest.fixture
 def engine() -> SearchEngine:
     return SearchEngine.build(ROWS)
