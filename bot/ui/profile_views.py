@@ -75,6 +75,10 @@ def _words(words: Sequence[tuple[str, float]]) -> str:
     return ", ".join(f"`{escape_markdown(w)}`" for w, _ in words)
 
 
+def _papers(n: int) -> str:
+    return f"{n} paper{'s' if n != 1 else ''}"
+
+
 def interest_lines(entry: InterestSummary) -> str:
     """One interest: its name, whether paused, its picks and how many were liked, the reactions it
     learns from (wherever they were given), what it learned."""
@@ -92,17 +96,11 @@ def interest_lines(entry: InterestSummary) -> str:
     picks = f"{entry.picks} pick{'s' if entry.picks != 1 else ''}"
     lines = [head, f"{picks}, {entry.liked} of them liked" if entry.picks else picks]
     # a 👍 from a search teaches an interest as much as one on its picks; a 🔖 as much as a 👍
-    taught = [
-        f"{n} {what}"
-        for n, what in (
-            (entry.wanted, f"paper{'s' if entry.wanted != 1 else ''} you 👍 or 🔖"),
-            (
-                entry.disliked,
-                "you 👎" if entry.wanted else f"paper{'s' if entry.disliked != 1 else ''} you 👎",
-            ),
-        )
-        if n
-    ]
+    taught = []
+    if entry.wanted:
+        taught.append(f"{_papers(entry.wanted)} you 👍 or 🔖")
+    if entry.disliked:
+        taught.append(f"{entry.disliked if entry.wanted else _papers(entry.disliked)} you 👎")
     if taught:
         lines[-1] += " · learns from " + ", ".join(taught)
     if entry.liked_words:

@@ -25,12 +25,13 @@ def _pinged_no_one(*messages: SandboxMessage | None) -> None:
 
 
 async def test_the_public_search_answer_shows_the_query_as_typed_and_pings_no_one(e2e: E2E) -> None:
-    """The query is shown inert as typed ('evil', unknown to the corpus, is searched corrected: the
-    heading shows what was searched, the note the query as typed)."""
+    """The query is shown inert as typed ('everyone', unknown to the corpus, is searched corrected: the
+    heading shows what was searched, the note the query as typed; a link is no words, searched or
+    corrected, and is shown as typed in both)."""
     server = e2e.server
     result = await server.run_command("bob", "paper search", query=TYPED, limit=3)
     assert not result.ephemeral
-    assert result.embed["title"] == "Results for “@every one \\*\\*kv cache\\*\\* https\\://eval.example/x”"
+    assert result.embed["title"] == "Results for “@every one \\*\\*kv cache\\*\\* https\\://evil.example/x”"
     assert f"no paper has some words of “{SHOWN}”" in result.embed["description"]
     _pinged_no_one(result.message)
     nothing = await server.run_command("bob", "paper search", query="@here **zzqx** <@1234567890123456789>")
