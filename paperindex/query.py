@@ -19,6 +19,7 @@ from paperindex.tokenizer import (
     distinct_terms,
     normalize,
     text_words,
+    without_links,
     word_pairs,
 )
 
@@ -51,6 +52,11 @@ class ParsedQuery:
         words = text_words(text)
         pairs = distinct_terms(words)
         if not pairs:
+            if without_links(text) != text:  # (nothing else in it to search)
+                raise QueryError(
+                    "The search query is a link, and a link's parts are not searched: type a few words "
+                    "of the paper instead."
+                )
             if not WORD_RE.search(normalize(text)):
                 raise QueryError(
                     "The search query has no words in it (only symbols or emoji): type a few words to look for."

@@ -151,3 +151,16 @@ async def test_discord_offers_message_commands_only_where_it_would(e2e: E2E) -> 
     assert ephemeral.ephemeral
     with pytest.raises(ClientRefused, match="ephemeral"):
         await server.message_command("bob", ephemeral, "Save paper")
+
+
+async def test_a_link_pasted_into_search_is_pointed_to_show(e2e: E2E) -> None:
+    """A link is no words to search: pasted as the query, the answer says which command takes it, and
+    that command shows the paper."""
+    server = e2e.server
+    await _add_paper(e2e, arxiv_id="2401.05555")
+    link = "https://arxiv.org/abs/2401.05555"
+    searched = await server.run_command("bob", "paper search", query=link)
+    assert searched.ephemeral
+    assert "`/paper show paper:` takes it" in searched.content
+    shown = await server.run_command("bob", "paper show", paper=link)
+    assert "Speculative decoding with tree drafts" in answer_text(shown)

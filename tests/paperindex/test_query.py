@@ -59,6 +59,8 @@ def test_a_short_query_asks_for_its_phrases_and_a_sentence_does_not() -> None:
         ("🙂 !!", "no words in it"),
         ("the of a", "very common words"),
         ("k" * 301, "301 characters"),
+        ("https://openreview.net/forum?id=PEpbUobfJv", "is a link"),
+        ("the www.example.org", "is a link"),
     ],
 )
 def test_a_query_with_nothing_to_search_says_why(query: str, reason: str) -> None:

@@ -17,11 +17,13 @@ import numpy as np
 
 from bot.errors import NotFoundError, QueryError
 from bot.services.papers.latex_text import readable
+from bot.services.papers.links import paper_links
 from bot.services.search import snippets
 from bot.services.search.distinctive import distinctive, generic_terms
 from bot.services.search.query_repair import QueryRepair, SearchAnswer
 from bot.services.write_behind import WriteBehind
 from paperindex.engine import SearchEngine, SearchHit, SearchResults
+from paperindex.errors import QueryError as UnsearchableQuery
 from paperindex.query import ParsedQuery
 from storage.models import Paper
 from storage.repositories.papers import PaperRepository
@@ -156,7 +158,15 @@ class SearchService:
     ) -> ListingPage:
         """The first page of a search, stored as listing ``listing_id`` (QueryError when nothing matches).
         The query is read once (QueryError when it has no words to look for) and handed on as read."""
-        parsed = ParsedQuery.parse(query)
+        try:
+            parsed = ParsedQuery.parse(query)
+        except UnsearchableQuery:
+            if paper_links(query):  # a link pasted to find its paper
+                raise QueryError(
+                    "That is a link to a paper, and a link is not searched: `/paper show paper:` takes it "
+                    "and shows the paper it points to."
+                ) from None
+            raise
         listing = StoredSearch(listing_id, "search", query, None, author, venue, year, page_size, user_id)
         first = await self._page(listing, 0, parsed)
         if first.total == 0:

@@ -160,6 +160,9 @@ async def test_a_query_that_cannot_be_searched_is_refused_before_anything_runs(
 ) -> None:
     with pytest.raises(USER_FACING, match="no words in it"):
         await service.search(1005, user_id=USER, query="🙂 ?!", page_size=5)
+    # a paper's link pasted as the query: where to take it
+    with pytest.raises(QueryError, match=r"a link to a paper.*`/paper show paper:` takes it"):
+        await service.search(1005, user_id=USER, query="https://arxiv.org/abs/2401.00001", page_size=5)
 
 
 async def test_an_expired_listing_says_so(service: SearchService) -> None:
