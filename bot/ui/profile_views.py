@@ -93,8 +93,11 @@ def interest_lines(entry: InterestSummary) -> str:
     if interest.narrowed_to is not None:
         name += f", the part like “{escape_markdown(trim(interest.narrowed_to, 100))}”"
     head = f"{_KIND_MARK.get(interest.row.kind, '•')} **{name}**" + (" · ⏸️ paused" if interest.paused else "")
-    picks = f"{entry.picks} pick{'s' if entry.picks != 1 else ''}"
-    lines = [head, f"{picks}, {entry.liked} of them liked" if entry.picks else picks]
+    if entry.picks == 1:
+        fared = "1 pick, liked" if entry.liked else "1 pick, not liked yet"
+    else:
+        fared = f"{entry.picks} picks" + (f", {entry.liked} of them liked" if entry.picks else "")
+    lines = [head, fared]
     # a 👍 from a search teaches an interest as much as one on its picks; a 🔖 as much as a 👍
     taught = []
     if entry.wanted:

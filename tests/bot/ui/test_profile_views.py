@@ -25,8 +25,9 @@ def test_the_likes_of_its_picks_and_what_it_learns_from_are_told_apart() -> None
 def test_an_interest_with_no_picks_yet_says_so_without_a_count_of_liked_ones() -> None:
     assert interest_lines(_summary(picks=0, liked=0)).splitlines()[1] == "0 picks"
     assert interest_lines(_summary(picks=1, liked=1, wanted=1)).splitlines()[1] == (
-        "1 pick, 1 of them liked · learns from 1 paper you 👍 or 🔖"
+        "1 pick, liked · learns from 1 paper you 👍 or 🔖"
     )
+    assert interest_lines(_summary(picks=1, liked=0)).splitlines()[1] == "1 pick, not liked yet"
     assert interest_lines(_summary(picks=3, liked=0, disliked=2)).splitlines()[1] == (
         "3 picks, 0 of them liked · learns from 2 papers you 👎"
     )
