@@ -210,10 +210,9 @@ class WriteBehind:
     async def stop(self) -> None:
         """Stop applying (what is left stays in the outbox for the next start) and close the outbox."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+            task, self._task = self._task, None
+            task.cancel()
+            await asyncio.wait({task})  # (its end awaited, a cancellation of this stop not swallowed)
         if self._outbox is not None:
             await self._outbox.close()
             self._outbox = None
@@ -420,8 +419,11 @@ class WriteBehind:
 
     async def _run(self) -> None:
         while True:
+            # (asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that comes as
+            # the wait ends, and a stop then waited for this loop forever)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), RETRY_EVERY if self._pending else None)
+                async with asyncio.timeout(RETRY_EVERY if self._pending else None):
+                    await self._wake.wait()
             self._wake.clear()
             try:
                 await self._apply_pending()

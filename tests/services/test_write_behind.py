@@ -455,3 +455,28 @@ async def test_a_reaction_an_older_version_left_in_the_outbox_naming_its_emoji_i
         await behind.stop()
     rows = await db.fetchall("SELECT paper_id, signal FROM feedback WHERE user_id = ?", (USER,))
     assert [tuple(row) for row in rows] == [(papers[0], "save")]
+
+
+async def test_a_stop_as_a_write_arrives_stops_and_keeps_what_waits(db: Database, tmp_path: Path) -> None:
+    """The bot stopping just as a write wakes the applier, while a write waits to be tried again: the
+    stop ends (it once waited forever: the stop's cancellation was lost in `asyncio.wait_for` as the
+    wait it guarded ended in the same turn of the loop), and what waits stays in the outbox."""
+    path = tmp_path / "paperbot.db.pending"
+    outbox = await Outbox.open(path)
+    try:
+        await outbox.add("a kind from a newer version", {"user_id": OTHER})
+    finally:
+        await outbox.close()
+    for _ in range(5):
+        writes = _writes(db, path)
+        await writes.start()
+        await asyncio.sleep(0.1)  # tried and refused: the applier waits to try it again
+        writes._wake.set()  # (as a write arriving does, in the same turn of the loop as the stop)
+        stopping = asyncio.create_task(writes.stop())
+        done, _ = await asyncio.wait({stopping}, timeout=3)
+        assert done, "the stop waited for the applier forever"
+    outbox = await Outbox.open(path)
+    try:
+        assert [entry.kind for entry in await outbox.all()] == ["a kind from a newer version"]
+    finally:
+        await outbox.close()
