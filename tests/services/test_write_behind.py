@@ -113,6 +113,17 @@ async def locked(store: StoreLocation, db: Database) -> AsyncIterator[StoreLock]
         await lock.release(close=True)
 
 
+async def _outbox_with_a_newer_kind(folder: Path) -> Path:
+    """An outbox holding one write of a kind no version of this store takes (a newer bot's)."""
+    path = folder / "paperbot.db.pending"
+    outbox = await Outbox.open(path)
+    try:
+        await outbox.add("a kind from a newer version", {"user_id": OTHER})
+    finally:
+        await outbox.close()
+    return path
+
+
 async def _signals(db: Database) -> set[tuple[int, int, str]]:
     rows = await db.fetchall("SELECT user_id, paper_id, signal FROM feedback")
     return {(int(r[0]), int(r[1]), str(r[2])) for r in rows}
@@ -355,12 +366,7 @@ async def test_a_write_the_store_keeps_refusing_goes_to_the_dead_letter_and_stay
     """An entry no version of the store takes (left by a newer version of the bot) is tried with a
     backoff, moved to the outbox's dead letter once refused for `dead_after`, reported, and still there
     after a restart; the writes after it are stored meanwhile."""
-    path = tmp_path / "paperbot.db.pending"
-    outbox = await Outbox.open(path)
-    try:
-        await outbox.add("a kind from a newer version", {"user_id": OTHER})
-    finally:
-        await outbox.close()
+    path = await _outbox_with_a_newer_kind(tmp_path)
     writes = _writes(db, path, dead_after=0.5)
     await writes.start()
     try:
@@ -461,12 +467,7 @@ async def test_a_stop_as_a_write_arrives_stops_and_keeps_what_waits(db: Database
     """The bot stopping just as a write wakes the applier, while a write waits to be tried again: the
     stop ends (it once waited forever: the stop's cancellation was lost in `asyncio.wait_for` as the
     wait it guarded ended in the same turn of the loop), and what waits stays in the outbox."""
-    path = tmp_path / "paperbot.db.pending"
-    outbox = await Outbox.open(path)
-    try:
-        await outbox.add("a kind from a newer version", {"user_id": OTHER})
-    finally:
-        await outbox.close()
+    path = await _outbox_with_a_newer_kind(tmp_path)
     for _ in range(5):
         writes = _writes(db, path)
         await writes.start()
