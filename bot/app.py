@@ -58,6 +58,11 @@ def point_discord_at(settings: Settings) -> None:
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
 
 
+def global_sync_key(application_id: int | None) -> str:
+    """Where the hash of the commands last synced globally is kept (app_state), per application."""
+    return f"commands:global_hash:{application_id}"
+
+
 def command_definitions_hash(tree: discord.app_commands.CommandTree[Any]) -> str:
     """A stable hash of the global command definitions, exactly as a sync would send them."""
     payload = sorted(
@@ -348,7 +353,7 @@ class PaperBot(commands.AutoShardedBot):
             log.info("synced %d commands to dev guild %s", len(synced), self.settings.dev_guild_id)
             return
         state = StateRepository(self.services.db)
-        key = f"commands:global_hash:{self.application_id}"
+        key = global_sync_key(self.application_id)
         digest = command_definitions_hash(self.tree)
         if await state.get(key) == digest:
             log.info("command definitions unchanged since the last global sync: not syncing")

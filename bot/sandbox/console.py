@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import discord
 
+from bot.app import global_sync_key
 from bot.sandbox.emulator.interactions import InteractionResult
 from bot.sandbox.emulator.recorder import SandboxError
 from bot.sandbox.emulator.server import SandboxServer
@@ -29,6 +30,7 @@ from bot.sandbox.papers import ArxivUnreachable, fetch_newest
 from bot.sandbox.render import render_choices, render_message, render_modal
 from bot.services.papers.arxiv_fetch import Transport
 from bot.services.papers.ingest.runner import shipped_seed_files
+from storage.repositories.state import StateRepository
 from storage.store import StoreLocation, open_database
 
 if TYPE_CHECKING:
@@ -577,11 +579,12 @@ async def run_console(
         where = "a temporary database" if store is None else f"the store {location}"
         corpus = await _papers_for(location, arxiv, arxiv_http)
         async with SandboxServer() as server:
+            await _commands_not_synced_yet(location, server)
             config = dataclasses.replace(
                 settings,
                 discord_token=server.token,
                 store=location,
-                dev_guild_id=server.guild.id,
+                dev_guild_id=None,  # synced globally, as on Discord: /paper in a DM too
                 api_base=server.api_base,
                 gateway_url=server.gateway_url,
                 arxiv_categories=(),  # no scheduled arXiv fetches
@@ -625,6 +628,13 @@ async def _papers_for(location: StoreLocation, arxiv: str | None, http: Transpor
         _progress(f"arXiv lists no {arxiv} papers: starting on the shipped corpus instead")
         return ""
     return f" ({listing.describe()})"
+
+
+async def _commands_not_synced_yet(location: StoreLocation, server: SandboxServer) -> None:
+    """Each run's local Discord starts without the bot's commands: forget the store's note that they
+    were synced (from an earlier run on this store), so that the bot syncs them at its start."""
+    async with await open_database(location) as db:
+        await StateRepository(db).delete(global_sync_key(server.world.application.id))
 
 
 async def _only_shipped(services: Services) -> str:

@@ -126,6 +126,21 @@ async def test_quit_ends_a_script(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "frobnicate" not in out
 
 
+async def test_slash_commands_work_in_a_dm_and_again_on_a_kept_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The commands are synced as on Discord (globally): `/paper` works in the DM with the bot, and a
+    second run on the same store (`--db`), whose local Discord starts without them, syncs them again."""
+    script = tmp_path / "session.txt"
+    script.write_text("in dm\n/paper recommend\n/paper search query:quantization limit:1\n")
+    for _ in range(2):
+        assert await run_console(Settings(), store=tmp_path / "kept.db", script=script) == 0
+        out = capsys.readouterr().out
+        assert "paperbot in DM with alice (only alice sees this)" in out
+        assert "I don't know your interests yet" in out
+        assert "Results for “quantization”" in out
+
+
 def test_discord_timestamps_read_as_times() -> None:
     now = datetime(2026, 12, 4, 18, 0, tzinfo=UTC)
     berlin = timezone(timedelta(hours=1))
