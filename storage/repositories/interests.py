@@ -188,15 +188,42 @@ class InterestRepository:
             )
             return changed > 0
 
-    async def narrow_by(self, user_id: int, interest_id: int, paper_id: int | None) -> bool:
+    async def narrow_by(self, user_id: int, interest_id: int, paper_id: int) -> bool:
         """The topic interest is narrowed to the part of it ``paper_id`` shows (the paper the person
-        named for it; None: no longer narrowed); False when it is no active topic of theirs."""
+        named for it); False when it is no active topic of theirs."""
         changed = await self._db.execute(
             "UPDATE interests SET narrowed_by = ? WHERE id = ? AND user_id = ? AND kind = 'topic' "
             "AND removed_at IS NULL",
             (paper_id, interest_id, user_id),
         )
         return changed > 0
+
+    async def give_paper(
+        self, user_id: int, interest_id: int, paper_id: int, *, at: str | None = None
+    ) -> bool:
+        """The paper the person named goes to the topic interest and nowhere else, in one transaction:
+        the topic is narrowed by it, the interest the paper had started is removed and another topic it
+        had narrowed is narrowed no longer (among interests neither paused nor removed); False, nothing
+        changed, when it is no active topic of theirs."""
+        async with self._db.transaction() as conn:
+            changed = await conn.execute(
+                "UPDATE interests SET narrowed_by = ? WHERE id = ? AND user_id = ? AND kind = 'topic' "
+                "AND removed_at IS NULL",
+                (paper_id, interest_id, user_id),
+            )
+            if not changed:
+                return False
+            await conn.execute(
+                "UPDATE interests SET removed_at = ? WHERE user_id = ? AND kind = 'paper' AND paper_id = ? "
+                "AND removed_at IS NULL AND paused_at IS NULL",
+                (at or utcnow(), user_id, paper_id),
+            )
+            await conn.execute(
+                "UPDATE interests SET narrowed_by = NULL WHERE user_id = ? AND narrowed_by = ? AND id <> ? "
+                "AND removed_at IS NULL AND paused_at IS NULL",
+                (user_id, paper_id, interest_id),
+            )
+            return True
 
     async def remove(self, user_id: int, interest_id: int, *, at: str | None = None) -> bool:
         """Stop serving the interest (kept as removed: a 👍 on a paper it brought does not start it

@@ -90,6 +90,25 @@ async def test_a_topic_is_narrowed_by_a_paper_and_outlives_it(db: Database) -> N
     ]
 
 
+async def test_a_paper_given_to_a_topic_leaves_the_interest_it_started_and_the_topic_it_narrowed(
+    db: Database,
+) -> None:
+    await _papers(db, 1, 2)
+    repo = InterestRepository(db)
+    ml, _ = await repo.add(PERSON, "topic", topic_key("machine learning"), topic="machine learning")
+    cv, _ = await repo.add(PERSON, "topic", topic_key("computer vision"), topic="computer vision")
+    started, _ = await repo.add(PERSON, "paper", paper_key(1), paper_id=1)
+    other, _ = await repo.add(PERSON, "paper", paper_key(2), paper_id=2)
+    assert await repo.narrow_by(PERSON, cv.id, 1)
+    assert not await repo.give_paper(PERSON + 1, ml.id, 1)  # not theirs: nothing changes
+    assert not await repo.give_paper(PERSON, started.id, 1)  # only a typed topic takes a paper
+    assert len(await repo.interests(PERSON)) == 4
+    assert await repo.give_paper(PERSON, ml.id, 1)
+    rows = {i.id: i for i in await repo.interests(PERSON)}
+    assert started.id not in rows  # the interest the paper had started
+    assert (rows[ml.id].narrowed_by, rows[cv.id].narrowed_by, rows[other.id].paper_id) == (1, None, 2)
+
+
 async def test_the_cap_counts_interests_of_every_kind(db: Database) -> None:
     await _papers(db, 1)
     repo = InterestRepository(db)

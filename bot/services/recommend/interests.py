@@ -42,6 +42,12 @@ _SPACES = re.compile(r"\s+")
 WeightedWords = tuple[tuple[str, float], ...]
 
 
+def typed_topic(rows: Sequence[InterestRow], topic: str) -> InterestRow | None:
+    """The typed topic among ``rows`` that reads ``topic`` (case-insensitive), if any."""
+    wanted = topic.casefold()
+    return next((r for r in rows if r.topic is not None and r.topic.casefold() == wanted), None)
+
+
 def clean_topic(topic: str) -> str:
     """Trim and collapse whitespace; reject what cannot be searched."""
     cleaned = _SPACES.sub(" ", topic).strip()
@@ -186,6 +192,18 @@ class InterestService:
             return replace(row, narrowed_by=paper_id)
         return row
 
+    async def give_paper(self, user_id: int, topic: str, paper_id: int) -> InterestRow:
+        """The person says a paper they named is what they mean by ``topic`` (its button under the
+        answer, when the paper went elsewhere): the topic is narrowed by it, and the paper leaves the
+        interest it had started, or the topic it had narrowed. Returns the topic's row as it now is."""
+        rows = [r for r in await self.repository.interests(user_id) if r.active]
+        target = typed_topic(rows, topic)
+        if target is None or not await self.repository.give_paper(
+            user_id, target.id, paper_id, at=self._stamp()
+        ):
+            raise NotFoundError(f"You no longer follow “{topic}”.")
+        return replace(target, narrowed_by=paper_id)
+
     def _check_room(self, existing: Sequence[InterestRow]) -> None:
         if len(existing) >= MAX_TOPICS:
             raise UserFacingError(
@@ -198,7 +216,7 @@ class InterestService:
         it replaced, or None when that was no longer followed and the narrower one was only added)."""
         cleaned = clean_topic(narrower)
         existing = [r for r in await self.repository.interests(user_id) if r.kind == "topic" and r.topic]
-        already = next((r for r in existing if r.topic and r.topic.casefold() == cleaned.casefold()), None)
+        already = typed_topic(existing, cleaned)
         for row in existing:
             if row.topic is not None and row.topic.casefold() == broad.casefold():
                 if already is not None:  # followed already, perhaps written otherwise: the broad one goes

@@ -28,9 +28,14 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from bot.errors import NotFoundError
 from bot.services.recommend.candidates import Candidate, MutedPapers, NearCopyGuard, Pool
-from bot.services.recommend.interests import Interest, InterestService, InterestSummary, ProfileSummary
+from bot.services.recommend.interests import (
+    Interest,
+    InterestService,
+    InterestSummary,
+    ProfileSummary,
+    typed_topic,
+)
 from bot.services.recommend.learned_ranking import LearnedRanker
 from bot.services.recommend.learner import DEFAULT_LEARNING, LearningParams
 from bot.services.recommend.library_words import LibraryTexts, LibraryWords
@@ -46,7 +51,7 @@ from paperindex.tokenizer import tokenize
 from storage.db import Database
 from storage.repositories.feedback import FeedbackRepository
 from storage.repositories.follows import FollowRepository
-from storage.repositories.interests import InterestRepository, InterestRow
+from storage.repositories.interests import InterestRepository
 from storage.repositories.papers import PaperRepository
 
 log = logging.getLogger(__name__)
@@ -116,12 +121,6 @@ def reason(
 def _positive(score: float) -> float:
     """A score above zero (digests keep picks scoring above zero): a model's logit as its probability."""
     return max(1e-4, round(1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, score)))), 4))
-
-
-def _typed_topic(rows: Sequence[InterestRow], topic: str) -> InterestRow | None:
-    """The typed topic among ``rows`` that reads ``topic`` (case-insensitive), if any."""
-    wanted = topic.casefold()
-    return next((r for r in rows if r.topic is not None and r.topic.casefold() == wanted), None)
 
 
 class Recommender:
@@ -219,7 +218,7 @@ class Recommender:
         named the paper for (in the same command), which it narrows wherever it lies. Returns the
         interest it counts for and whether it is new."""
         rows = [r for r in await self.interests.interests(user_id) if r.active]
-        named_for = _typed_topic(rows, for_topic) if for_topic is not None else None
+        named_for = typed_topic(rows, for_topic) if for_topic is not None else None
         near = named_for or await asyncio.to_thread(self.planner.closest, paper_id, rows)
         if near is not None:  # a topic it answers is narrowed to the part the paper shows
             near = await self.profiles.narrow_by(user_id, near, paper_id)
@@ -227,20 +226,8 @@ class Recommender:
         return await self.profiles.add_paper(user_id, paper_id)
 
     async def narrow_with(self, user_id: int, topic: str, paper_id: int) -> Interest:
-        """The person says a paper they named is what they mean by ``topic`` (its button under the
-        answer, when the paper went elsewhere): the topic is narrowed by it, and the paper leaves the
-        interest it had started, or the topic it had narrowed."""
-        rows = [r for r in await self.interests.interests(user_id) if r.active]
-        target = _typed_topic(rows, topic)
-        if target is None:
-            raise NotFoundError(f"You no longer follow “{topic}”.")
-        for row in rows:
-            if row.kind == "paper" and row.paper_id == paper_id:
-                await self.interests.remove(user_id, row.id)
-            elif row.narrowed_by == paper_id and row.id != target.id:
-                await self.interests.narrow_by(user_id, row.id, None)
-        narrowed = await self.profiles.narrow_by(user_id, target, paper_id)
-        return (await self.profiles.named([narrowed]))[0]
+        """:meth:`InterestService.give_paper`, the topic as the person sees it."""
+        return (await self.profiles.named([await self.profiles.give_paper(user_id, topic, paper_id)]))[0]
 
     async def mark_shown(
         self, user_id: int, paper_ids: Sequence[int], *, brought: Mapping[int, int | None] | None = None
