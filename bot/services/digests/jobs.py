@@ -272,9 +272,9 @@ class DigestScheduler:
             if time.perf_counter() - turned >= SYNC_SLICE:
                 # let the gateway and commands run between slices; while a command is being answered,
                 # let it run alone
-                wait = min(self.busy_for(), SYNC_MOST_DEFERRED - deferred) if self.busy_for else 0.0
-                deferred += max(0.0, wait)
-                await asyncio.sleep(max(0.0, wait))
+                wait = max(0.0, min(self.busy_for(), SYNC_MOST_DEFERRED - deferred)) if self.busy_for else 0.0
+                deferred += wait
+                await asyncio.sleep(wait)
                 turned = time.perf_counter()
             self._schedule_logged(sub, shared, now)
         log.info("digest scheduler: %d subscription jobs", len(self._scheduled))
