@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from shared_data import shared_path
 from test_digest_e2e import paper_messages, posted_paper_ids, wait_for_papers
-from test_learning_e2e import _library
+from test_learning_e2e import ENOUGH_TO_TELL_WORDS, _library
 
 from paperindex.tokenizer import tokenize
 
@@ -80,7 +80,7 @@ async def test_two_interests_each_keep_their_share_after_a_like_on_one(
     digest still carries offline-RL papers, each pick names the interest that brought it, and
     `/paper interests show` lists both with their picks and likes."""
     async with start_paperbot(
-        store=await _library(tmp_path), load_shipped_corpus=False, person_limits=False
+        store=await _library(tmp_path, ENOUGH_TO_TELL_WORDS), load_shipped_corpus=False, person_limits=False
     ) as e2e:
         server = e2e.server
         await server.run_command("alice", "paper subscribe", topics=f"{OFFLINE}, {LEGS}", count=6)
@@ -133,7 +133,7 @@ async def test_a_dislike_moves_only_the_interest_that_brought_the_paper(
     """Both interests liked once; then a 👎 on an offline-RL pick: the locomotion interest's picks stay
     exactly what they were (its model saw nothing), the offline interest's move."""
     async with start_paperbot(
-        store=await _library(tmp_path), load_shipped_corpus=False, person_limits=False
+        store=await _library(tmp_path, ENOUGH_TO_TELL_WORDS), load_shipped_corpus=False, person_limits=False
     ) as e2e:
         server = e2e.server
         await server.run_command("alice", "paper interests add", topic=OFFLINE)

@@ -41,14 +41,17 @@ OTHER = {
     "graphs": "graphs nodes edges message passing molecules neighbourhoods spectral pooling",
 }
 RL_WORDS = "policy reward agent value environment return exploration actions states episodes"
+#: papers of each sub-area and of each other field: 520 in all are enough for the paper space to tell a
+#: field's words from general English (learned words are listed only then), the default 160 are not
+ENOUGH_TO_TELL_WORDS = (100, 60)
 
 
-def _papers() -> list[dict[str, Any]]:
+def _papers(per_area: int = 30, per_other_field: int = 20) -> list[dict[str, Any]]:
     rng = random.Random(7)
     papers = []
     for area, words in {**AREAS, **OTHER}.items():
         own = words.split()
-        for n in range(30 if area in AREAS else 20):
+        for n in range(per_area if area in AREAS else per_other_field):
             text = rng.choices(own, k=rng.randint(12, 24))
             if area in AREAS:
                 text += rng.choices(RL_WORDS.split(), k=8)
@@ -69,11 +72,11 @@ def _papers() -> list[dict[str, Any]]:
     return papers
 
 
-async def _library(tmp_path: Path) -> Path:
-    """A store of :func:`_papers`."""
+async def _library(tmp_path: Path, sizes: tuple[int, int] = (30, 20)) -> Path:
+    """A store of :func:`_papers` (``sizes``: papers of each sub-area, of each other field)."""
     db_path = tmp_path / "library.db"
     async with await open_database(db_path) as db:
-        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers()).encode())
+        await ingest_bytes(db, "library.jsonl", "\n".join(json.dumps(p) for p in _papers(*sizes)).encode())
     return db_path
 
 
@@ -115,7 +118,7 @@ async def test_a_broad_field_is_narrowed_by_reactions_moved_by_dislikes_and_froz
     move the digests away from multi-agent papers within three digests."""
     # days of digests, seconds apart: without the per-person limit on /paper digest
     async with start_paperbot(
-        store=await _library(tmp_path), load_shipped_corpus=False, person_limits=False
+        store=await _library(tmp_path, ENOUGH_TO_TELL_WORDS), load_shipped_corpus=False, person_limits=False
     ) as e2e:
         server = e2e.server
         await server.run_command("alice", "paper subscribe", topics="reinforcement learning", count=5)

@@ -121,12 +121,14 @@ LEARNED_TOPICS = {
 
 
 def _topic_papers() -> list[dict[str, object]]:
-    """Eight papers a topic, each of its words; two of every topic also say 'despite' and
-    'remarkably' (general English, in every field), five of the graph papers (by chance)."""
+    """63 papers a topic, each of its words (504 in all: enough for the paper space to tell a field's
+    words from general English; fewer, and no learned word is listed); two of every topic also say
+    'despite' and 'remarkably' (general English, in every field), three of the graph papers and the
+    first of six other topics 'obviates' and 'ameliorates'."""
     rng = random.Random(11)
     records: list[dict[str, object]] = []
     for topic, words in LEARNED_TOPICS.items():
-        for k in range(8):
+        for k in range(63):
             chosen = " ".join(rng.choice(words.split()) for _ in range(14))
             english = " despite remarkably" if k < 2 else ""
             if (k == 0 and topic not in {"weather", "circuits"}) or (topic == "graph" and k < 3):

@@ -39,7 +39,9 @@ async def _signals(e2e: E2E, user_id: int) -> set[tuple[int, str]]:
 
 @pytest.mark.both_engines
 async def test_reaction_shapes_the_profile_and_removing_it_undoes_it(e2e: E2E) -> None:
-    """👍 on a posted paper is learned (interests show lists a like and its terms); unreacting undoes it."""
+    """👍 on a posted paper is learned (interests show lists a like and the interest it started);
+    unreacting undoes it. The shipped corpus is too small to tell a field's words from general English,
+    so no learned words are listed (there they were "human", "parameters", "reduce")."""
     server = e2e.server
     alice = server.alice
     paper_id, message = await _post_paper(e2e, "alice", "quantization")
@@ -56,7 +58,7 @@ async def test_reaction_shapes_the_profile_and_removing_it_undoes_it(e2e: E2E) -
     assert "👍 1 · 👎 0 · 🔖 0" in text
     description = shown.embeds[0]["description"]
     assert "(from your 👍)" in description, description  # far from every interest: one of its own
-    assert re.search(r"for: `[^`]+`", description), description
+    assert "for: `" not in description, description
 
     await server.unreact("alice", message, "👍")
     await server.eventually(lambda: _signals_empty(e2e, alice.id), what="alice's like removed")

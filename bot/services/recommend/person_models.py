@@ -49,7 +49,9 @@ RARE_WORD_PAPERS: Final = 5
 #: "learning" 1.10). Tuned in bench/learned_words_eval.py.
 CONCENTRATION: float = 1.10
 #: …in a corpus of at least this many placed papers per dimension of the space: with about as many
-#: dimensions as papers (the shipped 38 in 100), no word's papers look together, not even "kv"'s
+#: dimensions as papers (the shipped 38 in 100), no word's papers look together, not even "kv"'s. In a
+#: smaller corpus no word is shown: there the over-represented words of an interest were general
+#: English ("human", "parameters", "reduce" for one on speculative decoding in the shipped 38).
 CONCENTRATION_PAPERS_PER_DIM: Final = 5
 
 
@@ -279,17 +281,18 @@ class PersonModels:
         A word is shown when it is over-represented among ``near`` (slots of the papers the model
         ranks best, or that lie closest to what was 👎'd): in at least ``MIN_WORD_PAPERS`` of them and
         ``FIELD_SUPPORT`` of them, ``MIN_LIFT`` times as often as in the corpus, and its papers lie
-        together in the paper space (``CONCENTRATION``: not "despite", "learning"). The papers the
-        person rated (``rated``, slots) are not counted among ``near``: a word only they hold says
+        together in the paper space (``CONCENTRATION``: not "despite", "learning"; none where the corpus
+        is too small for that test, ``CONCENTRATION_PAPERS_PER_DIM``). The papers the person rated (``rated``, slots) are not counted among ``near``: a word only they hold says
         what they hold, not the field. No numbers."""
+        coords = self.space.coords
+        if coords.ndim != 2 or len(coords) < CONCENTRATION_PAPERS_PER_DIM * coords.shape[1]:
+            return (), ()  # too few papers to tell a field's words from general English: none shown
         if len(rated):
             near = near[~np.isin(near, np.asarray(rated, dtype=np.int64))]
         field = self._over_represented(model.terms, near)
         field &= [not self.index.term_name(int(t)).isdigit() for t in model.terms]  # "7" is no word
-        coords = self.space.coords
-        if coords.ndim == 2 and len(coords) >= CONCENTRATION_PAPERS_PER_DIM * coords.shape[1]:
-            candidates = np.flatnonzero(field)
-            field[candidates] = self._concentrated(model.terms[candidates])
+        candidates = np.flatnonzero(field)
+        field[candidates] = self._concentrated(model.terms[candidates])
 
         def named(pairs: Iterable[tuple[int, float]]) -> WeightedWords:
             return tuple((self.shown(self.index.term_name(t)), round(w, 2)) for t, w in pairs)
