@@ -72,7 +72,8 @@ def _count(page: ListingPage) -> str:
         return f"the {total} most like it"
     words = len(page.words)
     if page.holding_all is not None:
-        return f"{page.holding_all:,} with all {words} words, {page.total:,} with one or more"
+        every = "both words" if words == 2 else f"all {words} words"
+        return f"{page.holding_all:,} with {every}, {page.total:,} with one or more"
     return total if words <= 1 else f"{total} with one of these words or more"
 
 

@@ -100,7 +100,8 @@ def reason(
 ) -> str:
     """ "for your interest in X · matched: a, b · like: <title>", within ``REASON_CHARS``, never cut
     inside a word (the interest's name and the title are shortened first). ``generic``: the terms
-    most papers hold, never named (nor needed to repeat the name)."""
+    most papers hold, never named (nor needed to repeat the name); the liked paper is not named where
+    the interest is that paper."""
     head = f"for your interest in {word_cut(described, 80)}"
     parts = [head]
     matched = {w.casefold() for w in candidate.words}
@@ -108,7 +109,8 @@ def reason(
     if candidate.words and not named <= matched:
         # (words that only repeat the interest's whole name say nothing more)
         parts.append(f"matched: {', '.join(candidate.words)}")
-    if like_title is not None:
+    if like_title is not None and described != f"“{like_title}”":
+        # (an interest named after the very paper it cites: "“X” · saved: X" says it twice)
         label = "like" if candidate.like_signal == "like" else "saved"
         parts.append(f"{label}: {like_title}")
     text = " · ".join(parts)

@@ -82,7 +82,7 @@ def test_the_first_of_three_pages() -> None:
 def test_the_last_page_numbers_on_and_cannot_go_further() -> None:
     rendered = render_listing(_page(page=2, total=12))
     assert rendered.embed.footer.text == (
-        "page 3 of 3 · 5 with all 2 words, 12 with one or more · buttons: rate or save a paper"
+        "page 3 of 3 · 5 with both words, 12 with one or more · buttons: rate or save a paper"
     )
     assert (rendered.embed.description or "").startswith("**11. ")
     assert _labels(rendered) == ["11", "12"] * 3 + ["◀ Previous", "Next ▶"]
@@ -105,7 +105,7 @@ def test_a_page_ordered_by_the_searchers_reactions_says_for_whom(for_searcher: b
     page = dataclasses.replace(_page(page=1, total=12), personal=True, for_searcher=for_searcher)
     assert (
         render_listing(page).embed.footer.text
-        == f"page 2 of 3 · 5 with all 2 words, 12 with one or more · {note} · buttons: rate or save a paper"
+        == f"page 2 of 3 · 5 with both words, 12 with one or more · {note} · buttons: rate or save a paper"
     )
 
 
@@ -138,6 +138,6 @@ def test_the_count_says_what_it_counts() -> None:
     single = dataclasses.replace(_page(page=0, total=1), words=("cache",), holding_all=None)
     assert render_listing(single).embed.footer.text.startswith("page 1 of 1 · 1 paper · ")
     several = dataclasses.replace(_page(page=0, total=1550), holding_all=38)
-    assert "· 38 with all 2 words, 1,550 with one or more ·" in render_listing(several).embed.footer.text
+    assert "· 38 with both words, 1,550 with one or more ·" in render_listing(several).embed.footer.text
     similar = _page(page=0, total=40, kind="similar", source_title="KIVI")
     assert "· the 40 papers most like it ·" in render_listing(similar).embed.footer.text

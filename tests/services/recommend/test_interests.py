@@ -151,6 +151,14 @@ def test_a_reason_names_the_interest_and_is_never_cut_inside_a_word() -> None:
     assert word_cut("abcdefghij klmnop", 12) == "abcdefghij…"
 
 
+def test_a_reason_does_not_name_the_paper_an_interest_is_named_after_twice() -> None:
+    title = "The Emergence of Reproducibility and Consistency in…"
+    saved = Candidate(1, 1.0, (), like=7, like_signal="save")
+    assert reason(f"“{title}”", saved, title) == f"for your interest in “{title}”"
+    other = "Rolling Diffusion Models"
+    assert reason(f"“{title}”", saved, other) == f"for your interest in “{title}” · saved: {other}"
+
+
 def test_a_reason_leaves_out_words_most_papers_hold_and_does_not_just_repeat_the_name() -> None:
     """'learning' is generic: matching 'offline' and 'reinforcement' of "offline reinforcement
     learning" only repeats the name; matching 'offline' alone says what the paper holds of it."""
