@@ -18,7 +18,9 @@ paper = Subcommands("paper")
 
 @paper.command(name="help", description="Every /paper command, and what the buttons and reactions do")
 async def help_command(interaction: discord.Interaction[PaperBot]) -> None:
-    embed = help_embed(interaction.client.command_groups.paper)
+    tree = interaction.client.tree
+    message_commands = [command.name for command in tree.get_commands(type=discord.AppCommandType.message)]
+    embed = help_embed(interaction.client.command_groups.paper, message_commands)
     await interaction.response.send_message(embed=embed, ephemeral=True)
 
 

@@ -3,7 +3,7 @@ and what the buttons and reactions on a paper do."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import discord
@@ -33,9 +33,20 @@ def _usage(command: app_commands.Command[Any, ..., Any]) -> str:
     return (" " + " ".join(options)) if options else ""
 
 
-def help_embed(group: app_commands.Group) -> discord.Embed:
-    lines = list(command_lines(group))
-    description = trim("\n".join([*lines, "", ON_A_PAPER]), DESCRIPTION_LIMIT)
+def on_a_link(message_commands: Sequence[str]) -> str:
+    """What the message commands (Apps → "Save paper") do, named as Discord shows them."""
+    names = " or ".join(f"**{name}**" for name in message_commands)
+    return (
+        "**On anyone's message with a paper link** (arXiv, OpenReview, DOI, ACL Anthology): right-click it "
+        f"(long-press on a phone) → Apps → {names}, for you alone; an arXiv paper not here yet is fetched."
+    )
+
+
+def help_embed(group: app_commands.Group, message_commands: Sequence[str] = ()) -> discord.Embed:
+    lines = [*command_lines(group), "", ON_A_PAPER]
+    if message_commands:
+        lines.append(on_a_link(message_commands))
+    description = trim("\n".join(lines), DESCRIPTION_LIMIT)
     embed = discord.Embed(title="paperbot: find, follow and rate papers", description=description)
     embed.colour = PAPER_COLOUR
     embed.set_footer(

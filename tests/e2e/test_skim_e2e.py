@@ -98,4 +98,12 @@ async def test_show_keeps_the_whole_abstract_and_help_lists_every_command(e2e: E
     for name in commands:
         assert f"`{name}" in text, f"{name} is missing from /paper help"
     assert "`/paper search query: [limit] [author] [venue] [year]`" in text
+    # the message commands are found by right-clicking a message, not in the / list: help says how
+    message_commands = [
+        c["name"] for c in server.commands(server.guild) + server.commands() if c["type"] == 3
+    ]
+    assert {"Save paper", "Like paper"} <= set(message_commands)
+    assert "right-click it" in text
+    for name in message_commands:
+        assert f"**{name}**" in text, f"/paper help does not say how to use {name}"
     assert "Full abstract" in text
