@@ -15,7 +15,7 @@ from bot.errors import NotFoundError
 from bot.exts._autocomplete import paper_autocomplete
 from bot.exts._groups import Subcommands
 from bot.exts._items import answer
-from bot.services.papers.links import paper_links
+from bot.services.papers.links import named_papers
 from bot.ui.embeds import abstract_embed, paper_embed
 from bot.ui.listing import PageButton, render_listing
 from bot.ui.paper_views import MORE_LIKE_THIS, FullAbstractButton, MoreLikeThisButton, paper_view
@@ -131,9 +131,9 @@ async def show_command(
     try:
         found = await services.search_service.resolve_paper(paper)
     except NotFoundError:
-        if not paper_links(paper):
+        if not named_papers(paper):
             raise
-        # a link to a paper not here yet: fetched from arXiv, which may take longer than Discord's 3 s
+        # a link (or an arXiv id) to a paper not here yet: fetched from arXiv, which may take longer than Discord's 3 s
         await interaction.response.defer(thinking=True)
         try:
             found = await services.linked.find(paper)

@@ -107,6 +107,18 @@ async def test_an_arxiv_paper_the_store_lacks_is_fetched_saved_and_searchable(
         assert len(asked) == 1
 
 
+async def test_a_bare_arxiv_id_in_show_fetches_the_paper_the_store_lacks(
+    start_paperbot: Callable[..., contextlib.AbstractAsyncContextManager[E2E]],
+) -> None:
+    """ "2405.00001" is how people type an arXiv id: `/paper show` fetches it as it would the link (it
+    said "I don't know a paper matching “1605.08386” … or give an arXiv id")."""
+    async with recorded_arxiv() as (url, asked), start_paperbot(arxiv_lookup_url=url) as e2e:
+        shown = await e2e.server.run_command("carol", "paper show", paper="1605.08386v1")
+        assert RECORDED_TITLE in answer_text(shown)
+        assert [q["id_list"] for q in asked] == ["1605.08386"]
+        assert await e2e.services.papers.find_by_external("1605.08386") is not None
+
+
 async def test_no_link_an_unknown_paper_or_arxiv_unreachable_say_so_and_store_nothing(
     start_paperbot: Callable[..., contextlib.AbstractAsyncContextManager[E2E]],
 ) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from bot.errors import NotFoundError
 from bot.services.papers.arxiv_lookup import ArxivLookup, ArxivUnavailable
-from bot.services.papers.links import PaperLink, paper_links
+from bot.services.papers.links import PaperLink, named_papers
 from storage.models import Paper
 from storage.repositories.papers import PaperRepository
 
@@ -38,7 +38,7 @@ class LinkedPapers:
 
     async def find(self, text: str) -> Paper:
         """The paper ``text`` links to (NotFoundError, worded for the person, when there is none)."""
-        links = paper_links(text)
+        links = named_papers(text)
         if not links:
             raise NotFoundError(NO_LINK)
         for link in links:

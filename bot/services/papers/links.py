@@ -58,6 +58,17 @@ def paper_links(text: str) -> list[PaperLink]:
     return found
 
 
+def named_papers(text: str) -> list[PaperLink]:
+    """The papers an option's value names: its links, or the value itself where it is a bare arXiv id
+    ("2401.01234v2", as people type one into `/paper show paper:`; in running text a bare number is
+    not taken for one)."""
+    links = paper_links(text)
+    if links:
+        return links
+    bare = paper_keys.arxiv_id(text)
+    return [PaperLink("arxiv", bare)] if bare else []
+
+
 def _link(match: re.Match[str]) -> PaperLink | None:
     if match["arxiv_url"] or match["arxiv_ref"]:
         value = (match["arxiv_url"] or match["arxiv_ref"]).rstrip(".,;:!?")

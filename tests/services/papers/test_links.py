@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.services.papers.links import MAX_LINKS, PaperLink, paper_links
+from bot.services.papers.links import MAX_LINKS, PaperLink, named_papers, paper_links
 
 
 def test_each_kind_of_link_in_the_order_written() -> None:
@@ -39,3 +39,11 @@ def test_how_a_link_is_named_and_looked_up() -> None:
     assert PaperLink("doi", "10.1/x").describe() == "DOI 10.1/x"
     assert PaperLink("doi", "10.1/x").reference == "doi:10.1/x"
     assert PaperLink("arxiv", "2401.01234").reference == "2401.01234"
+
+
+def test_a_bare_arxiv_id_names_a_paper_as_an_option_value_but_not_in_running_text() -> None:
+    assert named_papers("2405.00001v2") == [PaperLink("arxiv", "2405.00001")]
+    assert named_papers(" hep-th/9901001 ") == [PaperLink("arxiv", "hep-th/9901001")]
+    assert named_papers("see https://arxiv.org/abs/2401.01234") == [PaperLink("arxiv", "2401.01234")]
+    assert named_papers("Medusa decoding heads") == []
+    assert paper_links("meet at 2405.00001 or so") == []
