@@ -231,7 +231,8 @@ def render_stats(
     embed.add_field(
         name="Subscriptions here",
         value=(
-            f"{counts.subscriptions:,} DM digests\n{counts.channel_feeds:,} channel feeds\n"
+            f"{counts.subscriptions:,} DM digest{'' if counts.subscriptions == 1 else 's'}\n"
+            f"{counts.channel_feeds:,} channel feed{'' if counts.channel_feeds == 1 else 's'}\n"
             f"{counts.paused_subscriptions:,} paused"
         ),
     )
@@ -296,7 +297,7 @@ def _sources_value(sources: Sequence[SourceFetch]) -> str:
 
 def _outbox_line(outbox: OutboxState) -> str:
     """What the process accepted (reactions, clicks, listings) and the store does not have yet."""
-    line = f"Waiting to be stored (reactions, clicks, listings): {outbox.waiting:,}"
+    line = f"{outbox.waiting:,} write{'' if outbox.waiting == 1 else 's'} (reactions, clicks, listings)"
     if outbox.refused_for is not None:
         line += f"; the store has refused writes for {outbox.refused_for:.0f} s"
     if outbox.dead:

@@ -182,7 +182,11 @@ class Console:
     def show_message(self, message: SandboxMessage, *, prefix: str = "") -> None:
         if message.buttons and not message.deleted:
             self._last_with_buttons = message
-        text = render_message(message, number=self.number(message), viewer=self.user.username)
+        world = self.server.world
+        names = {c.id: c.name for c in world.channels.values() if c.name} | {
+            u.id: u.username for u in world.users.values()
+        }
+        text = render_message(message, number=self.number(message), viewer=self.user.username, names=names)
         self.print(prefix + text)
 
     def show_result(self, result: InteractionResult) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
@@ -42,6 +43,24 @@ def readable_times(text: str, *, now: datetime | None = None, zone: tzinfo | Non
     return _TIMESTAMP.sub(shown, text)
 
 
+#: Discord's mention markup for a channel (``<#id>``) and a member (``<@id>``, ``<@!id>``), which its
+#: clients show as the channel's or the member's name
+_MENTION = re.compile(r"<(#|@!?)(\d{15,20})>")
+
+
+def readable_mentions(text: str, names: Mapping[int, str]) -> str:
+    """``text`` with each channel and member mention as a Discord client shows it ("#papers", "@bob"),
+    its name from ``names`` (ids of channels and users); one it does not know stays as written."""
+
+    def shown(match: re.Match[str]) -> str:
+        name = names.get(int(match.group(2)))
+        if name is None:
+            return match.group(0)
+        return ("#" if match.group(1) == "#" else "@") + name
+
+    return _MENTION.sub(shown, text)
+
+
 def relative_time(when: datetime, now: datetime) -> str:
     """How far ``when`` is from ``now`` in words, as Discord's ``R`` style says it."""
     seconds = (when - now).total_seconds()
@@ -76,8 +95,20 @@ def button_text(button: JSON) -> str:
     return text
 
 
-def render_message(message: SandboxMessage, *, number: int | None = None, viewer: str | None = None) -> str:
-    """A message with its embeds, numbered buttons, selects, attachments and reactions."""
+def render_message(
+    message: SandboxMessage,
+    *,
+    number: int | None = None,
+    viewer: str | None = None,
+    names: Mapping[int, str] | None = None,
+) -> str:
+    """A message with its embeds, numbered buttons, selects, attachments and reactions (``names``: of
+    the channels and users its mentions name)."""
+    text = "\n".join(_message_lines(message, number, viewer))
+    return readable_mentions(text, names) if names else text
+
+
+def _message_lines(message: SandboxMessage, number: int | None, viewer: str | None) -> list[str]:
     where = message.channel.label()
     tags = []
     if message.ephemeral:
@@ -112,7 +143,7 @@ def render_message(message: SandboxMessage, *, number: int | None = None, viewer
         lines.append(f"  📎 {attachment.filename} ({_size(attachment.size)}) {attachment.url}")
     if message.reactions:
         lines.append("  " + "  ".join(f"{emoji} {len(users)}" for emoji, users in message.reactions.items()))
-    return "\n".join(lines)
+    return lines
 
 
 def _render_embed(embed: JSON) -> list[str]:

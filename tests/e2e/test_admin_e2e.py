@@ -297,7 +297,7 @@ async def test_stats_shows_counts_last_fetch_and_next_digests(e2e: E2E) -> None:
     papers = await _paper_count(e2e)
     assert fields["Papers (every server)"].startswith(f"{papers:,} ({papers:,} searchable)")
     assert fields["People here"].startswith("0 rated papers or set up a digest here")
-    assert "1 channel feeds" in fields["Subscriptions here"]
+    assert "1 channel feed\n" in fields["Subscriptions here"]
     assert "never" in fields["Last arXiv fetch"]
     assert re.search(r"next <t:\d+:f>", fields["Next digests here"]), fields["Next digests here"]
     assert "1 in the next 24 hours" in fields["Next digests here"]
@@ -391,13 +391,13 @@ async def test_stats_in_one_server_show_none_of_another_servers_counts(
         papers = await _paper_count(e2e)
         assert here["Papers (every server)"].startswith(f"{papers:,} (")
         assert here["People here"] == "1 rated papers or set up a digest here\n1 reactions and saves"
-        assert here["Subscriptions here"] == "1 DM digests\n0 channel feeds\n0 paused"
+        assert here["Subscriptions here"] == "1 DM digest\n0 channel feeds\n0 paused"
         assert "1 in the next 24 hours" in here["Next digests here"]
         assert "This server's feeds" not in here
 
         there = _stats_fields(await server.run_command("carol", "paperadmin stats", where=general_b))
         assert there["People here"] == "2 rated papers or set up a digest here\n3 reactions and saves"
-        assert there["Subscriptions here"] == "1 DM digests\n1 channel feeds\n0 paused"
+        assert there["Subscriptions here"] == "1 DM digest\n1 channel feed\n0 paused"
         assert "2 in the next 24 hours" in there["Next digests here"]
         assert f"<#{general_b.id}>" in there["This server's feeds"]
         assert there["Papers (every server)"] == here["Papers (every server)"]

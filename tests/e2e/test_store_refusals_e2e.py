@@ -49,9 +49,7 @@ async def test_a_bookmark_clicked_while_the_store_refuses_writes_is_stored_once_
         await server.eventually(reported, timeout=15, what="paperbot health to count the waiting click")
         stats = await server.run_command("alice", "paperadmin stats")
         waiting = next(f["value"] for f in stats.embed["fields"] if f["name"].startswith("Not stored yet"))
-        assert waiting.startswith(
-            "Waiting to be stored (reactions, clicks, listings): 1; the store has refused"
-        )
+        assert waiting.startswith("1 write (reactions, clicks, listings); the store has refused")
         assert await _feedback(e2e) == set()
 
         await refusing.accept(e2e.db)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.sandbox.console import DEMO_SCRIPT, ConsoleError, parse_options, run_console, without_comment
-from bot.sandbox.render import readable_times
+from bot.sandbox.render import readable_mentions, readable_times
 from bot.settings import Settings
 
 pytestmark = pytest.mark.timeout(120)
@@ -163,3 +163,11 @@ def test_a_message_command_is_listed_with_how_to_use_it() -> None:
     assert list(
         _command_lines({"name": "digest", "type": 1, "description": "Send me my digest"}, "paper ")
     ) == ["/paper digest  — Send me my digest"]
+
+
+def test_channel_and_member_mentions_read_as_names() -> None:
+    """Discord shows <#id> as the channel's name and <@id> as the member's; the console did not."""
+    names = {1191168914227200007: "papers", 1191168914227200009: "bob"}
+    text = "Feed for <#1191168914227200007>, set by <@1191168914227200009> (<@!1191168914227200009>)"
+    assert readable_mentions(text, names) == "Feed for #papers, set by @bob (@bob)"
+    assert readable_mentions("<#1191168914227200001>", names) == "<#1191168914227200001>"  # unknown
