@@ -18,6 +18,7 @@
    sentence (its first 80 characters). Side by side: the gist rule (``bot.services.papers.gist``), the
    abstract's first sentence, its first two sentences, its first 320 characters, and the whole
    abstract as digests showed it before (first 1,500 characters).
+3. Gists that hold a link: a sentence saying where the code or data is, shown as what the paper does.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from bot.ui.embeds import GIST_LIMIT  # noqa: E402
 from bot.ui.format import display_title, links, paper_link, trim  # noqa: E402
 from bot.ui.paper_views import digest_message  # noqa: E402
 from storage.models import Paper, Subscription  # noqa: E402
+from storage.store import StoreLocation  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 CORPORA = {
@@ -133,7 +135,7 @@ async def digest_sizes(corpus: Path | None, count: int) -> tuple[list[int], list
     before: list[int] = []
     now: list[int] = []
     with tempfile.TemporaryDirectory() as folder:
-        settings = Settings(db_path=Path(folder) / "bench.db")
+        settings = Settings(store=StoreLocation.parse(str(Path(folder) / "bench.db")))
         async with open_services(settings, load_shipped_corpus=corpus is None) as services:
             if corpus is not None:
                 await ingest_paths(services.db, [corpus])
@@ -221,6 +223,15 @@ def gist_hits(abstracts: list[str]) -> tuple[int, dict[str, tuple[float, float]]
     return len(labelled), figures
 
 
+_LINK = re.compile(r"https?://|\bwww\.|\bgithub\.com/", re.I)
+
+
+def gists_with_a_link(abstracts: list[str]) -> int:
+    """How many gists hold a link: a code or data sentence ("We release X at https://…") shown as
+    what the paper does."""
+    return sum(bool(_LINK.search(gist(abstract).text)) for abstract in abstracts)
+
+
 def read_abstracts(path: Path) -> list[str]:
     with gzip.open(path, "rt", encoding="utf-8") as lines:
         return [a for a in (json.loads(line).get("abstract") or "" for line in lines) if a]
@@ -291,6 +302,9 @@ async def main() -> None:
         labelled, figures = gist_hits(abstracts)
         cells = [f"{rate:.1%} ({chars:,.0f} ch)" for rate, chars in figures.values()]
         print(_row([name, f"{labelled:,} of {len(abstracts):,}", *cells]))
+    print("\n3. Gists that hold a link (where the code is, not what the paper does)\n")
+    for name, abstracts in sets.items():
+        print(f"{name}: {gists_with_a_link(abstracts):,} of {len(abstracts):,}")
 
 
 if __name__ == "__main__":

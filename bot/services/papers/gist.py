@@ -8,7 +8,9 @@ The rule (measured by ``bench/digest_skim.py``): every sentence is scored by wha
 * 1: a result they state — "we show / demonstrate / prove / find …";
 
 plus 1 when the sentence names something ("… called X", "we propose MGit", an acronym being
-defined), and the best one wins (the earliest on a tie). An abstract that states none of these
+defined), and the best one wins (the earliest on a tie). A sentence with a link says where the code
+or data is ("We release DOMINO as open source at https://github.com/…"), not what the paper does: it
+comes last. An abstract that states none of these
 gets its opening sentence. A sentence shorter than :data:`SHORT` is followed by the next one when
 both fit in :data:`MAX_CHARS` (what shows it cuts a longer one at a word).
 """
@@ -52,6 +54,7 @@ _RESULTS = re.compile(
 _NAMING = re.compile(
     r"\b(?:dubbed|termed|called|named|namely|coined|referred to as)\b|\((?=[^()]{1,20}\))[^()]*[A-Z][^()]*\)"
 )
+_LINK = re.compile(r"https?://|\bwww\.|\bgithub\.com/", re.I)
 _NAME_AFTER = re.compile(r"\s+(?:the\s+|our\s+)?[A-Z]")  # a capital right after the verb starts a name
 
 
@@ -64,7 +67,10 @@ class Gist:
 
 
 def sentence_score(sentence: str) -> int:
-    """How strongly ``sentence`` states the paper's contribution (0: not at all); see the module doc."""
+    """How strongly ``sentence`` states the paper's contribution (0: not at all, −1: a link's
+    sentence); see the module doc."""
+    if _LINK.search(sentence):
+        return -1
     contributes = _CONTRIBUTES.search(sentence)
     if contributes or _OURS.search(sentence):
         named = (contributes and _NAME_AFTER.match(sentence, contributes.end())) or _NAMING.search(sentence)
@@ -83,6 +89,12 @@ def gist(abstract: str, *, max_chars: int = MAX_CHARS) -> Gist:
     scores = [sentence_score(sentence) for sentence in parts]
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))
     chosen = parts[best]
-    if len(chosen) < SHORT and best + 1 < len(parts) and len(chosen) + 1 + len(parts[best + 1]) <= max_chars:
-        chosen = f"{chosen} {parts[best + 1]}"
+    follows = parts[best + 1] if best + 1 < len(parts) else None
+    if (
+        follows is not None
+        and len(chosen) < SHORT
+        and scores[best + 1] >= 0  # not a link's sentence
+        and len(chosen) + 1 + len(follows) <= max_chars
+    ):
+        chosen = f"{chosen} {follows}"
     return Gist(chosen, whole=chosen == text)

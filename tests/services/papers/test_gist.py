@@ -69,3 +69,14 @@ def test_an_abstract_stating_no_contribution_gets_its_opening_and_markup_goes() 
     whole = gist("We quantize the KV cache to 2 bits. It is 4x smaller.")
     assert whole.whole
     assert whole.text == "We quantize the KV cache to 2 bits. It is 4x smaller."
+
+
+def test_a_sentence_with_a_link_says_where_the_code_is_not_what_the_paper_does() -> None:
+    """ICML 2024's DOMINO abstract: "we present a novel decoding algorithm, DOMINO, …" is the gist, not
+    "We release DOMINO as open source at https://github.com/eth-sri/domino." (a named release)."""
+    method = "To address this, we present a novel decoding algorithm, DOMINO, that enforces constraints."
+    release = "We release DOMINO as open source at https://github.com/eth-sri/domino."
+    assert sentence_score(release) == -1
+    assert gist(" ".join([BACKGROUND, method, release])).text == method
+    short = "We propose KVQuant."  # short, yet the link's sentence after it is not brought along
+    assert gist(" ".join([BACKGROUND, short, "Code: www.example.org/kvquant."])).text == short
