@@ -128,10 +128,41 @@ def parse_timezone(text: str) -> str:
     return name
 
 
+#: What people type for a zone that is no IANA name ("PST", "CEST"): the zones it usually means, offered
+#: first, never taken silently (an abbreviation names an offset, a place keeps its summer time; "IST" is
+#: India's and Ireland's). EST, MST, HST, CET and EET are also IANA names, of fixed offsets: they parse.
+ABBREVIATIONS: Final[dict[str, tuple[str, ...]]] = {
+    "pst": ("America/Los_Angeles",),
+    "pdt": ("America/Los_Angeles",),
+    "pt": ("America/Los_Angeles",),
+    "mdt": ("America/Denver",),
+    "mt": ("America/Denver",),
+    "cst": ("America/Chicago", "Asia/Shanghai"),
+    "cdt": ("America/Chicago",),
+    "ct": ("America/Chicago",),
+    "edt": ("America/New_York",),
+    "et": ("America/New_York",),
+    "bst": ("Europe/London",),
+    "cest": ("Europe/Berlin", "Europe/Paris"),
+    "eest": ("Europe/Athens", "Europe/Helsinki"),
+    "ist": ("Asia/Kolkata", "Europe/Dublin", "Asia/Jerusalem"),
+    "jst": ("Asia/Tokyo",),
+    "kst": ("Asia/Seoul",),
+    "sgt": ("Asia/Singapore",),
+    "hkt": ("Asia/Hong_Kong",),
+    "aest": ("Australia/Sydney", "Australia/Brisbane"),
+    "aedt": ("Australia/Sydney",),
+    "nzst": ("Pacific/Auckland",),
+    "nzdt": ("Pacific/Auckland",),
+    "brt": ("America/Sao_Paulo",),
+}
+
+
 def timezone_choices(current: str, *, limit: int = AUTOCOMPLETE_LIMIT) -> list[str]:
     """Zone names matching what the user typed so far, best first (Discord shows at most 25).
 
-    Order: the whole name starts with the text, then a part of it does ("berlin" → Europe/Berlin,
+    Order: the zones an abbreviation usually means ("pst" → America/Los_Angeles, :data:`ABBREVIATIONS`),
+    then the whole name starts with the text, then a part of it does ("berlin" → Europe/Berlin,
     "york" → America/New_York), then it merely contains the text. Empty text lists popular zones.
     """
     limit = max(0, min(limit, AUTOCOMPLETE_LIMIT))
@@ -150,10 +181,12 @@ def timezone_choices(current: str, *, limit: int = AUTOCOMPLETE_LIMIT) -> list[s
         elif needle in squashed:
             contains.append(name)
     popular = set(POPULAR_TIMEZONES)
-    ranked = [
+    meant = list(ABBREVIATIONS.get(needle, ()))
+    ranked = meant + [
         name
         for group in (starts, part_starts, contains)
         for name in sorted(group, key=lambda n: (n not in popular, n.count("/"), n))
+        if name not in meant
     ]
     return ranked[:limit]
 

@@ -92,6 +92,16 @@ def test_unknown_timezone_is_refused_with_suggestions() -> None:
         parse_timezone("+02:00")
 
 
+def test_an_abbreviation_is_refused_and_the_zones_it_usually_means_come_first() -> None:
+    """ "PST" names an offset, not a place with summer time: refused, with America/Los_Angeles first
+    (it offered PST8PDT alone); "IST" is India's, Ireland's and Israel's."""
+    with pytest.raises(InvalidScheduleError, match=r"Did you mean America/Los_Angeles"):
+        parse_timezone("PST")
+    assert timezone_choices("cest")[:2] == ["Europe/Berlin", "Europe/Paris"]
+    assert timezone_choices("IST")[:3] == ["Asia/Kolkata", "Europe/Dublin", "Asia/Jerusalem"]
+    assert parse_timezone("EST") == "EST"  # an IANA name (a fixed offset) stays one
+
+
 def test_timezone_choices_rank_and_limit() -> None:
     """Autocomplete: city-name matches included, best first, never more than Discord's 25."""
     assert timezone_choices("berlin")[0] == "Europe/Berlin"
