@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import re
 import shlex
 import sys
 import tempfile
@@ -223,6 +224,11 @@ class Console:
         return f"{self.user.username}@{where}> "
 
     async def execute(self, line: str) -> None:
+        head, _, rest = line.strip().partition(" ")
+        if head.lower() == "say":  # a message as typed: its apostrophes are no quotes to close
+            text = re.split(r"(?:^|\s)#(?:\s|$)", rest, maxsplit=1)[0].strip()
+            await self._say([text] if text else [])
+            return
         line = without_comment(line).strip()
         if not line or line.startswith("#"):
             return

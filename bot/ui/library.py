@@ -17,7 +17,8 @@ def library_answer(done: LibraryImport) -> str:
     found = len(match.papers)
     if found:
         fetched = f" ({match.fetched} fetched from arXiv just now)" if match.fetched else ""
-        lines.append(f"📚 {found:,} of them are papers I have{fetched}.")
+        have = "is a paper" if found == 1 else "are papers"
+        lines.append(f"📚 {found:,} of them {have} I have{fetched}.")
     if done.paused:
         lines.append(
             "Learning is paused, so none of them counts yet: turn it back on with `/paper interests pause`, "
@@ -25,8 +26,9 @@ def library_answer(done: LibraryImport) -> str:
         )
     elif found:
         already = f" ({done.already:,} you had liked already)" if done.already else ""
+        counts = "now counts as a paper" if done.liked == 1 else "now count as papers"
         lines.append(
-            f"👍 {done.liked:,} now count as papers you like{already}: `/paper recommend` and your digest "
+            f"👍 {done.liked:,} {counts} you like{already}: `/paper recommend` and your digest "
             "start from them, each group of related papers an interest of its own."
         )
     if done.learned:

@@ -251,7 +251,8 @@ async def test_an_arxiv_entry_not_here_is_fetched_and_liked(
         answer = answer_text(
             await server.run_command("bob", "paper interests add", file=Upload("lib.bib", bib))
         )
-        assert "📚 1 of them are papers I have (1 fetched from arXiv just now)" in answer
+        assert "📚 1 of them is a paper I have (1 fetched from arXiv just now)" in answer
+        assert "👍 1 now counts as a paper you like" in answer
         assert "📖 Learned from their own text (1, not here): “A paper nobody here has”" in answer
         assert re.search(r"Not understood \(1\): line 3", answer), answer
         assert [q["id_list"] for q in asked] == ["1605.08386"]

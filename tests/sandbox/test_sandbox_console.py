@@ -171,3 +171,16 @@ def test_channel_and_member_mentions_read_as_names() -> None:
     text = "Feed for <#1191168914227200007>, set by <@1191168914227200009> (<@!1191168914227200009>)"
     assert readable_mentions(text, names) == "Feed for #papers, set by @bob (@bob)"
     assert readable_mentions("<#1191168914227200001>", names) == "<#1191168914227200001>"  # unknown
+
+
+async def test_say_posts_the_message_as_typed_apostrophes_and_all(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`say here's …` failed with "No closing quotation": a message is not split into options."""
+    script = tmp_path / "say.txt"
+    script.write_text("say here's the paper: arXiv:2505.10001   # a comment\nquit\n", encoding="utf-8")
+    code = await run_console(Settings(), store=None, script=script)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "  here's the paper: arXiv:2505.10001\n" in out
+    assert "a comment" not in out.split("alice@#papers>")[1].split("\n", 1)[1]
