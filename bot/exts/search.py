@@ -133,7 +133,8 @@ async def show_command(
     except NotFoundError:
         if not named_papers(paper):
             raise
-        # a link (or an arXiv id) to a paper not here yet: fetched from arXiv, which may take longer than Discord's 3 s
+        # a link or an arXiv id to a paper not here yet: fetched from arXiv, which may take longer
+        # than Discord's 3 s
         await interaction.response.defer(thinking=True)
         try:
             found = await services.linked.find(paper)

@@ -26,10 +26,11 @@ def library_answer(done: LibraryImport) -> str:
         )
     elif found:
         already = f" ({done.already:,} you had liked already)" if done.already else ""
-        counts = "now counts as a paper" if done.liked == 1 else "now count as papers"
+        one = done.liked == 1
+        counts, them = ("now counts as a paper", "it") if one else ("now count as papers", "them")
         lines.append(
             f"👍 {done.liked:,} {counts} you like{already}: `/paper recommend` and your digest "
-            "start from them, each group of related papers an interest of its own."
+            f"start from {them}, each group of related papers an interest of its own."
         )
     if done.learned:
         titles = [echo(trim(e.title, 60)) for e in done.learned[:SHOWN_MISSING]]

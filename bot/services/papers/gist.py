@@ -10,9 +10,9 @@ The rule (measured by ``bench/digest_skim.py``): every sentence is scored by wha
 plus 1 when the sentence names something ("… called X", "we propose MGit", an acronym being
 defined), and the best one wins (the earliest on a tie). A sentence with a link says where the code
 or data is ("We release DOMINO as open source at https://github.com/…"), not what the paper does: it
-comes last. An abstract that states none of these
-gets its opening sentence. A sentence shorter than :data:`SHORT` is followed by the next one when
-both fit in :data:`MAX_CHARS` (what shows it cuts a longer one at a word).
+comes last. An abstract that states none of these gets its opening sentence. A sentence shorter than
+:data:`SHORT` is followed by the next one (not a link's) when both fit in :data:`MAX_CHARS` (what
+shows it cuts a longer one at a word).
 """
 
 from __future__ import annotations

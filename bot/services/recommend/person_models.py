@@ -282,8 +282,9 @@ class PersonModels:
         ranks best, or that lie closest to what was 👎'd): in at least ``MIN_WORD_PAPERS`` of them and
         ``FIELD_SUPPORT`` of them, ``MIN_LIFT`` times as often as in the corpus, and its papers lie
         together in the paper space (``CONCENTRATION``: not "despite", "learning"; none where the corpus
-        is too small for that test, ``CONCENTRATION_PAPERS_PER_DIM``). The papers the person rated (``rated``, slots) are not counted among ``near``: a word only they hold says
-        what they hold, not the field. No numbers."""
+        is too small for that test, ``CONCENTRATION_PAPERS_PER_DIM``). The papers the person rated
+        (``rated``, slots) are not counted among ``near``: a word only they hold says what they hold,
+        not the field. No numbers."""
         coords = self.space.coords
         if coords.ndim != 2 or len(coords) < CONCENTRATION_PAPERS_PER_DIM * coords.shape[1]:
             return (), ()  # too few papers to tell a field's words from general English: none shown
