@@ -143,6 +143,7 @@ class Gateway:
         self.sessions: dict[str, GatewaySession] = {}
         self.connections: list[GatewayConnection] = []
         self._numbers = itertools.count(1)
+        self._acks: set[asyncio.Task[None]] = set()  # heartbeat ACKs on their way
 
     # -- state for tests --------------------------------------------------------------------------
 
@@ -273,7 +274,9 @@ class Gateway:
         self._record("recv", conn, op if isinstance(op, int) else -1, None, None, _redact(op, data))
         if op == HEARTBEAT:
             conn.heartbeats += 1
-            await self._send(conn, {"op": HEARTBEAT_ACK, "d": None, "s": None, "t": None})
+            ack = asyncio.create_task(self._ack_heartbeat(conn))
+            self._acks.add(ack)
+            ack.add_done_callback(self._acks.discard)
         elif op == IDENTIFY:
             await self._identify(conn, data or {})
         elif op == RESUME:
@@ -286,6 +289,13 @@ class Gateway:
             pass  # accepted and recorded
         else:
             await self._close(conn, UNKNOWN_OPCODE)
+
+    async def _ack_heartbeat(self, conn: GatewayConnection) -> None:
+        """HEARTBEAT_ACK after ``heartbeat_ack_delay`` (see :class:`SandboxOptions`); none on a connection
+        closed meanwhile."""
+        await asyncio.sleep(self.options.heartbeat_ack_delay)
+        with contextlib.suppress(ConnectionResetError):
+            await self._send(conn, {"op": HEARTBEAT_ACK, "d": None, "s": None, "t": None})
 
     async def _identify(self, conn: GatewayConnection, data: JSON) -> None:
         if conn.session is not None:

@@ -16,6 +16,10 @@ class SandboxOptions:
     port: int = 0  # 0: an ephemeral port
     token: str = World.TOKEN
     heartbeat_interval_ms: int = 41_250
+    #: a HEARTBEAT_ACK comes this long after the heartbeat, as over a network. discord.py notes when it
+    #: sent a heartbeat only once its thread sees the send done: an ACK handled before that reads as
+    #: the whole interval late ("Can't keep up, websocket is 41.3s behind") and ``bot.latency`` says 41 s
+    heartbeat_ack_delay: float = 0.05
     #: compress gateway frames when the client asks for zlib-stream (text frames when False)
     zlib_stream: bool = False
     #: privileged intents "enabled in the developer portal"; asking for others closes with 4014
