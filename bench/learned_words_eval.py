@@ -110,7 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     index = engine.index
     space = PaperSpace(index)
     space.rebuild()
-    models = PersonModels(index, space, DEFAULT_LEARNING)
+    models = PersonModels(
+        index, space, DEFAULT_LEARNING, shown=engine.vocabulary.form
+    )  # as the bot shows them
     field = keyword_terms(rows)
     split = load_split(rows, args.split)
     people = sorted(split.people, key=lambda p: p.area)[: args.people]
