@@ -18,6 +18,7 @@ from discord.ext import commands
 from bot.exts._autocomplete import timezone_autocomplete
 from bot.exts._groups import Subcommands
 from bot.services.digests.delivery import DeliveryOutcome, DigestInterruptedError, RecipientUnreachableError
+from bot.services.digests.subscriptions import NOTHING_TO_DIGEST_BY
 from bot.services.recommend.topic_breadth import Breadth, TitledIndex, breadth
 from bot.ui.digests import Frequency, Weekday, describe_subscription
 from bot.ui.embeds import CONTENT_LIMIT
@@ -142,6 +143,10 @@ async def unsubscribe_command(interaction: discord.Interaction[PaperBot]) -> Non
 async def digest_command(interaction: discord.Interaction[PaperBot]) -> None:
     bot = interaction.client
     limits, user_id = bot.services.limits, interaction.user.id
+    if not await bot.services.digests.subscriptions.can_pick_for(user_id):
+        # (a DM saying only "nothing new above the bar" would be all a newcomer got)
+        await interaction.response.send_message(NOTHING_TO_DIGEST_BY, ephemeral=True)
+        return
     # one at a time, and a few in a row: every digest's messages share one pace under Discord's limits
     with limits.one_at_a_time("digest", user_id, busy=DIGEST_GOING_OUT):
         limits.take("digest", user_id)

@@ -438,9 +438,27 @@ async def test_closed_dms_pause_the_digest_and_the_next_command_says_how_to_fix_
 
 async def test_digest_now_with_closed_dms_says_so(e2e: E2E) -> None:
     """/paper digest to closed DMs answers with the fix, not a generic error."""
+    await e2e.server.run_command("carol", "paper interests add", topic="language models")
     e2e.server.close_dms("carol")
     answer = await e2e.server.run_command("carol", "paper digest")
     assert "can't send you direct messages" in ephemeral_text(answer)
+
+
+async def test_digest_now_for_someone_it_knows_nothing_about_asks_for_a_topic_and_sends_nothing(
+    e2e: E2E,
+) -> None:
+    """No topics, reactions or follows: /paper digest sent a DM saying only "Nothing new above the bar";
+    it now says what to give it, as /paper recommend does, and sends nothing. A topic is enough."""
+    server = e2e.server
+    answer = await server.run_command("carol", "paper digest")
+    assert answer.ephemeral
+    assert "I don't know your interests yet" in ephemeral_text(answer)
+    assert "/paper interests add topic:" in ephemeral_text(answer)
+    assert server.dm_messages("carol") == []
+    await server.run_command("carol", "paper interests add", topic="language models")
+    sent = await server.run_command("carol", "paper digest")
+    assert "to your DMs" in ephemeral_text(sent)
+    assert paper_messages(await wait_for_papers(e2e, lambda: server.dm_messages("carol"), 1))
 
 
 @pytest.mark.both_engines

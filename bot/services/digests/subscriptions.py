@@ -59,6 +59,14 @@ NEEDS_A_TOPIC = (
 )
 
 
+NOTHING_TO_DIGEST_BY = (
+    "I don't know your interests yet — no topics, reactions or followed authors — so a digest would "
+    "have nothing to choose papers by, and none was sent. Add a topic with `/paper interests add "
+    "topic:kv cache quantization` (or `/paper subscribe topics:…`), or 👍 papers in `/paper search` "
+    "results, then ask again."
+)
+
+
 class InterestsLookup(Protocol):
     async def knows(self, user_id: int) -> bool:
         """Whether anything tells what the person wants to read: their topics, reactions or follows."""
@@ -165,6 +173,14 @@ class SubscriptionService:
     async def for_user(self, user_id: int) -> Subscription | None:
         """The user's DM digest (paused or not), or None."""
         return await self.repository.for_user(user_id)
+
+    async def can_pick_for(self, user_id: int) -> bool:
+        """Whether a digest for ``user_id`` has anything to choose papers by: its subscription's topics,
+        or the person's own topics, reactions or follows (True where that is not checked)."""
+        if self.interests is None:
+            return True
+        sub = await self.repository.for_user(user_id)
+        return bool(sub is not None and sub.topics) or await self.interests.knows(user_id)
 
     async def for_channel(self, channel_id: int) -> Subscription | None:
         return await self.repository.for_channel(channel_id)
