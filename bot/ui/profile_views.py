@@ -275,8 +275,9 @@ class ForgetMeView(discord.ui.View):
         await interaction.response.edit_message(
             content=(
                 f"Done. I deleted everything I stored about you ({counts.total} records: topics, "
-                f"{counts.feedback} reactions and bookmarks, {counts.subscriptions} subscription, "
-                f"{counts.follows} followed author{'s' if counts.follows != 1 else ''}, searches, "
+                f"{_counted(counts.feedback, 'reaction or bookmark', 'reactions and bookmarks')}, "
+                f"{_counted(counts.subscriptions, 'subscription', 'subscriptions')}, "
+                f"{_counted(counts.follows, 'followed author', 'followed authors')}, searches, "
                 "recommendation history, DM index). "
                 "Anything you do from now on starts afresh.\n"
                 f"{OUTSIDE_FORGET_ME}"
@@ -288,6 +289,10 @@ class ForgetMeView(discord.ui.View):
     async def cancel(self, interaction: discord.Interaction[Any], button: discord.ui.Button[Any]) -> None:
         self._finish()
         await interaction.response.edit_message(content="Cancelled: nothing was deleted.", view=self)
+
+
+def _counted(count: int, one: str, many: str) -> str:
+    return f"{count:,} {one if count == 1 else many}"
 
 
 def muted_line(done: MuteAdded, *, feed: bool = False) -> str:

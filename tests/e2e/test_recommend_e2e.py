@@ -172,6 +172,8 @@ async def test_forget_me_deletes_every_row_after_confirmation(e2e: E2E) -> None:
     asked = await server.run_command("alice", "paper forget-me")
     done = await server.click("alice", asked, "Delete everything")
     assert "deleted everything" in done.content
+    # what was deleted, counted as a person reads it ("1 reactions", "0 subscription" before)
+    assert "1 reaction or bookmark, 0 subscriptions, 0 followed authors" in done.content
     for table, column in (
         ("users", "id"),
         ("interests", "user_id"),
