@@ -148,7 +148,8 @@ async def render_dry_run(digests: Digests, user_id: int) -> str:
         schedule = subscription_schedule(sub)
         topics = ", ".join(sub.topics) if sub.topics else "the user's interests and reactions"
         state = "" if sub.active else f" — PAUSED: {sub.paused_reason or 'no reason recorded'}"
-        lines.append(f"Subscription: {schedule.describe()}, {sub.count} papers on {topics}{state}")
+        papers = "1 paper" if sub.count == 1 else f"{sub.count} papers"
+        lines.append(f"Subscription: {schedule.describe()}, {papers} on {topics}{state}")
         if sub.active:
             upcoming = digests.subscriptions.next_delivery(sub)
             arrives = await digests.subscriptions.arrival(sub)

@@ -226,7 +226,10 @@ def render_stats(
     embed.add_field(name="Papers (every server)", value=papers)
     embed.add_field(
         name="People here",
-        value=f"{counts.users:,} rated papers or set up a digest here\n{counts.feedback:,} reactions and saves",
+        value=(
+            f"{counts.users:,} rated papers or set up a digest here\n"
+            f"{counts.feedback:,} {'reaction or save' if counts.feedback == 1 else 'reactions and saves'}"
+        ),
     )
     embed.add_field(
         name="Subscriptions here",

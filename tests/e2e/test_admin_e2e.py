@@ -390,7 +390,7 @@ async def test_stats_in_one_server_show_none_of_another_servers_counts(
         here = _stats_fields(await server.run_command("alice", "paperadmin stats"))
         papers = await _paper_count(e2e)
         assert here["Papers (every server)"].startswith(f"{papers:,} (")
-        assert here["People here"] == "1 rated papers or set up a digest here\n1 reactions and saves"
+        assert here["People here"] == "1 rated papers or set up a digest here\n1 reaction or save"
         assert here["Subscriptions here"] == "1 DM digest\n0 channel feeds\n0 paused"
         assert "1 in the next 24 hours" in here["Next digests here"]
         assert "This server's feeds" not in here
