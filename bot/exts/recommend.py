@@ -229,8 +229,13 @@ async def interests_remove(interaction: discord.Interaction[PaperBot], topic: To
 )
 async def interests_reset(interaction: discord.Interaction[PaperBot]) -> None:
     removed = await interaction.client.services.profiles.reset(interaction.user.id)
+    forgot = (
+        f"Forgot {removed.likes} 👍 and {removed.dislikes} 👎."
+        if removed.likes or removed.dislikes
+        else "You had no 👍 or 👎 to forget."
+    )
     await interaction.response.send_message(
-        f"Forgot {removed.likes} 👍 and {removed.dislikes} 👎. Your topics and saved papers are kept "
+        f"{forgot} Your topics and saved papers are kept "
         "(saved papers still count as interests; take a 🔖 off to stop one counting).",
         ephemeral=True,
     )

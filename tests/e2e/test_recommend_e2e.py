@@ -121,6 +121,34 @@ async def test_recommend_uses_topics_and_leaves_rated_papers_out(e2e: E2E) -> No
     assert not later_ids & set(ids)  # rated and already shown papers stay out
 
 
+async def test_interests_reset_forgets_the_reactions_and_keeps_topics_and_saves(e2e: E2E) -> None:
+    """/paper interests reset: the 👍 and 👎 go (counted in the answer), the typed topic and the 🔖
+    stay; a second reset has nothing to forget and says so."""
+    server = e2e.server
+    bob = server.bob
+    await server.run_command("bob", "paper interests add", topic="graph neural networks")
+    _, liked_message = await _post_paper(e2e, "bob", "quantization")
+    saved, saved_message = await _post_paper(e2e, "bob", "graph")
+    await server.react("bob", liked_message, "👍")
+    await server.react("bob", saved_message, "🔖")
+    await server.eventually(lambda: _count_signals(e2e, bob.id, 2), what="bob's 👍 and 🔖 stored")
+
+    reset = await server.run_command("bob", "paper interests reset")
+    assert reset.ephemeral
+    assert reset.content.startswith("Forgot 1 👍 and 0 👎."), reset.content
+    assert await _signals(e2e, bob.id) == {(saved, "save")}
+    shown = answer_text(await server.run_command("bob", "paper interests show"))
+    assert "graph neural networks" in shown
+    assert "👍 0 · 👎 0 · 🔖 1" in shown
+
+    again = await server.run_command("bob", "paper interests reset")
+    assert again.content.startswith("You had no 👍 or 👎 to forget."), again.content
+
+
+async def _count_signals(e2e: E2E, user_id: int, count: int) -> bool:
+    return len(await _signals(e2e, user_id)) >= count
+
+
 async def test_recommend_without_a_profile_says_how_to_start(e2e: E2E) -> None:
     """A newcomer with no topics and nothing popular is told to add a topic."""
     result = await e2e.server.run_command("bob", "paper recommend")
