@@ -436,6 +436,26 @@ async def test_closed_dms_pause_the_digest_and_the_next_command_says_how_to_fix_
     assert e2e.bot.digest_jobs.scheduler.get_job(f"digest:{sub_id}") is not None
 
 
+async def test_unsubscribe_stops_the_digest_and_keeps_the_interests(e2e: E2E) -> None:
+    """/paper unsubscribe: the digest's job and row go, its topics stay as interests; a second one says
+    there is nothing to stop."""
+    server = e2e.server
+    await server.run_command("bob", "paper subscribe", topics="reinforcement learning", time="09:00")
+    sub_id = await subscription_id(e2e, server.bob.id)
+    assert e2e.bot.digest_jobs.scheduler.get_job(f"digest:{sub_id}") is not None
+
+    done = await server.run_command("bob", "paper unsubscribe")
+    assert done.ephemeral
+    assert "Unsubscribed: no more digests" in ephemeral_text(done)
+    assert e2e.bot.digest_jobs.scheduler.get_job(f"digest:{sub_id}") is None
+    assert await e2e.services.digests.subscriptions.for_user(server.bob.id) is None
+    shown = await server.run_command("bob", "paper interests show")
+    assert "reinforcement learning" in str(shown.embeds[0].get("description", ""))
+
+    again = await server.run_command("bob", "paper unsubscribe")
+    assert "You have no digest subscription" in ephemeral_text(again)
+
+
 async def test_digest_now_with_closed_dms_says_so(e2e: E2E) -> None:
     """/paper digest to closed DMs answers with the fix, not a generic error."""
     await e2e.server.run_command("carol", "paper interests add", topic="language models")
