@@ -32,7 +32,7 @@ from bot.services.digests.subscriptions import subscription_schedule
 from bot.services.digests.timing import format_local
 from bot.services.papers.gist import gist
 from bot.settings import Settings
-from bot.ui.format import byline, display_title, paper_link
+from bot.ui.format import byline, counted, display_title, paper_link
 from storage.repositories.users import UserRepository
 from storage.store import open_database
 
@@ -101,7 +101,7 @@ async def _known(settings: Settings, user_id: int, err: TextIO) -> bool:
 
 def _report(user_id: int, outcome: DeliveryOutcome, out: TextIO, err: TextIO) -> int:
     if outcome.status == "sent":
-        papers = f"{outcome.sent} paper{'s' if outcome.sent != 1 else ''}"
+        papers = counted(outcome.sent, "paper", "papers")
         print(f"sent user {user_id} their digest by DM: {papers}", file=out)
         return SENT
     if outcome.status == "empty":
@@ -148,8 +148,9 @@ async def render_dry_run(digests: Digests, user_id: int) -> str:
         schedule = subscription_schedule(sub)
         topics = ", ".join(sub.topics) if sub.topics else "the user's interests and reactions"
         state = "" if sub.active else f" — PAUSED: {sub.paused_reason or 'no reason recorded'}"
-        papers = "1 paper" if sub.count == 1 else f"{sub.count} papers"
-        lines.append(f"Subscription: {schedule.describe()}, {papers} on {topics}{state}")
+        lines.append(
+            f"Subscription: {schedule.describe()}, {counted(sub.count, 'paper', 'papers')} on {topics}{state}"
+        )
         if sub.active:
             upcoming = digests.subscriptions.next_delivery(sub)
             arrives = await digests.subscriptions.arrival(sub)

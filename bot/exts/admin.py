@@ -22,7 +22,7 @@ from bot.services.papers.ingest.runner import IngestSummary, ingest_bytes
 from bot.services.search.snippets import echo
 from bot.services.write_behind import DEAD_AFTER, DEAD_RETRY_EVERY, OutboxState
 from bot.ui.embeds import CONTENT_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
-from bot.ui.format import file_size, trim, trim_markdown
+from bot.ui.format import counted, file_size, trim, trim_markdown
 from storage.models import SourceFetch
 
 if TYPE_CHECKING:
@@ -228,14 +228,14 @@ def render_stats(
         name="People here",
         value=(
             f"{counts.users:,} rated papers or set up a digest here\n"
-            f"{counts.feedback:,} {'reaction or save' if counts.feedback == 1 else 'reactions and saves'}"
+            f"{counted(counts.feedback, 'reaction or save', 'reactions and saves')}"
         ),
     )
     embed.add_field(
         name="Subscriptions here",
         value=(
-            f"{counts.subscriptions:,} DM digest{'' if counts.subscriptions == 1 else 's'}\n"
-            f"{counts.channel_feeds:,} channel feed{'' if counts.channel_feeds == 1 else 's'}\n"
+            f"{counted(counts.subscriptions, 'DM digest', 'DM digests')}\n"
+            f"{counted(counts.channel_feeds, 'channel feed', 'channel feeds')}\n"
             f"{counts.paused_subscriptions:,} paused"
         ),
     )
@@ -300,7 +300,7 @@ def _sources_value(sources: Sequence[SourceFetch]) -> str:
 
 def _outbox_line(outbox: OutboxState) -> str:
     """What the process accepted (reactions, clicks, listings) and the store does not have yet."""
-    line = f"{outbox.waiting:,} write{'' if outbox.waiting == 1 else 's'} (reactions, clicks, listings)"
+    line = f"{counted(outbox.waiting, 'write', 'writes')} (reactions, clicks, listings)"
     if outbox.refused_for is not None:
         line += f"; the store has refused writes for {outbox.refused_for:.0f} s"
     if outbox.dead:

@@ -22,6 +22,7 @@ from bot.services.digests.subscriptions import NOTHING_TO_DIGEST_BY
 from bot.services.recommend.topic_breadth import Breadth, TitledIndex, breadth
 from bot.ui.digests import Frequency, Weekday, describe_subscription
 from bot.ui.embeds import CONTENT_LIMIT
+from bot.ui.format import counted
 from bot.ui.profile_views import breadth_note
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ async def _digest_note(interaction: discord.Interaction[PaperBot], outcome: Deli
     if outcome.status == "empty":
         return "📭 Sent to your DMs: nothing new above the bar right now (I said so there too)."
     if outcome.status == "sent":
-        papers = f"{outcome.sent} paper{'s' if outcome.sent != 1 else ''}"
+        papers = counted(outcome.sent, "paper", "papers")
         return f"📬 Sent {papers} to your DMs. Rate them there with 👍 👎 🔖 to tune the next digest."
     return DIGEST_GOING_OUT
 

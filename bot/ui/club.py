@@ -13,7 +13,7 @@ import discord
 
 from bot.services.club import WEEKDAYS, Outcome, Pick, PollPlan
 from bot.ui.embeds import CONTENT_LIMIT
-from bot.ui.format import byline, display_title, links, paper_link, trim
+from bot.ui.format import byline, counted, display_title, links, paper_link, trim
 from bot.ui.paper_views import PaperMessage, digest_message
 from bot.ui.views import Answered
 from storage.models import ClubRow, Paper
@@ -119,7 +119,7 @@ def announcement(outcome: Outcome) -> str:
     if total == 0:
         how = "No votes this week, so the first candidate it is."
     elif outcome.tie:
-        how = f"A tie at {won} vote{'s' if won != 1 else ''}: the first listed of the tied papers wins."
+        how = f"A tie at {counted(won, 'vote', 'votes')}: the first listed of the tied papers wins."
     else:
         how = f"{won} of {total} vote{'s' if total != 1 else ''}."
     lines = [
@@ -179,7 +179,7 @@ def history(picks: list[Pick], club: ClubRow) -> str:
     for pick in picks:
         day = pick.announce_at.astimezone(ZoneInfo(club.timezone))
         thread = f" — <#{pick.thread_id}>" if pick.thread_id else ""
-        votes = f" ({pick.votes} vote{'s' if pick.votes != 1 else ''})"
+        votes = f" ({counted(pick.votes, 'vote', 'votes')})"
         lines.append(f"• {day.day} {day:%b %Y}: {_linked(pick.paper)}{votes}{thread}")
     return _fit(lines)
 

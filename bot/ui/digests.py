@@ -8,6 +8,7 @@ from typing import Literal
 from bot.services.digests.subscriptions import Arrival, subscription_schedule
 from bot.services.digests.timing import format_local
 from bot.services.search.snippets import echo
+from bot.ui.format import counted
 from storage.models import Subscription
 
 Frequency = Literal["daily", "weekdays", "weekly"]
@@ -28,7 +29,7 @@ def describe_subscription(sub: Subscription, arrival: Arrival) -> str:
     next_at = format_local(arrives, sub.timezone)
     relative = discord_time(arrives.timestamp())
     text = (
-        f"**{schedule.describe()}**, {sub.count} paper{'s' if sub.count != 1 else ''} on *{topics}*.\n"
+        f"**{schedule.describe()}**, {counted(sub.count, 'paper', 'papers')} on *{topics}*.\n"
         f"Next digest: **{next_at}** ({relative})."
     )
     if arrival.moved:

@@ -16,7 +16,7 @@ import discord
 from bot.services.people.follows import AuthorSuggestion, Followed, FollowOutcome
 from bot.services.search.snippets import echo, escape_markdown
 from bot.ui.embeds import CONTENT_LIMIT, DESCRIPTION_LIMIT, PAPER_COLOUR, TITLE_LIMIT
-from bot.ui.format import trim
+from bot.ui.format import counted, trim
 from bot.ui.views import Answered
 
 #: Discord's limits: a choice's or a menu option's name, label and value; options in one menu
@@ -28,18 +28,14 @@ LISTED_GROUPS = 10
 NAMED_GROUPS = 3
 
 
-def _papers(n: int) -> str:
-    return f"{n} paper{'s' if n != 1 else ''}"
-
-
 def suggestion_label(suggestion: AuthorSuggestion) -> str:
     """ "Wei Wang · 3 papers in 2 groups (every one)", "Wei Wang — with Lei Zhang · CVPR · 2023 · 2 papers"."""
     if suggestion.group is not None:
         label = f"{suggestion.name} — {suggestion.group.describe()}"
     elif suggestion.groups > 1:
-        label = f"{suggestion.name} · {_papers(suggestion.papers)} in {suggestion.groups} groups (every one)"
+        label = f"{suggestion.name} · {counted(suggestion.papers, 'paper', 'papers')} in {suggestion.groups} groups (every one)"
     else:
-        label = f"{suggestion.name} · {_papers(suggestion.papers)}"
+        label = f"{suggestion.name} · {counted(suggestion.papers, 'paper', 'papers')}"
     return trim(label, CHOICE_LIMIT)
 
 
@@ -63,7 +59,7 @@ def follow_answer(outcome: FollowOutcome) -> dict[str, Any]:
         ]
     else:
         lines = [
-            f"✅ You follow {name} ({_papers(outcome.papers)} here). Their new papers come first in your "
+            f"✅ You follow {name} ({counted(outcome.papers, 'paper', 'papers')} here). Their new papers come first in your "
             f"digest, with the reason {reason}."
         ]
     if outcome.replaced:

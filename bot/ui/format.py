@@ -8,6 +8,11 @@ from bot.services.papers.shorten import cut, cut_markdown
 from storage.models import Paper
 
 
+def counted(count: int, one: str, many: str) -> str:
+    """The count and the noun it takes: "1 paper", "2,000 papers"."""
+    return f"{count:,} {one if count == 1 else many}"
+
+
 def trim(text: str, limit: int, *, ellipsis: str = "…") -> str:
     """Plain `text` cut to at most `limit` characters at a word's end (never inside a word)."""
     return cut(text, limit, ellipsis=ellipsis)

@@ -15,7 +15,7 @@ import discord
 from bot.services.search.listings import ListingPage
 from bot.services.search.snippets import echo
 from bot.ui.embeds import ListedPaper, results_embed
-from bot.ui.format import trim
+from bot.ui.format import counted, trim
 from bot.ui.views import Answered, add_rating_buttons
 
 
@@ -67,7 +67,7 @@ def render_listing(page: ListingPage) -> Listing:
 def _count(page: ListingPage) -> str:
     """What the listing holds, said truly: a search of several words lists every paper holding one of
     them, most holding only some ("1,550 matches" for three words was mostly papers with one)."""
-    total = f"{page.total:,} paper{'s' if page.total != 1 else ''}"
+    total = counted(page.total, "paper", "papers")
     if page.listing.kind == "similar":
         return f"the {total} most like it"
     words = len(page.words)

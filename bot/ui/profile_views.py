@@ -27,7 +27,7 @@ from bot.ui.embeds import (
     ListedPaper,
     results_embed,
 )
-from bot.ui.format import display_abstract, display_title, file_size, paper_link, trim
+from bot.ui.format import counted, display_abstract, display_title, file_size, paper_link, trim
 from bot.ui.views import Answered, add_rating_buttons, report_item_error, secondary_button
 from storage.models import Paper
 
@@ -75,10 +75,6 @@ def _words(words: Sequence[tuple[str, float]]) -> str:
     return ", ".join(f"`{escape_markdown(w)}`" for w, _ in words)
 
 
-def _papers(n: int) -> str:
-    return f"{n} paper{'s' if n != 1 else ''}"
-
-
 def interest_lines(entry: InterestSummary) -> str:
     """One interest: its name, whether paused, its picks and how many were liked, the reactions it
     learns from (wherever they were given), what it learned."""
@@ -101,9 +97,11 @@ def interest_lines(entry: InterestSummary) -> str:
     # a 👍 from a search teaches an interest as much as one on its picks; a 🔖 as much as a 👍
     taught = []
     if entry.wanted:
-        taught.append(f"{_papers(entry.wanted)} you 👍 or 🔖")
+        taught.append(f"{counted(entry.wanted, 'paper', 'papers')} you 👍 or 🔖")
     if entry.disliked:
-        taught.append(f"{entry.disliked if entry.wanted else _papers(entry.disliked)} you 👎")
+        taught.append(
+            f"{entry.disliked if entry.wanted else counted(entry.disliked, 'paper', 'papers')} you 👎"
+        )
     if taught:
         lines[-1] += " · learns from " + ", ".join(taught)
     if entry.liked_words:
@@ -134,7 +132,7 @@ def interests_embed(
             inline=False,
         )
     if library_texts:
-        papers = f"{library_texts:,} paper{'s' if library_texts != 1 else ''}"
+        papers = counted(library_texts, "paper", "papers")
         embed.add_field(
             name=f"Your library, not here ({library_texts:,})",
             value=(
@@ -275,9 +273,9 @@ class ForgetMeView(discord.ui.View):
         await interaction.response.edit_message(
             content=(
                 f"Done. I deleted everything I stored about you ({counts.total} records: topics, "
-                f"{_counted(counts.feedback, 'reaction or bookmark', 'reactions and bookmarks')}, "
-                f"{_counted(counts.subscriptions, 'subscription', 'subscriptions')}, "
-                f"{_counted(counts.follows, 'followed author', 'followed authors')}, searches, "
+                f"{counted(counts.feedback, 'reaction or bookmark', 'reactions and bookmarks')}, "
+                f"{counted(counts.subscriptions, 'subscription', 'subscriptions')}, "
+                f"{counted(counts.follows, 'followed author', 'followed authors')}, searches, "
                 "recommendation history, DM index). "
                 "Anything you do from now on starts afresh.\n"
                 f"{OUTSIDE_FORGET_ME}"
@@ -291,10 +289,6 @@ class ForgetMeView(discord.ui.View):
         await interaction.response.edit_message(content="Cancelled: nothing was deleted.", view=self)
 
 
-def _counted(count: int, one: str, many: str) -> str:
-    return f"{count:,} {one if count == 1 else many}"
-
-
 def muted_line(done: MuteAdded, *, feed: bool = False) -> str:
     """The answer to a mute: what it hides now, or that the same words were muted before."""
     shown = echo(done.phrase)
@@ -302,7 +296,7 @@ def muted_line(done: MuteAdded, *, feed: bool = False) -> str:
         who = "This feed already mutes" if feed else "You already mute"
         return f"{who} “{shown}” (the same words, in any of their forms). Nothing was changed."
     papers = (
-        f"the {done.papers:,} paper{'s' if done.papers != 1 else ''} here that say it (in any form of its words)"
+        f"the {counted(done.papers, 'paper', 'papers')} here that say it (in any form of its words)"
         if done.papers
         else "no paper here says it yet; those that will (in any form of its words)"
     )
