@@ -100,8 +100,7 @@ def reason(
 ) -> str:
     """ "for your interest in X · matched: a, b · like: <title>", within ``REASON_CHARS``, never cut
     inside a word (the interest's name and the title are shortened first). ``generic``: the terms
-    most papers hold, never named (nor needed to repeat the name); the liked paper is not named where
-    the interest is that paper."""
+    most papers hold, never named (nor needed to repeat the name)."""
     head = f"for your interest in {word_cut(described, 80)}"
     parts = [head]
     matched = {w.casefold() for w in candidate.words}
@@ -109,8 +108,7 @@ def reason(
     if candidate.words and not named <= matched:
         # (words that only repeat the interest's whole name say nothing more)
         parts.append(f"matched: {', '.join(candidate.words)}")
-    if like_title is not None and described != f"“{like_title}”":
-        # (an interest named after the very paper it cites: "“X” · saved: X" says it twice)
+    if like_title is not None:
         label = "like" if candidate.like_signal == "like" else "saved"
         parts.append(f"{label}: {like_title}")
     text = " · ".join(parts)
@@ -335,16 +333,18 @@ class Recommender:
 
         chosen = interleave(rankings, shares, count, admit)
         by_key = {s.key: s for s in served}
-        titles = await self.facts.short_titles([c.like for _, c in chosen if c.like is not None])
+        # the liked paper each reason names: not the one its interest is named after ("“X” · saved: X")
+        likes = [None if c.like == by_key[key].named_after else c.like for key, c in chosen]
+        titles = await self.facts.short_titles([like for like in likes if like is not None])
         generic = self.facts.generic({t for s in served for t in tokenize(s.described)})
         return [
             Recommendation(
                 c.paper_id,
                 c.score if by_key[key].fitted is None else _positive(c.score),
-                reason(by_key[key].described, c, titles.get(c.like) if c.like is not None else None, generic),
+                reason(by_key[key].described, c, titles.get(like) if like is not None else None, generic),
                 by_key[key].interest_id,
             )
-            for key, c in chosen
+            for (key, c), like in zip(chosen, likes, strict=True)
         ]
 
     def _open(self, exclude: frozenset[int]) -> BoolArray:

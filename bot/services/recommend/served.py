@@ -61,6 +61,9 @@ class Served:
     signals: tuple[FeedbackRow, ...]
     fitted: Fitted | None
     weight: float
+    #: the paper it is named after (a paper named, or a group of liked papers): its reasons do not cite
+    #: that paper again as "like: …"
+    named_after: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +175,7 @@ class PersonPlanner:
             tuple(signals),
             None,
             engagement(wanted, disliked, len(ignored)),
+            named_after=row.paper_id if row.kind != "topic" else None,
         )
         return served, dict(words.topic_terms), ignored
 

@@ -151,10 +151,11 @@ def test_a_reason_names_the_interest_and_is_never_cut_inside_a_word() -> None:
     assert word_cut("abcdefghij klmnop", 12) == "abcdefghij…"
 
 
-def test_a_reason_does_not_name_the_paper_an_interest_is_named_after_twice() -> None:
+def test_a_reason_names_a_saved_paper_as_saved() -> None:
+    """(Which liked paper it names is the recommender's choice: never the one the interest is named
+    after, test_recommender.py::test_likes_pull_recommendations_toward_similar_papers.)"""
     title = "The Emergence of Reproducibility and Consistency in…"
     saved = Candidate(1, 1.0, (), like=7, like_signal="save")
-    assert reason(f"“{title}”", saved, title) == f"for your interest in “{title}”"
     other = "Rolling Diffusion Models"
     assert reason(f"“{title}”", saved, other) == f"for your interest in “{title}” · saved: {other}"
 
