@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import re
 import shlex
 import sys
 import tempfile
@@ -74,15 +73,15 @@ class ConsoleError(Exception):
 QUIT = ("quit", "exit", "q")
 
 
-def without_comment(line: str) -> str:
+def without_comment(line: str, *, quotes: bool = True) -> str:
     """``line`` up to its comment: a ``#`` that starts a word and is followed by a space or ends the
-    line, outside quotes (``click 2   # press…``). ``#5`` (a message) and ``#papers`` (a channel) are
-    words, not comments."""
+    line, outside quotes (``click 2   # press…``; with ``quotes`` False, as in a message, "here's"
+    opens none). ``#5`` (a message) and ``#papers`` (a channel) are words, not comments."""
     quote = ""
     for at, char in enumerate(line):
         if quote:
             quote = "" if char == quote else quote
-        elif char in "\"'":
+        elif quotes and char in "\"'":
             quote = char
         elif (
             char == "#"
@@ -226,7 +225,7 @@ class Console:
     async def execute(self, line: str) -> None:
         head, _, rest = line.strip().partition(" ")
         if head.lower() == "say":  # a message as typed: its apostrophes are no quotes to close
-            text = re.split(r"(?:^|\s)#(?:\s|$)", rest, maxsplit=1)[0].strip()
+            text = without_comment(rest, quotes=False).strip()
             await self._say([text] if text else [])
             return
         line = without_comment(line).strip()
