@@ -1,21 +1,26 @@
-"""numba as the index's compiled loops use it (``index_kernels``, ``index_doc_terms``, ``index_term_docs``,
-``bulk_kernels``), and their pure-numpy twins.
+"""The index's compiled loops (``index_kernels``, ``index_doc_terms``, ``index_term_docs``,
+``bulk_kernels``) as the modules hold them, and their pure-numpy twins.
 
-:func:`jit` compiles with the GIL released and keeps the machine code on disk (``cache=True``: in
-``NUMBA_CACHE_DIR`` when set, else beside the source file, else in the user's cache folder, so an
-install whose files are read-only still keeps it). Where none of them is writable (a read-only install
-with a read-only home), numba refuses to compile with a cache, and the module would not import: the
-loops are then compiled in each process instead, and the log says so once. Loaded from the cache numba
-takes 0.4 to 1 s to prepare them in a fresh process, which :func:`paperindex.index.warm_up` spends at
-start rather than during the first search.
+A loop comes from one of two places, chosen once per process when this module is imported:
 
-Compiling them where the cache has none (the first start after an install) takes a minute of a core.
-So each loop a caller outside the compiled code reaches also has a **twin** (:func:`twin`): the same
-computation in Python and numpy, giving exactly what the compiled loop gives (the same numbers in the
-same order, the same arrays written), only slower on large inputs. While :func:`use_twins` is on, a
-call of a loop runs its twin; :mod:`paperindex.warm` compiles the loops in a child process meanwhile
-and says when the process can load them from the cache and switch back. A loop without a twin, or a
-call inside :func:`compiled_only`, always runs compiled.
+- **ahead of time** (:mod:`paperindex.ahead_of_time`): an extension module built once per machine,
+  loaded without numba. Each call looks up the export for the kinds of its arguments (:func:`kinds`);
+  arguments of kinds it was not built for go to the loop's twin (and the log says so once).
+- **numba** (:func:`jit`): where that module is not built yet (the first start after an install, or a
+  machine without a C compiler), numba compiles the loops with the GIL released and keeps the machine
+  code on disk (``cache=True``: in ``NUMBA_CACHE_DIR`` when set, else beside the source file, else in
+  the user's cache folder). Where none of them is writable numba refuses to compile with a cache: the
+  loops are then compiled in each process instead, and the log says so once. Loaded from the cache
+  numba takes 0.4 to 1 s to prepare them in a fresh process, which :func:`paperindex.index.warm_up`
+  spends at start rather than during the first search.
+
+Compiling them where nothing is compiled yet takes a minute of a core. So each loop a caller outside
+the compiled code reaches also has a **twin** (:func:`twin`): the same computation in Python and
+numpy, giving exactly what the compiled loop gives (the same numbers in the same order, the same arrays
+written), only slower on large inputs. While :func:`use_twins` is on, a call of a loop runs its twin;
+:mod:`paperindex.prepare` compiles the loops in a child process meanwhile and says when the process
+can load them and switch back. A loop without a twin, or a call inside :func:`compiled_only`, always
+runs compiled.
 """
 
 from __future__ import annotations
@@ -27,40 +32,131 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Literal, TypeVar, cast
 
-from numba.core.registry import CPUDispatcher
+import numpy as np
+
+from paperindex import ahead_of_time
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+log = logging.getLogger(__name__)
 
 
 class _Switch:
     """Whether calls run the twins (the process's setting), unless this thread asked for the compiled
-    loops (:func:`compiled_only`)."""
+    loops (:func:`compiled_only`); and who is told of each compiled call (:func:`recording`)."""
 
     twins = False
     local = threading.local()
+    recorder: Callable[[Any, tuple[Any, ...]], None] | None = None
 
 
-class Kernel(CPUDispatcher):
-    """A numba dispatcher that runs its twin instead while :func:`use_twins` is on. Compiled code calling
-    it (numba resolves it as any dispatcher) never goes through the twin."""
+def _runs_twin(loop: Loop) -> bool:
+    return _Switch.twins and loop.twin is not None and not getattr(_Switch.local, "compiled", False)
 
+
+class Loop:
+    """A compiled loop as a module holds it: ``py_func`` its Python source, ``twin`` what runs while
+    :func:`use_twins` is on."""
+
+    py_func: Callable[..., Any]
     twin: Callable[..., Any] | None = None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _Switch.twins and self.twin is not None and not getattr(_Switch.local, "compiled", False):
-            return self.twin(*args, **kwargs)
-        return super().__call__(*args, **kwargs)
+    @property
+    def loop_name(self) -> str:
+        return f"{self.py_func.__module__}.{self.py_func.__qualname__}"
 
 
-def _dispatcher(fn: Callable[..., Any], *, cache: bool, **options: Any) -> Kernel:
-    kernel = Kernel(py_func=fn, locals={}, targetoptions={"nopython": True, "nogil": True, **options})
+class AheadOfTime(Loop):
+    """A loop from the module compiled ahead of time: for each kinds of arguments, its export."""
+
+    def __init__(self, py_func: Callable[..., Any], exports: dict[ahead_of_time.Kinds, Callable[..., Any]]):
+        self.py_func = py_func
+        self.exports = exports
+        self.missed = 0  # calls with arguments of kinds the module was not built for
+        functools.update_wrapper(self, py_func)
+
+    def __call__(self, *args: Any) -> Any:
+        if _runs_twin(self):
+            return self.twin(*args)  # type: ignore[misc]
+        export = self.exports.get(kinds(args))
+        if export is None:
+            return self._without_export(args)
+        return export(*args)
+
+    def _without_export(self, args: tuple[Any, ...]) -> Any:
+        self.missed += 1
+        if self.twin is None:
+            raise TypeError(f"{self.loop_name} was not compiled for arguments of kinds {kinds(args)}")
+        if self.missed == 1:
+            log.warning(
+                "%s was not compiled for arguments of kinds %s: its numpy twin answers (slower)",
+                self.loop_name,
+                kinds(args),
+            )
+        return self.twin(*args)
+
+
+def kinds(args: tuple[Any, ...]) -> ahead_of_time.Kinds:
+    """What numba compiles a loop for, of each argument: an array's dtype, dimensions, layout and
+    whether it is writable; a scalar's type; a tuple's items."""
+    return tuple([_kind(a) for a in args])
+
+
+_SCALARS = {int: "i8", np.int64: "i8", float: "f8", np.float64: "f8", bool: "b1", np.bool_: "b1"}
+
+
+def _kind(value: Any) -> Any:
+    kind = type(value)
+    if kind is np.ndarray:
+        flags = value.flags
+        layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
+        return (value.dtype.str, value.ndim, layout, flags.writeable, flags.aligned)
+    if kind is tuple:
+        return tuple([_kind(v) for v in value])
+    return _SCALARS.get(kind) or np.dtype(kind).str
+
+
+_AHEAD = ahead_of_time.load()
+
+
+def ahead_of_time_loaded() -> bool:
+    """Whether this process runs the loops compiled ahead of time (numba not imported for them)."""
+    return _AHEAD is not None
+
+
+@functools.cache
+def _kernel_class() -> type:
+    from numba.core.registry import CPUDispatcher
+
+    class Kernel(CPUDispatcher, Loop):
+        """A numba dispatcher that runs its twin instead while :func:`use_twins` is on. Compiled code
+        calling it (numba resolves it as any dispatcher) never goes through the twin."""
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            if _runs_twin(self):
+                return self.twin(*args, **kwargs)  # type: ignore[misc]
+            result = super().__call__(*args, **kwargs)
+            if _Switch.recorder is not None:
+                _Switch.recorder(self, args)
+            return result
+
+    return Kernel
+
+
+def _dispatcher(fn: Callable[..., Any], *, cache: bool, **options: Any) -> Loop:
+    kernel = _kernel_class()(
+        py_func=fn, locals={}, targetoptions={"nopython": True, "nogil": True, **options}
+    )
     if cache:
         kernel.enable_caching()
-    return kernel
+    return cast(Loop, kernel)
 
 
 def jit(fn: _F, *, fastmath: bool = False, inline: Literal["never", "always"] = "never") -> _F:
-    """``fn`` compiled by numba (nopython, the GIL released, cached on disk where it can be), same signature."""
+    """``fn`` compiled (ahead of time, or by numba: nopython, the GIL released, cached on disk where it
+    can be), same signature."""
+    if _AHEAD is not None:
+        return cast(_F, AheadOfTime(fn, _AHEAD.get(f"{fn.__module__}.{fn.__qualname__}", {})))
     try:
         return cast(_F, _dispatcher(fn, cache=True, fastmath=fastmath, inline=inline))
     except RuntimeError:  # "cannot cache function …: no locator available for file …"
@@ -82,7 +178,7 @@ def twin(kernel: Callable[..., Any]) -> Callable[[_F], _F]:
     """Register the decorated function as ``kernel``'s twin: what runs while :func:`use_twins` is on."""
 
     def register(fn: _F) -> _F:
-        cast(Kernel, kernel).twin = fn
+        cast(Loop, kernel).twin = fn
         return fn
 
     return register
@@ -108,10 +204,33 @@ def compiled_only() -> Iterator[None]:
         _Switch.local.compiled = before
 
 
-def cache_folder(kernel: Callable[..., Any]) -> str | None:
-    """The folder where numba keeps ``kernel``'s machine code (None: it keeps none)."""
-    cache = getattr(kernel, "_cache", None)
-    return cast(str | None, getattr(cache, "_cache_path", None))
+Calls = dict[tuple[str, ahead_of_time.Kinds], tuple[Callable[..., Any], Any]]
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Calls]:
+    """Every loop numba ran for a caller outside the compiled code meanwhile, for each kinds of
+    arguments: its Python function and numba's signature (what :func:`ahead_of_time.build` compiles)."""
+    if _AHEAD is not None:
+        raise RuntimeError("the loops are compiled ahead of time here: numba runs none of them")
+    calls: Calls = {}
+    lock = threading.Lock()
+
+    def record(kernel: Any, args: tuple[Any, ...]) -> None:
+        key = (kernel.loop_name, kinds(args))
+        if key in calls:
+            return
+        types = tuple(kernel.typeof_pyval(a) for a in args)
+        if types not in kernel.overloads:  # run on a compatible overload: compile the exact one
+            kernel.compile(types)
+        with lock:
+            calls[key] = (kernel.py_func, kernel.overloads[types].signature)
+
+    _Switch.recorder = record
+    try:
+        yield calls
+    finally:
+        _Switch.recorder = None
 
 
 @functools.cache

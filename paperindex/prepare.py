@@ -2,10 +2,11 @@
 
 numba compiles the index's loops the first time a process calls them and keeps the machine code in its
 disk cache (:mod:`paperindex.compiled`): a minute of a core after an install, under a second to load
-later. A process that finds the cache not yet :func:`ready` runs the twins (exact, in numpy) and starts
+later. A process that finds them not yet :func:`ready` runs the twins (exact, in numpy) and starts
 :func:`compile_in_background`: a child (``python -m paperindex.prepare``) that compiles every loop, for
-every type an application of the index passes (:func:`exercise`), into the cache, then leaves a stamp
-beside it. Once the child has finished, the process loads them from the cache and switches
+every type an application of the index passes (:func:`exercise`), into numba's cache, then into the
+module later processes load without numba (:mod:`paperindex.ahead_of_time`), and leaves a stamp beside
+it. Once the child has finished, the process loads them from numba's cache and switches
 (:func:`switch_to_compiled`). The stamp names the Python, numpy and numba versions and the index's
 sources: any change, and the loops are compiled again in the background.
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import logging
 import os
 import subprocess
@@ -28,44 +28,28 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import numba
 import numpy as np
 
-from paperindex import bulk_terms, compiled, kernels
+from paperindex import ahead_of_time, bulk_terms, compiled
 from paperindex.documents import Document
 from paperindex.engine import SearchEngine
 from paperindex.index import BM25Index, warm_up
 
 log = logging.getLogger(__name__)
 
-_SOURCES = Path(__file__).resolve().parent
 _PYTHONPATH = os.environ.get("PYTHONPATH")
 
 
-def fingerprint() -> str:
-    """What the compiled loops depend on: the versions and every source file of the index."""
-    digest = hashlib.sha256(f"{sys.version}|{np.__version__}|{numba.__version__}".encode())
-    for path in sorted(_SOURCES.glob("*.py")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _folder() -> Path | None:
-    folder = compiled.cache_folder(kernels.accumulate)
-    return Path(folder) if folder else None
-
-
 def stamp_path() -> Path | None:
-    """The file that says the loops of these sources are in numba's cache (None: numba keeps no cache)."""
-    folder = _folder()
-    return folder / f"paperindex-{fingerprint()}.ready" if folder else None
+    """The file that says the loops of these sources are compiled (None: nowhere to keep them)."""
+    folder = ahead_of_time.folder()
+    return folder / f"paperindex-{ahead_of_time.fingerprint()}.ready" if folder else None
 
 
 def ready() -> bool:
-    """Whether numba's cache holds every loop for these sources (a start can load them in a second)."""
+    """Whether the loops for these sources are compiled (a start loads them in a second, or has)."""
     stamp = stamp_path()
-    return stamp is not None and stamp.is_file()
+    return compiled.ahead_of_time_loaded() or (stamp is not None and stamp.is_file())
 
 
 def exercise() -> None:
@@ -121,17 +105,34 @@ def _one_at_a_time(folder: Path) -> Iterator[None]:
 
 
 def prepare() -> bool:
-    """Compile every loop into numba's cache (unless another process did meanwhile) and leave the
-    stamp. False where numba keeps no cache."""
+    """Compile every loop into numba's cache and into the module compiled ahead of time (unless
+    another process did meanwhile), and leave the stamp. False where numba keeps no cache."""
     stamp = stamp_path()
     if stamp is None or compiled.is_compiled_in_each_process():
         return False
     stamp.parent.mkdir(parents=True, exist_ok=True)
     with _one_at_a_time(stamp.parent):
         if not stamp.is_file():
-            exercise()
-            stamp.write_text(f"{sys.version}\nnumpy {np.__version__}\nnumba {numba.__version__}\n")
+            if compiled.ahead_of_time_loaded():  # built by a child that stopped before its stamp
+                built = "ahead of time: built before"
+            else:
+                with compiled.recording() as calls:
+                    exercise()
+                built = _built_ahead_of_time(calls, stamp.parent)
+            stamp.write_text(f"{sys.version}\nnumpy {np.__version__}\n{built}\n")
     return True
+
+
+def _built_ahead_of_time(calls: compiled.Calls, folder: Path) -> str:
+    """Build the module later processes load without numba; where it cannot be built they load the
+    loops from numba's cache, and the stamp and this child's log say why."""
+    try:
+        return f"ahead of time: {ahead_of_time.build(calls, folder).name}"
+    except Exception as error:  # no C compiler, a numba without pycc, a type pycc refuses
+        log.warning(
+            "could not compile the loops ahead of time (%s); later starts load them from numba's cache", error
+        )
+        return f"ahead of time: not built ({error})"
 
 
 def compile_in_background() -> subprocess.Popen[bytes]:
@@ -150,7 +151,8 @@ def compile_in_background() -> subprocess.Popen[bytes]:
             start_new_session=True,
             env={
                 **os.environ,
-                "PYTHONPATH": os.pathsep.join(filter(None, [str(_SOURCES.parent), _PYTHONPATH])),
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(ahead_of_time.SOURCES.parent), _PYTHONPATH])),
+                ahead_of_time.MODE_VARIABLE: "numba",  # the module is built from numba's loops
             },
         )
 

@@ -7,6 +7,9 @@ skipped with the reason where no server is reachable, failed under CI).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -20,14 +23,15 @@ from storage.store import StoreLocation, open_database
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile the index's numba loops once, here, before the workers (``-n``, see tests/README.md)
-    start: in a fresh clone each worker would otherwise compile them itself (~40 s of CPU each), and
-    each bot a test starts would answer on the loops' numpy twins while a child compiled them. The
-    workers, and the bots they start, then load them from numba's disk cache (a second when done)."""
+    """Compile the index's loops once, here, before the workers (``-n``, see tests/README.md) start, as
+    the child a start runs after an install does (``python -m paperindex.prepare``): into numba's disk
+    cache and into the module compiled ahead of time. In a fresh clone each worker would otherwise
+    compile them itself (~40 s of CPU each), and each bot a test starts would answer on the loops'
+    numpy twins while a child compiled them. The workers, and the bots they start, then load the module
+    (numba not imported), as a start after the first does."""
     if not hasattr(config, "workerinput"):
-        from paperindex import prepare
-
-        prepare.prepare()
+        env = {**os.environ, "PAPERINDEX_LOOPS": "numba"}
+        subprocess.run([sys.executable, "-m", "paperindex.prepare"], env=env, check=True)
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,15 @@
 """The compiled loops' twins (Python and numpy, :mod:`paperindex.compiled`): what answers while numba
-compiles must be exactly what the compiled loops give — the same floats, the same arrays written."""
+compiles must be exactly what the compiled loops give — the same floats, the same arrays written.
+
+The suite's processes run the loops compiled ahead of time (tests/conftest.py builds them), as a start
+after the first does; tests/paperindex/test_ahead_of_time.py checks they answer as numba's do."""
 
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -12,7 +18,7 @@ import numpy as np
 import pytest
 
 from paperindex import bulk_kernels, compiled, doc_terms, kernels, prepare, term_docs, tf
-from paperindex.compiled import Kernel
+from paperindex.compiled import AheadOfTime, Loop
 from paperindex.documents import Document
 from paperindex.engine import SearchEngine
 
@@ -20,6 +26,8 @@ from paperindex.engine import SearchEngine
 pytestmark = pytest.mark.timeout(600)
 
 MODULES = (kernels, bulk_kernels, doc_terms, term_docs, tf)
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 
 WORDS = [
     "graph",
@@ -85,12 +93,12 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b) and (type(a) is type(b) or {type(a), type(b)} <= {int, np.int64, bool, np.bool_})
 
 
-def kernels_with_twins() -> dict[str, Kernel]:
+def kernels_with_twins() -> dict[str, Loop]:
     return {
         f"{k.py_func.__module__}.{k.py_func.__name__}": k
         for m in MODULES
         for k in vars(m).values()
-        if isinstance(k, Kernel) and k.twin is not None
+        if isinstance(k, Loop) and k.twin is not None
     }
 
 
@@ -99,10 +107,12 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any, Any, Any]]
     """Every call from Python of a loop that has a twin, run compiled: (name, args before, result,
     args after)."""
     calls: list[tuple[str, Any, Any, Any]] = []
-    names = {id(k): name for name, k in kernels_with_twins().items()}
-    original = Kernel.__call__
+    loops = kernels_with_twins()
+    names = {id(k): name for name, k in loops.items()}
+    kind = type(next(iter(loops.values())))
+    original = kind.__call__
 
-    def record(self: Kernel, *args: Any) -> Any:
+    def record(self: Loop, *args: Any) -> Any:
         name = names.get(id(self))
         if name is None or compiled.using_twins():
             return original(self, *args)
@@ -111,7 +121,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any, Any, Any]]
         calls.append((name, before, copy.deepcopy(result), copy.deepcopy(args)))
         return result
 
-    monkeypatch.setattr(Kernel, "__call__", record)
+    monkeypatch.setattr(kind, "__call__", record)
     return calls
 
 
@@ -179,34 +189,58 @@ def test_the_engine_on_twins_answers_exactly_as_compiled(tmp_path: Path) -> None
     assert twin_answers == compiled_answers
 
 
+_COMPILES_NOTHING = """
+import sys
+from paperindex import compiled
+from test_twins import kernels_with_twins, rows
+from paperindex.engine import SearchEngine
+
+assert not compiled.ahead_of_time_loaded()
+engine = SearchEngine.build(rows(30))
+before = {name: len(k.signatures) for name, k in kernels_with_twins().items()}
+compiled.use_twins(True)
+engine2 = SearchEngine.build(rows(40, start=100))
+engine2.add(rows(3, start=300))
+engine2.search("kv cache", limit=3)
+engine2.similar(101, limit=3)
+engine.search("graph", limit=3)
+compiled.use_twins(False)
+after = {name: len(k.signatures) for name, k in kernels_with_twins().items()}
+print(sorted(name for name in after if after[name] != before[name]))
+"""
+
+
 def test_twins_compile_nothing() -> None:
-    """While the twins answer, no loop that has one is compiled in the process (numba would hold the
-    GIL for seconds the first time)."""
-    engine = SearchEngine.build(rows(30))
-    before = {name: len(k.signatures) for name, k in kernels_with_twins().items()}
-    compiled.use_twins(True)
-    try:
-        engine2 = SearchEngine.build(rows(40, start=100))
-        engine2.add(rows(3, start=300))
-        engine2.search("kv cache", limit=3)
-        engine2.similar(101, limit=3)
-        engine.search("graph", limit=3)
-    finally:
-        compiled.use_twins(False)
-    assert {name: len(k.signatures) for name, k in kernels_with_twins().items()} == before
+    """While the twins answer, no loop that has one is compiled by numba in the process (it would hold
+    the GIL for seconds the first time). In a process where numba compiles the loops, as the first
+    start after an install is."""
+    env = {**os.environ, "PAPERINDEX_LOOPS": "numba", "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)])}
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILES_NOTHING], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"compiled while on the twins: {done.stdout}"
 
 
 def test_the_background_compile_covers_what_the_index_is_asked(tmp_path: Path) -> None:
     """What the child compiling in the background runs (:func:`paperindex.prepare.exercise`) prepares
-    every loop for every type the index's work passes: after the switch nothing compiles in the
-    process (numba holding the GIL for seconds)."""
+    every loop for every type the index's work passes: the loops compiled ahead of time from it take
+    every call of the workload (none falls to a twin), and where numba compiles them nothing compiles
+    after the switch (numba holding the GIL for seconds)."""
     all_kernels = {
         f"{k.py_func.__module__}.{k.py_func.__name__}": k
         for m in MODULES
         for k in vars(m).values()
-        if isinstance(k, Kernel)
+        if isinstance(k, Loop)
     }
+    if compiled.ahead_of_time_loaded():
+        loops = {name: k for name, k in all_kernels.items() if isinstance(k, AheadOfTime)}
+        before = {name: k.missed for name, k in loops.items()}
+        workload(tmp_path)
+        missed = {name: k.missed - before[name] for name, k in loops.items() if k.missed > before[name]}
+        assert missed == {}, f"calls of kinds the module was not built for: {missed}"
+        return
     prepare.exercise()
-    before = {name: len(k.signatures) for name, k in all_kernels.items()}
+    before = {name: len(k.signatures) for name, k in all_kernels.items()}  # type: ignore[attr-defined]
     workload(tmp_path)
-    assert {name: len(k.signatures) for name, k in all_kernels.items()} == before
+    assert {name: len(k.signatures) for name, k in all_kernels.items()} == before  # type: ignore[attr-defined]

@@ -1,6 +1,7 @@
 """The README's start command on a fresh install: `paperbot start` without a token, as a newcomer runs
 it, where numba's cache holds nothing yet (a fresh NUMBA_CACHE_DIR). It must answer within seconds and
-say what it is doing, then answer the same on the next start, with the loops compiled meanwhile."""
+say what it is doing, then answer the same on the next start, with the loops compiled meanwhile (into
+the module a later start loads without numba)."""
 
 from __future__ import annotations
 
@@ -65,9 +66,11 @@ def test_the_first_start_answers_within_seconds_and_the_next_one_as_fast(tmp_pat
     assert "KV Cache" in answer
 
     deadline = time.monotonic() + 800  # the child compiles on, beyond the session that started it
-    while not list(cache.glob("*/paperindex-*.ready")):
+    while not list(cache.glob("paperindex-*.ready")):
         assert time.monotonic() < deadline, "the loops were never compiled in the background"
         time.sleep(2)
+
+    assert list(cache.glob("paperindex_loops_*.json")), "the loops were not compiled ahead of time"
 
     later, lines, status = start(cache, tmp_path)
     text = "\n".join(lines)
