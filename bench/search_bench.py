@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from search_peers import Peer, RankBM25, available  # noqa: E402
 
+from paperindex import compiled  # noqa: E402
 from paperindex.engine import SearchEngine, document_tokens  # noqa: E402
 from paperindex.index import BM25Index  # noqa: E402
 from paperindex.tokenizer import tokenize  # noqa: E402
@@ -396,6 +397,10 @@ def main() -> int:
         print(f"skipped: the benchmark corpora are not in {DATA} (../shared/ next to the repo)")
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    loops = (
+        "compiled ahead of time" if compiled.ahead_of_time_loaded() else "numba's (PAPERINDEX_LOOPS=numba)"
+    )
+    print(f"paperbot's loops: {loops}")
     icml = load_rows(ICML)
     multivenue = load_rows(MULTIVENUE)
     synth = Synthesizer(multivenue)

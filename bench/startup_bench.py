@@ -15,7 +15,9 @@ searches, the resident memory of which must not keep growing (a leak check). Tar
 The database is prepared as `digest_bench.py` prepares it (10,000 subscribers, 100,000 papers; needs
 ../shared/data/multivenue/); `--db` keeps it for the next run (and can share the digest bench's).
 `--ready-timeout`: how long to wait for on_ready (a machine other work keeps busy may need more than 30 s).
-The first search is timed until its answer is complete (its last change, not the sandbox's quiet spell after it), also
+`PAPERINDEX_LOOPS=numba` in the environment runs the index's loops from numba's cache, as a machine where
+they cannot be compiled ahead of time does (`paperindex.ahead_of_time`): the line "the index's loops"
+says which ran. The first search is timed until its answer is complete (its last change, not the sandbox's quiet spell after it), also
 when it came past Discord's 3 s (refused).
 """
 
@@ -42,6 +44,7 @@ from bot.runtime import release_free_memory
 from bot.sandbox import SandboxServer
 from bot.sandbox.harness import running_paperbot, sandbox_settings
 from bot.services.digests.subscriptions import recipient_of
+from paperindex import compiled
 
 if TYPE_CHECKING:
     from bot.runtime import Services
@@ -101,6 +104,7 @@ async def measure(db_path: Path, args: argparse.Namespace) -> int:
         ) as running:
             ready = time.perf_counter() - started
             print(f"papers indexed            {len(running.services.search):>10,}")
+            print(f"the index's loops         {_loops()}")
             print(
                 f"start → on_ready          {ready:>10.2f} s   (target ≤ {READY_TARGET_S:.0f} s; "
                 f"includes the bot's guild_ready_timeout, {GUILD_READY_TIMEOUT} s)"
@@ -149,6 +153,12 @@ async def measure(db_path: Path, args: argparse.Namespace) -> int:
         print(f"resident memory grew by more than {LEAK_TOLERANCE_MB} MB over the last searches: a leak?")
     print(f"load average              {digest_bench.load_average():>10}")
     return 0 if ready <= READY_TARGET_S and max(rss, day_rss) <= MEMORY_TARGET_MB and not leaking else 1
+
+
+def _loops() -> str:
+    """Where this process's index loops come from, and whether numba is loaded at all."""
+    where = "compiled ahead of time" if compiled.ahead_of_time_loaded() else "numba's cache"
+    return f"{where} (numba {'loaded' if 'numba' in sys.modules else 'not loaded'})"
 
 
 def main() -> int:

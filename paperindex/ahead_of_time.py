@@ -31,7 +31,7 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -50,11 +50,19 @@ Kinds = tuple[Any, ...]
 Exports = dict[str, dict[Kinds, Callable[..., Any]]]
 
 
+class Loaded(NamedTuple):
+    """The loops compiled ahead of time, and :func:`paperindex.compiled.kinds` in C (None: the
+    Python one serves)."""
+
+    exports: Exports
+    kinds: Callable[[tuple[Any, ...]], Kinds] | None
+
+
 def fingerprint() -> str:
     """What the compiled loops depend on: the versions, the processor (they are compiled for its
     instructions) and every source file of the index."""
     digest = hashlib.sha256(f"{sys.version}|{np.__version__}|{_numba_version()}|{_processor()}".encode())
-    for path in sorted(SOURCES.glob("*.py")):
+    for path in sorted([*SOURCES.glob("*.py"), *SOURCES.glob("*.c")]):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -103,13 +111,22 @@ def module_name(print_: str) -> str:
     return f"paperindex_loops_{print_}"
 
 
-def _paths(where: Path, print_: str) -> tuple[Path, Path]:
-    """The extension module and its table of exports."""
-    name = module_name(print_)
-    return where / f"{name}{importlib.machinery.EXTENSION_SUFFIXES[0]}", where / f"{name}.json"
+def _paths(where: Path, print_: str) -> tuple[Path, Path, Path]:
+    """The extension module, its table of exports and the kinds helper."""
+    name, suffix = module_name(print_), importlib.machinery.EXTENSION_SUFFIXES[0]
+    return where / f"{name}{suffix}", where / f"{name}.json", where / f"paperindex_kinds_{print_}{suffix}"
 
 
-def load() -> Exports | None:
+def _extension(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no loader for {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load() -> Loaded | None:
     """The loops from the module built for these sources, or None (numba is to compile them): none
     built yet, ``PAPERINDEX_LOOPS=numba``, or the module would not load (said in the log)."""
     if os.environ.get(MODE_VARIABLE) == "numba":
@@ -118,28 +135,46 @@ def load() -> Exports | None:
     if where is None:
         return None
     print_ = fingerprint()
-    library, table = _paths(where, print_)
+    library, table, helper = _paths(where, print_)
     if not table.is_file():  # written after the module: both are there
         return None
     try:
-        spec = importlib.util.spec_from_file_location(module_name(print_), library)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"no loader for {library}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = _extension(module_name(print_), library)
         entries = json.loads(table.read_text())
-        return {
-            loop: {_tuples(kinds): getattr(module, export) for kinds, export in exports}
+        exports = {
+            loop: {_decoded(kinds): getattr(module, export) for kinds, export in exports}
             for loop, exports in entries.items()
         }
     except (ImportError, OSError, ValueError, AttributeError) as error:
         log.warning("could not load the loops compiled ahead of time (%s); numba compiles them", error)
         return None
+    try:
+        kinds = _extension(_KINDS_MODULE, helper).kinds if helper.is_file() else None
+    except (ImportError, AttributeError) as error:
+        log.warning("could not load the C kinds of arguments (%s); the Python ones serve", error)
+        kinds = None
+    return Loaded(exports, kinds)
 
 
-def _tuples(kinds: Any) -> Any:
-    """JSON's lists back into the tuples :func:`paperindex.compiled.kinds` gives."""
-    return tuple(_tuples(k) for k in kinds) if isinstance(kinds, list) else kinds
+_KINDS_MODULE = "_paperindex_kinds"
+
+
+def _encoded(kinds: Any) -> Any:
+    """A kinds for JSON: a type as ``module:qualname``, a tuple as a list, an array's int as is."""
+    if isinstance(kinds, tuple):
+        return [_encoded(k) for k in kinds]
+    if isinstance(kinds, type):
+        return f"{kinds.__module__}:{kinds.__qualname__}"
+    return kinds
+
+
+def _decoded(kinds: Any) -> Any:
+    if isinstance(kinds, list):
+        return tuple(_decoded(k) for k in kinds)
+    if isinstance(kinds, str):
+        module, _, name = kinds.partition(":")
+        return getattr(importlib.import_module(module), name)
+    return kinds
 
 
 def build(calls: Mapping[tuple[str, Kinds], tuple[Callable[..., Any], Any]], where: Path) -> Path:
@@ -152,7 +187,7 @@ def build(calls: Mapping[tuple[str, Kinds], tuple[Callable[..., Any], Any]], whe
         cc_class: Any = importlib.import_module("numba.pycc").CC
 
     print_ = fingerprint()
-    library, table = _paths(where, print_)
+    library, table, helper = _paths(where, print_)
     exports: dict[tuple[str, str], str] = {}
     entries: dict[str, list[list[Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="paperindex-loops-", dir=where) as scratch:
@@ -164,14 +199,43 @@ def build(calls: Mapping[tuple[str, Kinds], tuple[Callable[..., Any], Any]], whe
             if export is None:
                 export = exports[loop, str(signature)] = f"loop{len(exports)}"
                 cc.export(export, signature)(function)
-            entries.setdefault(loop, []).append([kinds, export])
+            entries.setdefault(loop, []).append([_encoded(kinds), export])
         with _releasing_the_gil(), open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
             cc.compile()
+            built_helper = _build_kinds_helper(Path(scratch))
         os.replace(Path(scratch) / cc.output_file, library)
+        os.replace(built_helper, helper)
     table_part = table.with_suffix(".part")
     table_part.write_text(json.dumps(entries))
     os.replace(table_part, table)
     return library
+
+
+def forget_others(where: Path) -> None:
+    """Remove what was built in ``where`` for other sources or versions (a loaded module stays loaded
+    where a process still runs it)."""
+    print_ = fingerprint()
+    for path in [
+        *where.glob("paperindex_loops_*"),
+        *where.glob("paperindex_kinds_*"),
+        *where.glob("paperindex-*.ready"),
+    ]:
+        if print_ not in path.name:
+            path.unlink(missing_ok=True)
+
+
+def _build_kinds_helper(scratch: Path) -> Path:
+    """``paperindex/kinds.c`` compiled (by setuptools, as pycc compiles its own C) into ``scratch``."""
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+
+    extension = Extension(_KINDS_MODULE, [str(SOURCES / "kinds.c")], include_dirs=[np.get_include()])
+    command = build_ext(Distribution({"ext_modules": [extension]}))
+    command.build_lib = str(scratch / "lib")
+    command.build_temp = str(scratch / "temp")
+    command.ensure_finalized()
+    command.run()
+    return Path(command.get_ext_fullpath(_KINDS_MODULE))
 
 
 @contextlib.contextmanager

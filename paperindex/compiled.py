@@ -78,7 +78,7 @@ class AheadOfTime(Loop):
     def __call__(self, *args: Any) -> Any:
         if _runs_twin(self):
             return self.twin(*args)  # type: ignore[misc]
-        export = self.exports.get(kinds(args))
+        export = self.exports.get(_kinds_of_call(args))
         if export is None:
             return self._without_export(args)
         return export(*args)
@@ -86,37 +86,54 @@ class AheadOfTime(Loop):
     def _without_export(self, args: tuple[Any, ...]) -> Any:
         self.missed += 1
         if self.twin is None:
-            raise TypeError(f"{self.loop_name} was not compiled for arguments of kinds {kinds(args)}")
+            raise TypeError(f"{self.loop_name} was not compiled for arguments {_described(args)}")
         if self.missed == 1:
             log.warning(
-                "%s was not compiled for arguments of kinds %s: its numpy twin answers (slower)",
+                "%s was not compiled for arguments %s: its numpy twin answers (slower)",
                 self.loop_name,
-                kinds(args),
+                _described(args),
             )
         return self.twin(*args)
 
 
+def _described(value: Any) -> str:
+    """Arguments as a person reads their kinds: ``(<f4 1-d C, int)``."""
+    if isinstance(value, np.ndarray):
+        flags = value.flags
+        layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "strided"
+        return f"{value.dtype.str} {value.ndim}-d {layout}{'' if flags.writeable else ' read-only'}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_described(v) for v in value) + ")"
+    return type(value).__name__
+
+
 def kinds(args: tuple[Any, ...]) -> ahead_of_time.Kinds:
-    """What numba compiles a loop for, of each argument: an array's dtype, dimensions, layout and
-    whether it is writable; a scalar's type; a tuple's items."""
+    """What numba compiles a loop for, of each argument: an array's dtype, dimensions, layout, whether
+    it is writable and of native byte order (one int); a tuple's items; anything else's type (numpy's
+    int64, float64 and bool as Python's int, float and bool, as numba types them). The module
+    compiled ahead of time brings the same in C (``paperindex/kinds.c``), which a call uses."""
     return tuple([_kind(a) for a in args])
 
 
-_SCALARS = {int: "i8", np.int64: "i8", float: "f8", np.float64: "f8", bool: "b1", np.bool_: "b1"}
+#: numpy's scalars numba types as Python's
+_ALIKE: dict[type, type] = {np.int64: int, np.float64: float, np.bool_: bool}
+
+#: numpy's flags numba's array types tell apart: C and F contiguous, aligned, writeable
+_TOLD_APART = 0x1 | 0x2 | 0x100 | 0x400
 
 
 def _kind(value: Any) -> Any:
     kind = type(value)
     if kind is np.ndarray:
-        flags = value.flags
-        layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
-        return (value.dtype.str, value.ndim, layout, flags.writeable, flags.aligned)
+        swapped = 0 if value.dtype.isnative else 1 << 30
+        return value.dtype.num | value.ndim << 8 | (value.flags.num & _TOLD_APART) << 16 | swapped
     if kind is tuple:
         return tuple([_kind(v) for v in value])
-    return _SCALARS.get(kind) or np.dtype(kind).str
+    return _ALIKE.get(kind, kind)
 
 
 _AHEAD = ahead_of_time.load()
+_kinds_of_call = _AHEAD.kinds if _AHEAD is not None and _AHEAD.kinds is not None else kinds
 
 
 def ahead_of_time_loaded() -> bool:
@@ -156,7 +173,7 @@ def jit(fn: _F, *, fastmath: bool = False, inline: Literal["never", "always"] = 
     """``fn`` compiled (ahead of time, or by numba: nopython, the GIL released, cached on disk where it
     can be), same signature."""
     if _AHEAD is not None:
-        return cast(_F, AheadOfTime(fn, _AHEAD.get(f"{fn.__module__}.{fn.__qualname__}", {})))
+        return cast(_F, AheadOfTime(fn, _AHEAD.exports.get(f"{fn.__module__}.{fn.__qualname__}", {})))
     try:
         return cast(_F, _dispatcher(fn, cache=True, fastmath=fastmath, inline=inline))
     except RuntimeError:  # "cannot cache function …: no locator available for file …"

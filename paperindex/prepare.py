@@ -120,6 +120,7 @@ def prepare() -> bool:
                     exercise()
                 built = _built_ahead_of_time(calls, stamp.parent)
             stamp.write_text(f"{sys.version}\nnumpy {np.__version__}\n{built}\n")
+            ahead_of_time.forget_others(stamp.parent)
     return True
 
 
@@ -129,10 +130,11 @@ def _built_ahead_of_time(calls: compiled.Calls, folder: Path) -> str:
     try:
         return f"ahead of time: {ahead_of_time.build(calls, folder).name}"
     except Exception as error:  # no C compiler, a numba without pycc, a type pycc refuses
+        why = (str(error).strip().splitlines() or [type(error).__name__])[0]  # numba's hints follow
         log.warning(
-            "could not compile the loops ahead of time (%s); later starts load them from numba's cache", error
+            "could not compile the loops ahead of time (%s); later starts load them from numba's cache", why
         )
-        return f"ahead of time: not built ({error})"
+        return f"ahead of time: not built ({why})"
 
 
 def compile_in_background() -> subprocess.Popen[bytes]:

@@ -117,29 +117,76 @@ def test_arguments_of_kinds_the_module_was_not_built_for_go_to_the_twin(
     said = [r.getMessage() for r in caplog.records if "was not compiled for" in r.getMessage()]
     assert len(said) == 1
     assert "doubled" in said[0]
-    assert "<f4" in said[0]
+    assert "arguments (<f4 1-d C)" in said[0]
 
     bare = compiled.AheadOfTime(doubled, {})
-    with pytest.raises(TypeError, match="not compiled for arguments of kinds"):
+    with pytest.raises(TypeError, match=r"not compiled for arguments \(<i8 1-d C\)"):
         bare(np.arange(3))
 
 
-def test_an_export_is_chosen_by_dtype_layout_and_writability() -> None:
-    """Arrays that differ only in dtype, layout or being read-only are different kinds: one built for
-    a writable contiguous int64 array never receives a float64, a strided or a read-only one."""
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+#: Arrays numba compiles different code for, one of each: none may share a kind with another.
+DIFFERENT_ARRAYS = [
+    np.arange(4, dtype=np.int64),
+    np.arange(4, dtype=np.int32),
+    np.arange(4, dtype=np.float64),
+    np.arange(4, dtype=np.uint8),
+    np.arange(8, dtype=np.int64)[::2],  # strided
+    _readonly(np.arange(4, dtype=np.int64)),
+    np.arange(4, dtype=">i8"),  # not the machine's byte order
+    np.zeros((2, 3)),
+    np.zeros((2, 3), order="F"),
+    np.zeros((2, 3))[:, ::2],
+    np.zeros((2, 3, 1)),
+]
+
+
+def test_an_export_is_chosen_by_dtype_dimensions_layout_writability_and_byte_order() -> None:
+    """Each array numba would compile different code for is a kind of its own, so an export built for a
+    writable contiguous int64 array never receives any of the others; numpy's int64, float64 and bool
+    are Python's int, float and bool, as numba types them."""
+    assert len({compiled.kinds((a,)) for a in DIFFERENT_ARRAYS}) == len(DIFFERENT_ARRAYS)
+    assert compiled.kinds((np.int64(3), np.float64(2.0), np.bool_(True))) == compiled.kinds((3, 2.0, True))
     calls: list[str] = []
     key = compiled.kinds((np.arange(4, dtype=np.int64), 3))
     loop = compiled.AheadOfTime(lambda a, n: None, {key: lambda a, n: calls.append("export")})
     loop.twin = lambda a, n: calls.append("twin")
-    readonly = np.arange(4, dtype=np.int64)
-    readonly.flags.writeable = False
     loop(np.arange(4, dtype=np.int64), 3)
-    loop(np.int64(3) * np.ones(4, dtype=np.int64), np.int64(3))  # numpy's int64 is Python's int to numba
-    loop(np.arange(4, dtype=np.float64), 3)
-    loop(np.arange(8, dtype=np.int64)[::2], 3)
-    loop(readonly, 3)
+    loop(np.ones(4, dtype=np.int64), np.int64(3))
+    for other in DIFFERENT_ARRAYS[1:]:
+        loop(other, 3)
     loop(np.arange(4, dtype=np.int64), 3.0)
-    assert calls == ["export", "export", "twin", "twin", "twin", "twin"]
+    assert calls == ["export", "export"] + ["twin"] * len(DIFFERENT_ARRAYS)
+
+
+def test_the_kinds_in_c_are_the_kinds_in_python(built: None) -> None:
+    """The module's kinds helper (paperindex/kinds.c), which calls use, gives what
+    :func:`paperindex.compiled.kinds` gives, with which the child recorded the exports."""
+    loaded = ahead_of_time.load()
+    assert loaded is not None
+    assert loaded.kinds is not None, "the C kinds were not built beside the loops"
+    values = [
+        *DIFFERENT_ARRAYS,
+        3,
+        2.5,
+        True,
+        np.int64(3),
+        np.float64(2.0),
+        np.bool_(False),
+        np.int32(3),
+        None,
+        "text",
+        (),
+        (np.arange(2), (np.zeros(1, np.uint8), 5)),
+        tuple(DIFFERENT_ARRAYS),
+    ]
+    for value in values:
+        assert loaded.kinds((value,)) == compiled.kinds((value,)), repr(value)
+    assert loaded.kinds(tuple(values)) == compiled.kinds(tuple(values))
 
 
 def test_a_changed_source_of_the_index_is_never_served_by_a_stale_module(built: None, tmp_path: Path) -> None:
@@ -165,3 +212,34 @@ def test_a_changed_source_of_the_index_is_never_served_by_a_stale_module(built: 
     changed, loaded = fingerprint_and_loaded()
     assert changed != ahead_of_time.fingerprint()
     assert loaded == "False"
+
+
+_BUILD_WITHOUT_A_COMPILER = """
+import sys
+from pathlib import Path
+from paperindex import compiled, prepare
+
+with compiled.recording() as calls:
+    prepare.exercise()
+print(len(calls))
+print(prepare._built_ahead_of_time(calls, Path(sys.argv[1])))
+"""
+
+
+def test_without_a_c_compiler_the_child_says_why_and_numba_serves_the_loops(tmp_path: Path) -> None:
+    """Where the module cannot be built (here: the C compiler fails), the child records why in its
+    stamp and log and writes no module, so later starts load the loops from numba's cache."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PAPERINDEX_LOOPS": "numba", "CC": "/bin/false"}
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILD_WITHOUT_A_COMPILER, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    recorded, said = done.stdout.strip().splitlines()
+    assert int(recorded) >= 20  # every loop a caller reaches, for each kinds of arguments
+    assert said.startswith("ahead of time: not built (")
+    assert "could not compile the loops ahead of time" in done.stderr
+    assert not list(tmp_path.glob("paperindex_loops_*"))
