@@ -1,4 +1,5 @@
-"""The compiled scoring loops (numba): ready before the first search, and working where numba can keep
+"""The compiled scoring loops from numba (a first start, or a machine where they cannot be compiled ahead
+of time: ``PAPERINDEX_LOOPS=numba``): ready before the first search, and working where numba can keep
 no cache. Each test runs a fresh Python process, as a start of the bot is one."""
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def run(script: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(ROWS) + textwrap.dedent(script)],
         cwd=REPO,
-        env={**os.environ, **env},
+        env={**os.environ, "PAPERINDEX_LOOPS": "numba", **env},
         capture_output=True,
         text=True,
         check=False,
