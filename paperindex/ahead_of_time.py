@@ -3,7 +3,7 @@ process that has it never imports numba.
 
 numba compiles the loops in each process that calls them (from its disk cache: under a second), and
 what that leaves resident is large: numba and llvmlite imported, LLVM's code generator mapped in to
-load the machine code (about 100 MB of a 400 MB bot at 100,000 papers). The child that prepares the
+load the machine code (about 140 MB of the 480 MB a bot at 100,000 papers held after a day). The child that prepares the
 loops after an install (:mod:`paperindex.prepare`) therefore also has numba write them, for every type
 it called them with, into a CPython extension module (numba's ahead-of-time compiler, ``numba.pycc``,
 which needs a C compiler), beside a table of which export takes which kinds of arguments
@@ -11,8 +11,10 @@ which needs a C compiler), beside a table of which export takes which kinds of a
 imported. Where it cannot be built (no C compiler, or a numba without ``pycc``) the loops come from
 numba's cache as before.
 
-The module is named after :func:`fingerprint` (the Python, numpy and numba versions and the index's
-sources), so any change and it is built again.
+The module is named after :func:`fingerprint` (the Python, numpy and numba versions, the processor and
+the index's sources), so any change and it is built again. The kinds of a call's arguments, which pick
+its export, are computed in C by a small helper built beside it (``kinds.c``): in Python they took
+longer than numba's own dispatch.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ SOURCES = Path(__file__).resolve().parent
 #: (the child that builds it).
 MODE_VARIABLE = "PAPERINDEX_LOOPS"
 
-#: The kinds of a call's arguments (:func:`paperindex.compiled.kinds`): nested tuples of str and int.
+#: The kinds of a call's arguments (:func:`paperindex.compiled.kinds`): ints and types, in tuples.
 Kinds = tuple[Any, ...]
 
 #: For each loop (``module.qualname``), the function compiled for each kinds of arguments.
