@@ -177,8 +177,14 @@ def last_words() -> str:
 def switch_to_compiled(index: BM25Index, stop: threading.Event | None = None) -> bool:
     """Load the loops a search and an add take from numba's cache (as a start with the cache ready
     does: :func:`paperindex.index.warm_up` for ``index``'s layouts, :func:`paperindex.bulk_terms.warm_up`),
-    then run the compiled loops instead of the twins. False, the twins still answering, if ``stop`` was
-    set meanwhile."""
+    then run the compiled loops instead of the twins. Where the child built the module compiled ahead of
+    time, the loops come from it instead and numba's are never loaded. False, the twins still answering,
+    if ``stop`` was set meanwhile."""
+    loaded = None if compiled.ahead_of_time_loaded() else ahead_of_time.load()
+    if loaded is not None:
+        compiled.use_ahead_of_time(loaded)
+        compiled.use_twins(False)
+        return True
     with compiled.compiled_only():
         warm_up(index, stop)
         if stop is not None and stop.is_set():

@@ -243,3 +243,51 @@ def test_without_a_c_compiler_the_child_says_why_and_numba_serves_the_loops(tmp_
     assert said.startswith("ahead of time: not built (")
     assert "could not compile the loops ahead of time" in done.stderr
     assert not list(tmp_path.glob("paperindex_loops_*"))
+
+
+_FIRST_PROCESS = """
+import json, os
+import numpy as np
+from paperindex import compiled, prepare
+from paperindex.documents import Document
+from paperindex.engine import SearchEngine
+
+rng = np.random.default_rng(5)
+words = "graph neural networks kv cache quantization attention transformer diffusion score".split()
+rows = [Document(i, " ".join(rng.choice(words, 4)), " ".join(rng.choice(words, 60)), (), None, 2024) for i in range(1, 400)]
+
+def ask(engine):
+    out = [[(h.paper_id, h.score) for h in engine.search(q, limit=5).hits] for q in ("kv cache", "graph attention")]
+    out.append([(h.paper_id, h.score) for h in engine.similar(3, limit=3).hits])
+    return out
+
+compiled.use_twins(True)  # a first start: the twins answer while the child compiles
+engine = SearchEngine.build(rows)
+on_twins = ask(engine)
+os.environ.pop("PAPERINDEX_LOOPS")  # the child is done: the module is there to load
+switched = prepare.switch_to_compiled(engine.index)
+after = ask(engine)
+engine.add([Document(900, "A new cache paper", "cache graph " * 5, (), None, 2025)])
+ask(engine)
+loaded_by_numba = sorted(k.loop_name for k in compiled._KERNELS if k.signatures)
+print(json.dumps([switched, compiled.using_twins(), on_twins == after, loaded_by_numba]))
+"""
+
+
+def test_the_first_process_switches_from_the_twins_to_the_module_and_numba_loads_nothing(built: None) -> None:
+    """The first start after an install runs numba's dispatchers (the module is not built yet) and answers
+    on the twins; once the child has built the module it switches to it, answering the same, and numba
+    never loads a loop's machine code into LLVM in that process."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_PROCESS],
+        env={**os.environ, "PYTHONPATH": str(REPO), "PAPERINDEX_LOOPS": "numba"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    switched, on_twins, same, loaded_by_numba = json.loads(done.stdout.strip().splitlines()[-1])
+    assert switched
+    assert not on_twins
+    assert same
+    assert loaded_by_numba == []
