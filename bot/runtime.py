@@ -452,8 +452,8 @@ async def ready_for_first_search() -> None:
 
 async def compiled_in_background(child: subprocess.Popen[bytes], search: SearchEngine) -> None:
     """While the twins answer: wait for the child compiling the loops, then switch to them (the module
-    it built ahead of time, or numba's cache: a second in a worker thread). If the child failed, the twins go on answering
-    (exactly, more slowly on a large corpus) and the next start tries again."""
+    it built ahead of time, or numba's cache: a second in a worker thread). If the child failed, the
+    twins go on answering (exactly, more slowly on a large corpus) and the next start tries again."""
     started = time.perf_counter()
     stop = threading.Event()
     try:

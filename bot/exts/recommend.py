@@ -21,7 +21,7 @@ from bot.services.people.library import MAX_LIBRARY_BYTES
 from bot.services.people.privacy import BACKUP_RETENTION_DAYS
 from bot.services.recommend.topic_breadth import breadth
 from bot.services.search.snippets import echo
-from bot.ui.format import file_size, trim
+from bot.ui.format import counted, file_size, trim
 from bot.ui.library import library_answer
 from bot.ui.profile_views import (
     NO_SAVED_PAPERS,
@@ -79,7 +79,7 @@ async def recommend_command(interaction: discord.Interaction[PaperBot], count: C
     if result.status == "picks":
         papers = await services.papers.get_many(p.paper_id for p in result.picks)
         entries = [listed(papers[p.paper_id], p.reason) for p in result.picks if p.paper_id in papers]
-        heading = f"{len(entries)} paper{'s' if len(entries) != 1 else ''} for you"
+        heading = f"{counted(len(entries), 'paper', 'papers')} for you"
         footer = rating_legend(len(entries))
     elif result.status == "popular":
         papers = await services.papers.get_many(p.paper_id for p in result.popular)

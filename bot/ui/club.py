@@ -121,7 +121,7 @@ def announcement(outcome: Outcome) -> str:
     elif outcome.tie:
         how = f"A tie at {counted(won, 'vote', 'votes')}: the first listed of the tied papers wins."
     else:
-        how = f"{won} of {total} vote{'s' if total != 1 else ''}."
+        how = f"{won} of {counted(total, 'vote', 'votes')}."
     lines = [
         f"{ANNOUNCEMENT_MARK} {_linked(outcome.winner)}",
         how,

@@ -195,9 +195,8 @@ def export_answer(papers: Sequence[Paper], key: str, size_limit: int) -> dict[st
                 f"lets me attach at most {file_size(size_limit)} here. Take the 🔖 off a few papers and try again."
             )
         }
-    plural = "s" if len(papers) != 1 else ""
     return {
-        "content": f"Your {len(papers)} saved paper{plural} as {label} (File → Import in Zotero).",
+        "content": f"Your {counted(len(papers), 'saved paper', 'saved papers')} as {label} (File → Import in Zotero).",
         "file": discord.File(io.BytesIO(exported.data), filename=exported.filename),
     }
 
