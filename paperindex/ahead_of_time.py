@@ -20,6 +20,7 @@ longer than numba's own dispatch.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.machinery
 import importlib.metadata
@@ -60,9 +61,11 @@ class Loaded(NamedTuple):
     kinds: Callable[[tuple[Any, ...]], Kinds] | None
 
 
+@functools.cache
 def fingerprint() -> str:
     """What the compiled loops depend on: the versions, the processor (they are compiled for its
-    instructions) and every source file of the index."""
+    instructions) and every source file of the index, as this process read them (once: a start asks
+    three times)."""
     digest = hashlib.sha256(f"{sys.version}|{np.__version__}|{_numba_version()}|{_processor()}".encode())
     for path in sorted([*SOURCES.glob("*.py"), *SOURCES.glob("*.c")]):
         digest.update(path.name.encode())

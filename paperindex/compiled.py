@@ -14,6 +14,9 @@ A loop comes from one of two places, chosen once per process when this module is
   numba takes 0.4 to 1 s to prepare them in a fresh process, which :func:`paperindex.index.warm_up`
   spends at start rather than during the first search.
 
+A process that started on numba's loops switches to the module once it is built
+(:func:`use_ahead_of_time`), so that numba never loads their machine code there.
+
 Compiling them where nothing is compiled yet takes a minute of a core. So each loop a caller outside
 the compiled code reaches also has a **twin** (:func:`twin`): the same computation in Python and
 numpy, giving exactly what the compiled loop gives (the same numbers in the same order, the same arrays
@@ -133,7 +136,8 @@ def _kind(value: Any) -> Any:
 
 
 _AHEAD = ahead_of_time.load()
-_kinds_of_call = _AHEAD.kinds if _AHEAD is not None and _AHEAD.kinds is not None else kinds
+#: the kinds of a call's arguments that pick its export: the module's C ones where it brought them
+_kinds_of_call: Callable[[tuple[Any, ...]], ahead_of_time.Kinds] = (_AHEAD and _AHEAD.kinds) or kinds
 
 
 def ahead_of_time_loaded() -> bool:
@@ -149,13 +153,14 @@ def _kernel_class() -> type:
         """A numba dispatcher that runs its twin instead while :func:`use_twins` is on. Compiled code
         calling it (numba resolves it as any dispatcher) never goes through the twin."""
 
-        late_exports: dict[ahead_of_time.Kinds, Callable[..., Any]] = {}  # noqa: RUF012 (replaced, never changed)
+        #: the module's, once :func:`use_ahead_of_time` switched this process to it
+        exports: dict[ahead_of_time.Kinds, Callable[..., Any]] = {}  # noqa: RUF012 (replaced, never changed)
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
             if _runs_twin(self):
                 return self.twin(*args, **kwargs)  # type: ignore[misc]
-            if self.late_exports:
-                export = self.late_exports.get(_late_kinds(args))
+            if self.exports:
+                export = self.exports.get(_kinds_of_call(args))
                 if export is not None:
                     return export(*args)
             result = super().__call__(*args, **kwargs)
@@ -177,17 +182,16 @@ def _dispatcher(fn: Callable[..., Any], *, cache: bool, **options: Any) -> Loop:
 
 
 _KERNELS: list[Any] = []  # numba's dispatchers of this process, for use_ahead_of_time
-_late_kinds: Callable[[tuple[Any, ...]], ahead_of_time.Kinds] = kinds
 
 
 def use_ahead_of_time(loaded: ahead_of_time.Loaded) -> None:
     """In a process that started on numba's loops (the first after an install): call the module the
     child built meanwhile from now on, so that numba never loads their machine code into LLVM (90 MB
     less resident in a small ad-hoc run). Arguments of kinds it was not built for still go to numba."""
-    global _late_kinds
-    _late_kinds = loaded.kinds or kinds
+    global _kinds_of_call
+    _kinds_of_call = loaded.kinds or kinds
     for kernel in _KERNELS:
-        kernel.late_exports = loaded.exports.get(kernel.loop_name, {})
+        kernel.exports = loaded.exports.get(kernel.loop_name, {})
 
 
 def jit(fn: _F, *, fastmath: bool = False, inline: Literal["never", "always"] = "never") -> _F:
